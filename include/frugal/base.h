@@ -1,0 +1,86 @@
+// Basic value types shared by every part of frugal: shapes, element types,
+// devices, and the error type that carries a user-facing message.
+//
+// User errors (bad config, bad data, impossible shapes) throw frugal::Error
+// with a message that names the file/line, the node, the values and the fix.
+// Internal invariants use glog's CHECK, which aborts: a CHECK failure is a
+// bug in frugal, never the user's fault.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace frugal {
+
+// An error the user can act on. what() is one line, ready to print.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// Builds a message from streamable parts: Fmt("got ", n, " expected ", m).
+template <typename... Args>
+std::string Fmt(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+// Throws frugal::Error when cond is false; the message parts are only
+// formatted on failure.
+#define FRUGAL_REQUIRE(cond, ...)                      \
+  do {                                                 \
+    if (!(cond)) throw ::frugal::Error(::frugal::Fmt(__VA_ARGS__)); \
+  } while (0)
+
+// A tensor shape. An empty dims vector with known()==false means "not yet
+// inferred"; a known shape with no dims is a scalar.
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims) : dims_(dims), known_(true) {}
+  explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)), known_(true) {}
+
+  bool known() const { return known_; }
+  int ndim() const { return static_cast<int>(dims_.size()); }
+  int64_t operator[](int i) const { return dims_[i]; }
+  int64_t& operator[](int i) { return dims_[i]; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t Size() const;  // product of dims; 1 for a scalar
+  // Product of dims in [begin, end).
+  int64_t Prod(int begin, int end) const;
+
+  bool operator==(const Shape& o) const { return known_ == o.known_ && dims_ == o.dims_; }
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+  std::string ToString() const;  // "(32,784)" or "?"
+
+ private:
+  std::vector<int64_t> dims_;
+  bool known_ = false;
+};
+
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+enum class DType : uint8_t { kFloat32, kInt32, kUInt8 };
+int64_t DTypeBytes(DType t);
+const char* DTypeName(DType t);
+
+enum class DeviceType : uint8_t { kCPU, kCUDA };
+struct Device {
+  DeviceType type = DeviceType::kCPU;
+  int id = 0;
+  bool operator==(const Device& o) const { return type == o.type && id == o.id; }
+  std::string ToString() const;  // "cpu(0)"
+};
+constexpr int kMaxDevices = 16;
+
+// Formats a byte count for people: "1.50 MiB".
+std::string HumanBytes(int64_t bytes);
+// Parses "7GB", "512MiB", "1024" into bytes; throws Error on bad input.
+int64_t ParseBytes(const std::string& text);
+
+}  // namespace frugal

@@ -1,0 +1,32 @@
+// Loading text configs: ${variable} substitution, protobuf text parsing with
+// file:line:column errors, and building the forward graph from the nodes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frugal.pb.h"
+#include "frugal/graph.h"
+
+namespace frugal {
+
+struct ConfigFile {
+  std::string path;
+  config::NetConfig net;
+  std::vector<SourceLoc> node_locs;            // per net.node
+  std::map<std::string, std::string> values;   // every variable's final value
+};
+
+// Reads and parses path; defines are "name=value" and must name declared
+// variables. Throws Error "path:line:col: message" on any problem.
+ConfigFile LoadConfig(const std::string& path, const std::vector<std::string>& defines);
+// The same, from text already in memory (path is used in messages).
+ConfigFile ParseConfig(const std::string& text, const std::string& path, const std::vector<std::string>& defines);
+
+// The forward graph of the config's nodes. Data inputs become input
+// variables; omitted weights and biases become parameters. Throws Error
+// naming the node's file and line.
+Graph BuildGraph(const ConfigFile& cfg);
+
+}  // namespace frugal

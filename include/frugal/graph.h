@@ -1,0 +1,102 @@
+// The graph IR that every pass reads: nodes in topological (= execution)
+// order, each an op application or a variable, connected by entries (one
+// output of one node). Typed per-entry attributes (shapes) and the gradient
+// bookkeeping live beside the nodes.
+#pragma once
+
+#include <any>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frugal/base.h"
+
+namespace frugal {
+
+class OpDef;
+
+// One output of one node.
+struct Entry {
+  int node = -1;
+  int index = 0;
+  bool valid() const { return node >= 0; }
+  bool operator==(const Entry& o) const { return node == o.node && index == o.index; }
+  bool operator!=(const Entry& o) const { return !(*this == o); }
+};
+
+// Attributes as written in the config; parsed once into Node::params.
+using AttrMap = std::map<std::string, std::string>;
+
+// Where a node came from, for error messages: "models/mlp.prototxt:12:3".
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string ToString() const;  // empty when unknown
+};
+
+enum class VarKind : uint8_t {
+  kNone,   // an op node
+  kInput,  // fed from data each step (data, label)
+  kParam,  // learnable, updated by the optimizer
+};
+
+struct Node {
+  std::string name;
+  const OpDef* op = nullptr;  // nullptr for variables
+  VarKind var = VarKind::kNone;
+  AttrMap attrs;              // kept for printing and for checkpoints of the config
+  std::any params;            // the op's typed params, parsed from attrs by the op
+  std::vector<Entry> inputs;
+  int fwd = -1;               // backward nodes: the forward node they differentiate
+  std::string init;           // params: initializer name ("xavier", "zero", ...)
+  SourceLoc loc;
+
+  bool is_variable() const { return op == nullptr; }
+  // "file:line: node 'fc1' (fully_connected)" for error messages.
+  std::string Where() const;
+};
+
+class Graph {
+ public:
+  // Appends a node; its inputs must refer to earlier nodes. Returns its index.
+  int AddNode(Node node);
+  // Appends an op node parsed from attrs (throws Error naming the node on a
+  // bad attribute). The op must be registered.
+  int AddOp(const std::string& op, const std::string& name, const AttrMap& attrs,
+            std::vector<Entry> inputs, SourceLoc loc = {});
+  int AddVariable(const std::string& name, VarKind kind, const std::string& init = "");
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Node& node(int i) const { return nodes_[i]; }
+  Node& mutable_node(int i) { return nodes_[i]; }
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  int FindNode(const std::string& name) const;  // -1 if absent
+
+  int NumOutputs(int node) const;
+  // Entries are numbered densely: node by node, output by output.
+  int EntryId(Entry e) const { return entry_start_[e.node] + e.index; }
+  int num_entries() const { return entry_start_.back(); }
+  Entry EntryOf(int id) const;
+
+  // Graph outputs (what the user sees: predictions, losses).
+  std::vector<Entry> outputs;
+  // Nodes [0, num_forward()) are the forward graph; the rest were added by
+  // the gradient pass, which calls EndForward() before adding them.
+  int num_forward() const { return num_forward_ < 0 ? num_nodes() : num_forward_; }
+  void EndForward() { num_forward_ = num_nodes(); }
+  // Set by the infer-shape pass: one shape per entry.
+  std::vector<Shape> shapes;
+  // Set by the gradient pass: for each node, the entry holding the gradient
+  // of its output 0 (meaningful for parameters), or invalid.
+  std::vector<Entry> grad_of;
+
+  const Shape& shape(Entry e) const { return shapes[EntryId(e)]; }
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<int> entry_start_{0};
+  int num_forward_ = -1;
+};
+
+}  // namespace frugal

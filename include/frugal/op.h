@@ -1,0 +1,220 @@
+// The operator registry. An op is a name plus a table of typed attributes:
+// its inputs, how to parse its parameters, shape inference, what its backward
+// pass reads, how its gradient is built, which outputs may overwrite which
+// inputs, how costly it is to recompute, whether it draws random numbers, and
+// its kernels. Passes never name an op; they ask the op.
+//
+// Ops register through the inventory in src/ops/op_list.def, one file per op.
+#pragma once
+
+#include <any>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frugal/base.h"
+#include "frugal/graph.h"
+#include "frugal/tensor.h"
+
+namespace frugal {
+
+// How costly an op is to recompute: the recompute policies ask this.
+enum class Cost : uint8_t {
+  kFree,       // views and copies (reshape, flatten)
+  kCheap,      // elementwise, normalisation, pooling: memory-bound
+  kExpensive,  // convolution, matrix products: compute-bound
+};
+const char* CostName(Cost c);
+
+// Whether an op draws random numbers. Random ops use a counter-based RNG keyed
+// by (seed, node, step), so a recomputation reproduces the same draws.
+enum class Randomness : uint8_t { kNone, kCounterRng };
+
+// What a kernel must do with each output.
+enum class OpReq : uint8_t {
+  kNull,   // nobody reads it: skip
+  kWrite,  // overwrite (the buffer may alias an in-place input)
+  kAdd,    // accumulate into the existing contents
+};
+
+// Writes v to *y honouring req (kNull is skipped by callers).
+inline void Assign(float* y, OpReq req, float v) {
+  if (req == OpReq::kAdd) *y += v; else *y = v;
+}
+
+// One value that the backward pass of an op reads.
+struct BackwardRead {
+  enum Kind : uint8_t { kInput, kOutput, kOutGrad } kind;
+  int index;
+  bool operator==(const BackwardRead& o) const { return kind == o.kind && index == o.index; }
+};
+inline BackwardRead Input(int i) { return {BackwardRead::kInput, i}; }
+inline BackwardRead Output(int i) { return {BackwardRead::kOutput, i}; }
+inline BackwardRead OutGrad(int i) { return {BackwardRead::kOutGrad, i}; }
+
+// Reads typed values from a node's attribute map; every key must be consumed
+// (Finish), so a misspelt attribute is an error rather than ignored.
+class AttrReader {
+ public:
+  AttrReader(std::string where, const AttrMap& attrs) : where_(std::move(where)), attrs_(attrs) {}
+  int64_t Int(const std::string& key);
+  int64_t Int(const std::string& key, int64_t dflt);
+  double Float(const std::string& key, double dflt);
+  bool Bool(const std::string& key, bool dflt);
+  std::string Str(const std::string& key, const std::string& dflt);
+  // One of the allowed words.
+  std::string Choice(const std::string& key, const std::string& dflt,
+                     const std::vector<std::string>& allowed);
+  // "(2,3,-1)" or "2,3,-1".
+  std::vector<int64_t> Ints(const std::string& key);
+  void Finish() const;
+  const std::string& where() const { return where_; }
+
+ private:
+  const std::string* Find(const std::string& key);
+  std::string where_;
+  const AttrMap& attrs_;
+  std::vector<std::string> known_;
+};
+
+struct KernelCtx {
+  const Node& node;
+  const std::vector<Tensor>& in;
+  const std::vector<Tensor>& out;
+  const std::vector<OpReq>& req;
+  const Tensor& workspace;  // undefined when the op asked for none
+  bool is_train;
+  uint64_t seed;
+  int64_t step;
+  template <typename P>
+  const P& params() const { return std::any_cast<const P&>(node.params); }
+};
+using Kernel = std::function<void(const KernelCtx&)>;
+
+// Shape inference sees the node, its input shapes (which it may complete,
+// e.g. a weight's shape) and, for backward nodes, the forward node's shapes.
+struct ShapeCtx {
+  const Node& node;
+  std::vector<Shape>& in;
+  std::vector<Shape>& out;
+  const std::vector<Shape>* fwd_in = nullptr;   // backward nodes only
+  const std::vector<Shape>* fwd_out = nullptr;  // backward nodes only
+  template <typename P>
+  const P& params() const { return std::any_cast<const P&>(node.params); }
+  // Throws Error naming the node: "<where>: <message>".
+  [[noreturn]] void Fail(const std::string& message) const;
+};
+using InferShapeFn = std::function<void(ShapeCtx&)>;
+
+// Builds the gradient of a forward node out of graph nodes. Gets the
+// gradients of the node's outputs (invalid where none flows) and returns one
+// entry per input (invalid where the input gets no gradient).
+using GradientFn =
+    std::function<std::vector<Entry>(Graph& g, int fwd, const std::vector<Entry>& out_grads)>;
+
+// Description of one input: its name, and whether the config may leave it
+// out, in which case a learnable parameter "<node>_<name>" is made for it.
+struct InputSpec {
+  std::string name;
+  bool is_param = false;
+  std::string init;  // the parameter's default initializer
+};
+
+class OpDef {
+ public:
+  explicit OpDef(std::string name) : name_(std::move(name)) {}
+
+  // --- declaration, chained in each op's Register function ---
+  OpDef& Doc(std::string d) { doc_ = std::move(d); return *this; }
+  OpDef& Inputs(std::vector<InputSpec> in) { inputs_ = std::move(in); return *this; }
+  OpDef& Outputs(std::vector<std::string> out) { outputs_ = std::move(out); return *this; }
+  // The inputs actually used by a node, given its params (e.g. no bias).
+  OpDef& NumInputsFn(std::function<int(const std::any&)> f) { num_inputs_ = std::move(f); return *this; }
+  OpDef& NumOutputsFn(std::function<int(const std::any&)> f) { num_outputs_ = std::move(f); return *this; }
+  OpDef& Params(std::function<std::any(AttrReader&)> parse) { parse_ = std::move(parse); return *this; }
+  OpDef& InferShape(InferShapeFn f) { infer_shape_ = std::move(f); return *this; }
+  // Exactly what the backward pass reads. With a backward op name, the
+  // gradient is one node of that op reading these values, with one output
+  // per forward input.
+  OpDef& Backward(std::vector<BackwardRead> reads, std::string backward_op = "") {
+    backward_reads_ = std::move(reads);
+    backward_op_ = std::move(backward_op);
+    return *this;
+  }
+  OpDef& Gradient(GradientFn f) { gradient_ = std::move(f); return *this; }
+  // This op is itself a backward op or has no gradient by design.
+  OpDef& NoGradient() { no_gradient_ = true; return *this; }
+  // A loss head: its backward pass starts here and reads no output gradient.
+  OpDef& Loss() { is_loss_ = true; return *this; }
+  OpDef& Inplace(std::vector<std::pair<int, int>> pairs) { inplace_ = std::move(pairs); return *this; }
+  OpDef& Recompute(Cost c) { cost_ = c; return *this; }
+  OpDef& Random(Randomness r) { rng_ = r; return *this; }
+  OpDef& Workspace(std::function<int64_t(const Node&, const std::vector<Shape>&)> f) {
+    workspace_ = std::move(f);
+    return *this;
+  }
+  OpDef& CpuKernel(Kernel k) { cpu_ = std::move(k); return *this; }
+
+  // --- queries, used by passes and the executor ---
+  const std::string& name() const { return name_; }
+  const std::string& doc() const { return doc_; }
+  const std::vector<InputSpec>& inputs() const { return inputs_; }
+  int NumInputs(const std::any& params) const;
+  int NumOutputs(const std::any& params) const;
+  const std::vector<std::string>& outputs() const { return outputs_; }
+  std::any ParseParams(AttrReader& r) const;
+  const InferShapeFn& infer_shape() const { return infer_shape_; }
+  const std::vector<BackwardRead>& backward_reads() const { return backward_reads_; }
+  const std::string& backward_op() const { return backward_op_; }
+  bool is_loss() const { return is_loss_; }
+  bool has_gradient() const { return !no_gradient_; }
+  // Adds the gradient nodes of forward node fwd (the op's GradientFn, or the
+  // default one-node gradient built from Backward()).
+  std::vector<Entry> BuildGradient(Graph& g, int fwd, const std::vector<Entry>& out_grads) const;
+  const std::vector<std::pair<int, int>>& inplace() const { return inplace_; }
+  Cost cost() const { return cost_; }
+  Randomness randomness() const { return rng_; }
+  int64_t WorkspaceBytes(const Node& n, const std::vector<Shape>& in) const {
+    return workspace_ ? workspace_(n, in) : 0;
+  }
+  const Kernel& cpu_kernel() const { return cpu_; }
+
+ private:
+  std::string name_, doc_;
+  std::vector<InputSpec> inputs_;
+  std::vector<std::string> outputs_;
+  std::function<int(const std::any&)> num_inputs_, num_outputs_;
+  std::function<std::any(AttrReader&)> parse_;
+  InferShapeFn infer_shape_;
+  std::vector<BackwardRead> backward_reads_;
+  std::string backward_op_;
+  GradientFn gradient_;
+  bool no_gradient_ = false;
+  bool is_loss_ = false;
+  std::vector<std::pair<int, int>> inplace_;
+  Cost cost_ = Cost::kCheap;
+  Randomness rng_ = Randomness::kNone;
+  std::function<int64_t(const Node&, const std::vector<Shape>&)> workspace_;
+  Kernel cpu_;
+};
+
+class OpRegistry {
+ public:
+  // The registry with every op of src/ops/op_list.def registered.
+  static const OpRegistry& Get();
+  OpDef& Add(const std::string& name);
+  // nullptr if absent.
+  const OpDef* Find(const std::string& name) const;
+  // Throws Error "<where>: unknown op 'x' (did you mean 'y'?)".
+  const OpDef& Require(const std::string& name, const std::string& where) const;
+  // All ops, sorted by name.
+  std::vector<const OpDef*> All() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<OpDef>> ops_;
+};
+
+}  // namespace frugal

@@ -1,0 +1,82 @@
+#include "frugal/base.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+namespace frugal {
+
+int64_t Shape::Size() const { return Prod(0, ndim()); }
+
+int64_t Shape::Prod(int begin, int end) const {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= dims_[i];
+  return n;
+}
+
+std::string Shape::ToString() const {
+  if (!known_) return "?";
+  std::string s = "(";
+  for (int i = 0; i < ndim(); ++i) s += (i ? "," : "") + std::to_string(dims_[i]);
+  return s + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.ToString(); }
+
+int64_t DTypeBytes(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 4;
+    case DType::kInt32: return 4;
+    case DType::kUInt8: return 1;
+  }
+  return 0;
+}
+
+const char* DTypeName(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kInt32: return "int32";
+    case DType::kUInt8: return "uint8";
+  }
+  return "?";
+}
+
+std::string Device::ToString() const {
+  return Fmt(type == DeviceType::kCPU ? "cpu(" : "cuda(", id, ")");
+}
+
+std::string HumanBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (std::fabs(v) >= 1024.0 && u < 4) { v /= 1024.0; ++u; }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+int64_t ParseBytes(const std::string& text) {
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  std::string unit = text.substr(pos);
+  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.erase(0, 1);
+  struct U { const char* name; double mult; };
+  const U units[] = {{"", 1},          {"B", 1},
+                     {"KB", 1e3},      {"MB", 1e6},          {"GB", 1e9},          {"TB", 1e12},
+                     {"KiB", 1024.0},  {"MiB", 1048576.0},   {"GiB", 1073741824.0},
+                     {"TiB", 1099511627776.0}};
+  FRUGAL_REQUIRE(pos > 0 && v >= 0, "'", text,
+                 "' is not a byte size (write a number with an optional unit: 1024, 512MiB, 7GB)");
+  for (const U& u : units) {
+    if (unit == u.name) return static_cast<int64_t>(std::llround(v * u.mult));
+  }
+  throw Error(Fmt("'", text, "': unknown unit '", unit,
+                  "' (use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)"));
+}
+
+}  // namespace frugal

@@ -1,0 +1,207 @@
+#include "frugal/config.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "frugal/op.h"
+
+namespace frugal {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Collects the first parse error as "path:line:col: message".
+class FirstError : public pb::io::ErrorCollector {
+ public:
+  explicit FirstError(std::string path) : path_(std::move(path)) {}
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (error_.empty()) error_ = Fmt(path_, ":", line + 1, ":", column + 1, ": ", message);
+  }
+  void AddWarning(int, pb::io::ColumnNumber, const std::string&) override {}
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string path_;
+  std::string error_;
+};
+
+// Line and column (1-based) of a byte offset in text.
+std::pair<int, int> LineCol(const std::string& text, size_t pos) {
+  int line = 1, col = 1;
+  for (size_t i = 0; i < pos; ++i) {
+    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+  }
+  return {line, col};
+}
+
+// Replaces every ${name}; lookup returns nullptr for an unknown name.
+template <typename Lookup>
+std::string Substitute(const std::string& text, const std::string& path, Lookup lookup) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t open = text.find("${", pos);
+    if (open == std::string::npos) break;
+    size_t close = text.find('}', open);
+    auto [line, col] = LineCol(text, open);
+    FRUGAL_REQUIRE(close != std::string::npos && text.find('\n', open) > close, path, ":", line, ":", col,
+                   ": '${' without a closing '}' on the same line");
+    std::string name = text.substr(open + 2, close - open - 2);
+    const std::string* value = lookup(name);
+    FRUGAL_REQUIRE(value, path, ":", line, ":", col, ": unknown variable '", name,
+                   "' (declare it: variable { name: \"", name, "\" value: \"...\" })");
+    out.append(text, pos, open - pos).append(*value);
+    pos = close + 1;
+  }
+  return out.append(text, pos, std::string::npos);
+}
+
+config::NetConfig Parse(const std::string& text, const std::string& path, pb::TextFormat::ParseInfoTree* tree) {
+  config::NetConfig net;
+  pb::TextFormat::Parser parser;
+  FirstError errors(path);
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(tree);
+  if (!parser.ParseFromString(text, &net)) {
+    throw Error(errors.error().empty() ? path + ": cannot parse the config" : errors.error());
+  }
+  return net;
+}
+
+}  // namespace
+
+ConfigFile ParseConfig(const std::string& text, const std::string& path, const std::vector<std::string>& defines) {
+  ConfigFile cfg;
+  cfg.path = path;
+  // Pass 1: find the declared variables, with every ${...} read as 0.
+  const std::string zero = "0";
+  std::string placeholder_text = Substitute(text, path, [&](const std::string&) { return &zero; });
+  pb::TextFormat::ParseInfoTree tree1;
+  config::NetConfig declared = Parse(placeholder_text, path, &tree1);
+  for (const auto& v : declared.variable()) {
+    FRUGAL_REQUIRE(!v.name().empty(), path, ": a variable has no name");
+    cfg.values[v.name()] = v.value();
+  }
+  for (const std::string& d : defines) {
+    size_t eq = d.find('=');
+    FRUGAL_REQUIRE(eq != std::string::npos && eq > 0, "--define '", d, "': expected name=value");
+    std::string name = d.substr(0, eq);
+    if (!cfg.values.count(name)) {
+      std::string list;
+      for (const auto& [k, v] : cfg.values) list += (list.empty() ? "" : ", ") + k;
+      throw Error(Fmt("--define ", d, ": ", path, " declares no variable '", name, "' (declared: ",
+                      list.empty() ? "none" : list, ")"));
+    }
+    cfg.values[name] = d.substr(eq + 1);
+  }
+  // Pass 2: the real values.
+  std::string final_text = Substitute(text, path, [&](const std::string& name) -> const std::string* {
+    auto it = cfg.values.find(name);
+    return it == cfg.values.end() ? nullptr : &it->second;
+  });
+  pb::TextFormat::ParseInfoTree tree;
+  cfg.net = Parse(final_text, path, &tree);
+  FRUGAL_REQUIRE(cfg.net.version() == 1, path, ": config version ", cfg.net.version(),
+                 " is not supported (write 'version: 1' at the top)");
+  const pb::FieldDescriptor* node_field = config::NetConfig::descriptor()->FindFieldByName("node");
+  for (int k = 0; k < cfg.net.node_size(); ++k) {
+    pb::TextFormat::ParseLocation loc = tree.GetLocation(node_field, k);
+    cfg.node_locs.push_back({path, loc.line + 1, loc.column + 1});
+  }
+  return cfg;
+}
+
+ConfigFile LoadConfig(const std::string& path, const std::vector<std::string>& defines) {
+  std::ifstream in(path);
+  FRUGAL_REQUIRE(in, path, ": cannot open the config file (check the path)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseConfig(text.str(), path, defines);
+}
+
+namespace {
+
+// Resolves one input name of a node to an entry, making data inputs on first use.
+Entry ResolveInput(Graph& g, const config::Data& data, const std::string& text, const std::string& where) {
+  std::string name = text;
+  int index = 0;
+  size_t colon = text.rfind(':');
+  if (colon != std::string::npos) {
+    name = text.substr(0, colon);
+    try {
+      index = std::stoi(text.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw Error(Fmt(where, ": input '", text, "': expected 'node' or 'node:index'"));
+    }
+  }
+  int id = g.FindNode(name);
+  if (id < 0 && (name == data.data_name() || name == data.label_name())) {
+    id = g.AddVariable(name, VarKind::kInput);
+  }
+  FRUGAL_REQUIRE(id >= 0, where, ": input '", name, "' is not a node defined above, a parameter, or a data input (",
+                 data.data_name(), ", ", data.label_name(), ")");
+  FRUGAL_REQUIRE(index >= 0 && index < g.NumOutputs(id), where, ": input '", text, "': node '", name, "' has ",
+                 g.NumOutputs(id), " output(s)");
+  return {id, index};
+}
+
+}  // namespace
+
+Graph BuildGraph(const ConfigFile& cfg) {
+  Graph g;
+  const config::Data& data = cfg.net.data();
+  FRUGAL_REQUIRE(cfg.net.node_size() > 0, cfg.path, ": the config has no nodes");
+  for (int k = 0; k < cfg.net.node_size(); ++k) {
+    const config::Node& nc = cfg.net.node(k);
+    Node n;
+    n.name = nc.name();
+    n.loc = cfg.node_locs[k];
+    FRUGAL_REQUIRE(!n.name.empty(), n.loc.ToString(), ": node has no name");
+    FRUGAL_REQUIRE(g.FindNode(n.name) < 0, n.Where(), ": the name is already used above");
+    FRUGAL_REQUIRE(!nc.op().empty(), n.Where(), ": node has no op");
+    n.op = &OpRegistry::Get().Require(nc.op(), n.Where());
+    n.attrs = AttrMap(nc.attr().begin(), nc.attr().end());
+    AttrReader reader(n.Where(), n.attrs);
+    n.params = n.op->ParseParams(reader);
+
+    const int n_in = n.op->NumInputs(n.params);
+    const auto& specs = n.op->inputs();
+    FRUGAL_REQUIRE(nc.input_size() <= n_in, n.Where(), ": ", nc.input_size(), " inputs given but ", nc.op(),
+                   " takes ", n_in);
+    for (int i = 0; i < n_in; ++i) {
+      const InputSpec& spec = specs[std::min<size_t>(i, specs.size() - 1)];
+      if (i < nc.input_size()) {
+        n.inputs.push_back(ResolveInput(g, data, nc.input(i), n.Where()));
+      } else if (spec.is_param) {
+        std::string pname = n.name + "_" + spec.name;
+        int id = g.FindNode(pname);
+        FRUGAL_REQUIRE(id < 0, n.Where(), ": parameter name '", pname, "' is already taken by another node");
+        n.inputs.push_back({g.AddVariable(pname, VarKind::kParam, spec.init), 0});
+      } else {
+        throw Error(Fmt(n.Where(), ": input '", spec.name, "' (number ", i + 1, ") is missing"));
+      }
+    }
+    g.AddNode(std::move(n));
+  }
+
+  if (cfg.net.output_size() > 0) {
+    for (const std::string& o : cfg.net.output())
+      g.outputs.push_back(ResolveInput(g, data, o, cfg.path + ": output"));
+  } else {
+    std::set<std::pair<int, int>> read;
+    for (const Node& n : g.nodes())
+      for (const Entry& e : n.inputs) read.insert({e.node, e.index});
+    for (int i = 0; i < g.num_nodes(); ++i) {
+      if (g.node(i).is_variable()) continue;
+      for (int k = 0; k < g.NumOutputs(i); ++k)
+        if (!read.count({i, k})) g.outputs.push_back({i, k});
+    }
+  }
+  return g;
+}
+
+}  // namespace frugal

@@ -1,0 +1,225 @@
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "frugal/op.h"
+
+namespace frugal {
+
+const char* CostName(Cost c) {
+  switch (c) {
+    case Cost::kFree: return "free";
+    case Cost::kCheap: return "cheap";
+    case Cost::kExpensive: return "expensive";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- AttrReader
+
+const std::string* AttrReader::Find(const std::string& key) {
+  known_.push_back(key);
+  auto it = attrs_.find(key);
+  return it == attrs_.end() ? nullptr : &it->second;
+}
+
+int64_t AttrReader::Int(const std::string& key) {
+  const std::string* v = Find(key);
+  FRUGAL_REQUIRE(v, where_, ": attribute '", key, "' is required (an integer)");
+  return Int(key, 0);
+}
+
+int64_t AttrReader::Int(const std::string& key, int64_t dflt) {
+  const std::string* v = Find(key);
+  if (!v) return dflt;
+  char* end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v->c_str(), &end, 10);
+  FRUGAL_REQUIRE(!v->empty() && *end == '\0' && errno == 0, where_, ": attribute '", key,
+                 "' must be an integer, got '", *v, "'");
+  return x;
+}
+
+double AttrReader::Float(const std::string& key, double dflt) {
+  const std::string* v = Find(key);
+  if (!v) return dflt;
+  char* end = nullptr;
+  double x = std::strtod(v->c_str(), &end);
+  FRUGAL_REQUIRE(!v->empty() && *end == '\0', where_, ": attribute '", key,
+                 "' must be a number, got '", *v, "'");
+  return x;
+}
+
+bool AttrReader::Bool(const std::string& key, bool dflt) {
+  const std::string* v = Find(key);
+  if (!v) return dflt;
+  if (*v == "true" || *v == "1" || *v == "True") return true;
+  if (*v == "false" || *v == "0" || *v == "False") return false;
+  throw Error(Fmt(where_, ": attribute '", key, "' must be true or false, got '", *v, "'"));
+}
+
+std::string AttrReader::Str(const std::string& key, const std::string& dflt) {
+  const std::string* v = Find(key);
+  return v ? *v : dflt;
+}
+
+std::string AttrReader::Choice(const std::string& key, const std::string& dflt,
+                               const std::vector<std::string>& allowed) {
+  std::string v = Str(key, dflt);
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return v;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  throw Error(Fmt(where_, ": attribute '", key, "' is '", v, "'; expected one of: ", list));
+}
+
+std::vector<int64_t> AttrReader::Ints(const std::string& key) {
+  const std::string* v = Find(key);
+  FRUGAL_REQUIRE(v, where_, ": attribute '", key, "' is required (a list like (2,3,-1))");
+  std::string s = *v;
+  for (char& c : s)
+    if (c == '(' || c == ')' || c == '[' || c == ']' || c == ',') c = ' ';
+  std::vector<int64_t> out;
+  const char* p = s.c_str();
+  while (true) {
+    char* end = nullptr;
+    long long x = std::strtoll(p, &end, 10);
+    if (end == p) break;
+    out.push_back(x);
+    p = end;
+  }
+  while (*p == ' ') ++p;
+  FRUGAL_REQUIRE(*p == '\0', where_, ": attribute '", key, "' must be a list of integers like (2,3,-1), got '",
+                 *v, "'");
+  return out;
+}
+
+void AttrReader::Finish() const {
+  for (const auto& [key, value] : attrs_) {
+    if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+    std::string list;
+    for (const auto& k : known_)
+      if (list.find("'" + k + "'") == std::string::npos) list += (list.empty() ? "'" : ", '") + k + "'";
+    throw Error(Fmt(where_, ": unknown attribute '", key, "'",
+                    list.empty() ? " (this op takes no attributes)" : " (known: " + list + ")"));
+  }
+}
+
+// -------------------------------------------------------------------- OpDef
+
+int OpDef::NumInputs(const std::any& params) const {
+  return num_inputs_ ? num_inputs_(params) : static_cast<int>(inputs_.size());
+}
+
+int OpDef::NumOutputs(const std::any& params) const {
+  return num_outputs_ ? num_outputs_(params) : static_cast<int>(outputs_.size());
+}
+
+std::any OpDef::ParseParams(AttrReader& r) const {
+  std::any p = parse_ ? parse_(r) : std::any();
+  r.Finish();
+  return p;
+}
+
+std::vector<Entry> OpDef::BuildGradient(Graph& g, int fwd, const std::vector<Entry>& out_grads) const {
+  CHECK(!no_gradient_) << name_ << " has no gradient";
+  if (gradient_) return gradient_(g, fwd, out_grads);
+  CHECK(!backward_op_.empty()) << name_ << " declares neither a gradient nor a backward op";
+  const Node& f = g.node(fwd);
+  Node b;
+  b.name = f.name + "_backward";
+  b.op = &OpRegistry::Get().Require(backward_op_, f.Where());
+  b.params = f.params;
+  b.attrs = f.attrs;
+  b.fwd = fwd;
+  b.loc = f.loc;
+  for (const BackwardRead& r : backward_reads_) {
+    switch (r.kind) {
+      case BackwardRead::kInput: b.inputs.push_back(f.inputs[r.index]); break;
+      case BackwardRead::kOutput: b.inputs.push_back({fwd, r.index}); break;
+      case BackwardRead::kOutGrad:
+        CHECK(out_grads[r.index].valid()) << f.name << ": output " << r.index << " has no gradient";
+        b.inputs.push_back(out_grads[r.index]);
+        break;
+    }
+  }
+  int n_in = NumInputs(f.params);
+  CHECK_EQ(b.op->NumOutputs(b.params), n_in) << backward_op_ << " must have one output per input of " << name_;
+  int id = g.AddNode(std::move(b));
+  std::vector<Entry> grads;
+  for (int i = 0; i < n_in; ++i) grads.push_back({id, i});
+  return grads;
+}
+
+void ShapeCtx::Fail(const std::string& message) const {
+  throw Error(Fmt(node.Where(), ": ", message));
+}
+
+// ----------------------------------------------------------------- registry
+
+#define FRUGAL_OP(name) void Register_##name(OpRegistry* r);
+#include "ops/op_list.def"
+#undef FRUGAL_OP
+
+const OpRegistry& OpRegistry::Get() {
+  static const OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+#define FRUGAL_OP(name) Register_##name(r);
+#include "ops/op_list.def"
+#undef FRUGAL_OP
+    return r;
+  }();
+  return *registry;
+}
+
+OpDef& OpRegistry::Add(const std::string& name) {
+  CHECK(ops_.count(name) == 0) << "op " << name << " registered twice";
+  auto& slot = ops_[name];
+  slot = std::make_unique<OpDef>(name);
+  return *slot;
+}
+
+const OpDef* OpRegistry::Find(const std::string& name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+namespace {
+// Levenshtein distance, for "did you mean".
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+const OpDef& OpRegistry::Require(const std::string& name, const std::string& where) const {
+  if (const OpDef* op = Find(name)) return *op;
+  std::string best;
+  size_t best_d = 4;
+  for (const auto& [n, op] : ops_) {
+    if (n[0] == '_') continue;  // backward ops are not for configs
+    size_t d = EditDistance(name, n);
+    if (d < best_d) { best_d = d; best = n; }
+  }
+  throw Error(Fmt(where, ": unknown op '", name, "'",
+                  best.empty() ? " (run 'frugal ops' for the list)" : " (did you mean '" + best + "'?)"));
+}
+
+std::vector<const OpDef*> OpRegistry::All() const {
+  std::vector<const OpDef*> all;
+  for (const auto& [n, op] : ops_) all.push_back(op.get());
+  return all;
+}
+
+}  // namespace frugal

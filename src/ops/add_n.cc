@@ -1,0 +1,49 @@
+// add_n:  y = x_0 + x_1 + ... + x_{n-1}     all the same shape
+// grad:   dx_i = dy                        reads only dy
+// The gradient pass uses add_n to sum the gradients of an entry read by
+// several nodes.
+#include "ops/op_util.h"
+
+namespace frugal {
+namespace {
+
+struct AddNParams {
+  int64_t num_args = 2;
+};
+
+void AddNForward(const KernelCtx& c) {
+  const int n = static_cast<int>(c.in.size());
+  std::vector<const float*> x(n);
+  for (int k = 0; k < n; ++k) x[k] = c.in[k].f();
+  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [&](int64_t i) {
+    float s = x[0][i];
+    for (int k = 1; k < n; ++k) s += x[k][i];
+    return s;
+  });
+}
+
+}  // namespace
+
+void Register_add_n(OpRegistry* r) {
+  r->Add("add_n")
+      .Doc("Sum of num_args tensors of one shape.")
+      .Inputs({{"x"}})
+      .Outputs({"y"})
+      .Params([](AttrReader& a) {
+        AddNParams p;
+        p.num_args = a.Int("num_args", 2);
+        FRUGAL_REQUIRE(p.num_args >= 1, a.where(), ": num_args must be at least 1, got ", p.num_args);
+        return std::any(p);
+      })
+      .NumInputsFn([](const std::any& p) { return static_cast<int>(std::any_cast<const AddNParams&>(p).num_args); })
+      .InferShape(InferSameShape)
+      .Backward({OutGrad(0)})
+      .Gradient([](Graph& g, int fwd, const std::vector<Entry>& dy) {
+        return std::vector<Entry>(g.node(fwd).inputs.size(), dy[0]);
+      })
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kCheap)
+      .CpuKernel(AddNForward);
+}
+
+}  // namespace frugal

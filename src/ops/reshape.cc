@@ -1,0 +1,89 @@
+// reshape:  y = x seen with another shape (same elements, same order)
+//   shape: target dims; 0 copies the input dim at that place, -1 is inferred
+// flatten:  (N, d1, d2, ...) -> (N, d1*d2*...)
+// grad of both:  dx = dy seen with x's shape; reads only dy
+// In place, the output is the input's buffer and the kernel copies nothing.
+#include "ops/op_util.h"
+
+namespace frugal {
+namespace {
+
+struct ReshapeParams {
+  std::vector<int64_t> shape;
+};
+
+void ReshapeInferShape(ShapeCtx& c) {
+  const Shape& x = c.in[0];
+  if (!x.known()) c.Fail("the shape of input x is unknown");
+  const auto& target = c.params<ReshapeParams>().shape;
+  std::vector<int64_t> dims;
+  int infer_at = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    int64_t d = target[i];
+    if (d == 0) {
+      if (static_cast<int>(i) >= x.ndim()) c.Fail(Fmt("shape[", i, "] = 0 copies a dim that ", x, " lacks"));
+      d = x[static_cast<int>(i)];
+    } else if (d == -1) {
+      if (infer_at >= 0) c.Fail("shape has more than one -1");
+      infer_at = static_cast<int>(i);
+      d = 1;
+    } else if (d < 0) {
+      c.Fail(Fmt("shape[", i, "] = ", d, " is invalid (use a size, 0 to copy, or -1 to infer)"));
+    }
+    dims.push_back(d);
+  }
+  Shape y(dims);
+  if (infer_at >= 0 && y.Size() > 0 && x.Size() % y.Size() == 0) y[infer_at] = x.Size() / y.Size();
+  if (y.Size() != x.Size()) c.Fail(Fmt("cannot reshape ", x, " (", x.Size(), " elements) to ", y));
+  c.out[0] = y;
+}
+
+void FlattenInferShape(ShapeCtx& c) {
+  const Shape& x = c.in[0];
+  if (!x.known() || x.ndim() < 1) c.Fail(Fmt("cannot flatten input of shape ", x));
+  c.out[0] = Shape{x[0], x.Prod(1, x.ndim())};
+}
+
+// Shared by reshape, flatten and their gradient: a copy unless in place.
+void CopyKernel(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
+  const float* x = c.in[0].f();
+  float* y = c.out[0].f();
+  if (c.req[0] == OpReq::kWrite && x == y) return;
+  ForEach(c.out[0].size(), y, c.req[0], [x](int64_t i) { return x[i]; });
+}
+
+}  // namespace
+
+void Register_reshape(OpRegistry* r) {
+  r->Add("reshape")
+      .Doc("View x with another shape: 0 copies the input dim, -1 is inferred.")
+      .Inputs({{"x"}})
+      .Outputs({"y"})
+      .Params([](AttrReader& a) { return std::any(ReshapeParams{a.Ints("shape")}); })
+      .InferShape(ReshapeInferShape)
+      .Backward({OutGrad(0)}, "_backward_reshape")
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kFree)
+      .CpuKernel(CopyKernel);
+  r->Add("flatten")
+      .Doc("Collapse all dims but the first: (N, d1, d2, ...) -> (N, d1*d2*...).")
+      .Inputs({{"x"}})
+      .Outputs({"y"})
+      .InferShape(FlattenInferShape)
+      .Backward({OutGrad(0)}, "_backward_reshape")
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kFree)
+      .CpuKernel(CopyKernel);
+  r->Add("_backward_reshape")
+      .Doc("Gradient of reshape and flatten: dx = dy seen with x's shape.")
+      .Inputs({{"dy"}})
+      .Outputs({"dx"})
+      .InferShape(InferAsForwardInputs)
+      .NoGradient()
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kFree)
+      .CpuKernel(CopyKernel);
+}
+
+}  // namespace frugal

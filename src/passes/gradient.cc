@@ -1,0 +1,70 @@
+// gradient: reverse-mode differentiation as a graph rewrite. Walks the forward
+// nodes from last to first; a node gets gradient nodes when it lies on a path
+// from a parameter to a loss head. The gradient of an entry read by several
+// nodes is the add_n of its parts.
+#include <glog/logging.h>
+
+#include "frugal/passes.h"
+
+namespace frugal {
+namespace {
+
+// needs[i]: node i depends on a parameter (so gradients must flow into it).
+std::vector<bool> DependsOnParams(const Graph& g) {
+  std::vector<bool> needs(g.num_nodes(), false);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    needs[i] = n.var == VarKind::kParam;
+    for (const Entry& e : n.inputs) needs[i] = needs[i] || needs[e.node];
+  }
+  return needs;
+}
+
+// The sum of the parts of one entry's gradient (invalid if none).
+Entry Sum(Graph& g, const std::string& name, const std::vector<Entry>& parts) {
+  if (parts.size() <= 1) return parts.empty() ? Entry{} : parts[0];
+  int id = g.AddOp("add_n", name + "_grad_sum", {{"num_args", std::to_string(parts.size())}}, parts);
+  return {id, 0};
+}
+
+}  // namespace
+
+void Gradient(Graph* graph) {
+  Graph& g = *graph;
+  CHECK(g.grad_of.empty()) << "gradient pass run twice";
+  const int num_fwd = g.num_nodes();
+  g.EndForward();
+  std::vector<bool> needs = DependsOnParams(g);
+  // parts[entry id]: the gradient contributions to that forward entry.
+  std::vector<std::vector<Entry>> parts(g.num_entries());
+  bool has_loss = false;
+  for (int i = num_fwd - 1; i >= 0; --i) {
+    // Copies, not references: adding nodes may move the node vector.
+    const OpDef* op = g.node(i).op;
+    const std::string name = g.node(i).name;
+    if (!op || !needs[i] || !op->has_gradient()) continue;
+    std::vector<Entry> out_grads;
+    bool any = op->is_loss();
+    for (int k = 0; k < g.NumOutputs(i); ++k) {
+      out_grads.push_back(Sum(g, Fmt(name, "_out", k), parts[g.EntryId({i, k})]));
+      any = any || out_grads.back().valid();
+    }
+    has_loss = has_loss || op->is_loss();
+    if (!any) continue;  // nothing downstream of this node reaches a loss
+    std::vector<Entry> in_grads = op->BuildGradient(g, i, out_grads);
+    const std::vector<Entry> inputs = g.node(i).inputs;
+    CHECK_EQ(in_grads.size(), inputs.size()) << op->name() << ": gradient count";
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (in_grads[k].valid() && needs[inputs[k].node]) parts[g.EntryId(inputs[k])].push_back(in_grads[k]);
+    }
+  }
+  FRUGAL_REQUIRE(has_loss, "the graph has no loss op on a path from a parameter (add e.g. softmax_cross_entropy)");
+  std::vector<Entry> grad_of(num_fwd);
+  for (int i = 0; i < num_fwd; ++i) {
+    if (g.node(i).var == VarKind::kParam) grad_of[i] = Sum(g, g.node(i).name, parts[g.EntryId({i, 0})]);
+  }
+  grad_of.resize(g.num_nodes());
+  g.grad_of = std::move(grad_of);
+}
+
+}  // namespace frugal

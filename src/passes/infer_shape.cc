@@ -1,0 +1,56 @@
+// infer-shape: one sweep in topological order. Each op sees its input shapes
+// (and may complete a parameter's shape) and sets its output shapes; backward
+// nodes also see the shapes of the forward node they differentiate.
+#include <glog/logging.h>
+
+#include "frugal/passes.h"
+
+namespace frugal {
+
+void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>& input_shapes) {
+  Graph& g = *graph;
+  g.shapes.assign(g.num_entries(), Shape());
+  for (const auto& [name, shape] : input_shapes) {
+    int id = g.FindNode(name);
+    FRUGAL_REQUIRE(id >= 0, "no input named '", name, "' in the graph");
+    g.shapes[g.EntryId({id, 0})] = shape;
+  }
+  std::vector<Shape> in, out, fwd_in, fwd_out;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
+    in.clear();
+    for (const Entry& e : n.inputs) in.push_back(g.shape(e));
+    out.assign(g.NumOutputs(i), Shape());
+    ShapeCtx ctx{n, in, out};
+    if (n.fwd >= 0) {
+      const Node& f = g.node(n.fwd);
+      fwd_in.clear();
+      for (const Entry& e : f.inputs) fwd_in.push_back(g.shape(e));
+      fwd_out.clear();
+      for (int k = 0; k < g.NumOutputs(n.fwd); ++k) fwd_out.push_back(g.shape({n.fwd, k}));
+      ctx.fwd_in = &fwd_in;
+      ctx.fwd_out = &fwd_out;
+    }
+    CHECK(n.op->infer_shape()) << n.op->name() << " has no shape inference";
+    n.op->infer_shape()(ctx);
+    // Inputs the op completed (parameter shapes) flow back to their variables.
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      Shape& s = g.shapes[g.EntryId(n.inputs[k])];
+      if (!s.known()) {
+        FRUGAL_REQUIRE(in[k].known(), n.Where(), ": cannot infer the shape of input '",
+                       g.node(n.inputs[k].node).name, "'");
+        s = in[k];
+      } else if (s != in[k]) {
+        throw Error(Fmt(n.Where(), ": input '", g.node(n.inputs[k].node).name, "' has shape ", s,
+                        " but the op needs ", in[k]));
+      }
+    }
+    for (int k = 0; k < g.NumOutputs(i); ++k) {
+      CHECK(out[k].known()) << n.Where() << ": output " << k << " shape not inferred";
+      g.shapes[g.EntryId({i, k})] = out[k];
+    }
+  }
+}
+
+}  // namespace frugal

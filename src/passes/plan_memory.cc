@@ -1,0 +1,239 @@
+// plan-memory: liveness over the execution order, in-place reuse, then
+// offsets in one arena.
+//
+// 1. Every entry that some node reads (or that is a graph output) and that
+//    is not external gets bytes = shape x dtype, a birth step (its producer)
+//    and a death step (its last reader; graph outputs live to the end).
+// 2. Blocks: an entry starts a block, or (in place) joins the block of an
+//    input that dies at this very step, when the op allows it and the sizes
+//    match. Op workspaces are blocks that live for one step.
+// 3. Offsets: without sharing, blocks are laid end to end; with sharing,
+//    greedy by size: largest block first, each at the lowest offset that no
+//    block with an overlapping lifetime occupies.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "frugal/passes.h"
+
+namespace frugal {
+namespace {
+
+struct Block {
+  int start, end;  // steps, inclusive
+  int64_t size;    // aligned
+  int64_t offset = -1;
+};
+
+int64_t Align(int64_t bytes) { return (bytes + MemoryPlan::kAlign - 1) / MemoryPlan::kAlign * MemoryPlan::kAlign; }
+
+bool Overlap(const Block& a, const Block& b) { return a.start <= b.end && b.start <= a.end; }
+
+// Death step of every entry: its last reader, the end for graph outputs, -1
+// for entries nobody reads.
+std::vector<int> LastUse(const Graph& g) {
+  std::vector<int> last(g.num_entries(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs) last[g.EntryId(e)] = i;
+  for (const Entry& e : g.outputs) last[g.EntryId(e)] = g.num_nodes();
+  return last;
+}
+
+// Entries that live outside the arena: variables and parameter gradients.
+std::vector<bool> External(const Graph& g) {
+  std::vector<bool> ext(g.num_entries(), false);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (g.node(i).is_variable()) ext[g.EntryId({i, 0})] = true;
+  }
+  for (const Entry& e : g.grad_of)
+    if (e.valid()) ext[g.EntryId(e)] = true;
+  return ext;
+}
+
+// Tries to put entry `out` of node i into the block of one of its inputs.
+bool TryInplace(const Graph& g, int i, int out, const std::vector<int64_t>& bytes, const std::vector<bool>& ext,
+                const std::vector<int>& last, std::vector<int>* entry_block, std::vector<Block>* blocks) {
+  const Node& n = g.node(i);
+  for (const auto& [in_idx, out_idx] : n.op->inplace()) {
+    if (out_idx != out || in_idx >= static_cast<int>(n.inputs.size())) continue;
+    int ie = g.EntryId(n.inputs[in_idx]);
+    int oe = g.EntryId({i, out});
+    int b = (*entry_block)[ie];
+    if (ext[ie] || b < 0 || last[ie] != i || bytes[ie] != bytes[oe]) continue;
+    Block& blk = (*blocks)[b];
+    if (blk.end != i) continue;  // another entry of the block is still read later
+    blk.end = last[oe];
+    (*entry_block)[oe] = b;
+    return true;
+  }
+  return false;
+}
+
+void PlaceEndToEnd(std::vector<Block>* blocks) {
+  int64_t off = 0;
+  for (Block& b : *blocks) { b.offset = off; off += b.size; }
+}
+
+// Greedy by size (as in TFLite's arena planner): largest block first, at the
+// lowest offset free of every placed block whose lifetime overlaps.
+void PlaceShared(std::vector<Block>* blocks) {
+  std::vector<int> order(blocks->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const Block &x = (*blocks)[a], &y = (*blocks)[b];
+    return x.size != y.size ? x.size > y.size : x.start < y.start;
+  });
+  std::vector<int> placed;
+  std::vector<const Block*> clash;
+  for (int id : order) {
+    Block& b = (*blocks)[id];
+    clash.clear();
+    for (int p : placed)
+      if (Overlap(b, (*blocks)[p])) clash.push_back(&(*blocks)[p]);
+    std::sort(clash.begin(), clash.end(), [](const Block* x, const Block* y) { return x->offset < y->offset; });
+    int64_t off = 0;
+    for (const Block* c : clash) {
+      if (c->offset >= off + b.size) break;  // the gap before c fits
+      off = std::max(off, c->offset + c->size);
+    }
+    b.offset = off;
+    placed.push_back(id);
+  }
+}
+
+int64_t LowerBound(const std::vector<Block>& blocks, int num_steps) {
+  std::vector<int64_t> delta(num_steps + 2, 0);
+  for (const Block& b : blocks) {
+    delta[b.start] += b.size;
+    delta[b.end + 1] -= b.size;
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta) peak = std::max(peak, live += d);
+  return peak;
+}
+
+}  // namespace
+
+MemoryStrategy ParseMemoryStrategy(const std::string& name) {
+  for (MemoryStrategy s : AllMemoryStrategies())
+    if (name == MemoryStrategyName(s)) return s;
+  throw Error(Fmt("unknown memory strategy '", name, "' (built: none, inplace, share)"));
+}
+
+const char* MemoryStrategyName(MemoryStrategy s) {
+  switch (s) {
+    case MemoryStrategy::kNone: return "none";
+    case MemoryStrategy::kInplace: return "inplace";
+    case MemoryStrategy::kShare: return "share";
+  }
+  return "?";
+}
+
+std::vector<MemoryStrategy> AllMemoryStrategies() {
+  return {MemoryStrategy::kNone, MemoryStrategy::kInplace, MemoryStrategy::kShare};
+}
+
+MemoryPlan PlanMemory(const Graph& g, MemoryStrategy strategy) {
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_EQ(static_cast<int>(g.shapes.size()), g.num_entries()) << "infer shapes before planning memory";
+  MemoryPlan plan;
+  plan.strategy = strategy;
+  const int num_entries = g.num_entries();
+  std::vector<int> last = LastUse(g);
+  std::vector<bool> ext = External(g);
+  std::vector<int64_t> bytes(num_entries);
+  for (int e = 0; e < num_entries; ++e) bytes[e] = g.shapes[e].Size() * DTypeBytes(DType::kFloat32);
+
+  // Figures for what lives outside the arena.
+  for (int i = 0; i < g.num_forward(); ++i) {
+    const Node& n = g.node(i);
+    if (n.var == VarKind::kParam) plan.param_bytes += bytes[g.EntryId({i, 0})];
+    if (n.var == VarKind::kInput) plan.input_bytes += bytes[g.EntryId({i, 0})];
+  }
+  for (const Entry& e : g.grad_of)
+    if (e.valid()) plan.param_grad_bytes += bytes[g.EntryId(e)];
+
+  // Liveness and blocks, in execution order.
+  plan.entry_req.assign(num_entries, OpReq::kWrite);
+  plan.entry_block.assign(num_entries, -1);
+  plan.workspace_bytes.assign(g.num_nodes(), 0);
+  std::vector<Block> blocks;
+  std::vector<int> workspace_block(g.num_nodes(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
+    for (int k = 0; k < g.NumOutputs(i); ++k) {
+      int e = g.EntryId({i, k});
+      if (ext[e]) continue;
+      if (last[e] < 0) { plan.entry_req[e] = OpReq::kNull; continue; }
+      plan.no_sharing_bytes += Align(bytes[e]);
+      if (strategy != MemoryStrategy::kNone &&
+          TryInplace(g, i, k, bytes, ext, last, &plan.entry_block, &blocks)) {
+        ++plan.num_inplace;
+        continue;
+      }
+      plan.entry_block[e] = static_cast<int>(blocks.size());
+      blocks.push_back({i, last[e], Align(bytes[e])});
+    }
+    std::vector<Shape> in_shapes;
+    for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
+    int64_t ws = n.op->WorkspaceBytes(n, in_shapes);
+    if (ws > 0) {
+      plan.workspace_bytes[i] = ws;
+      plan.no_sharing_bytes += Align(ws);
+      workspace_block[i] = static_cast<int>(blocks.size());
+      blocks.push_back({i, i, Align(ws)});
+    }
+  }
+
+  plan.lower_bound_bytes = LowerBound(blocks, g.num_nodes());
+  if (strategy == MemoryStrategy::kShare) PlaceShared(&blocks); else PlaceEndToEnd(&blocks);
+  for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
+  plan.num_blocks = static_cast<int>(blocks.size());
+  plan.entry_offset.assign(num_entries, -1);
+  for (int e = 0; e < num_entries; ++e)
+    if (plan.entry_block[e] >= 0) plan.entry_offset[e] = blocks[plan.entry_block[e]].offset;
+  plan.workspace_offset.assign(g.num_nodes(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (workspace_block[i] >= 0) plan.workspace_offset[i] = blocks[workspace_block[i]].offset;
+  plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return plan;
+}
+
+std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
+  std::vector<int> last = LastUse(g);
+  struct Item { int entry, start, end; int64_t off, size; };
+  std::vector<Item> items;
+  for (int e = 0; e < g.num_entries(); ++e) {
+    if (plan.entry_offset[e] < 0) continue;
+    int64_t size = g.shapes[e].Size() * DTypeBytes(DType::kFloat32);
+    if (plan.entry_offset[e] % MemoryPlan::kAlign != 0) return Fmt("entry ", e, " is not aligned");
+    if (plan.entry_offset[e] + size > plan.arena_bytes) return Fmt("entry ", e, " overruns the arena");
+    items.push_back({e, g.EntryOf(e).node, last[e], plan.entry_offset[e], size});
+  }
+  for (size_t a = 0; a < items.size(); ++a) {
+    for (size_t b = a + 1; b < items.size(); ++b) {
+      const Item &x = items[a], &y = items[b];
+      bool mem = x.off < y.off + y.size && y.off < x.off + x.size;
+      bool time = x.start <= y.end && y.start <= x.end;
+      // An in-place successor is born at the step its predecessor dies.
+      bool handoff = plan.entry_block[x.entry] == plan.entry_block[y.entry] && (x.end == y.start || y.end == x.start);
+      if (mem && time && !handoff) {
+        auto name = [&](int e) { Entry en = g.EntryOf(e); return Fmt(g.node(en.node).name, ":", en.index); };
+        return Fmt("entries ", name(x.entry), " and ", name(y.entry), " are live together in overlapping memory");
+      }
+    }
+  }
+  return "";
+}
+
+std::string PlanToJson(const MemoryPlan& p, int64_t batch) {
+  return Fmt("{\"strategy\":\"", MemoryStrategyName(p.strategy), "\",\"batch\":", batch,
+             ",\"arena_bytes\":", p.arena_bytes, ",\"lower_bound_bytes\":", p.lower_bound_bytes,
+             ",\"param_bytes\":", p.param_bytes, ",\"param_grad_bytes\":", p.param_grad_bytes,
+             ",\"input_bytes\":", p.input_bytes, ",\"no_sharing_bytes\":", p.no_sharing_bytes,
+             ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace, ",\"plan_ms\":", p.plan_ms, "}");
+}
+
+}  // namespace frugal

@@ -1,0 +1,113 @@
+#include "frugal/tensor.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace frugal {
+
+const char* MemKindName(MemKind k) {
+  switch (k) {
+    case MemKind::kArena: return "arena";
+    case MemKind::kParam: return "param";
+    case MemKind::kInput: return "input";
+    case MemKind::kOther: return "other";
+    case MemKind::kNumKinds: break;
+  }
+  return "?";
+}
+
+MemoryAccounting& MemoryAccounting::Get() {
+  static MemoryAccounting* acc = new MemoryAccounting();  // never destroyed
+  return *acc;
+}
+
+int MemoryAccounting::Slot(Device dev) const {
+  CHECK(dev.id >= 0 && dev.id < kMaxDevices) << "device id " << dev.id << " out of range";
+  return (dev.type == DeviceType::kCPU ? 0 : kMaxDevices) + dev.id;
+}
+
+void MemoryAccounting::Bump(Counters* c, int64_t delta) {
+  int64_t now = c->current.fetch_add(delta) + delta;
+  int64_t peak = c->peak.load();
+  while (now > peak && !c->peak.compare_exchange_weak(peak, now)) {
+  }
+}
+
+void MemoryAccounting::Add(Device dev, MemKind kind, int64_t bytes) {
+  auto& row = c_[Slot(dev)];
+  Bump(&row[static_cast<int>(kind)], bytes);
+  Bump(&row[kKinds], bytes);
+}
+
+void MemoryAccounting::Sub(Device dev, MemKind kind, int64_t bytes) {
+  auto& row = c_[Slot(dev)];
+  row[static_cast<int>(kind)].current -= bytes;
+  row[kKinds].current -= bytes;
+}
+
+int64_t MemoryAccounting::Current(Device dev) const { return c_[Slot(dev)][kKinds].current; }
+int64_t MemoryAccounting::Peak(Device dev) const { return c_[Slot(dev)][kKinds].peak; }
+int64_t MemoryAccounting::Current(Device dev, MemKind kind) const {
+  return c_[Slot(dev)][static_cast<int>(kind)].current;
+}
+int64_t MemoryAccounting::Peak(Device dev, MemKind kind) const {
+  return c_[Slot(dev)][static_cast<int>(kind)].peak;
+}
+
+void MemoryAccounting::ResetPeaks() {
+  for (auto& row : c_)
+    for (auto& c : row) c.peak = c.current.load();
+}
+
+Storage::Storage(Device dev, int64_t bytes, MemKind kind) : bytes_(bytes), dev_(dev), kind_(kind) {
+  CHECK(dev.type == DeviceType::kCPU) << "only CPU storage is built";
+  CHECK_GE(bytes, 0);
+  if (bytes > 0) {
+    size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+    data_ = std::aligned_alloc(64, rounded);
+    if (data_ == nullptr) {
+      throw Error(Fmt("out of host memory allocating ", HumanBytes(bytes), " (", MemKindName(kind),
+                      "); try a smaller batch or a memory strategy that recomputes"));
+    }
+    std::memset(data_, 0, rounded);
+  }
+  MemoryAccounting::Get().Add(dev_, kind_, bytes_);
+}
+
+Storage::~Storage() {
+  std::free(data_);
+  MemoryAccounting::Get().Sub(dev_, kind_, bytes_);
+}
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, DType dtype)
+    : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)), dtype_(dtype) {
+  CHECK(shape_.known());
+  CHECK_LE(offset_ + bytes(), storage_->bytes())
+      << "view " << shape_ << " at offset " << offset_ << " overruns storage";
+}
+
+Tensor Tensor::Empty(Shape shape, DType dtype, Device dev, MemKind kind) {
+  int64_t bytes = shape.Size() * DTypeBytes(dtype);
+  return Tensor(std::make_shared<Storage>(dev, bytes, kind), 0, std::move(shape), dtype);
+}
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  CHECK_EQ(shape.Size(), size()) << "reshape " << shape_ << " -> " << shape;
+  return Tensor(storage_, offset_, std::move(shape), dtype_);
+}
+
+void Tensor::CopyFrom(const Tensor& src) {
+  CHECK_EQ(src.bytes(), bytes());
+  if (src.raw() != raw()) std::memmove(raw(), src.raw(), bytes());
+}
+
+void Tensor::Fill(float v) {
+  CHECK(dtype_ == DType::kFloat32);
+  std::fill(f(), f() + size(), v);
+}
+
+}  // namespace frugal

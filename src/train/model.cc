@@ -1,0 +1,64 @@
+#include <iomanip>
+#include <sstream>
+
+#include "frugal/op.h"
+#include "frugal/train.h"
+
+namespace frugal {
+
+Model BuildModel(const ConfigFile& cfg, MemoryStrategy strategy) {
+  const config::Data& data = cfg.net.data();
+  FRUGAL_REQUIRE(data.sample_shape_size() > 0, cfg.path,
+                 ": data.sample_shape is not set (e.g. sample_shape: [1, 28, 28])");
+  FRUGAL_REQUIRE(data.batch_size() > 0, cfg.path, ": data.batch_size must be positive, got ", data.batch_size());
+  Model m;
+  m.batch = data.batch_size();
+  std::vector<int64_t> dims{m.batch};
+  dims.insert(dims.end(), data.sample_shape().begin(), data.sample_shape().end());
+  m.data_shape = Shape(dims);
+  m.label_shape = Shape{m.batch};
+
+  Graph fwd = BuildGraph(cfg);
+  std::vector<std::pair<std::string, Shape>> inputs;
+  for (const Node& n : fwd.nodes()) {
+    if (n.var != VarKind::kInput) continue;
+    inputs.push_back({n.name, n.name == data.label_name() ? m.label_shape : m.data_shape});
+  }
+  m.eval = fwd;
+  InferShapes(&m.eval, inputs);
+  m.train = std::move(fwd);
+  Gradient(&m.train);
+  InferShapes(&m.train, inputs);
+  for (int i = 0; i < m.train.num_forward(); ++i)
+    if (m.train.node(i).var == VarKind::kParam) m.params.push_back(i);
+  m.train_plan = PlanMemory(m.train, strategy);
+  m.eval_plan = PlanMemory(m.eval, strategy);
+  return m;
+}
+
+std::string GraphSummary(const Graph& g) {
+  std::ostringstream os;
+  int64_t n_params = 0;
+  os << std::left << std::setw(24) << "node" << std::setw(24) << "op" << std::setw(20) << "output shape"
+     << "inputs\n";
+  for (int i = 0; i < g.num_forward(); ++i) {
+    const Node& n = g.node(i);
+    if (n.var == VarKind::kParam) n_params += g.shape({i, 0}).Size();
+    if (n.var == VarKind::kParam) continue;
+    std::string ins;
+    for (const Entry& e : n.inputs) ins += (ins.empty() ? "" : ", ") + g.node(e.node).name;
+    os << std::setw(24) << n.name << std::setw(24) << (n.op ? n.op->name() : "(input)") << std::setw(20)
+       << g.shape({i, 0}).ToString() << ins << "\n";
+  }
+  os << g.num_forward() << " nodes, " << n_params << " parameter values";
+  return os.str();
+}
+
+std::string PlanSummary(const MemoryPlan& p, int64_t batch) {
+  return Fmt("memory plan (", MemoryStrategyName(p.strategy), ", batch ", batch, "): arena ", HumanBytes(p.arena_bytes),
+             " (lower bound ", HumanBytes(p.lower_bound_bytes), ", without sharing ", HumanBytes(p.no_sharing_bytes),
+             "), parameters ", HumanBytes(p.param_bytes), ", gradients ", HumanBytes(p.param_grad_bytes), ", inputs ",
+             HumanBytes(p.input_bytes));
+}
+
+}  // namespace frugal

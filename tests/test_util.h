@@ -1,0 +1,29 @@
+// Helpers for tests: scratch directories and running the frugal binary.
+#pragma once
+
+#include <string>
+
+namespace frugal::test {
+
+// A fresh directory under /tmp, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  // Writes text to a file in the directory and returns its path.
+  std::string Write(const std::string& name, const std::string& text) const;
+
+ private:
+  std::string path_;
+};
+
+struct RunResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+// Runs the frugal CLI with the given arguments from the source directory.
+RunResult RunFrugal(const std::string& args);
+
+}  // namespace frugal::test

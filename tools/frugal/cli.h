@@ -1,0 +1,22 @@
+// Shared pieces of the frugal command-line tool: loading the config named by
+// --config with the flag overrides applied.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frugal/config.h"
+
+namespace frugal::cli {
+
+// Values of every --define (collected before gflags sees argv).
+extern std::vector<std::string> g_defines;
+
+// Loads --config with --define values, then applies the flags that override
+// config fields (--epochs, --max-iters, --batch, --seed, --engine, --memory).
+ConfigFile LoadConfigFromFlags();
+
+int Train();
+int Plan();
+
+}  // namespace frugal::cli

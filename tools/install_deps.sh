@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what frugal needs from Debian's packages, only what is missing.
+# Idempotent; run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config
+  libprotobuf-dev protobuf-compiler
+  libgoogle-glog-dev libgflags-dev
+  libgtest-dev
+  libopenblas-dev libdnnl-dev zlib1g-dev
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
