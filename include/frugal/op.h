@@ -75,6 +75,7 @@ class AttrReader {
 
  private:
   const std::string* Find(const std::string& key);
+  std::string GivenNote() const;  // "; the node gives 'a', 'b'" for errors
   std::string where_;
   const AttrMap& attrs_;
   std::vector<std::string> known_;

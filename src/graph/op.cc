@@ -25,9 +25,15 @@ const std::string* AttrReader::Find(const std::string& key) {
   return it == attrs_.end() ? nullptr : &it->second;
 }
 
+std::string AttrReader::GivenNote() const {
+  std::string given;
+  for (const auto& [k, v] : attrs_) given += (given.empty() ? "'" : ", '") + k + "'";
+  return given.empty() ? "" : "; the node gives " + given;
+}
+
 int64_t AttrReader::Int(const std::string& key) {
   const std::string* v = Find(key);
-  FRUGAL_REQUIRE(v, where_, ": attribute '", key, "' is required (an integer)");
+  FRUGAL_REQUIRE(v, where_, ": attribute '", key, "' is required (an integer)", GivenNote());
   return Int(key, 0);
 }
 
@@ -76,7 +82,7 @@ std::string AttrReader::Choice(const std::string& key, const std::string& dflt,
 
 std::vector<int64_t> AttrReader::Ints(const std::string& key) {
   const std::string* v = Find(key);
-  FRUGAL_REQUIRE(v, where_, ": attribute '", key, "' is required (a list like (2,3,-1))");
+  FRUGAL_REQUIRE(v, where_, ": attribute '", key, "' is required (a list like (2,3,-1))", GivenNote());
   std::string s = *v;
   for (char& c : s)
     if (c == '(' || c == ')' || c == '[' || c == ']' || c == ',') c = ' ';

@@ -35,14 +35,16 @@ void SceForward(const KernelCtx& c) {
     FRUGAL_REQUIRE(label[i] >= 0 && label[i] < k && label[i] == std::floor(label[i]), "label ", label[i],
                    " of sample ", i, " is not a class index in [0, ", k, ")");
   }
+  if (c.req[0] == OpReq::kNull) return;
 #pragma omp parallel for if (n * k > 32768) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     const float* xi = x + i * k;
     float* pi = p + i * k;
-    float mx = *std::max_element(xi, xi + k);
+    const float mx = *std::max_element(xi, xi + k);
     float sum = 0;
-    for (int64_t j = 0; j < k; ++j) sum += (pi[j] = std::exp(xi[j] - mx));
-    for (int64_t j = 0; j < k; ++j) pi[j] /= sum;
+    for (int64_t j = 0; j < k; ++j) sum += std::exp(xi[j] - mx);
+    // x and p may alias (in place): each element is read before it is written.
+    for (int64_t j = 0; j < k; ++j) Assign(pi + j, c.req[0], std::exp(xi[j] - mx) / sum);
   }
 }
 

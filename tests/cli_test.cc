@@ -1,0 +1,141 @@
+// The frugal binary end to end: training on small IDX files, the plan
+// report, and one-line errors with a non-zero exit for bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "test_util.h"
+
+namespace frugal::test {
+namespace {
+
+// Writes an IDX file (plain, big-endian header) of unsigned bytes.
+void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data,
+              size_t keep_bytes = SIZE_MAX) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
+  bytes.append(data.begin(), data.end());
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, std::min(keep_bytes, bytes.size()));
+}
+
+// A learnable toy problem: class c lights up pixel block c of a 4x4 image.
+void WriteToyData(const TempDir& dir, const std::string& prefix, int n) {
+  std::vector<uint8_t> images(n * 16), labels(n);
+  for (int i = 0; i < n; ++i) {
+    labels[i] = static_cast<uint8_t>(i % 4);
+    for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 200 + (i * 7 + p) % 50 : (i * 13 + p) % 60;
+  }
+  WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), 4, 4}, images);
+  WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
+}
+
+std::string ToyConfig(const TempDir& dir) {
+  return "version: 1\n"
+         "variable { name: \"batch\" value: \"8\" }\n"
+         "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+         "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
+         "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+         "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
+         "data { train { idx { images: \"" + dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
+         "\" } }\n"
+         "       val { idx { images: \"" + dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
+         "\" } }\n"
+         "       batch_size: ${batch} sample_shape: [1, 4, 4] }\n"
+         "solver { lr: 0.1 momentum: 0.9 epochs: 3 display: 10 }\n";
+}
+
+// The error line: exactly one line starting with "frugal: error:".
+std::string ErrorLine(const RunResult& r) {
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(r.output, m, std::regex("frugal: error: [^\n]*"))) << r.output;
+  EXPECT_EQ(r.output.find("Check failed"), std::string::npos) << r.output;
+  return m.size() ? m.str(0) : "";
+}
+
+TEST(Cli, TrainsAndWritesJsonLog) {
+  TempDir dir;
+  WriteToyData(dir, "train", 200);
+  WriteToyData(dir, "val", 40);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("memory plan (share, batch 8)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Epoch[0] Batch [0-10]  Speed: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Epoch[2] Validation-accuracy="), std::string::npos) << r.output;
+  std::ifstream log(dir.File("log.json"));
+  std::string line, last;
+  int lines = 0;
+  while (std::getline(log, line)) { ++lines; last = line; }
+  EXPECT_EQ(lines, 3);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(last, m, std::regex("\"val_accuracy\":([0-9.]+)"))) << last;
+  EXPECT_GT(std::stod(m[1]), 0.9) << "the toy problem is separable";
+  EXPECT_NE(last.find("\"samples_per_s\":"), std::string::npos);
+  EXPECT_NE(last.find("\"peak_bytes\":"), std::string::npos);
+}
+
+TEST(Cli, FlagsOverrideTheConfig) {
+  TempDir dir;
+  WriteToyData(dir, "train", 64);
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg + " --define batch=4 --max-iters 5 --epochs 9 --engine naive");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("batch 4"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Epoch[1]"), std::string::npos) << "max-iters 5 stops inside epoch 0";
+}
+
+TEST(Cli, PlanJsonHasOneObjectPerStrategy) {
+  RunResult r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --memory all --json --batch 32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* s : {"none", "inplace", "share"}) {
+    std::regex obj(std::string("\\{\"strategy\":\"") + s +
+                   "\",\"batch\":32,\"arena_bytes\":[0-9]+,\"lower_bound_bytes\":[0-9]+,\"param_bytes\":2678824");
+    EXPECT_TRUE(std::regex_search(r.output, obj)) << s << "\n" << r.output;
+  }
+}
+
+TEST(Cli, MalformedConfigGivesFileLineAndExit1) {
+  TempDir dir;
+  std::string cfg = dir.Write("bad.prototxt", "version: 1\nnode { name: \"a\" op: \"relu\" input: \"data\"\n");
+  RunResult r = RunFrugal("plan --config " + cfg);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find(cfg + ":3:"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MissingDataFileIsNamed) {
+  TempDir dir;
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find(dir.File("train-images")), std::string::npos) << r.output;
+}
+
+TEST(Cli, TruncatedIdxIsRefused) {
+  TempDir dir;
+  WriteToyData(dir, "train", 64);
+  WriteToyData(dir, "val", 8);
+  std::vector<uint8_t> images(64 * 16, 1);
+  WriteIdx(dir.File("train-images"), {64, 4, 4}, images, 100);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg);
+  EXPECT_EQ(r.exit_code, 1);
+  std::string e = ErrorLine(r);
+  EXPECT_NE(e.find(dir.File("train-images")), std::string::npos) << r.output;
+  EXPECT_NE(e.find("truncated"), std::string::npos) << r.output;
+}
+
+TEST(Cli, UnknownCommandAndFlag) {
+  RunResult r = RunFrugal("trian");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown command 'trian'"), std::string::npos) << r.output;
+  r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --no-such-flag");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("no_such_flag"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace frugal::test

@@ -1,0 +1,45 @@
+// One harness for every op: forward against a reference, finite-difference
+// gradient check with kink handling, in-place equivalence, and
+// write-versus-add for every kernel the op's gradient uses.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "frugal/op.h"
+
+namespace frugal::test {
+
+using Values = std::vector<std::vector<float>>;  // one flat vector per tensor
+
+struct OpCase {
+  std::string op;
+  AttrMap attrs;
+  std::vector<Shape> in_shapes;
+  // Inputs that get a gradient (others, e.g. labels, are left alone).
+  std::vector<bool> differentiable;
+  // Fills input k (default: uniform in [-1, 1]).
+  std::function<void(int k, std::vector<float>*)> fill;
+  // The forward result computed the obvious way.
+  std::function<Values(const Values& in)> reference;
+  // Loss ops only: the scalar the op's gradient differentiates, from its
+  // inputs and outputs. Other ops are checked through sum(y * r), r random.
+  std::function<double(const Values& in, const Values& out)> loss;
+  double fd_eps = 1e-2;
+  double fd_tol = 1e-3;  // |analytic - numeric| <= tol * max(1, |numeric|)
+};
+
+struct OpReport {
+  int forward_checked = 0;   // output elements compared with the reference
+  int grads_checked = 0;     // input elements checked by finite differences
+  int kinks_skipped = 0;     // elements where the function is not smooth
+  int kernels_checked = 0;   // kernels checked for write/add (and in place)
+  int inplace_checked = 0;   // in-place pairs checked
+};
+
+// Runs every check with gtest assertions; returns what was covered so a test
+// can require that the checks actually ran.
+OpReport CheckOp(const OpCase& c);
+
+}  // namespace frugal::test
