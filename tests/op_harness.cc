@@ -108,7 +108,7 @@ std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor
   for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
   int64_t ws_bytes = n.op->WorkspaceBytes(n, in_shapes);
   if (ws_bytes > 0) ws = Tensor::Empty(Shape{ws_bytes}, DType::kUInt8);
-  KernelCtx ctx{n, ins, out, req, ws_bytes > 0 ? ws : no_ws, true, 7, 0};
+  KernelCtx ctx{n, ins, out, req, ws_bytes > 0 ? ws : no_ws, true, false, 7, 0};
   n.op->cpu_kernel()(ctx);
   return out;
 }

@@ -39,6 +39,7 @@ enum class VarKind : uint8_t {
   kNone,   // an op node
   kInput,  // fed from data each step (data, label)
   kParam,  // learnable, updated by the optimizer
+  kAux,    // state an op updates itself (BatchNorm moving statistics)
 };
 
 struct Node {

@@ -88,6 +88,9 @@ struct KernelCtx {
   const std::vector<OpReq>& req;
   const Tensor& workspace;  // undefined when the op asked for none
   bool is_train;
+  // True when this run recomputes a dropped result for the backward pass:
+  // side effects (moving statistics) must not happen twice.
+  bool is_recompute;
   uint64_t seed;
   int64_t step;
   template <typename P>
@@ -117,11 +120,12 @@ using GradientFn =
     std::function<std::vector<Entry>(Graph& g, int fwd, const std::vector<Entry>& out_grads)>;
 
 // Description of one input: its name, and whether the config may leave it
-// out, in which case a learnable parameter "<node>_<name>" is made for it.
+// out, in which case a variable "<node>_<name>" of kind `made_as` (kParam:
+// learnable; kAux: state the op updates) is made with initializer `init`.
 struct InputSpec {
   std::string name;
-  bool is_param = false;
-  std::string init;  // the parameter's default initializer
+  VarKind made_as = VarKind::kNone;  // kNone: the config must give it
+  std::string init;
 };
 
 class OpDef {
@@ -151,6 +155,11 @@ class OpDef {
   // A loss head: its backward pass starts here and reads no output gradient.
   OpDef& Loss() { is_loss_ = true; return *this; }
   OpDef& Inplace(std::vector<std::pair<int, int>> pairs) { inplace_ = std::move(pairs); return *this; }
+  // Inputs the forward kernel updates in place when training (aux state).
+  OpDef& Mutates(std::vector<int> inputs) { mutates_ = std::move(inputs); return *this; }
+  // Only the first n outputs are results; the rest exist for the backward
+  // pass (saved statistics) and never become graph outputs by default.
+  OpDef& VisibleOutputs(int n) { visible_outputs_ = n; return *this; }
   OpDef& Recompute(Cost c) { cost_ = c; return *this; }
   OpDef& Random(Randomness r) { rng_ = r; return *this; }
   OpDef& Workspace(std::function<int64_t(const Node&, const std::vector<Shape>&)> f) {
@@ -176,6 +185,10 @@ class OpDef {
   // default one-node gradient built from Backward()).
   std::vector<Entry> BuildGradient(Graph& g, int fwd, const std::vector<Entry>& out_grads) const;
   const std::vector<std::pair<int, int>>& inplace() const { return inplace_; }
+  const std::vector<int>& mutates() const { return mutates_; }
+  int NumVisibleOutputs(const std::any& params) const {
+    return visible_outputs_ < 0 ? NumOutputs(params) : visible_outputs_;
+  }
   Cost cost() const { return cost_; }
   Randomness randomness() const { return rng_; }
   int64_t WorkspaceBytes(const Node& n, const std::vector<Shape>& in) const {
@@ -196,6 +209,8 @@ class OpDef {
   bool no_gradient_ = false;
   bool is_loss_ = false;
   std::vector<std::pair<int, int>> inplace_;
+  std::vector<int> mutates_;
+  int visible_outputs_ = -1;
   Cost cost_ = Cost::kCheap;
   Randomness rng_ = Randomness::kNone;
   std::function<int64_t(const Node&, const std::vector<Shape>&)> workspace_;

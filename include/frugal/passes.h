@@ -46,7 +46,7 @@ struct MemoryPlan {
   int num_blocks = 0;                       // arena blocks (an engine variable each)
   int64_t arena_bytes = 0;                  // the arena to allocate
   int64_t lower_bound_bytes = 0;            // largest total of live bytes at one step
-  int64_t param_bytes = 0;                  // parameters (not in the arena)
+  int64_t param_bytes = 0;                  // parameters and aux state (not in the arena)
   int64_t param_grad_bytes = 0;             // their gradients (not in the arena)
   int64_t input_bytes = 0;                  // data inputs (not in the arena)
   int64_t no_sharing_bytes = 0;             // what the arena would be with strategy none

@@ -65,6 +65,7 @@ struct Model {
   MemoryPlan train_plan, eval_plan;
   Shape data_shape, label_shape;  // with the batch dim
   std::vector<int> params;        // node ids of parameters (same in both graphs)
+  std::vector<int> aux;           // node ids of aux state (BatchNorm moving statistics)
   int64_t batch = 0;
 };
 // Throws Error for a config that cannot be planned (shapes, no loss, ...).

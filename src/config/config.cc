@@ -176,11 +176,11 @@ Graph BuildGraph(const ConfigFile& cfg) {
       const InputSpec& spec = specs[std::min<size_t>(i, specs.size() - 1)];
       if (i < nc.input_size()) {
         n.inputs.push_back(ResolveInput(g, data, nc.input(i), n.Where()));
-      } else if (spec.is_param) {
+      } else if (spec.made_as != VarKind::kNone) {
         std::string pname = n.name + "_" + spec.name;
         int id = g.FindNode(pname);
         FRUGAL_REQUIRE(id < 0, n.Where(), ": parameter name '", pname, "' is already taken by another node");
-        n.inputs.push_back({g.AddVariable(pname, VarKind::kParam, spec.init), 0});
+        n.inputs.push_back({g.AddVariable(pname, spec.made_as, spec.init), 0});
       } else {
         throw Error(Fmt(n.Where(), ": input '", spec.name, "' (number ", i + 1, ") is missing"));
       }
@@ -196,8 +196,9 @@ Graph BuildGraph(const ConfigFile& cfg) {
     for (const Node& n : g.nodes())
       for (const Entry& e : n.inputs) read.insert({e.node, e.index});
     for (int i = 0; i < g.num_nodes(); ++i) {
-      if (g.node(i).is_variable()) continue;
-      for (int k = 0; k < g.NumOutputs(i); ++k)
+      const Node& n = g.node(i);
+      if (n.is_variable()) continue;
+      for (int k = 0; k < n.op->NumVisibleOutputs(n.params); ++k)
         if (!read.count({i, k})) g.outputs.push_back({i, k});
     }
   }

@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 namespace frugal {
 
 struct Executor::OpRun {
@@ -50,9 +52,12 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
     if (n.is_variable()) continue;
     FRUGAL_REQUIRE(n.op->cpu_kernel() != nullptr, n.Where(), ": op has no CPU kernel");
     OpRun r{i};
-    for (const Entry& e : n.inputs) {
-      r.in.push_back(entries_[g.EntryId(e)]);
-      r.reads.push_back(entry_var[g.EntryId(e)]);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      int e = g.EntryId(n.inputs[k]);
+      r.in.push_back(entries_[e]);
+      const auto& m = n.op->mutates();
+      bool written = std::find(m.begin(), m.end(), static_cast<int>(k)) != m.end();
+      (written ? r.writes : r.reads).push_back(entry_var[e]);
     }
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       int e = g.EntryId({i, k});
@@ -83,7 +88,7 @@ void Executor::Run(bool is_train, int64_t step, uint64_t seed) {
     opts.name = n.name.c_str();
     engine_->Push(
         [this, &r, &n] {
-          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train_, seed_, step_};
+          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train_, /*is_recompute=*/false, seed_, step_};
           n.op->cpu_kernel()(ctx);
         },
         r.reads, r.writes, opts);

@@ -85,7 +85,7 @@ void Register_fully_connected(OpRegistry* r) {
   auto num_inputs = [](const std::any& p) { return std::any_cast<const FcParams&>(p).no_bias ? 2 : 3; };
   r->Add("fully_connected")
       .Doc("Affine layer y = x W^T + b; num_hidden outputs, optional bias, flatten=true folds all but dim 0.")
-      .Inputs({{"x"}, {"weight", true, "xavier"}, {"bias", true, "zero"}})
+      .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
       .Outputs({"y"})
       .Params([](AttrReader& a) {
         FcParams p;

@@ -148,7 +148,7 @@ MemoryPlan PlanMemory(const Graph& g, MemoryStrategy strategy) {
   // Figures for what lives outside the arena.
   for (int i = 0; i < g.num_forward(); ++i) {
     const Node& n = g.node(i);
-    if (n.var == VarKind::kParam) plan.param_bytes += bytes[g.EntryId({i, 0})];
+    if (n.var == VarKind::kParam || n.var == VarKind::kAux) plan.param_bytes += bytes[g.EntryId({i, 0})];
     if (n.var == VarKind::kInput) plan.input_bytes += bytes[g.EntryId({i, 0})];
   }
   for (const Entry& e : g.grad_of)

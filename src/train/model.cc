@@ -29,8 +29,10 @@ Model BuildModel(const ConfigFile& cfg, MemoryStrategy strategy) {
   m.train = std::move(fwd);
   Gradient(&m.train);
   InferShapes(&m.train, inputs);
-  for (int i = 0; i < m.train.num_forward(); ++i)
+  for (int i = 0; i < m.train.num_forward(); ++i) {
     if (m.train.node(i).var == VarKind::kParam) m.params.push_back(i);
+    if (m.train.node(i).var == VarKind::kAux) m.aux.push_back(i);
+  }
   m.train_plan = PlanMemory(m.train, strategy);
   m.eval_plan = PlanMemory(m.eval, strategy);
   return m;
@@ -44,7 +46,7 @@ std::string GraphSummary(const Graph& g) {
   for (int i = 0; i < g.num_forward(); ++i) {
     const Node& n = g.node(i);
     if (n.var == VarKind::kParam) n_params += g.shape({i, 0}).Size();
-    if (n.var == VarKind::kParam) continue;
+    if (n.var == VarKind::kParam || n.var == VarKind::kAux) continue;
     std::string ins;
     for (const Entry& e : n.inputs) ins += (ins.empty() ? "" : ", ") + g.node(e.node).name;
     os << std::setw(24) << n.name << std::setw(24) << (n.op ? n.op->name() : "(input)") << std::setw(20)

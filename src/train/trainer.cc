@@ -40,7 +40,7 @@ int64_t ProcessPeakBytes() {
 struct Session {
   Model model;
   std::unique_ptr<Engine> engine;
-  std::map<std::string, Tensor> params, grads, moms;
+  std::map<std::string, Tensor> params, grads, moms, aux;
   Tensor data, label;
   std::unique_ptr<Executor> train, eval;
 
@@ -59,6 +59,12 @@ struct Session {
       }
       grads[n.name] = b.grads[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
       moms[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
+    }
+    for (int id : model.aux) {
+      const Node& n = model.train.node(id);
+      Tensor a = Tensor::Empty(model.train.shape({id, 0}), DType::kFloat32, {}, MemKind::kParam);
+      InitParam(n.init, n.name, &a, &rng);
+      aux[n.name] = b.vars[n.name] = a;
     }
     const config::Data& dc = cfg.net.data();
     data = b.vars[dc.data_name()] = Tensor::Empty(model.data_shape, DType::kFloat32, {}, MemKind::kInput);
