@@ -52,7 +52,9 @@ OpGraph BuildOpGraph(const OpCase& c, bool with_gradient) {
   } else {
     dys.assign(n_out, Entry{});
   }
-  og.in_grads = g.node(og.op_node).op->BuildGradient(g, og.op_node, dys);
+  GradCtx ctx{og.op_node, g.node(og.op_node).inputs, {}, dys};
+  for (int k = 0; k < n_out; ++k) ctx.outputs.push_back({og.op_node, k});
+  og.in_grads = g.node(og.op_node).op->BuildGradient(g, ctx);
   for (size_t k = 0; k < c.in_shapes.size(); ++k)
     if (c.differentiable[k]) g.outputs.push_back(og.in_grads[k]);
   InferShapes(&g, og.var_shapes);
@@ -108,7 +110,7 @@ std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor
   for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
   int64_t ws_bytes = n.op->WorkspaceBytes(n, in_shapes);
   if (ws_bytes > 0) ws = Tensor::Empty(Shape{ws_bytes}, DType::kUInt8);
-  KernelCtx ctx{n, ins, out, req, ws_bytes > 0 ? ws : no_ws, true, false, 7, 0};
+  KernelCtx ctx{n, ins, out, req, ws_bytes > 0 ? ws : no_ws, true, false, 11, 7, 0};
   n.op->cpu_kernel()(ctx);
   return out;
 }

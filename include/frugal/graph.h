@@ -50,6 +50,10 @@ struct Node {
   std::any params;            // the op's typed params, parsed from attrs by the op
   std::vector<Entry> inputs;
   int fwd = -1;               // backward nodes: the forward node they differentiate
+  int mirror_of = -1;         // recomputed copies: the forward node they recompute
+  // Config annotations for the recompute planner.
+  enum class Keep : uint8_t { kAuto, kCheckpoint, kMirror } keep = Keep::kAuto;
+  bool stage = false;         // a segment boundary for sqrt / logn plans
   std::string init;           // params: initializer name ("xavier", "zero", ...)
   SourceLoc loc;
 

@@ -91,6 +91,9 @@ struct KernelCtx {
   // True when this run recomputes a dropped result for the backward pass:
   // side effects (moving statistics) must not happen twice.
   bool is_recompute;
+  // Identifies the node for counter-based RNG; a recomputed copy has the key
+  // of the node it recomputes, so it draws the same numbers.
+  uint64_t node_key;
   uint64_t seed;
   int64_t step;
   template <typename P>
@@ -113,11 +116,23 @@ struct ShapeCtx {
 };
 using InferShapeFn = std::function<void(ShapeCtx&)>;
 
-// Builds the gradient of a forward node out of graph nodes. Gets the
-// gradients of the node's outputs (invalid where none flows) and returns one
+// What a gradient function sees of the forward node it differentiates. Where
+// the memory strategy dropped a forward result, inputs/outputs name its
+// recomputed copy, so gradient nodes must read these, not the node's own
+// inputs.
+struct GradCtx {
+  int fwd;                       // the forward node
+  std::vector<Entry> inputs;     // its inputs (recomputed copies where dropped)
+  std::vector<Entry> outputs;    // its outputs (likewise)
+  std::vector<Entry> out_grads;  // gradients of its outputs (invalid where none flows)
+};
+
+// Builds the gradient of a forward node out of graph nodes; returns one
 // entry per input (invalid where the input gets no gradient).
-using GradientFn =
-    std::function<std::vector<Entry>(Graph& g, int fwd, const std::vector<Entry>& out_grads)>;
+using GradientFn = std::function<std::vector<Entry>(Graph& g, const GradCtx& c)>;
+
+// Forward FLOPs of a node given its input and output shapes.
+using FlopsFn = std::function<double(const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out)>;
 
 // Description of one input: its name, and whether the config may leave it
 // out, in which case a variable "<node>_<name>" of kind `made_as` (kParam:
@@ -167,6 +182,8 @@ class OpDef {
     return *this;
   }
   OpDef& CpuKernel(Kernel k) { cpu_ = std::move(k); return *this; }
+  // Floating-point operations of one run (default: one per output element).
+  OpDef& Flops(FlopsFn f) { flops_ = std::move(f); return *this; }
 
   // --- queries, used by passes and the executor ---
   const std::string& name() const { return name_; }
@@ -181,9 +198,10 @@ class OpDef {
   const std::string& backward_op() const { return backward_op_; }
   bool is_loss() const { return is_loss_; }
   bool has_gradient() const { return !no_gradient_; }
-  // Adds the gradient nodes of forward node fwd (the op's GradientFn, or the
+  // Adds the gradient nodes of a forward node (the op's GradientFn, or the
   // default one-node gradient built from Backward()).
-  std::vector<Entry> BuildGradient(Graph& g, int fwd, const std::vector<Entry>& out_grads) const;
+  std::vector<Entry> BuildGradient(Graph& g, const GradCtx& c) const;
+  double Flops(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out) const;
   const std::vector<std::pair<int, int>>& inplace() const { return inplace_; }
   const std::vector<int>& mutates() const { return mutates_; }
   int NumVisibleOutputs(const std::any& params) const {
@@ -215,6 +233,7 @@ class OpDef {
   Randomness rng_ = Randomness::kNone;
   std::function<int64_t(const Node&, const std::vector<Shape>&)> workspace_;
   Kernel cpu_;
+  FlopsFn flops_;
 };
 
 class OpRegistry {

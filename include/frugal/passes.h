@@ -17,20 +17,64 @@ namespace frugal {
 // read them. Throws Error naming the node on a mismatch.
 void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>& input_shapes);
 
+// Which forward results the backward pass finds kept and which it
+// recomputes: one level per forward node. 0: kept from the forward pass.
+// k > 0: a checkpoint of recursion level k (recomputed, then kept while the
+// level-k segment after it is differentiated). kDropped: recomputed where
+// needed. Variables are always 0. Empty: everything kept.
+using KeepLevels = std::vector<int>;
+constexpr int kDropped = 1 << 30;
+
 // Appends the backward graph: gradient nodes for every forward node on a path
 // from a parameter to a loss head, with add_n where an entry's gradient has
-// several parts. Sets graph->grad_of. Throws Error if the graph has no loss.
-void Gradient(Graph* graph);
+// several parts. Where `keep` drops a forward result, a recomputed copy (a
+// mirror, Node::mirror_of) is added just before its first backward reader,
+// reading the nearest kept results; gradient nodes read the mirrors. Sets
+// graph->grad_of. Throws Error if the graph has no loss.
+void Gradient(Graph* graph, const KeepLevels& keep = {});
 
-// How memory is shared between the entries of the bound graph.
-enum class MemoryStrategy {
-  kNone,     // every entry its own buffer: the baseline
-  kInplace,  // outputs overwrite inputs where the op allows and nobody reads the input later
-  kShare,    // in place + buffers reused by entries whose lifetimes do not overlap
+// How memory is shared, and which forward results are recomputed.
+struct MemoryStrategy {
+  enum Kind {
+    kNone,       // every entry its own buffer: the baseline
+    kInplace,    // outputs overwrite inputs where the op allows and the input dies
+    kShare,      // in place + reuse of buffers whose lifetimes do not overlap
+    kDropCheap,  // share + recompute cheap ops (BatchNorm, activations, ...), keep expensive ones
+    kSqrt,       // share + O(sqrt n) segments: keep segment boundaries, recompute the rest
+    kLogn,       // share + recursive segments: O(log n) memory, O(n log n) compute
+    kBudget,     // share + the least recomputation that fits budget_bytes
+  };
+  Kind kind = kShare;
+  int64_t budget_bytes = 0;
+  MemoryStrategy(Kind k = kShare, int64_t budget = 0) : kind(k), budget_bytes(budget) {}
+  bool operator==(const MemoryStrategy& o) const { return kind == o.kind && budget_bytes == o.budget_bytes; }
+  bool shares() const { return kind >= kShare; }
+  bool recomputes() const { return kind >= kDropCheap; }
+  std::string Name() const;  // "share", "budget=7GB"
 };
-MemoryStrategy ParseMemoryStrategy(const std::string& name);  // throws Error
-const char* MemoryStrategyName(MemoryStrategy s);
+// "none", "inplace", "share", "drop_cheap", "sqrt", "logn", "budget=7GB";
+// throws Error naming the choices.
+MemoryStrategy ParseMemoryStrategy(const std::string& text);
+// Every strategy that needs no argument (all but budget).
 std::vector<MemoryStrategy> AllMemoryStrategies();
+
+// Recompute policies on a forward graph with shapes inferred. Each applies
+// the config annotations: loss heads, graph outputs and nodes marked
+// checkpoint are kept; nodes marked mirror are dropped.
+KeepLevels ApplyAnnotations(const Graph& fwd, KeepLevels levels);
+// Cheap ops (Cost kCheap/kFree) dropped, the rest kept; a split candidate is
+// kept where recomputing it would reach back through another dropped
+// candidate (so chains of residual adds are not recomputed end to end).
+KeepLevels DropCheapLevels(const Graph& fwd);
+// Candidate segment boundaries: nodes marked stage, or if none is marked,
+// the articulation points of the forward graph (a node whose output is the
+// only forward result live across the boundary after it).
+std::vector<int> SplitCandidates(const Graph& fwd);
+// The paper's greedy segmentation with segment budget b bytes: checkpoints at
+// candidates where the bytes since the last one exceed b; the rest dropped.
+KeepLevels SqrtLevels(const Graph& fwd, int64_t b);
+// Recursive halving of the candidate list: O(log n) checkpoints alive at once.
+KeepLevels LognLevels(const Graph& fwd);
 
 // Every byte of activations, gradients and workspaces, placed before the
 // first step as offsets in one arena. Variables (inputs, parameters) and
@@ -51,14 +95,31 @@ struct MemoryPlan {
   int64_t input_bytes = 0;                  // data inputs (not in the arena)
   int64_t no_sharing_bytes = 0;             // what the arena would be with strategy none
   int num_inplace = 0;                      // entries that took their input's buffer
-  double plan_ms = 0;                       // planning time
+  int num_recomputed = 0;                   // mirror nodes (recomputations)
+  double step_flops = 0;                    // forward + backward, without recomputation
+  double extra_flops = 0;                   // of the recomputations
+  double extra_flops_ratio() const { return step_flops > 0 ? extra_flops / step_flops : 0; }
+  double plan_ms = 0;                       // planning time (recompute search included)
 };
 
 // Plans memory for graph (shapes inferred) in its node order, which is the
 // order the executor runs. External entries: variables and parameter
 // gradients. Graph outputs stay live to the end and never share a buffer
-// with each other.
-MemoryPlan PlanMemory(const Graph& graph, MemoryStrategy strategy);
+// with each other. Only the strategy's sharing matters here; recomputation
+// is already in the graph (mirror nodes).
+MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy);
+
+// The training graph of a forward graph under a strategy: keep levels chosen
+// (searched, for sqrt and budget), gradient with mirrors, shapes, memory
+// plan. A budget that no plan meets throws Error naming the smallest
+// feasible budget.
+struct TrainingPlan {
+  Graph graph;
+  MemoryPlan plan;
+  KeepLevels keep;
+};
+TrainingPlan PlanTraining(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
+                          const MemoryStrategy& strategy);
 
 // Checks a plan: no two entries whose lifetimes overlap overlap in memory
 // (unless one is an in-place successor of the other), and everything fits in

@@ -69,7 +69,7 @@ struct Model {
   int64_t batch = 0;
 };
 // Throws Error for a config that cannot be planned (shapes, no loss, ...).
-Model BuildModel(const ConfigFile& cfg, MemoryStrategy strategy);
+Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy);
 
 // Prints a table of the graph's nodes (name, op, inputs, output shape) and
 // its parameter count.

@@ -165,6 +165,9 @@ Graph BuildGraph(const ConfigFile& cfg) {
     FRUGAL_REQUIRE(!nc.op().empty(), n.Where(), ": node has no op");
     n.op = &OpRegistry::Get().Require(nc.op(), n.Where());
     n.attrs = AttrMap(nc.attr().begin(), nc.attr().end());
+    FRUGAL_REQUIRE(!(nc.mirror() && nc.checkpoint()), n.Where(), ": mirror and checkpoint contradict each other");
+    n.keep = nc.mirror() ? Node::Keep::kMirror : nc.checkpoint() ? Node::Keep::kCheckpoint : Node::Keep::kAuto;
+    n.stage = nc.stage();
     AttrReader reader(n.Where(), n.attrs);
     n.params = n.op->ParseParams(reader);
 

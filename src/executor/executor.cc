@@ -8,6 +8,8 @@ namespace frugal {
 
 struct Executor::OpRun {
   int node;
+  bool is_recompute;
+  uint64_t node_key;
   std::vector<Tensor> in, out;
   std::vector<OpReq> req;
   Tensor workspace;
@@ -51,7 +53,9 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
     FRUGAL_REQUIRE(n.op->cpu_kernel() != nullptr, n.Where(), ": op has no CPU kernel");
-    OpRun r{i};
+    // A mirror recomputes another node: same RNG key, no side effects.
+    const Node& origin = g.node(n.mirror_of >= 0 ? n.mirror_of : i);
+    OpRun r{i, n.mirror_of >= 0, std::hash<std::string>{}(origin.name)};
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       int e = g.EntryId(n.inputs[k]);
       r.in.push_back(entries_[e]);
@@ -88,7 +92,7 @@ void Executor::Run(bool is_train, int64_t step, uint64_t seed) {
     opts.name = n.name.c_str();
     engine_->Push(
         [this, &r, &n] {
-          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train_, /*is_recompute=*/false, seed_, step_};
+          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train_, r.is_recompute, r.node_key, seed_, step_};
           n.op->cpu_kernel()(ctx);
         },
         r.reads, r.writes, opts);

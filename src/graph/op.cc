@@ -128,10 +128,11 @@ std::any OpDef::ParseParams(AttrReader& r) const {
   return p;
 }
 
-std::vector<Entry> OpDef::BuildGradient(Graph& g, int fwd, const std::vector<Entry>& out_grads) const {
+std::vector<Entry> OpDef::BuildGradient(Graph& g, const GradCtx& c) const {
   CHECK(!no_gradient_) << name_ << " has no gradient";
-  if (gradient_) return gradient_(g, fwd, out_grads);
+  if (gradient_) return gradient_(g, c);
   CHECK(!backward_op_.empty()) << name_ << " declares neither a gradient nor a backward op";
+  const int fwd = c.fwd;
   const Node& f = g.node(fwd);
   Node b;
   b.name = f.name + "_backward";
@@ -142,11 +143,11 @@ std::vector<Entry> OpDef::BuildGradient(Graph& g, int fwd, const std::vector<Ent
   b.loc = f.loc;
   for (const BackwardRead& r : backward_reads_) {
     switch (r.kind) {
-      case BackwardRead::kInput: b.inputs.push_back(f.inputs[r.index]); break;
-      case BackwardRead::kOutput: b.inputs.push_back({fwd, r.index}); break;
+      case BackwardRead::kInput: b.inputs.push_back(c.inputs[r.index]); break;
+      case BackwardRead::kOutput: b.inputs.push_back(c.outputs[r.index]); break;
       case BackwardRead::kOutGrad:
-        CHECK(out_grads[r.index].valid()) << f.name << ": output " << r.index << " has no gradient";
-        b.inputs.push_back(out_grads[r.index]);
+        CHECK(c.out_grads[r.index].valid()) << f.name << ": output " << r.index << " has no gradient";
+        b.inputs.push_back(c.out_grads[r.index]);
         break;
     }
   }
@@ -156,6 +157,13 @@ std::vector<Entry> OpDef::BuildGradient(Graph& g, int fwd, const std::vector<Ent
   std::vector<Entry> grads;
   for (int i = 0; i < n_in; ++i) grads.push_back({id, i});
   return grads;
+}
+
+double OpDef::Flops(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out) const {
+  if (flops_) return flops_(n, in, out);
+  double elements = 0;
+  for (const Shape& s : out) elements += static_cast<double>(s.Size());
+  return elements;
 }
 
 void ShapeCtx::Fail(const std::string& message) const {

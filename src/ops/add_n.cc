@@ -38,9 +38,7 @@ void Register_add_n(OpRegistry* r) {
       .NumInputsFn([](const std::any& p) { return static_cast<int>(std::any_cast<const AddNParams&>(p).num_args); })
       .InferShape(InferSameShape)
       .Backward({OutGrad(0)})
-      .Gradient([](Graph& g, int fwd, const std::vector<Entry>& dy) {
-        return std::vector<Entry>(g.node(fwd).inputs.size(), dy[0]);
-      })
+      .Gradient([](Graph&, const GradCtx& c) { return std::vector<Entry>(c.inputs.size(), c.out_grads[0]); })
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .CpuKernel(AddNForward);

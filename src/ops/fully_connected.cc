@@ -99,6 +99,9 @@ void Register_fully_connected(OpRegistry* r) {
       .InferShape(FcInferShape)
       .Backward({OutGrad(0), Input(0), Input(1)}, "_backward_fully_connected")
       .Recompute(Cost::kExpensive)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
+        return 2.0 * out[0].Size() * in[1][1];  // N*M outputs, K multiply-adds each
+      })
       .CpuKernel(FcForward);
   r->Add("_backward_fully_connected")
       .Doc("Gradient of fully_connected: dx = dy W, dW = dy^T x, db = sum(dy).")
@@ -109,6 +112,9 @@ void Register_fully_connected(OpRegistry* r) {
       .InferShape(InferAsForwardInputs)
       .NoGradient()
       .Recompute(Cost::kExpensive)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+        return 4.0 * in[0].Size() * in[2][1];  // dx and dW: two products of N*M*K
+      })
       .CpuKernel(FcBackward);
 }
 

@@ -2,7 +2,18 @@
 // nodes from last to first; a node gets gradient nodes when it lies on a path
 // from a parameter to a loss head. The gradient of an entry read by several
 // nodes is the add_n of its parts.
+//
+// Recomputation: a forward result whose keep level is not 0 is not read by
+// the backward pass. When a gradient node needs it, a mirror (a copy of the
+// producing node, Node::mirror_of) is added just before that gradient node,
+// reading the mirrors of its own dropped inputs back to the nearest kept
+// results. A mirror is cached for later readers when its level is at most
+// every level between it and the request (the running minimum): for sqrt and
+// drop_cheap plans everything needed is cached (one recomputation per node);
+// for recursive plans only the checkpoints that start later recomputations.
 #include <glog/logging.h>
+
+#include <algorithm>
 
 #include "frugal/passes.h"
 
@@ -27,14 +38,44 @@ Entry Sum(Graph& g, const std::string& name, const std::vector<Entry>& parts) {
   return {id, 0};
 }
 
+class Mirrors {
+ public:
+  Mirrors(Graph* g, const KeepLevels& keep) : g_(*g), keep_(keep), cache_(g->num_nodes(), -1) {}
+
+  // An entry holding forward entry e's value at this point of the backward
+  // pass: e itself if kept, else a mirror.
+  Entry Get(Entry e) { return Get(e, kDropped); }
+
+ private:
+  Entry Get(Entry e, int min_level) {
+    const int p = e.node;
+    if (keep_.empty() || keep_[p] == 0) return e;
+    if (cache_[p] >= 0) return {cache_[p], e.index};
+    const int below = std::min(min_level, keep_[p]);
+    Node m = g_.node(p);  // a copy: same op, params, attrs, source location
+    for (Entry& in : m.inputs) in = Get(in, below);
+    m.name = g_.node(p).name + "@recompute";
+    m.mirror_of = p;
+    int id = g_.AddNode(std::move(m));
+    if (keep_[p] <= min_level) cache_[p] = id;
+    return {id, e.index};
+  }
+
+  Graph& g_;
+  const KeepLevels& keep_;
+  std::vector<int> cache_;  // forward node -> its cached mirror
+};
+
 }  // namespace
 
-void Gradient(Graph* graph) {
+void Gradient(Graph* graph, const KeepLevels& keep) {
   Graph& g = *graph;
   CHECK(g.grad_of.empty()) << "gradient pass run twice";
+  CHECK(keep.empty() || static_cast<int>(keep.size()) == g.num_nodes()) << "one keep level per forward node";
   const int num_fwd = g.num_nodes();
   g.EndForward();
   std::vector<bool> needs = DependsOnParams(g);
+  Mirrors mirrors(&g, keep);
   // parts[entry id]: the gradient contributions to that forward entry.
   std::vector<std::vector<Entry>> parts(g.num_entries());
   bool has_loss = false;
@@ -43,15 +84,21 @@ void Gradient(Graph* graph) {
     const OpDef* op = g.node(i).op;
     const std::string name = g.node(i).name;
     if (!op || !needs[i] || !op->has_gradient()) continue;
-    std::vector<Entry> out_grads;
+    GradCtx c{i, g.node(i).inputs, {}, {}};
     bool any = op->is_loss();
     for (int k = 0; k < g.NumOutputs(i); ++k) {
-      out_grads.push_back(Sum(g, Fmt(name, "_out", k), parts[g.EntryId({i, k})]));
-      any = any || out_grads.back().valid();
+      c.outputs.push_back({i, k});
+      c.out_grads.push_back(Sum(g, Fmt(name, "_out", k), parts[g.EntryId({i, k})]));
+      any = any || c.out_grads.back().valid();
     }
     has_loss = has_loss || op->is_loss();
     if (!any) continue;  // nothing downstream of this node reaches a loss
-    std::vector<Entry> in_grads = op->BuildGradient(g, i, out_grads);
+    // What the gradient reads of the forward pass, recomputed where dropped.
+    for (const BackwardRead& r : op->backward_reads()) {
+      if (r.kind == BackwardRead::kInput) c.inputs[r.index] = mirrors.Get(c.inputs[r.index]);
+      if (r.kind == BackwardRead::kOutput) c.outputs[r.index] = mirrors.Get(c.outputs[r.index]);
+    }
+    std::vector<Entry> in_grads = op->BuildGradient(g, c);
     const std::vector<Entry> inputs = g.node(i).inputs;
     CHECK_EQ(in_grads.size(), inputs.size()) << op->name() << ": gradient count";
     for (size_t k = 0; k < inputs.size(); ++k) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 
 #include "frugal/passes.h"
 
@@ -75,31 +76,55 @@ void PlaceEndToEnd(std::vector<Block>* blocks) {
   for (Block& b : *blocks) { b.offset = off; off += b.size; }
 }
 
-// Greedy by size (as in TFLite's arena planner): largest block first, at the
-// lowest offset free of every placed block whose lifetime overlaps.
-void PlaceShared(std::vector<Block>* blocks) {
-  std::vector<int> order(blocks->size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    const Block &x = (*blocks)[a], &y = (*blocks)[b];
-    return x.size != y.size ? x.size > y.size : x.start < y.start;
-  });
+// Places blocks in the given order, each at the lowest offset (first fit)
+// or in the smallest gap that holds it (best fit), free of every placed
+// block whose lifetime overlaps. Returns the arena size.
+int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, std::vector<Block>* blocks) {
   std::vector<int> placed;
   std::vector<const Block*> clash;
+  int64_t arena = 0;
   for (int id : order) {
     Block& b = (*blocks)[id];
     clash.clear();
     for (int p : placed)
       if (Overlap(b, (*blocks)[p])) clash.push_back(&(*blocks)[p]);
     std::sort(clash.begin(), clash.end(), [](const Block* x, const Block* y) { return x->offset < y->offset; });
-    int64_t off = 0;
+    int64_t off = 0, best = -1, best_gap = INT64_MAX;
     for (const Block* c : clash) {
-      if (c->offset >= off + b.size) break;  // the gap before c fits
+      int64_t gap = c->offset - off;
+      if (gap >= b.size) {
+        if (!best_fit) break;
+        if (gap < best_gap) { best_gap = gap; best = off; }
+      }
       off = std::max(off, c->offset + c->size);
     }
-    b.offset = off;
+    b.offset = (best_fit && best >= 0) ? best : off;
+    arena = std::max(arena, b.offset + b.size);
     placed.push_back(id);
   }
+  return arena;
+}
+
+// Sharing: greedy by size (as in TFLite's arena planner) with first and best
+// fit, and by start time with best fit; the smallest arena wins.
+void PlaceShared(std::vector<Block>* blocks) {
+  std::vector<int> by_size(blocks->size());
+  for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = static_cast<int>(i);
+  std::vector<int> by_start = by_size;  // blocks are made in start order
+  std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) {
+    const Block &x = (*blocks)[a], &y = (*blocks)[b];
+    return x.size != y.size ? x.size > y.size : x.start < y.start;
+  });
+  struct Variant { const std::vector<int>* order; bool best_fit; };
+  const Variant variants[] = {{&by_size, false}, {&by_size, true}, {&by_start, true}};
+  std::vector<Block> best;
+  int64_t best_arena = INT64_MAX;
+  for (const Variant& v : variants) {
+    std::vector<Block> trial = *blocks;
+    int64_t arena = PlaceInOrder(*v.order, v.best_fit, &trial);
+    if (arena < best_arena) { best_arena = arena; best = std::move(trial); }
+  }
+  *blocks = std::move(best);
 }
 
 int64_t LowerBound(const std::vector<Block>& blocks, int num_steps) {
@@ -115,26 +140,62 @@ int64_t LowerBound(const std::vector<Block>& blocks, int num_steps) {
 
 }  // namespace
 
-MemoryStrategy ParseMemoryStrategy(const std::string& name) {
-  for (MemoryStrategy s : AllMemoryStrategies())
-    if (name == MemoryStrategyName(s)) return s;
-  throw Error(Fmt("unknown memory strategy '", name, "' (built: none, inplace, share)"));
+namespace {
+const char* const kNames[] = {"none", "inplace", "share", "drop_cheap", "sqrt", "logn", "budget"};
+}  // namespace
+
+std::string MemoryStrategy::Name() const {
+  if (kind != kBudget) return kNames[kind];
+  // Whole units where they are exact, so the name parses back to the same bytes.
+  const char* units[] = {"GB", "MB", "KB"};
+  double mult = 1e9;
+  for (const char* u : units) {
+    if (budget_bytes % static_cast<int64_t>(mult) == 0) return Fmt("budget=", budget_bytes / static_cast<int64_t>(mult), u);
+    mult /= 1e3;
+  }
+  return Fmt("budget=", budget_bytes);
 }
 
-const char* MemoryStrategyName(MemoryStrategy s) {
-  switch (s) {
-    case MemoryStrategy::kNone: return "none";
-    case MemoryStrategy::kInplace: return "inplace";
-    case MemoryStrategy::kShare: return "share";
+
+MemoryStrategy ParseMemoryStrategy(const std::string& text) {
+  if (text.rfind("budget=", 0) == 0) {
+    int64_t bytes = ParseBytes(text.substr(7));
+    FRUGAL_REQUIRE(bytes > 0, "memory strategy '", text, "': the budget must be positive");
+    return {MemoryStrategy::kBudget, bytes};
   }
-  return "?";
+  for (int k = 0; k < MemoryStrategy::kBudget; ++k)
+    if (text == kNames[k]) return MemoryStrategy(static_cast<MemoryStrategy::Kind>(k));
+  throw Error(Fmt("unknown memory strategy '", text,
+                  "' (choose none, inplace, share, drop_cheap, sqrt, logn or budget=SIZE, e.g. budget=7GB)"));
 }
 
 std::vector<MemoryStrategy> AllMemoryStrategies() {
-  return {MemoryStrategy::kNone, MemoryStrategy::kInplace, MemoryStrategy::kShare};
+  std::vector<MemoryStrategy> all;
+  for (int k = 0; k < MemoryStrategy::kBudget; ++k) all.push_back(static_cast<MemoryStrategy::Kind>(k));
+  return all;
 }
 
-MemoryPlan PlanMemory(const Graph& g, MemoryStrategy strategy) {
+// FLOPs of the step without recomputation, and of the recomputations.
+void CountFlops(const Graph& g, MemoryPlan* plan) {
+  std::vector<Shape> in, out;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
+    in.clear();
+    out.clear();
+    for (const Entry& e : n.inputs) in.push_back(g.shape(e));
+    for (int k = 0; k < g.NumOutputs(i); ++k) out.push_back(g.shape({i, k}));
+    double f = n.op->Flops(n, in, out);
+    if (n.mirror_of >= 0) {
+      plan->extra_flops += f;
+      ++plan->num_recomputed;
+    } else {
+      plan->step_flops += f;
+    }
+  }
+}
+
+MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy) {
   auto t0 = std::chrono::steady_clock::now();
   CHECK_EQ(static_cast<int>(g.shapes.size()), g.num_entries()) << "infer shapes before planning memory";
   MemoryPlan plan;
@@ -168,7 +229,7 @@ MemoryPlan PlanMemory(const Graph& g, MemoryStrategy strategy) {
       if (ext[e]) continue;
       if (last[e] < 0) { plan.entry_req[e] = OpReq::kNull; continue; }
       plan.no_sharing_bytes += Align(bytes[e]);
-      if (strategy != MemoryStrategy::kNone &&
+      if (strategy.kind != MemoryStrategy::kNone &&
           TryInplace(g, i, k, bytes, ext, last, &plan.entry_block, &blocks)) {
         ++plan.num_inplace;
         continue;
@@ -188,7 +249,7 @@ MemoryPlan PlanMemory(const Graph& g, MemoryStrategy strategy) {
   }
 
   plan.lower_bound_bytes = LowerBound(blocks, g.num_nodes());
-  if (strategy == MemoryStrategy::kShare) PlaceShared(&blocks); else PlaceEndToEnd(&blocks);
+  if (strategy.shares()) PlaceShared(&blocks); else PlaceEndToEnd(&blocks);
   for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
   plan.num_blocks = static_cast<int>(blocks.size());
   plan.entry_offset.assign(num_entries, -1);
@@ -197,6 +258,7 @@ MemoryPlan PlanMemory(const Graph& g, MemoryStrategy strategy) {
   plan.workspace_offset.assign(g.num_nodes(), -1);
   for (int i = 0; i < g.num_nodes(); ++i)
     if (workspace_block[i] >= 0) plan.workspace_offset[i] = blocks[workspace_block[i]].offset;
+  CountFlops(g, &plan);
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }
@@ -229,11 +291,13 @@ std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
 }
 
 std::string PlanToJson(const MemoryPlan& p, int64_t batch) {
-  return Fmt("{\"strategy\":\"", MemoryStrategyName(p.strategy), "\",\"batch\":", batch,
+  return Fmt("{\"strategy\":\"", p.strategy.Name(), "\",\"batch\":", batch,
              ",\"arena_bytes\":", p.arena_bytes, ",\"lower_bound_bytes\":", p.lower_bound_bytes,
              ",\"param_bytes\":", p.param_bytes, ",\"param_grad_bytes\":", p.param_grad_bytes,
              ",\"input_bytes\":", p.input_bytes, ",\"no_sharing_bytes\":", p.no_sharing_bytes,
-             ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace, ",\"plan_ms\":", p.plan_ms, "}");
+             ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
+             ",\"num_recomputed\":", p.num_recomputed, ",\"extra_flops_ratio\":", p.extra_flops_ratio(),
+             ",\"step_flops\":", p.step_flops, ",\"plan_ms\":", p.plan_ms, "}");
 }
 
 }  // namespace frugal

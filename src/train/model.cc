@@ -1,3 +1,4 @@
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -6,7 +7,7 @@
 
 namespace frugal {
 
-Model BuildModel(const ConfigFile& cfg, MemoryStrategy strategy) {
+Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy) {
   const config::Data& data = cfg.net.data();
   FRUGAL_REQUIRE(data.sample_shape_size() > 0, cfg.path,
                  ": data.sample_shape is not set (e.g. sample_shape: [1, 28, 28])");
@@ -24,17 +25,17 @@ Model BuildModel(const ConfigFile& cfg, MemoryStrategy strategy) {
     if (n.var != VarKind::kInput) continue;
     inputs.push_back({n.name, n.name == data.label_name() ? m.label_shape : m.data_shape});
   }
-  m.eval = fwd;
+  m.eval = std::move(fwd);
   InferShapes(&m.eval, inputs);
-  m.train = std::move(fwd);
-  Gradient(&m.train);
-  InferShapes(&m.train, inputs);
+  TrainingPlan t = PlanTraining(m.eval, inputs, strategy);
+  m.train = std::move(t.graph);
+  m.train_plan = std::move(t.plan);
   for (int i = 0; i < m.train.num_forward(); ++i) {
     if (m.train.node(i).var == VarKind::kParam) m.params.push_back(i);
     if (m.train.node(i).var == VarKind::kAux) m.aux.push_back(i);
   }
-  m.train_plan = PlanMemory(m.train, strategy);
-  m.eval_plan = PlanMemory(m.eval, strategy);
+  // Evaluation keeps nothing for a backward pass: sharing alone is enough.
+  m.eval_plan = PlanMemory(m.eval, strategy.shares() ? MemoryStrategy::kShare : strategy);
   return m;
 }
 
@@ -57,10 +58,12 @@ std::string GraphSummary(const Graph& g) {
 }
 
 std::string PlanSummary(const MemoryPlan& p, int64_t batch) {
-  return Fmt("memory plan (", MemoryStrategyName(p.strategy), ", batch ", batch, "): arena ", HumanBytes(p.arena_bytes),
+  std::string recompute = p.num_recomputed == 0 ? "" : Fmt(", ", p.num_recomputed, " nodes recomputed (+",
+      static_cast<int>(std::lround(100 * p.extra_flops_ratio())), "% FLOPs)");
+  return Fmt("memory plan (", p.strategy.Name(), ", batch ", batch, "): arena ", HumanBytes(p.arena_bytes),
              " (lower bound ", HumanBytes(p.lower_bound_bytes), ", without sharing ", HumanBytes(p.no_sharing_bytes),
              "), parameters ", HumanBytes(p.param_bytes), ", gradients ", HumanBytes(p.param_grad_bytes), ", inputs ",
-             HumanBytes(p.input_bytes));
+             HumanBytes(p.input_bytes), recompute);
 }
 
 }  // namespace frugal

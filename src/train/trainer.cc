@@ -44,7 +44,7 @@ struct Session {
   Tensor data, label;
   std::unique_ptr<Executor> train, eval;
 
-  Session(const ConfigFile& cfg, MemoryStrategy strategy) : model(BuildModel(cfg, strategy)) {
+  Session(const ConfigFile& cfg, const MemoryStrategy& strategy) : model(BuildModel(cfg, strategy)) {
     engine = MakeEngine(cfg.net.solver().engine());
     Rng rng(cfg.net.solver().seed());
     Bindings b;
@@ -98,7 +98,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Data& dc = cfg.net.data();
   MemoryStrategy strategy = ParseMemoryStrategy(cfg.net.memory().strategy());
   LOG(INFO) << "config " << cfg.path << ", engine " << sc.engine() << ", device cpu(0), memory strategy "
-            << MemoryStrategyName(strategy);
+            << strategy.Name();
   Session s(cfg, strategy);
   LOG(INFO) << "graph:\n" << GraphSummary(s.model.eval);
   LOG(INFO) << PlanSummary(s.model.train_plan, s.model.batch);

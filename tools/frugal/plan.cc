@@ -21,14 +21,15 @@ int Plan() {
   } else {
     strategies = {ParseMemoryStrategy(cfg.net.memory().strategy())};
   }
-  for (MemoryStrategy s : strategies) {
+  for (const MemoryStrategy& s : strategies) {
     Model m = BuildModel(cfg, s);
+    const MemoryPlan& p = m.train_plan;
     if (FLAGS_json) {
-      std::printf("%s\n", PlanToJson(m.train_plan, m.batch).c_str());
+      std::printf("%s\n", PlanToJson(p, m.batch).c_str());
     } else {
-      std::printf("%-8s %s, %d blocks, %d in place, planned in %.2f ms\n", MemoryStrategyName(s),
-                  PlanSummary(m.train_plan, m.batch).c_str(), m.train_plan.num_blocks, m.train_plan.num_inplace,
-                  m.train_plan.plan_ms);
+      std::printf("%-12s arena %10s  lower bound %10s  params %10s  recompute %5d nodes, +%5.1f%% FLOPs  plan %8.2f ms\n",
+                  s.Name().c_str(), HumanBytes(p.arena_bytes).c_str(), HumanBytes(p.lower_bound_bytes).c_str(),
+                  HumanBytes(p.param_bytes).c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(), p.plan_ms);
     }
   }
   return 0;

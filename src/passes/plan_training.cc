@@ -1,0 +1,169 @@
+// PlanTraining: choose what to recompute, then build and plan the training
+// graph. sqrt searches the segment budget of the paper's greedy split for
+// the smallest arena; budget=SIZE looks for the least recomputation whose
+// planned arena fits:
+//   1. no recomputation (share), then drop_cheap;
+//   2. drop_cheap with some segments (between consecutive split candidates)
+//      recomputed whole, expensive ops included: segments ranked by bytes
+//      freed per FLOP recomputed, the count found by binary search on the
+//      real planned arena;
+//   3. the sqrt plan, then logn.
+// The first plan that fits wins (each step recomputes more than the last).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "frugal/passes.h"
+
+namespace frugal {
+namespace {
+
+using Inputs = std::vector<std::pair<std::string, Shape>>;
+
+TrainingPlan Build(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, KeepLevels keep) {
+  TrainingPlan t{fwd, {}, std::move(keep)};
+  bool drops = std::any_of(t.keep.begin(), t.keep.end(), [](int l) { return l != 0; });
+  Gradient(&t.graph, drops ? t.keep : KeepLevels{});
+  InferShapes(&t.graph, inputs);
+  t.plan = PlanMemory(t.graph, s);
+  return t;
+}
+
+// Smaller arena first; on a tie, less recomputation.
+bool Better(const TrainingPlan& a, const TrainingPlan& b) {
+  if (a.plan.arena_bytes != b.plan.arena_bytes) return a.plan.arena_bytes < b.plan.arena_bytes;
+  return a.plan.extra_flops < b.plan.extra_flops;
+}
+
+int64_t ForwardBytes(const Graph& g) {
+  int64_t total = 0;
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (!g.node(i).is_variable())
+      for (int k = 0; k < g.NumOutputs(i); ++k) total += g.shape({i, k}).Size() * DTypeBytes(DType::kFloat32);
+  return total;
+}
+
+// The sqrt plan with the smallest arena over segment budgets around the
+// paper's sqrt(x*y) estimate; *best_b gets the winning segment budget.
+TrainingPlan BestSqrt(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, int64_t* best_b = nullptr) {
+  const double n = std::max<size_t>(1, SplitCandidates(fwd).size());
+  const double base = ForwardBytes(fwd) / std::sqrt(n);
+  TrainingPlan best;
+  int64_t b_of_best = 0;
+  for (int j = -6; j <= 6; ++j) {
+    int64_t b = static_cast<int64_t>(base * std::pow(2.0, j / 2.0));
+    TrainingPlan t = Build(fwd, inputs, s, SqrtLevels(fwd, b));
+    if (j == -6 || Better(t, best)) { best = std::move(t); b_of_best = b; }
+  }
+  if (best_b) *best_b = b_of_best;
+  return best;
+}
+
+// A run of nodes between two checkpoints of a sqrt plan, with what it costs
+// to recompute it whole instead of keeping what drop_cheap keeps there.
+struct Segment {
+  std::vector<int> nodes;
+  double bytes_per_flop;  // kept bytes freed per recomputed FLOP
+};
+
+// The segments of SqrtLevels(fwd, b), best bytes-per-FLOP first.
+std::vector<Segment> Segments(const Graph& fwd, const KeepLevels& cheap, int64_t b) {
+  KeepLevels sqrt = SqrtLevels(fwd, b);
+  std::vector<Segment> segs(1);
+  std::vector<double> bytes(1, 0), flops(1, 1);
+  std::vector<Shape> in, out;
+  for (int i = 0; i < fwd.num_nodes(); ++i) {
+    const Node& n = fwd.node(i);
+    if (n.is_variable()) continue;
+    if (sqrt[i] == 0) {  // a checkpoint closes the segment
+      segs.emplace_back();
+      bytes.push_back(0);
+      flops.push_back(1);
+      continue;
+    }
+    segs.back().nodes.push_back(i);
+    if (cheap[i] != 0) continue;  // dropped anyway: no bytes freed, no FLOPs added
+    in.clear();
+    out.clear();
+    for (const Entry& e : n.inputs) in.push_back(fwd.shape(e));
+    for (int k = 0; k < fwd.NumOutputs(i); ++k) out.push_back(fwd.shape({i, k}));
+    for (const Shape& o : out) bytes.back() += static_cast<double>(o.Size() * DTypeBytes(DType::kFloat32));
+    flops.back() += n.op->Flops(n, in, out);
+  }
+  std::vector<Segment> kept;
+  for (size_t k = 0; k < segs.size(); ++k) {
+    if (bytes[k] == 0) continue;
+    segs[k].bytes_per_flop = bytes[k] / flops[k];
+    kept.push_back(std::move(segs[k]));
+  }
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const Segment& a, const Segment& b) { return a.bytes_per_flop > b.bytes_per_flop; });
+  return kept;
+}
+
+KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs, size_t count) {
+  KeepLevels keep = base;
+  for (size_t s = 0; s < count; ++s)
+    for (int i : segs[s].nodes) keep[i] = kDropped;
+  return keep;
+}
+
+TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s) {
+  const int64_t budget = s.budget_bytes;
+  TrainingPlan smallest = Build(fwd, inputs, s, ApplyAnnotations(fwd, {}));
+  if (smallest.plan.arena_bytes <= budget) return smallest;
+  KeepLevels cheap = DropCheapLevels(fwd);
+  TrainingPlan t = Build(fwd, inputs, s, cheap);
+  if (t.plan.arena_bytes <= budget) return t;
+  if (Better(t, smallest)) smallest = std::move(t);
+  // drop_cheap with the fewest sqrt segments recomputed whole (binary search
+  // on the real planned arena), then the sqrt and logn plans.
+  int64_t b = 0;
+  TrainingPlan sqrt = BestSqrt(fwd, inputs, s, &b);
+  std::vector<Segment> segs = Segments(fwd, cheap, b);
+  size_t lo = 1, hi = segs.size();
+  TrainingPlan fit;
+  bool found = false;
+  while (lo <= hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    TrainingPlan m = Build(fwd, inputs, s, DropSegments(cheap, segs, mid));
+    if (m.plan.arena_bytes <= budget) {
+      fit = std::move(m);
+      found = true;
+      hi = mid - 1;
+    } else {
+      if (Better(m, smallest)) smallest = std::move(m);
+      lo = mid + 1;
+    }
+  }
+  if (found && (sqrt.plan.arena_bytes > budget || fit.plan.extra_flops <= sqrt.plan.extra_flops)) return fit;
+  if (sqrt.plan.arena_bytes <= budget) return sqrt;
+  if (Better(sqrt, smallest)) smallest = std::move(sqrt);
+  TrainingPlan logn = Build(fwd, inputs, s, LognLevels(fwd));
+  if (logn.plan.arena_bytes <= budget) return logn;
+  if (Better(logn, smallest)) smallest = std::move(logn);
+  throw Error(Fmt("memory budget ", HumanBytes(budget), " (", budget, " bytes) cannot be met: the smallest plan found ",
+                  "needs an arena of ", HumanBytes(smallest.plan.arena_bytes), " (", smallest.plan.arena_bytes,
+                  " bytes); use budget=", smallest.plan.arena_bytes, " or more, or a smaller batch"));
+}
+
+}  // namespace
+
+TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s) {
+  auto t0 = std::chrono::steady_clock::now();
+  TrainingPlan t;
+  switch (s.kind) {
+    case MemoryStrategy::kNone:
+    case MemoryStrategy::kInplace:
+    case MemoryStrategy::kShare: t = Build(fwd, inputs, s, ApplyAnnotations(fwd, {})); break;
+    case MemoryStrategy::kDropCheap: t = Build(fwd, inputs, s, DropCheapLevels(fwd)); break;
+    case MemoryStrategy::kSqrt: t = BestSqrt(fwd, inputs, s); break;
+    case MemoryStrategy::kLogn: t = Build(fwd, inputs, s, LognLevels(fwd)); break;
+    case MemoryStrategy::kBudget: t = PlanBudget(fwd, inputs, s); break;
+  }
+  t.plan.strategy = s;
+  t.plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return t;
+}
+
+}  // namespace frugal

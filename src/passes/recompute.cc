@@ -1,0 +1,134 @@
+// Recompute policies: which forward results to keep for the backward pass.
+// Each returns one keep level per node of a forward graph with shapes
+// inferred (see KeepLevels in passes.h). Config annotations (mirror,
+// checkpoint) and protected nodes are applied by ApplyAnnotations.
+#include <glog/logging.h>
+
+#include <algorithm>
+
+#include "frugal/passes.h"
+
+namespace frugal {
+namespace {
+
+int64_t OutputBytes(const Graph& g, int i) {
+  int64_t b = 0;
+  for (int k = 0; k < g.NumOutputs(i); ++k) b += g.shape({i, k}).Size() * DTypeBytes(DType::kFloat32);
+  return b;
+}
+
+// Nodes that are never dropped: variables, loss heads, producers of graph
+// outputs, and nodes marked checkpoint.
+std::vector<bool> Protected(const Graph& g) {
+  std::vector<bool> p(g.num_nodes(), false);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    p[i] = n.is_variable() || n.op->is_loss() || n.keep == Node::Keep::kCheckpoint;
+  }
+  for (const Entry& e : g.outputs) p[e.node] = true;
+  return p;
+}
+
+}  // namespace
+
+// Protected nodes are kept; nodes marked mirror are dropped.
+KeepLevels ApplyAnnotations(const Graph& g, KeepLevels levels) {
+  levels.resize(g.num_nodes(), 0);
+  std::vector<bool> prot = Protected(g);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (prot[i]) levels[i] = 0;
+    else if (g.node(i).keep == Node::Keep::kMirror) levels[i] = kDropped;
+  }
+  return levels;
+}
+
+KeepLevels DropCheapLevels(const Graph& g) {
+  KeepLevels levels(g.num_nodes(), 0);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (!n.is_variable() && n.op->cost() != Cost::kExpensive) levels[i] = kDropped;
+  }
+  levels = ApplyAnnotations(g, levels);
+  // reach[i]: recomputing node i reaches a dropped candidate.
+  std::vector<bool> is_cand(g.num_nodes(), false), reach(g.num_nodes(), false);
+  for (int c : SplitCandidates(g)) is_cand[c] = true;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (levels[i] == 0) continue;
+    bool through = false;
+    for (const Entry& e : g.node(i).inputs)
+      through = through || (levels[e.node] != 0 && (is_cand[e.node] || reach[e.node]));
+    if (is_cand[i] && through) levels[i] = 0;  // keep: a chain would start here
+    else reach[i] = through;
+  }
+  return levels;
+}
+
+std::vector<int> SplitCandidates(const Graph& g) {
+  std::vector<int> marked;
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (g.node(i).stage) marked.push_back(i);
+  if (!marked.empty()) return marked;
+  // crossing[t]: forward results produced at or before node t and read after
+  // it (variables excluded). A candidate is a node whose boundary is crossed
+  // by its own output alone.
+  std::vector<int> last_read(g.num_entries(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs) last_read[g.EntryId(e)] = i;
+  std::vector<int> delta(g.num_nodes() + 1, 0);
+  for (int e = 0; e < g.num_entries(); ++e) {
+    Entry en = g.EntryOf(e);
+    if (g.node(en.node).is_variable() || last_read[e] < 0) continue;
+    delta[en.node] += 1;        // crosses boundaries en.node .. last_read-1
+    delta[last_read[e]] -= 1;
+  }
+  std::vector<int> cands;
+  int crossing = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    crossing += delta[i];
+    const Node& n = g.node(i);
+    if (n.is_variable() || crossing != 1 || g.NumOutputs(i) != 1) continue;
+    if (last_read[g.EntryId({i, 0})] > i) cands.push_back(i);
+  }
+  return cands;
+}
+
+KeepLevels SqrtLevels(const Graph& g, int64_t b) {
+  KeepLevels levels(g.num_nodes(), 0);
+  std::vector<int> cands = SplitCandidates(g);
+  std::vector<bool> is_cand(g.num_nodes(), false);
+  for (int c : cands) is_cand[c] = true;
+  int64_t temp = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (g.node(i).is_variable()) continue;
+    temp += OutputBytes(g, i);
+    if (is_cand[i] && temp > b) {
+      temp = 0;  // a checkpoint: kept
+    } else {
+      levels[i] = kDropped;
+    }
+  }
+  return ApplyAnnotations(g, levels);
+}
+
+namespace {
+// Candidates [lo, hi): the middle one is a checkpoint of this level; each
+// half recurses one level deeper.
+void Halve(const std::vector<int>& cands, int lo, int hi, int level, KeepLevels* levels) {
+  if (lo >= hi) return;
+  int mid = lo + (hi - lo) / 2;
+  (*levels)[cands[mid]] = level;
+  Halve(cands, lo, mid, level + 1, levels);
+  Halve(cands, mid + 1, hi, level + 1, levels);
+}
+}  // namespace
+
+KeepLevels LognLevels(const Graph& g) {
+  KeepLevels levels(g.num_nodes(), kDropped);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (g.node(i).is_variable()) levels[i] = 0;
+  std::vector<int> cands = SplitCandidates(g);
+  Halve(cands, 0, static_cast<int>(cands.size()), 0, &levels);
+  return ApplyAnnotations(g, levels);
+}
+
+}  // namespace frugal

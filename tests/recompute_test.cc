@@ -1,0 +1,177 @@
+// Recomputation: every strategy trains bit-identically to `none`, the
+// sublinear plans use less memory on a deep chain, mirrors sit just before
+// their first backward reader, and budgets are met or refused with the
+// smallest feasible one.
+#include <gtest/gtest.h>
+
+#include "frugal/train.h"
+
+namespace frugal {
+namespace {
+
+// A chain of `depth` fully_connected+relu layers (a deep MLP).
+ConfigFile DeepChain(int depth, int hidden = 64) {
+  std::string text = "version: 1\n";
+  std::string prev = "data";
+  for (int i = 0; i < depth; ++i) {
+    std::string fc = "fc" + std::to_string(i), relu = "relu" + std::to_string(i);
+    text += "node { name: \"" + fc + "\" op: \"fully_connected\" input: \"" + prev +
+            "\" attr { key: \"num_hidden\" value: \"" + std::to_string(hidden) + "\" } }\n";
+    text += "node { name: \"" + relu + "\" op: \"relu\" input: \"" + fc + "\" }\n";
+    prev = relu;
+  }
+  text += "node { name: \"out\" op: \"fully_connected\" input: \"" + prev + "\" attr { key: \"num_hidden\" value: \"10\" } }\n";
+  text += "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"out\" input: \"label\" }\n";
+  text += "data { batch_size: 16 sample_shape: [32] }\nsolver { lr: 0.05 momentum: 0.9 seed: 5 }\n";
+  return ParseConfig(text, "chain.prototxt", {});
+}
+
+// Parameters after `steps` SGD steps on fixed pseudo-random data.
+std::vector<std::vector<float>> Train(const ConfigFile& cfg, const MemoryStrategy& s, int steps) {
+  Model m = BuildModel(cfg, s);
+  auto engine = MakeEngine("naive");
+  Rng rng(cfg.net.solver().seed());
+  Bindings b;
+  std::map<std::string, Tensor> grads, moms;
+  for (int id : m.params) {
+    const Node& n = m.train.node(id);
+    Tensor w = Tensor::Empty(m.train.shape({id, 0}));
+    InitParam(n.init, n.name, &w, &rng);
+    b.vars[n.name] = w;
+    b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
+    moms[n.name] = Tensor::Empty(w.shape());
+  }
+  Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
+  Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
+  Executor exec(m.train, m.train_plan, b, engine.get());
+  for (int step = 0; step < steps; ++step) {
+    for (int64_t i = 0; i < data.size(); ++i) data.f()[i] = static_cast<float>(2 * rng.Uniform() - 1);
+    for (int64_t i = 0; i < label.size(); ++i) label.f()[i] = static_cast<float>(rng.Next() % 10);
+    exec.Run(true, step, 5);
+    for (auto& [name, g] : grads) SgdUpdate({0.05f, 0.9f, 0.f}, &b.vars[name], g, &moms[name]);
+  }
+  std::vector<std::vector<float>> params;
+  for (auto& [name, t] : b.vars)
+    if (name != "data" && name != "label") params.emplace_back(t.f(), t.f() + t.size());
+  params.emplace_back(exec.output(0).f(), exec.output(0).f() + exec.output(0).size());
+  return params;
+}
+
+std::vector<MemoryStrategy> StrategiesWithBudget(const ConfigFile& cfg) {
+  std::vector<MemoryStrategy> all = AllMemoryStrategies();
+  Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  all.push_back({MemoryStrategy::kBudget, share.train_plan.arena_bytes * 2 / 3});
+  return all;
+}
+
+TEST(Recompute, EveryStrategyTrainsBitIdentically) {
+  ConfigFile cfg = DeepChain(12);
+  auto reference = Train(cfg, MemoryStrategy::kNone, 3);
+  for (const MemoryStrategy& s : StrategiesWithBudget(cfg)) {
+    EXPECT_EQ(Train(cfg, s, 3), reference) << s.Name();
+  }
+}
+
+TEST(Recompute, PlansAreSoundAndRecomputeWhatTheyClaim) {
+  ConfigFile cfg = DeepChain(12);
+  for (const MemoryStrategy& s : StrategiesWithBudget(cfg)) {
+    Model m = BuildModel(cfg, s);
+    EXPECT_EQ(VerifyPlan(m.train, m.train_plan), "") << s.Name();
+    int mirrors = 0;
+    for (const Node& n : m.train.nodes()) mirrors += n.mirror_of >= 0;
+    EXPECT_EQ(mirrors, m.train_plan.num_recomputed) << s.Name();
+    EXPECT_EQ(mirrors > 0, s.recomputes()) << s.Name();
+  }
+}
+
+TEST(Recompute, MirrorsRunJustBeforeTheirFirstBackwardReader) {
+  Model m = BuildModel(DeepChain(12), MemoryStrategy::kSqrt);
+  const Graph& g = m.train;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (g.node(i).mirror_of < 0) continue;
+    EXPECT_GE(i, g.num_forward()) << "mirrors belong to the backward pass";
+    // The nodes between a mirror and its first reader are mirrors or sums.
+    int first = -1;
+    for (int j = i + 1; j < g.num_nodes() && first < 0; ++j)
+      for (const Entry& e : g.node(j).inputs)
+        if (e.node == i) first = j;
+    ASSERT_GT(first, i) << g.node(i).name << " is never read";
+    for (int j = i + 1; j < first; ++j) {
+      EXPECT_TRUE(g.node(j).mirror_of >= 0 || g.node(j).fwd < 0)
+          << g.node(i).name << " runs long before its reader " << g.node(first).name;
+    }
+  }
+}
+
+TEST(Recompute, SublinearPlansShrinkADeepChain) {
+  ConfigFile cfg = DeepChain(48, 256);
+  Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  Model cheap = BuildModel(cfg, MemoryStrategy::kDropCheap);
+  Model sqrt = BuildModel(cfg, MemoryStrategy::kSqrt);
+  Model logn = BuildModel(cfg, MemoryStrategy::kLogn);
+  // relu runs in place on the fully_connected output, so dropping it frees
+  // nothing here (BatchNorm is where drop_cheap pays); it must not cost.
+  EXPECT_LE(cheap.train_plan.arena_bytes, share.train_plan.arena_bytes);
+  EXPECT_LT(sqrt.train_plan.arena_bytes * 3, share.train_plan.arena_bytes);
+  EXPECT_LT(logn.train_plan.arena_bytes, sqrt.train_plan.arena_bytes);
+  // sqrt recomputes each dropped node once: at most one extra forward pass,
+  // which is about a third of a training step.
+  EXPECT_LE(sqrt.train_plan.extra_flops_ratio(), 0.34);
+  EXPECT_GT(logn.train_plan.extra_flops_ratio(), sqrt.train_plan.extra_flops_ratio());
+  EXPECT_LE(share.train_plan.arena_bytes, 1.02 * share.train_plan.lower_bound_bytes);
+}
+
+TEST(Recompute, BudgetIsMetWithLessRecomputationThanSqrt) {
+  ConfigFile cfg = DeepChain(48, 256);
+  Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  Model sqrt = BuildModel(cfg, MemoryStrategy::kSqrt);
+  int64_t budget = (share.train_plan.arena_bytes + sqrt.train_plan.arena_bytes) / 2;
+  Model b = BuildModel(cfg, {MemoryStrategy::kBudget, budget});
+  EXPECT_LE(b.train_plan.arena_bytes, budget);
+  EXPECT_LT(b.train_plan.extra_flops_ratio(), sqrt.train_plan.extra_flops_ratio());
+  EXPECT_EQ(b.train_plan.strategy.Name(), ParseMemoryStrategy(b.train_plan.strategy.Name()).Name());
+}
+
+TEST(Recompute, InfeasibleBudgetNamesTheSmallestFeasible) {
+  ConfigFile cfg = DeepChain(12);
+  try {
+    BuildModel(cfg, {MemoryStrategy::kBudget, 1000});
+    FAIL() << "a 1000-byte budget cannot be met";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("cannot be met: the smallest plan found needs an arena of"), std::string::npos) << msg;
+    // The suggested budget is feasible.
+    size_t at = msg.find("use budget=");
+    ASSERT_NE(at, std::string::npos) << msg;
+    int64_t suggested = std::stoll(msg.substr(at + 11));
+    EXPECT_LE(BuildModel(cfg, {MemoryStrategy::kBudget, suggested}).train_plan.arena_bytes, suggested);
+  }
+}
+
+TEST(Recompute, AnnotationsOverrideTheStrategy) {
+  std::string text = R"(version: 1
+node { name: "fc1" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "8" } }
+node { name: "r1" op: "relu" input: "fc1" mirror: true }
+node { name: "fc2" op: "fully_connected" input: "r1" attr { key: "num_hidden" value: "8" } }
+node { name: "r2" op: "relu" input: "fc2" checkpoint: true }
+node { name: "fc3" op: "fully_connected" input: "r2" attr { key: "num_hidden" value: "4" } }
+node { name: "prob" op: "softmax_cross_entropy" input: "fc3" input: "label" }
+data { batch_size: 2 sample_shape: [3] }
+)";
+  ConfigFile cfg = ParseConfig(text, "a.prototxt", {});
+  Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  Model cheap = BuildModel(cfg, MemoryStrategy::kDropCheap);
+  for (const Model* m : {&share, &cheap}) {
+    std::vector<std::string> mirrored;
+    for (const Node& n : m->train.nodes())
+      if (n.mirror_of >= 0) mirrored.push_back(m->train.node(n.mirror_of).name);
+    EXPECT_EQ(mirrored, std::vector<std::string>{"r1"}) << "r1 is marked mirror, r2 is kept by its checkpoint mark";
+  }
+  EXPECT_THROW(ParseMemoryStrategy("budget=lots"), Error);
+  EXPECT_THROW(ParseMemoryStrategy("sqrtn"), Error);
+  EXPECT_EQ(ParseMemoryStrategy("budget=7GB").budget_bytes, 7000000000);
+  EXPECT_EQ(ParseMemoryStrategy("budget=512MiB").budget_bytes, 512 * 1048576LL);
+}
+
+}  // namespace
+}  // namespace frugal
