@@ -120,3 +120,66 @@ node { name: "fc2" op: "fully_connected" input: "fc" input: "fc_weight" attr { k
 
 }  // namespace
 }  // namespace frugal
+
+namespace frugal {
+namespace {
+
+const char* kBlocks = R"cfg(version: 1
+variable { name: "depth" value: "8" }
+variable { name: "units" value: "$((${depth} - 2) / 2)" }
+block {
+  name: "res"
+  node { name: "fc" op: "fully_connected" input: "@{in}" attr { key: "num_hidden" value: "@{width}" } }
+  node { name: "act" op: "relu" input: "fc" }
+  node { name: "sum" op: "add_n" input: "act" input: "@{in}" }
+  output: "sum"
+}
+block {
+  name: "pair"
+  node { name: "a" block: "res" input: "@{in}" arg { key: "width" value: "$(2 * @{w})" } }
+  node { name: "b" block: "res" input: "a" arg { key: "width" value: "$(2 * @{w})" } }
+}
+node { name: "stem" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "6" } }
+node { name: "body" block: "res" repeat: ${units} input: "stem" arg { key: "width" value: "6" } }
+node { name: "two" block: "pair" input: "body" arg { key: "w" value: "3" } }
+node { name: "head" op: "fully_connected" input: "two" attr { key: "num_hidden" value: "3" } }
+node { name: "prob" op: "softmax_cross_entropy" input: "head" input: "label" }
+)cfg";
+
+TEST(ConfigBlocks, RepeatChainsCopiesAndNamesThem) {
+  Graph g = BuildGraph(ParseConfig(kBlocks, "b.prototxt", {}));
+  ASSERT_GE(g.FindNode("body/2/sum"), 0);
+  EXPECT_LT(g.FindNode("body/3/sum"), 0) << "units = (8-2)/2 = 3 copies";
+  // Copy 1 reads copy 0's output; the first copy reads the stem.
+  const Node& fc1 = g.node(g.FindNode("body/1/fc"));
+  EXPECT_EQ(g.node(fc1.inputs[0].node).name, "body/0/sum");
+  EXPECT_EQ(g.node(g.node(g.FindNode("body/0/fc")).inputs[0].node).name, "stem");
+  // Nested blocks, arguments and expressions.
+  const Node& inner = g.node(g.FindNode("two/b/fc"));
+  EXPECT_EQ(inner.attrs.at("num_hidden"), "6");
+  EXPECT_EQ(g.node(inner.inputs[0].node).name, "two/a/sum");
+  EXPECT_EQ(g.node(g.node(g.FindNode("head")).inputs[0].node).name, "two/b/sum");
+  EXPECT_NE(inner.loc.ToString().find("(in two/b)"), std::string::npos) << inner.loc.ToString();
+}
+
+TEST(ConfigBlocks, DefinesReachExpressions) {
+  Graph g = BuildGraph(ParseConfig(kBlocks, "b.prototxt", {"depth=12"}));
+  EXPECT_GE(g.FindNode("body/4/sum"), 0);
+  EXPECT_LT(g.FindNode("body/5/sum"), 0);
+}
+
+TEST(ConfigBlocks, Errors) {
+  EXPECT_NE(ErrorOf(std::string(kBlocks) + "node { name: \"x\" block: \"nope\" input: \"head\" }\n")
+                .find("no block named 'nope' (blocks: res, pair)"),
+            std::string::npos);
+  std::string e = ErrorOf("version: 1\nblock { name: \"r\" node { name: \"f\" op: \"relu\" input: \"@{inn}\" } }\n"
+                          "node { name: \"x\" block: \"r\" input: \"data\" }\n");
+  EXPECT_NE(e.find("@{inn} is not an argument of this block"), std::string::npos) << e;
+  e = ErrorOf("version: 1\nvariable { name: \"n\" value: \"$(4 / 0)\" }\nname: \"${n}\"\n");
+  EXPECT_NE(e.find("net.prototxt:2: in $(4 / 0): division by zero"), std::string::npos) << e;
+  e = ErrorOf(std::string(kBlocks) + "node { name: \"y\" block: \"res\" repeat: 0 input: \"head\" }\n");
+  EXPECT_NE(e.find("repeat must be at least 1"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace frugal

@@ -15,6 +15,7 @@ struct ConfigFile {
   std::string path;
   config::NetConfig net;
   std::vector<SourceLoc> node_locs;            // per net.node
+  std::vector<std::vector<SourceLoc>> block_node_locs;  // per net.block, per node
   std::map<std::string, std::string> values;   // every variable's final value
 };
 

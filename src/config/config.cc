@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "config/blocks.h"
+#include "config/expr.h"
 #include "frugal/op.h"
 
 namespace frugal {
@@ -60,6 +62,32 @@ std::string Substitute(const std::string& text, const std::string& path, Lookup 
   return out.append(text, pos, std::string::npos);
 }
 
+// Pass 1 text: ${...} outside quoted strings (in number fields) read as 0;
+// inside strings they stay, so variable values keep their references.
+std::string Placeholders(const std::string& text) {
+  std::string out;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (comment) {
+      comment = c != '\n';
+    } else if (quote) {
+      if (c == '\\') { out += c; c = text[++i]; }
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      comment = true;
+    } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '{') {
+      size_t close = text.find('}', i);
+      if (close != std::string::npos) { out += '0'; i = close; continue; }
+    }
+    out += c;
+  }
+  return out;
+}
+
 config::NetConfig Parse(const std::string& text, const std::string& path, pb::TextFormat::ParseInfoTree* tree) {
   config::NetConfig net;
   pb::TextFormat::Parser parser;
@@ -77,11 +105,9 @@ config::NetConfig Parse(const std::string& text, const std::string& path, pb::Te
 ConfigFile ParseConfig(const std::string& text, const std::string& path, const std::vector<std::string>& defines) {
   ConfigFile cfg;
   cfg.path = path;
-  // Pass 1: find the declared variables, with every ${...} read as 0.
-  const std::string zero = "0";
-  std::string placeholder_text = Substitute(text, path, [&](const std::string&) { return &zero; });
+  // Pass 1: find the declared variables.
   pb::TextFormat::ParseInfoTree tree1;
-  config::NetConfig declared = Parse(placeholder_text, path, &tree1);
+  config::NetConfig declared = Parse(Placeholders(text), path, &tree1);
   for (const auto& v : declared.variable()) {
     FRUGAL_REQUIRE(!v.name().empty(), path, ": a variable has no name");
     cfg.values[v.name()] = v.value();
@@ -98,19 +124,53 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
     }
     cfg.values[name] = d.substr(eq + 1);
   }
+  // Values may use other variables: resolve them first (no cycles).
+  for (int round = 0;; ++round) {
+    bool changed = false;
+    for (auto& [name, value] : cfg.values) {
+      if (value.find("${") == std::string::npos) continue;
+      FRUGAL_REQUIRE(round < 32, path, ": variable '", name, "' refers to itself through other variables");
+      value = Substitute(value, Fmt(path, ": variable '", name, "'"), [&](const std::string& n) -> const std::string* {
+        auto it = cfg.values.find(n);
+        return it == cfg.values.end() ? nullptr : &it->second;
+      });
+      changed = true;
+    }
+    if (!changed) break;
+  }
   // Pass 2: the real values.
   std::string final_text = Substitute(text, path, [&](const std::string& name) -> const std::string* {
     auto it = cfg.values.find(name);
     return it == cfg.values.end() ? nullptr : &it->second;
   });
+  // Integer expressions, line by line so errors name the line.
+  std::string expanded;
+  size_t start = 0;
+  for (int line = 1; start <= final_text.size(); ++line) {
+    size_t end = final_text.find('\n', start);
+    if (end == std::string::npos) end = final_text.size();
+    expanded += ExpandExprs(final_text.substr(start, end - start), Fmt(path, ":", line));
+    if (end < final_text.size()) expanded += '\n';
+    start = end + 1;
+  }
   pb::TextFormat::ParseInfoTree tree;
-  cfg.net = Parse(final_text, path, &tree);
+  cfg.net = Parse(expanded, path, &tree);
   FRUGAL_REQUIRE(cfg.net.version() == 1, path, ": config version ", cfg.net.version(),
                  " is not supported (write 'version: 1' at the top)");
   const pb::FieldDescriptor* node_field = config::NetConfig::descriptor()->FindFieldByName("node");
   for (int k = 0; k < cfg.net.node_size(); ++k) {
     pb::TextFormat::ParseLocation loc = tree.GetLocation(node_field, k);
     cfg.node_locs.push_back({path, loc.line + 1, loc.column + 1});
+  }
+  const pb::FieldDescriptor* block_field = config::NetConfig::descriptor()->FindFieldByName("block");
+  const pb::FieldDescriptor* block_node = config::Block::descriptor()->FindFieldByName("node");
+  for (int b = 0; b < cfg.net.block_size(); ++b) {
+    pb::TextFormat::ParseInfoTree* sub = tree.GetTreeForNested(block_field, b);
+    cfg.block_node_locs.emplace_back();
+    for (int k = 0; k < cfg.net.block(b).node_size(); ++k) {
+      pb::TextFormat::ParseLocation loc = sub ? sub->GetLocation(block_node, k) : pb::TextFormat::ParseLocation();
+      cfg.block_node_locs.back().push_back({path, loc.line + 1, loc.column + 1});
+    }
   }
   return cfg;
 }
@@ -155,11 +215,12 @@ Graph BuildGraph(const ConfigFile& cfg) {
   Graph g;
   const config::Data& data = cfg.net.data();
   FRUGAL_REQUIRE(cfg.net.node_size() > 0, cfg.path, ": the config has no nodes");
-  for (int k = 0; k < cfg.net.node_size(); ++k) {
-    const config::Node& nc = cfg.net.node(k);
+  FlatConfig flat = ExpandBlocks(cfg);
+  for (const FlatNode& fn : flat.nodes) {
+    const config::Node& nc = fn.node;
     Node n;
     n.name = nc.name();
-    n.loc = cfg.node_locs[k];
+    n.loc = fn.loc;
     FRUGAL_REQUIRE(!n.name.empty(), n.loc.ToString(), ": node has no name");
     FRUGAL_REQUIRE(g.FindNode(n.name) < 0, n.Where(), ": the name is already used above");
     FRUGAL_REQUIRE(!nc.op().empty(), n.Where(), ": node has no op");
@@ -192,8 +253,10 @@ Graph BuildGraph(const ConfigFile& cfg) {
   }
 
   if (cfg.net.output_size() > 0) {
-    for (const std::string& o : cfg.net.output())
-      g.outputs.push_back(ResolveInput(g, data, o, cfg.path + ": output"));
+    for (const std::string& o : cfg.net.output()) {
+      auto alias = flat.alias.find(o);
+      g.outputs.push_back(ResolveInput(g, data, alias == flat.alias.end() ? o : alias->second, cfg.path + ": output"));
+    }
   } else {
     std::set<std::pair<int, int>> read;
     for (const Node& n : g.nodes())
