@@ -80,7 +80,10 @@ TEST(Recompute, PlansAreSoundAndRecomputeWhatTheyClaim) {
     int mirrors = 0;
     for (const Node& n : m.train.nodes()) mirrors += n.mirror_of >= 0;
     EXPECT_EQ(mirrors, m.train_plan.num_recomputed) << s.Name();
-    EXPECT_EQ(mirrors > 0, s.recomputes()) << s.Name();
+    // On a fully_connected+relu chain, dropping relu frees nothing (it runs
+    // in place on the fully_connected output), so drop_cheap keeps it.
+    bool expect_mirrors = s.recomputes() && s.kind != MemoryStrategy::kDropCheap;
+    EXPECT_EQ(mirrors > 0, expect_mirrors) << s.Name();
   }
 }
 

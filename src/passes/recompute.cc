@@ -42,11 +42,34 @@ KeepLevels ApplyAnnotations(const Graph& g, KeepLevels levels) {
   return levels;
 }
 
+// Entries that some gradient reads (by the ops' declared backward reads).
+std::vector<bool> ReadByBackward(const Graph& g) {
+  std::vector<bool> read(g.num_entries(), false);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable() || !n.op->has_gradient()) continue;
+    for (const BackwardRead& r : n.op->backward_reads()) {
+      if (r.kind == BackwardRead::kInput) read[g.EntryId(n.inputs[r.index])] = true;
+      if (r.kind == BackwardRead::kOutput) read[g.EntryId({i, r.index})] = true;
+    }
+  }
+  return read;
+}
+
 KeepLevels DropCheapLevels(const Graph& g) {
+  // A cheap node is dropped only if what its recomputation reads is kept for
+  // the backward pass anyway (or is dropped too): otherwise recomputing it
+  // keeps its input alive instead of its output and frees nothing (as
+  // MXNet's mirror learnt: PR #18228).
+  std::vector<bool> read = ReadByBackward(g);
   KeepLevels levels(g.num_nodes(), 0);
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
-    if (!n.is_variable() && n.op->cost() != Cost::kExpensive) levels[i] = kDropped;
+    if (n.is_variable() || n.op->cost() == Cost::kExpensive) continue;
+    bool frees = true;
+    for (const Entry& e : n.inputs)
+      frees = frees && (g.node(e.node).is_variable() || read[g.EntryId(e)] || levels[e.node] != 0);
+    if (frees) levels[i] = kDropped;
   }
   levels = ApplyAnnotations(g, levels);
   // reach[i]: recomputing node i reaches a dropped candidate.
