@@ -4,6 +4,7 @@
 #include "frugal/config.h"
 #include "frugal/op.h"
 #include "frugal/passes.h"
+#include "config/expr.h"
 
 namespace frugal {
 namespace {
@@ -177,8 +178,26 @@ TEST(ConfigBlocks, Errors) {
   EXPECT_NE(e.find("@{inn} is not an argument of this block"), std::string::npos) << e;
   e = ErrorOf("version: 1\nvariable { name: \"n\" value: \"$(4 / 0)\" }\nname: \"${n}\"\n");
   EXPECT_NE(e.find("net.prototxt:2: in $(4 / 0): division by zero"), std::string::npos) << e;
-  e = ErrorOf(std::string(kBlocks) + "node { name: \"y\" block: \"res\" repeat: 0 input: \"head\" }\n");
-  EXPECT_NE(e.find("repeat must be at least 1"), std::string::npos) << e;
+  e = ErrorOf(std::string(kBlocks) + "node { name: \"y\" block: \"res\" repeat: -1 input: \"head\" }\n");
+  EXPECT_NE(e.find("repeat must be 0 or more, got -1"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace frugal
+
+namespace frugal {
+namespace {
+
+TEST(ConfigExpr, ArithmeticComparisonsAndChoice) {
+  EXPECT_EQ(EvalExpr("(1001 - 2) / 3 - 30", "t"), 303);
+  EXPECT_EQ(EvalExpr("-7 % 3 + 2 * 3", "t"), 5);
+  EXPECT_EQ(EvalExpr("50 >= 200 ? 24 : 50 >= 152 ? 8 : 4", "t"), 4);
+  EXPECT_EQ(EvalExpr("152 >= 200 ? 24 : 152 >= 152 ? 8 : 4", "t"), 8);
+  EXPECT_EQ(EvalExpr("3 == 3", "t") + EvalExpr("3 != 3", "t") + EvalExpr("2 < 1", "t"), 1);
+  EXPECT_THROW(EvalExpr("1 ? 2", "t"), Error);
+  EXPECT_THROW(EvalExpr("(1 + 2", "t"), Error);
+  EXPECT_EQ(ExpandExprs("u$(20 >= 164 ? 9 : 6) and $(2*3)", "t"), "u6 and 6");
+  EXPECT_EQ(ExpandExprs("$($((20 - 2) / $(20 >= 164 ? 9 : 6)) - 1)", "t"), "2");
 }
 
 }  // namespace

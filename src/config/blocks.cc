@@ -82,7 +82,7 @@ class Expander {
     const std::string where = Fmt(loc.ToString(), ": node '", n.name(), "'");
     FRUGAL_REQUIRE(depth < kMaxNesting, where, ": blocks nest more than ", kMaxNesting, " deep (a block uses itself?)");
     FRUGAL_REQUIRE(n.op().empty(), where, ": give either op or block, not both");
-    FRUGAL_REQUIRE(n.repeat() >= 1, where, ": repeat must be at least 1, got ", n.repeat());
+    FRUGAL_REQUIRE(n.repeat() >= 0, where, ": repeat must be 0 or more, got ", n.repeat());
     FRUGAL_REQUIRE(n.input_size() == 1, where, ": a block node takes exactly one input, got ", n.input_size());
     int b = 0;
     while (b < cfg_.net.block_size() && cfg_.net.block(b).name() != n.block()) ++b;

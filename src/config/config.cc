@@ -62,8 +62,9 @@ std::string Substitute(const std::string& text, const std::string& path, Lookup 
   return out.append(text, pos, std::string::npos);
 }
 
-// Pass 1 text: ${...} outside quoted strings (in number fields) read as 0;
-// inside strings they stay, so variable values keep their references.
+// Pass 1 text: ${...} and $(...) outside quoted strings (in number fields)
+// read as 0; inside strings they stay, so variable values keep their
+// references.
 std::string Placeholders(const std::string& text) {
   std::string out;
   char quote = 0;
@@ -82,6 +83,14 @@ std::string Placeholders(const std::string& text) {
     } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '{') {
       size_t close = text.find('}', i);
       if (close != std::string::npos) { out += '0'; i = close; continue; }
+    } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '(') {
+      int depth = 0;
+      size_t close = i + 1;
+      for (; close < text.size() && text[close] != '\n'; ++close) {
+        if (text[close] == '(') ++depth;
+        if (text[close] == ')' && --depth == 0) break;
+      }
+      if (close < text.size() && text[close] == ')') { out += '0'; i = close; continue; }
     }
     out += c;
   }

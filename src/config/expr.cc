@@ -1,10 +1,13 @@
 // A recursive-descent evaluator for integer expressions:
+//   cond   := cmp ('?' cond ':' cond)?
+//   cmp    := expr (('<' | '<=' | '>' | '>=' | '==' | '!=') expr)?     (1 or 0)
 //   expr   := term (('+' | '-') term)*
 //   term   := factor (('*' | '/' | '%') factor)*
 //   factor := integer | '-' factor | '(' expr ')'
 #include "config/expr.h"
 
 #include <cctype>
+#include <cstring>
 
 #include "frugal/base.h"
 
@@ -16,7 +19,7 @@ class Parser {
   Parser(const std::string& s, const std::string& where) : s_(s), where_(where) {}
 
   int64_t Parse() {
-    int64_t v = Expr();
+    int64_t v = Cond();
     Skip();
     if (pos_ != s_.size()) Fail("unexpected '" + s_.substr(pos_, 1) + "'");
     return v;
@@ -32,7 +35,28 @@ class Parser {
     return false;
   }
   [[noreturn]] void Fail(const std::string& what) const {
-    throw Error(Fmt(where_, ": in $(", s_, "): ", what, " (write integer arithmetic: + - * / % and parentheses)"));
+    throw Error(Fmt(where_, ": in $(", s_, "): ", what, " (write integer arithmetic: + - * / %, comparisons, c ? a : b, parentheses)"));
+  }
+  int64_t Cond() {
+    int64_t c = Cmp();
+    if (!Eat('?')) return c;
+    int64_t a = Cond();
+    if (!Eat(':')) Fail("missing ':' after '?'");
+    int64_t b = Cond();
+    return c ? a : b;
+  }
+  int64_t Cmp() {
+    int64_t a = Expr();
+    Skip();
+    const char* ops[] = {"<=", ">=", "==", "!=", "<", ">"};
+    for (const char* op : ops) {
+      if (s_.compare(pos_, std::strlen(op), op) != 0) continue;
+      pos_ += std::strlen(op);
+      int64_t b = Expr();
+      std::string o = op;
+      return o == "<=" ? a <= b : o == ">=" ? a >= b : o == "==" ? a == b : o == "!=" ? a != b : o == "<" ? a < b : a > b;
+    }
+    return a;
   }
   int64_t Expr() {
     int64_t v = Term();
@@ -56,7 +80,7 @@ class Parser {
   int64_t Factor() {
     if (Eat('-')) return -Factor();
     if (Eat('(')) {
-      int64_t v = Expr();
+      int64_t v = Cond();
       if (!Eat(')')) Fail("missing ')'");
       return v;
     }
@@ -92,10 +116,10 @@ std::string ExpandExprs(const std::string& text, const std::string& where) {
     FRUGAL_REQUIRE(close < text.size() && text[close] == ')', where, ": '$(' without a closing ')' on the same line");
     out.append(text, pos, open - pos);
     std::string expr = text.substr(open + 2, close - open - 2);
-    if (expr.find("@{") != std::string::npos) {
+    if (expr.find("@{") != std::string::npos) {  // (checked before the inner ones are evaluated)
       out.append(text, open, close + 1 - open);  // needs block arguments: evaluated at expansion
     } else {
-      out += std::to_string(EvalExpr(expr, where));
+      out += std::to_string(EvalExpr(ExpandExprs(expr, where), where));  // inner $(...) first
     }
     pos = close + 1;
   }

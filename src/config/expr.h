@@ -1,5 +1,6 @@
-// Integer arithmetic in configs: "$(expr)" with + - * / % and parentheses,
-// e.g. "$((${depth} - 2) / 3 - 30)" once ${depth} is substituted.
+// Integer arithmetic in configs: "$(expr)" with + - * / %, comparisons
+// (< <= > >= == != give 1 or 0), c ? a : b, and parentheses, e.g.
+// "$(${depth} >= 200 ? (${depth} - 2) / 3 - 30 : 36)" once ${depth} is substituted.
 #pragma once
 
 #include <cstdint>
