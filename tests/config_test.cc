@@ -202,3 +202,35 @@ TEST(ConfigExpr, ArithmeticComparisonsAndChoice) {
 
 }  // namespace
 }  // namespace frugal
+
+namespace frugal {
+namespace {
+
+// A tiny recurrent net: the step block names the previous step by index,
+// the weight is one variable shared by every step, the initial state is aux.
+TEST(ConfigBlocks, RecurrenceWithSharedWeights) {
+  const char* text = R"cfg(version: 1
+node { name: "w" op: "variable" attr { key: "init" value: "xavier" } }
+node { name: "steps/-1/h" op: "variable" attr { key: "kind" value: "aux" } attr { key: "shape" value: "(2,4)" } }
+block {
+  name: "step"
+  node { name: "fc" op: "fully_connected" input: "steps/$(@{i} - 1)/h" input: "w"
+         attr { key: "num_hidden" value: "4" } attr { key: "no_bias" value: "true" } }
+  node { name: "h" op: "relu" input: "fc" }
+}
+node { name: "steps" block: "step" repeat: 3 input: "data" }
+node { name: "prob" op: "softmax_cross_entropy" input: "steps" input: "label" }
+)cfg";
+  Graph g = BuildGraph(ParseConfig(text, "rnn.prototxt", {}));
+  const Node& fc2 = g.node(g.FindNode("steps/2/fc"));
+  EXPECT_EQ(g.node(fc2.inputs[0].node).name, "steps/1/h");
+  EXPECT_EQ(g.node(fc2.inputs[1].node).name, "w");
+  EXPECT_EQ(g.node(g.node(g.FindNode("steps/0/fc")).inputs[0].node).name, "steps/-1/h");
+  EXPECT_EQ(g.node(g.FindNode("steps/-1/h")).var, VarKind::kAux);
+  InferShapes(&g, {{"label", Shape{2}}});
+  EXPECT_EQ(g.shape({g.FindNode("w"), 0}), (Shape{4, 4}));
+  EXPECT_EQ(g.shape({g.FindNode("steps/2/h"), 0}), (Shape{2, 4}));
+}
+
+}  // namespace
+}  // namespace frugal

@@ -55,6 +55,7 @@ struct Node {
   enum class Keep : uint8_t { kAuto, kCheckpoint, kMirror } keep = Keep::kAuto;
   bool stage = false;         // a segment boundary for sqrt / logn plans
   std::string init;           // params: initializer name ("xavier", "zero", ...)
+  Shape shape;                // variables: the shape declared in the config, if any
   SourceLoc loc;
 
   bool is_variable() const { return op == nullptr; }

@@ -59,7 +59,7 @@ inline BackwardRead OutGrad(int i) { return {BackwardRead::kOutGrad, i}; }
 // (Finish), so a misspelt attribute is an error rather than ignored.
 class AttrReader {
  public:
-  AttrReader(std::string where, const AttrMap& attrs) : where_(std::move(where)), attrs_(attrs) {}
+  AttrReader(std::string where, AttrMap attrs) : where_(std::move(where)), attrs_(std::move(attrs)) {}
   int64_t Int(const std::string& key);
   int64_t Int(const std::string& key, int64_t dflt);
   double Float(const std::string& key, double dflt);
@@ -77,7 +77,7 @@ class AttrReader {
   const std::string* Find(const std::string& key);
   std::string GivenNote() const;  // "; the node gives 'a', 'b'" for errors
   std::string where_;
-  const AttrMap& attrs_;
+  AttrMap attrs_;
   std::vector<std::string> known_;
 };
 

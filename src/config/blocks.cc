@@ -62,11 +62,11 @@ class Expander {
   void Add(const config::Node& n, const SourceLoc& loc, const std::string& prefix,
            const std::set<std::string>& local, const std::map<std::string, std::string>& args, int depth) {
     config::Node node = n;
-    node.set_name(prefix + Args(n.name(), args, loc));
+    node.set_name(prefix + ExpandExprs(Args(n.name(), args, loc), loc.ToString()));
     for (int j = 0; j < node.input_size(); ++j) {
       // @{in} and other arguments name nodes outside the block as they are.
       bool from_args = n.input(j).find("@{") != std::string::npos;
-      std::string name = Args(n.input(j), args, loc);
+      std::string name = ExpandExprs(Args(n.input(j), args, loc), loc.ToString());
       node.set_input(j, from_args ? name : Resolve(name, prefix, local));
     }
     for (auto& [key, value] : *node.mutable_attr()) value = ExpandExprs(Args(value, args, loc), loc.ToString());

@@ -218,6 +218,22 @@ Entry ResolveInput(Graph& g, const config::Data& data, const std::string& text, 
   return {id, index};
 }
 
+// A node with op "variable": a parameter or aux state named in the config.
+void AddConfigVariable(Graph* g, const config::Node& nc, Node n) {
+  FRUGAL_REQUIRE(nc.input_size() == 0, n.Where(), ": a variable takes no inputs");
+  AttrReader r(n.Where(), AttrMap(nc.attr().begin(), nc.attr().end()));
+  std::string kind = r.Choice("kind", "param", {"param", "aux"});
+  n.var = kind == "param" ? VarKind::kParam : VarKind::kAux;
+  n.init = r.Str("init", kind == "param" ? "xavier" : "zero");
+  if (nc.attr().count("shape")) {
+    n.shape = Shape(r.Ints("shape"));
+    for (int64_t d : n.shape.dims()) FRUGAL_REQUIRE(d > 0, n.Where(), ": shape ", n.shape, " has a dim below 1");
+  }
+  r.Finish();
+  n.attrs = AttrMap(nc.attr().begin(), nc.attr().end());
+  g->AddNode(std::move(n));
+}
+
 }  // namespace
 
 Graph BuildGraph(const ConfigFile& cfg) {
@@ -233,6 +249,10 @@ Graph BuildGraph(const ConfigFile& cfg) {
     FRUGAL_REQUIRE(!n.name.empty(), n.loc.ToString(), ": node has no name");
     FRUGAL_REQUIRE(g.FindNode(n.name) < 0, n.Where(), ": the name is already used above");
     FRUGAL_REQUIRE(!nc.op().empty(), n.Where(), ": node has no op");
+    if (nc.op() == "variable") {
+      AddConfigVariable(&g, nc, std::move(n));
+      continue;
+    }
     n.op = &OpRegistry::Get().Require(nc.op(), n.Where());
     n.attrs = AttrMap(nc.attr().begin(), nc.attr().end());
     FRUGAL_REQUIRE(!(nc.mirror() && nc.checkpoint()), n.Where(), ": mirror and checkpoint contradict each other");

@@ -10,6 +10,8 @@ namespace frugal {
 void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>& input_shapes) {
   Graph& g = *graph;
   g.shapes.assign(g.num_entries(), Shape());
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (g.node(i).is_variable()) g.shapes[g.EntryId({i, 0})] = g.node(i).shape;
   for (const auto& [name, shape] : input_shapes) {
     int id = g.FindNode(name);
     FRUGAL_REQUIRE(id >= 0, "no input named '", name, "' in the graph");
