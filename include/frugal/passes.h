@@ -106,8 +106,9 @@ struct MemoryPlan {
 // order the executor runs. External entries: variables and parameter
 // gradients. Graph outputs stay live to the end and never share a buffer
 // with each other. Only the strategy's sharing matters here; recomputation
-// is already in the graph (mirror nodes).
-MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy);
+// is already in the graph (mirror nodes). With estimate, a sharing plan gets
+// no offsets and arena_bytes is the lower bound (to compare candidates fast).
+MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy, bool estimate = false);
 
 // The training graph of a forward graph under a strategy: keep levels chosen
 // (searched, for sqrt and budget), gradient with mirrors, shapes, memory

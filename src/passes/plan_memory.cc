@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <iterator>
+#include <map>
 
 #include "frugal/passes.h"
 
@@ -105,9 +107,84 @@ int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, std::vector<B
   return arena;
 }
 
+// Online best fit in execution order: at each step, blocks that died at the
+// previous step return their range to a free list (merged with neighbours),
+// then each block born here takes the smallest free range that holds it, or
+// the top of the arena. O(n log n).
+int64_t PlaceOnline(std::vector<Block>* blocks) {
+  std::vector<int> order(blocks->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::vector<int> by_end = order;
+  std::stable_sort(by_end.begin(), by_end.end(), [&](int a, int b) { return (*blocks)[a].end < (*blocks)[b].end; });
+  std::map<int64_t, int64_t> free_at;        // offset -> size
+  std::multimap<int64_t, int64_t> by_size;   // size -> offset
+  auto erase_sized = [&](int64_t off, int64_t size) {
+    auto range = by_size.equal_range(size);
+    for (auto it = range.first; it != range.second; ++it)
+      if (it->second == off) { by_size.erase(it); return; }
+  };
+  auto release = [&](int64_t off, int64_t size) {
+    auto next = free_at.lower_bound(off);
+    if (next != free_at.end() && off + size == next->first) {
+      size += next->second;
+      erase_sized(next->first, next->second);
+      next = free_at.erase(next);
+    }
+    if (next != free_at.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == off) {
+        off = prev->first;
+        size += prev->second;
+        erase_sized(prev->first, prev->second);
+        free_at.erase(prev);
+      }
+    }
+    free_at[off] = size;
+    by_size.emplace(size, off);
+  };
+  int64_t top = 0;
+  size_t freed = 0;
+  for (int id : order) {  // blocks are made in start order
+    Block& b = (*blocks)[id];
+    while (freed < by_end.size() && (*blocks)[by_end[freed]].end < b.start) {
+      const Block& d = (*blocks)[by_end[freed++]];
+      if (d.offset >= 0) release(d.offset, d.size);
+    }
+    auto fit = by_size.lower_bound(b.size);
+    if (fit != by_size.end()) {
+      int64_t off = fit->second, size = fit->first;
+      by_size.erase(fit);
+      free_at.erase(off);
+      b.offset = off;
+      if (size > b.size) { free_at[off + b.size] = size - b.size; by_size.emplace(size - b.size, off + b.size); }
+    } else if (!free_at.empty() && free_at.rbegin()->first + free_at.rbegin()->second == top) {
+      auto last = std::prev(free_at.end());  // grow the free range at the top
+      b.offset = last->first;
+      erase_sized(last->first, last->second);
+      free_at.erase(last);
+      top = b.offset + b.size;
+    } else {
+      b.offset = top;
+      top += b.size;
+    }
+  }
+  return top;
+}
+
 // Sharing: greedy by size (as in TFLite's arena planner) with first and best
-// fit, and by start time with best fit; the smallest arena wins.
+// fit, by start time with best fit, and online best fit; the smallest arena
+// wins. Greedy placement compares each block with every placed block whose
+// lifetime overlaps (quadratic), so past kGreedyLimit blocks only the online
+// placement runs.
+constexpr size_t kGreedyLimit = 4000;
+
 void PlaceShared(std::vector<Block>* blocks) {
+  std::vector<Block> online = *blocks;
+  int64_t online_arena = PlaceOnline(&online);
+  if (blocks->size() > kGreedyLimit) {
+    *blocks = std::move(online);
+    return;
+  }
   std::vector<int> by_size(blocks->size());
   for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = static_cast<int>(i);
   std::vector<int> by_start = by_size;  // blocks are made in start order
@@ -117,8 +194,8 @@ void PlaceShared(std::vector<Block>* blocks) {
   });
   struct Variant { const std::vector<int>* order; bool best_fit; };
   const Variant variants[] = {{&by_size, false}, {&by_size, true}, {&by_start, true}};
-  std::vector<Block> best;
-  int64_t best_arena = INT64_MAX;
+  std::vector<Block> best = std::move(online);
+  int64_t best_arena = online_arena;
   for (const Variant& v : variants) {
     std::vector<Block> trial = *blocks;
     int64_t arena = PlaceInOrder(*v.order, v.best_fit, &trial);
@@ -195,7 +272,7 @@ void CountFlops(const Graph& g, MemoryPlan* plan) {
   }
 }
 
-MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy) {
+MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate) {
   auto t0 = std::chrono::steady_clock::now();
   CHECK_EQ(static_cast<int>(g.shapes.size()), g.num_entries()) << "infer shapes before planning memory";
   MemoryPlan plan;
@@ -249,6 +326,11 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy) {
   }
 
   plan.lower_bound_bytes = LowerBound(blocks, g.num_nodes());
+  if (estimate && strategy.shares()) {
+    plan.arena_bytes = plan.lower_bound_bytes;  // no offsets: for comparing candidate plans
+    CountFlops(g, &plan);
+    return plan;
+  }
   if (strategy.shares()) PlaceShared(&blocks); else PlaceEndToEnd(&blocks);
   for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
   plan.num_blocks = static_cast<int>(blocks.size());

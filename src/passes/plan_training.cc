@@ -20,11 +20,21 @@ namespace {
 
 using Inputs = std::vector<std::pair<std::string, Shape>>;
 
-TrainingPlan Build(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, KeepLevels keep) {
+// Builds the training graph for keep levels. With estimate, the plan's arena
+// is its lower bound (searches compare candidates so; Finish places the
+// winner).
+TrainingPlan Build(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, KeepLevels keep,
+                   bool estimate = true) {
   TrainingPlan t{fwd, {}, std::move(keep)};
   bool drops = std::any_of(t.keep.begin(), t.keep.end(), [](int l) { return l != 0; });
   Gradient(&t.graph, drops ? t.keep : KeepLevels{});
   InferShapes(&t.graph, inputs);
+  t.plan = PlanMemory(t.graph, s, estimate);
+  return t;
+}
+
+// Places a plan found by a search.
+TrainingPlan Finish(TrainingPlan t, const MemoryStrategy& s) {
   t.plan = PlanMemory(t.graph, s);
   return t;
 }
@@ -110,38 +120,45 @@ KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs
 
 TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s) {
   const int64_t budget = s.budget_bytes;
+  // A candidate fits when its lower bound does and then its placed arena does.
+  auto fits = [&](TrainingPlan* t) {
+    if (t->plan.arena_bytes > budget) return false;
+    *t = Finish(std::move(*t), s);
+    return t->plan.arena_bytes <= budget;
+  };
   TrainingPlan smallest = Build(fwd, inputs, s, ApplyAnnotations(fwd, {}));
-  if (smallest.plan.arena_bytes <= budget) return smallest;
+  if (fits(&smallest)) return smallest;
   KeepLevels cheap = DropCheapLevels(fwd);
   TrainingPlan t = Build(fwd, inputs, s, cheap);
-  if (t.plan.arena_bytes <= budget) return t;
+  if (fits(&t)) return t;
   if (Better(t, smallest)) smallest = std::move(t);
-  // drop_cheap with the fewest sqrt segments recomputed whole (binary search
-  // on the real planned arena), then the sqrt and logn plans.
+  // drop_cheap with the fewest sqrt segments recomputed whole: binary search
+  // on the lower bound, then the first count whose placed arena fits.
   int64_t b = 0;
   TrainingPlan sqrt = BestSqrt(fwd, inputs, s, &b);
   std::vector<Segment> segs = Segments(fwd, cheap, b);
   size_t lo = 1, hi = segs.size();
-  TrainingPlan fit;
-  bool found = false;
   while (lo <= hi) {
     size_t mid = lo + (hi - lo) / 2;
     TrainingPlan m = Build(fwd, inputs, s, DropSegments(cheap, segs, mid));
     if (m.plan.arena_bytes <= budget) {
-      fit = std::move(m);
-      found = true;
       hi = mid - 1;
     } else {
-      if (Better(m, smallest)) smallest = std::move(m);
       lo = mid + 1;
     }
   }
-  if (found && (sqrt.plan.arena_bytes > budget || fit.plan.extra_flops <= sqrt.plan.extra_flops)) return fit;
-  if (sqrt.plan.arena_bytes <= budget) return sqrt;
+  for (size_t k = lo; k <= segs.size(); ++k) {
+    TrainingPlan m = Build(fwd, inputs, s, DropSegments(cheap, segs, k));
+    if (m.plan.extra_flops > sqrt.plan.extra_flops) break;  // sqrt recomputes less from here on
+    if (fits(&m)) return m;
+    if (Better(m, smallest)) smallest = std::move(m);
+  }
+  if (fits(&sqrt)) return sqrt;
   if (Better(sqrt, smallest)) smallest = std::move(sqrt);
   TrainingPlan logn = Build(fwd, inputs, s, LognLevels(fwd));
-  if (logn.plan.arena_bytes <= budget) return logn;
+  if (fits(&logn)) return logn;
   if (Better(logn, smallest)) smallest = std::move(logn);
+  smallest = Finish(std::move(smallest), s);
   throw Error(Fmt("memory budget ", HumanBytes(budget), " (", budget, " bytes) cannot be met: the smallest plan found ",
                   "needs an arena of ", HumanBytes(smallest.plan.arena_bytes), " (", smallest.plan.arena_bytes,
                   " bytes); use budget=", smallest.plan.arena_bytes, " or more, or a smaller batch"));
@@ -161,6 +178,7 @@ TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemorySt
     case MemoryStrategy::kLogn: t = Build(fwd, inputs, s, LognLevels(fwd)); break;
     case MemoryStrategy::kBudget: t = PlanBudget(fwd, inputs, s); break;
   }
+  if (s.shares() && t.plan.entry_offset.empty()) t = Finish(std::move(t), s);  // searched on estimates
   t.plan.strategy = s;
   t.plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return t;
