@@ -42,7 +42,7 @@ OpGraph BuildOpGraph(const OpCase& c, bool with_gradient) {
   for (int k = 0; k < n_out; ++k) g.outputs.push_back({og.op_node, k});
   InferShapes(&g, og.var_shapes);
   for (int k = 0; k < n_out; ++k) og.out_shapes.push_back(g.shape({og.op_node, k}));
-  if (!with_gradient) return og;
+  if (!with_gradient || !g.node(og.op_node).op->has_gradient()) return og;  // e.g. block_grad, zeros_like
   std::vector<Entry> dys;
   if (!g.node(og.op_node).op->is_loss()) {
     for (int k = 0; k < n_out; ++k) {

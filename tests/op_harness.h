@@ -17,7 +17,8 @@ struct OpCase {
   std::string op;
   AttrMap attrs;
   std::vector<Shape> in_shapes;
-  // Inputs that get a gradient (others, e.g. labels, are left alone).
+  // Inputs that get a gradient (others, e.g. labels, are left alone; all
+  // false for ops without a gradient).
   std::vector<bool> differentiable;
   // Fills input k (default: uniform in [-1, 1]).
   std::function<void(int k, std::vector<float>*)> fill;

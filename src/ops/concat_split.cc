@@ -87,9 +87,16 @@ void Layout(const Shape& whole, int ax, const std::vector<Tensor>& parts, int64_
   for (const Tensor& t : parts) n->push_back(t.size() / (*outer * *inner));
 }
 
-std::vector<float*> Pointers(const std::vector<Tensor>& ts) {
+std::vector<float*> Inputs(const KernelCtx& c) {
   std::vector<float*> p;
-  for (const Tensor& t : ts) p.push_back(t.f());
+  for (const Tensor& t : c.in) p.push_back(t.f());
+  return p;
+}
+
+// Outputs nobody reads (an unused part of a split) are nullptr and skipped.
+std::vector<float*> Outputs(const KernelCtx& c) {
+  std::vector<float*> p;
+  for (size_t k = 0; k < c.out.size(); ++k) p.push_back(Out(c, static_cast<int>(k)));
   return p;
 }
 
@@ -98,7 +105,7 @@ void ConcatForward(const KernelCtx& c) {
   int64_t outer, inner;
   std::vector<int64_t> n;
   Layout(y, Axis(c.params<ConcatParams>().dim, y.ndim()), c.in, &outer, &inner, &n);
-  CopyParts(true, c.out[0].f(), c.req[0], Pointers(c.in), {}, n, outer, inner);
+  CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, n, outer, inner);
 }
 
 // inputs: dy    outputs: dx_0 .. dx_{n-1}
@@ -107,7 +114,7 @@ void ConcatBackward(const KernelCtx& c) {
   int64_t outer, inner;
   std::vector<int64_t> n;
   Layout(y, Axis(c.params<ConcatParams>().dim, y.ndim()), c.out, &outer, &inner, &n);
-  CopyParts(false, c.in[0].f(), OpReq::kNull, Pointers(c.out), c.req, n, outer, inner);
+  CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, n, outer, inner);
 }
 
 // ------------------------------------------------------------------- split
@@ -134,7 +141,7 @@ void SplitForward(const KernelCtx& c) {
   int64_t outer, inner;
   std::vector<int64_t> n;
   Layout(x, Axis(c.params<SplitParams>().axis, x.ndim()), c.out, &outer, &inner, &n);
-  CopyParts(false, c.in[0].f(), OpReq::kNull, Pointers(c.out), c.req, n, outer, inner);
+  CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, n, outer, inner);
 }
 
 // inputs: dy_0 .. dy_{n-1}    output: dx
@@ -143,7 +150,7 @@ void SplitBackward(const KernelCtx& c) {
   int64_t outer, inner;
   std::vector<int64_t> n;
   Layout(x, Axis(c.params<SplitParams>().axis, x.ndim()), c.in, &outer, &inner, &n);
-  CopyParts(true, c.out[0].f(), c.req[0], Pointers(c.in), {}, n, outer, inner);
+  CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, n, outer, inner);
 }
 
 // One _backward_split node reading every output gradient.

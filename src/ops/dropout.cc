@@ -36,11 +36,11 @@ struct DropoutParams {
 // honouring req; v = x forward, dy backward.
 void ApplyMask(const KernelCtx& c) {
   const auto& prm = c.params<DropoutParams>();
-  const float* v = c.in[0].f();
-  float* y = c.out[0].f();
   const OpReq req = c.req[0];
-  const int64_t n = c.out[0].size();
   if (req == OpReq::kNull) return;
+  const float* v = c.in[0].f();
+  float* y = Out(c, 0);
+  const int64_t n = c.out[0].size();
   if (!c.is_train || prm.p == 0.f) return ForEach(n, y, req, [=](int64_t i) { return v[i]; });
   const cpu::CounterStream stream(c.seed, prm.rng_name.empty() ? c.node.name : prm.rng_name, c.step);
   const uint32_t threshold = static_cast<uint32_t>(std::ldexp(static_cast<double>(prm.p), 32));

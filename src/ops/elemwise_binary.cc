@@ -53,9 +53,9 @@ void BinaryForward(const KernelCtx& c) {
   const Shape& y = c.out[0].shape();
   const StridedIndex ia = BroadcastIndex(c.in[0].shape(), y), ib = BroadcastIndex(c.in[1].shape(), y);
   if (ia.identity() && ib.identity()) {
-    ForEach(y.Size(), c.out[0].f(), c.req[0], [=](int64_t i) { return Op::F(a[i], b[i]); });
+    ForEach(y.Size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::F(a[i], b[i]); });
   } else {
-    ForEach(y.Size(), c.out[0].f(), c.req[0], [&](int64_t i) { return Op::F(a[ia(i)], b[ib(i)]); });
+    ForEach(y.Size(), Out(c, 0), c.req[0], [&](int64_t i) { return Op::F(a[ia(i)], b[ib(i)]); });
   }
 }
 
@@ -70,8 +70,8 @@ void BinaryBackward(const KernelCtx& c) {
   const float* b = kReadsInputs ? c.in[2].f() : nullptr;
   const StridedIndex ia = BroadcastIndex(sa, y), ib = BroadcastIndex(sb, y);
   auto at = [](const float* p, const StridedIndex& m, int64_t o) { return p ? p[m(o)] : 0.f; };
-  SumToShape(sb, y, c.out[1].f(), c.req[1], [&](int64_t o) { return Op::Db(dy[o], at(a, ia, o), at(b, ib, o)); });
-  SumToShape(sa, y, c.out[0].f(), c.req[0], [&](int64_t o) { return Op::Da(dy[o], at(a, ia, o), at(b, ib, o)); });
+  SumToShape(sb, y, Out(c, 1), c.req[1], [&](int64_t o) { return Op::Db(dy[o], at(a, ia, o), at(b, ib, o)); });
+  SumToShape(sa, y, Out(c, 0), c.req[0], [&](int64_t o) { return Op::Da(dy[o], at(a, ia, o), at(b, ib, o)); });
 }
 
 template <typename Op, bool kReadsInputs>

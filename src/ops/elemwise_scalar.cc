@@ -29,7 +29,7 @@ template <typename Op>
 void ScalarForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
   const float s = c.params<ScalarParams>().scalar;
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return Op::F(x[i], s); });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::F(x[i], s); });
 }
 
 // inputs: dy, x    output: dx = -dy * s / x^2
@@ -37,7 +37,7 @@ void RDivScalarBackward(const KernelCtx& c) {
   const float* dy = c.in[0].f();
   const float* x = c.in[1].f();
   const float s = c.params<ScalarParams>().scalar;
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return -dy[i] * s / (x[i] * x[i]); });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return -dy[i] * s / (x[i] * x[i]); });
 }
 
 // dx = op(dy) with the forward node's scalar (op empty: dx = dy).

@@ -62,7 +62,7 @@ template <typename Op>
 void UnaryForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
   const ClipParams p = ParamsOf(c);
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return Op::F(x[i], p); });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::F(x[i], p); });
 }
 
 // inputs: dy, x or y    output: dx
@@ -71,12 +71,12 @@ void UnaryBackward(const KernelCtx& c) {
   const float* dy = c.in[0].f();
   const float* v = c.in[1].f();
   const ClipParams p = ParamsOf(c);
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return Op::D(dy[i], v[i], p); });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::D(dy[i], v[i], p); });
 }
 
 void NegativeForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return -x[i]; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return -x[i]; });
 }
 
 template <typename Op>

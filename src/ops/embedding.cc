@@ -50,18 +50,18 @@ void EmbeddingForward(const KernelCtx& c) {
   const std::vector<int64_t> rows = Rows(c, c.in[0], p.input_dim);
   const float* w = c.in[1].f();
   const int64_t d = p.output_dim;
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [&](int64_t e) { return w[rows[e / d] * d + e % d]; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [&](int64_t e) { return w[rows[e / d] * d + e % d]; });
 }
 
 // inputs: dy, data    outputs: ddata (zeros), dweight
 void EmbeddingBackward(const KernelCtx& c) {
   const auto& p = c.params<EmbeddingParams>();
   const std::vector<int64_t> rows = Rows(c, c.in[1], p.input_dim);
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [](int64_t) { return 0.f; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [](int64_t) { return 0.f; });
   if (c.req[1] == OpReq::kNull) return;
   const int64_t d = p.output_dim;
   const float* dy = c.in[0].f();
-  float* dw = c.out[1].f();
+  float* dw = Out(c, 1);
   if (c.req[1] == OpReq::kWrite) ForEach(c.out[1].size(), dw, OpReq::kWrite, [](int64_t) { return 0.f; });
   // Columns are independent: threads take blocks of columns, and every
   // block visits the rows in order (the same sums whatever the threads).

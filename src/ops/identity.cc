@@ -22,8 +22,8 @@ struct ZerosParams {
 
 void CopyForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  if (c.req[0] == OpReq::kWrite && x == c.out[0].f()) return;  // in place
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return x[i]; });
+  if (c.req[0] == OpReq::kWrite && x == Out(c, 0)) return;  // in place
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return x[i]; });
 }
 
 void ZerosInferShape(ShapeCtx& c) {
@@ -41,7 +41,7 @@ void ZerosInferShape(ShapeCtx& c) {
 
 void ZerosForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kAdd) return;  // adding zero
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [](int64_t) { return 0.f; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [](int64_t) { return 0.f; });
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ struct MakeLossParams {
 
 void CopyForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  if (c.req[0] == OpReq::kWrite && x == c.out[0].f()) return;  // in place
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return x[i]; });
+  if (c.req[0] == OpReq::kWrite && x == Out(c, 0)) return;  // in place
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return x[i]; });
 }
 
 // inputs: y    output: dx = grad_scale / norm
@@ -38,7 +38,7 @@ void MakeLossBackward(const KernelCtx& c) {
     norm = std::max(valid, 1.0);
   }
   const float g = static_cast<float>(p.grad_scale / norm);
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t) { return g; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t) { return g; });
 }
 
 }  // namespace

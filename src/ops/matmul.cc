@@ -57,7 +57,7 @@ void MatmulForward(const KernelCtx& c) {
   const Dims d = DimsOf(p, c.in[0].shape(), c.in[1].shape());
   for (int64_t i = 0; i < d.batch; ++i) {
     cpu::Gemm(p.transpose_a, p.transpose_b, d.m, d.n, d.k, 1.f, c.in[0].f() + i * d.m * d.k,
-              c.in[1].f() + i * d.k * d.n, Beta(c.req[0]), c.out[0].f() + i * d.m * d.n);
+              c.in[1].f() + i * d.k * d.n, Beta(c.req[0]), Out(c, 0) + i * d.m * d.n);
   }
 }
 
@@ -70,13 +70,13 @@ void MatmulBackward(const KernelCtx& c) {
     const float* dy = c.in[0].f() + i * d.m * d.n;
     const float* a = c.in[1].f() + i * d.m * d.k;
     const float* b = c.in[2].f() + i * d.k * d.n;
-    float* da = c.out[0].f() + i * d.m * d.k;
-    float* db = c.out[1].f() + i * d.k * d.n;
     if (c.req[0] != OpReq::kNull) {
+      float* da = Out(c, 0) + i * d.m * d.k;
       if (!ta) cpu::Gemm(false, !tb, d.m, d.k, d.n, 1.f, dy, b, Beta(c.req[0]), da);  // (M,N) x (N,K)
       else cpu::Gemm(tb, true, d.k, d.m, d.n, 1.f, b, dy, Beta(c.req[0]), da);        // (K,N) x (N,M)
     }
     if (c.req[1] != OpReq::kNull) {
+      float* db = Out(c, 1) + i * d.k * d.n;
       if (!tb) cpu::Gemm(!ta, false, d.k, d.n, d.m, 1.f, a, dy, Beta(c.req[1]), db);  // (K,M) x (M,N)
       else cpu::Gemm(true, ta, d.n, d.k, d.m, 1.f, dy, a, Beta(c.req[1]), db);        // (N,M) x (M,K)
     }

@@ -14,6 +14,10 @@ void InferSameShape(ShapeCtx& c);
 // Backward ops: output i has the shape of the forward node's input i.
 void InferAsForwardInputs(ShapeCtx& c);
 
+// Output k's data, or nullptr when nobody reads it: an output with
+// OpReq::kNull has no memory, and kernels must not touch it.
+inline float* Out(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? nullptr : c.out[k].f(); }
+
 // Elementwise loops at or below this size run on one thread.
 constexpr int64_t kParallelGrain = 32768;
 

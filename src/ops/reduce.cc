@@ -62,7 +62,7 @@ void SumForward(const KernelCtx& c) {
   const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
   const float* x = c.in[0].f();
   const double scale = kMean ? 1.0 / red.folded.size() : 1.0;
-  ForEach(red.kept.size(), c.out[0].f(), c.req[0], [&](int64_t j) {
+  ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) {
     const int64_t base = red.kept(j);
     return static_cast<float>(scale * SumOf(red.folded.size(), [&](int64_t r) { return x[base + red.folded(r)]; }));
   });
@@ -76,7 +76,7 @@ void SumBackward(const KernelCtx& c) {
   const StridedIndex group = BroadcastIndex(KeptShape(xs, fold), xs);
   const float scale = kMean ? static_cast<float>(c.in[0].size()) / static_cast<float>(xs.Size()) : 1.f;
   const float* dy = c.in[0].f();
-  ForEach(xs.Size(), c.out[0].f(), c.req[0], [&](int64_t i) { return dy[group(i)] * scale; });
+  ForEach(xs.Size(), Out(c, 0), c.req[0], [&](int64_t i) { return dy[group(i)] * scale; });
 }
 
 // Offset in x of the first maximal element of group j.
@@ -94,7 +94,7 @@ void MaxForward(const KernelCtx& c) {
   const Shape& xs = c.in[0].shape();
   const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
   const float* x = c.in[0].f();
-  ForEach(red.kept.size(), c.out[0].f(), c.req[0], [&](int64_t j) { return x[ArgMax(x, red, j)]; });
+  ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) { return x[ArgMax(x, red, j)]; });
 }
 
 // inputs: dy, x    output: dx = dy at each group's first maximum, else 0.
@@ -105,7 +105,7 @@ void MaxBackward(const KernelCtx& c) {
   const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
   const float* dy = c.in[0].f();
   const float* x = c.in[1].f();
-  float* dx = c.out[0].f();
+  float* dx = Out(c, 0);
   const OpReq req = c.req[0];
 #pragma omp parallel for if (xs.Size() > kParallelGrain) schedule(static)
   for (int64_t j = 0; j < red.kept.size(); ++j) {

@@ -33,7 +33,7 @@ void RegressionInferShape(ShapeCtx& c) {
 template <bool kLogistic>
 void RegressionForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) {
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) {
     return kLogistic ? 1.f / (1.f + std::exp(-x[i])) : x[i];
   });
 }
@@ -44,8 +44,8 @@ void RegressionBackward(const KernelCtx& c) {
   const float* label = c.in[1].f();
   const Shape& ls = c.in[1].shape();
   const float scale = static_cast<float>(c.params<RegressionParams>().grad_scale / (ls.Size() / ls[0]));
-  ForEach(c.out[1].size(), c.out[1].f(), c.req[1], [](int64_t) { return 0.f; });
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return (y[i] - label[i]) * scale; });
+  ForEach(c.out[1].size(), Out(c, 1), c.req[1], [](int64_t) { return 0.f; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return (y[i] - label[i]) * scale; });
 }
 
 template <bool kLogistic>

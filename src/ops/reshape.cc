@@ -62,7 +62,7 @@ void ExpandDimsInferShape(ShapeCtx& c) {
 void CopyKernel(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const float* x = c.in[0].f();
-  float* y = c.out[0].f();
+  float* y = Out(c, 0);
   if (c.req[0] == OpReq::kWrite && x == y) return;
   ForEach(c.out[0].size(), y, c.req[0], [x](int64_t i) { return x[i]; });
 }

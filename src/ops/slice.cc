@@ -114,7 +114,7 @@ void SliceForward(const KernelCtx& c) {
   StridedIndex map;
   SliceMap(c.params<SliceParams>(), c.in[0].shape(), &base, &map);
   const float* x = c.in[0].f() + base;
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [&](int64_t i) { return x[map(i)]; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [&](int64_t i) { return x[map(i)]; });
 }
 
 // inputs: dy    output: dx (zeros, then dy at the sliced positions)
@@ -123,8 +123,8 @@ void SliceBackward(const KernelCtx& c) {
   int64_t base;
   StridedIndex map;
   SliceMap(c.params<SliceParams>(), c.out[0].shape(), &base, &map);
-  if (c.req[0] == OpReq::kWrite) ForEach(c.out[0].size(), c.out[0].f(), OpReq::kWrite, [](int64_t) { return 0.f; });
-  float* dx = c.out[0].f() + base;
+  if (c.req[0] == OpReq::kWrite) ForEach(c.out[0].size(), Out(c, 0), OpReq::kWrite, [](int64_t) { return 0.f; });
+  float* dx = Out(c, 0) + base;
   const float* dy = c.in[0].f();
   const int64_t n = c.in[0].size();
 #pragma omp parallel for if (n > kParallelGrain) schedule(static)

@@ -39,7 +39,7 @@ void SceForward(const KernelCtx& c) {
   const int64_t n = c.in[0].shape()[0], k = c.in[0].shape()[1];
   const float* x = c.in[0].f();
   const float* label = c.in[1].f();
-  float* p = c.out[0].f();
+  float* p = Out(c, 0);
   for (int64_t i = 0; i < n; ++i) {
     FRUGAL_REQUIRE(Ignored(prm, label[i]) || (label[i] >= 0 && label[i] < k && label[i] == std::floor(label[i])),
                    c.node.Where(), ": label ", label[i], " of sample ", i, " is not a class index in [0, ", k, ")",
@@ -64,7 +64,7 @@ void SceBackward(const KernelCtx& c) {
   const int64_t n = c.in[0].shape()[0], k = c.in[0].shape()[1];
   const float* p = c.in[0].f();
   const float* label = c.in[1].f();
-  ForEach(c.out[1].size(), c.out[1].f(), c.req[1], [](int64_t) { return 0.f; });
+  ForEach(c.out[1].size(), Out(c, 1), c.req[1], [](int64_t) { return 0.f; });
   double norm = 1;
   if (prm.normalization == "batch") norm = static_cast<double>(n);
   if (prm.normalization == "valid") {
@@ -73,7 +73,7 @@ void SceBackward(const KernelCtx& c) {
     norm = static_cast<double>(std::max<int64_t>(valid, 1));
   }
   const float scale = static_cast<float>(prm.grad_scale / norm);
-  ForEach(n * k, c.out[0].f(), c.req[0], [&](int64_t e) {
+  ForEach(n * k, Out(c, 0), c.req[0], [&](int64_t e) {
     const int64_t i = e / k, j = e % k;
     if (Ignored(prm, label[i])) return 0.f;
     return (p[e] - (static_cast<int64_t>(label[i]) == j ? 1.f : 0.f)) * scale;

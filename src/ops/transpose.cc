@@ -52,7 +52,7 @@ void TransposeForward(const KernelCtx& c) {
   }
   const StridedIndex map(dims, strides);
   const float* px = c.in[0].f();
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [&](int64_t i) { return px[map(i)]; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [&](int64_t i) { return px[map(i)]; });
 }
 
 // dx = transpose(dy, inverse permutation).
