@@ -87,11 +87,16 @@ double Objective(const OpCase& c, const Values& in, const Values& out, const Val
 }
 
 // Runs one node's kernel on fresh outputs, with req for every requested
-// output; out_init fills the outputs first.
+// output; out_init fills the outputs first. Outputs with req kNull get no
+// tensor at all, as in the executor.
 std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor>& in,
                               const std::vector<OpReq>& req, float out_init, int alias_in = -1, int alias_out = -1) {
   std::vector<Tensor> out;
   for (int k = 0; k < g.NumOutputs(node); ++k) {
+    if (req[k] == OpReq::kNull) {
+      out.emplace_back();
+      continue;
+    }
     Tensor t = Tensor::Empty(g.shape({node, k}));
     t.Fill(out_init);
     out.push_back(t);
@@ -137,6 +142,19 @@ void CheckKernel(const Graph& g, int node, const std::vector<Tensor>& in, OpRepo
     ExpectNear(a, w, 1e-5, n.name + " (" + n.op->name() + ") output " + std::to_string(k) + " with req add");
   }
   ++rep->kernels_checked;
+  // Each output in turn unread (kNull, no tensor): the others are unchanged.
+  for (int k = 0; k < g.NumOutputs(node); ++k) {
+    std::vector<OpReq> req = write;
+    req[k] = OpReq::kNull;
+    std::vector<Tensor> got = RunKernel(g, node, in, req, std::nanf(""));
+    for (int j = 0; j < g.NumOutputs(node); ++j) {
+      if (j == k) continue;
+      std::vector<float> w = ToVector(ref[j]);
+      if (std::any_of(w.begin(), w.end(), [](float v) { return std::isnan(v); })) continue;  // never written
+      EXPECT_EQ(ToVector(got[j]), w) << n.name << ": output " << j << " changes when output " << k << " is not requested";
+    }
+    ++rep->null_checked;
+  }
   for (const auto& [i, o] : n.op->inplace()) {
     if (i >= static_cast<int>(in.size()) || in[i].bytes() != ref[o].bytes()) continue;
     std::vector<Tensor> aliased = RunKernel(g, node, in, write, 0.f, i, o);

@@ -2,6 +2,9 @@
 //   concat:  y = [x_0, x_1, ..., x_{n-1}] along `dim` (default 1; num_args
 //            inputs, default 2); the x_k agree on every other dim.
 //            grad: dx_k = the part of dy that x_k filled        reads dy
+//            (an unused dx_k has no tensor, so its length is unknown to the
+//            kernel: it is deduced when only one is unused, else the unused
+//            ones must come last; otherwise an Error says so)
 //   split:   y_k = the k-th of num_outputs equal parts of x along `axis`
 //            (default 1); squeeze_axis drops the axis when each part has
 //            size 1 there (x[axis] == num_outputs).
@@ -31,22 +34,23 @@ struct SplitParams {
 
 // Moves data between a whole tensor (outer, sum n_k, inner) and its parts
 // (outer, n_k, inner): gather = parts -> whole, else whole -> parts.
+// total: the whole's length on the axis; parts past the last one written
+// may have length 0 here (they are not written).
 void CopyParts(bool gather, float* whole, OpReq whole_req, const std::vector<float*>& parts,
-               const std::vector<OpReq>& part_req, const std::vector<int64_t>& n, int64_t outer, int64_t inner) {
-  int64_t total = 0;
-  for (int64_t nk : n) total += nk;
+               const std::vector<OpReq>& part_req, const std::vector<int64_t>& n, int64_t total, int64_t outer,
+               int64_t inner) {
 #pragma omp parallel for if (outer * total * inner > kParallelGrain) schedule(static)
   for (int64_t o = 0; o < outer; ++o) {
     int64_t start = 0;
     for (size_t k = 0; k < parts.size(); ++k) {
-      const int64_t len = n[k] * inner;
-      float* w = whole + (o * total + start) * inner;
-      float* p = parts[k] + o * len;
+      const int64_t len = n[k] * inner, at = start;
       start += n[k];
       const OpReq req = gather ? whole_req : part_req[k];
+      if (req == OpReq::kNull) continue;
+      float* w = whole + (o * total + at) * inner;
+      float* p = parts[k] + o * len;
       float* dst = gather ? w : p;
       const float* src = gather ? p : w;
-      if (req == OpReq::kNull) continue;
       if (req == OpReq::kAdd) {
         for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
       } else {
@@ -78,13 +82,41 @@ void ConcatInferShape(ShapeCtx& c) {
   c.out[0] = Shape(y);
 }
 
-// Outer, inner and the part sizes of a concat or split along `axis` of whole.
-void Layout(const Shape& whole, int ax, const std::vector<Tensor>& parts, int64_t* outer, int64_t* inner,
-            std::vector<int64_t>* n) {
+// Outer and inner sizes of a concat or split along axis `ax` of whole.
+void Layout(const Shape& whole, int ax, int64_t* outer, int64_t* inner) {
   *outer = whole.Prod(0, ax);
   *inner = whole.Prod(ax + 1, whole.ndim());
-  n->clear();
-  for (const Tensor& t : parts) n->push_back(t.size() / (*outer * *inner));
+}
+
+// The axis lengths of parts given as tensors (all defined: inputs).
+std::vector<int64_t> PartLengths(const std::vector<Tensor>& parts, int64_t outer, int64_t inner) {
+  std::vector<int64_t> n;
+  for (const Tensor& t : parts) n.push_back(t.size() / (outer * inner));
+  return n;
+}
+
+// The axis lengths of the gradients of concat's inputs. A gradient nobody
+// reads has no memory and no shape; its length is deduced from the others
+// when at most one is unknown or when only unread parts follow the unknown
+// ones (they are skipped, so their lengths do not matter).
+std::vector<int64_t> GradLengths(const KernelCtx& c, int64_t total, int64_t outer, int64_t inner) {
+  std::vector<int64_t> n(c.out.size(), -1);
+  int unknown = 0, last_read = -1;
+  int64_t known = 0;
+  for (size_t k = 0; k < c.out.size(); ++k) {
+    if (c.req[k] == OpReq::kNull) { ++unknown; continue; }
+    n[k] = c.out[k].size() / (outer * inner);
+    known += n[k];
+    last_read = static_cast<int>(k);
+  }
+  int unknown_before = 0;
+  for (int k = 0; k < last_read; ++k) unknown_before += n[k] < 0;
+  FRUGAL_REQUIRE(unknown <= 1 || unknown_before == 0, c.node.Where(), ": the gradients of ", unknown,
+                 " inputs of concat are unused and their sizes are unknown to the kernel; put inputs without a",
+                 " gradient last in the concat (a limitation of this build)");
+  for (int64_t& nk : n)
+    if (nk < 0) nk = unknown == 1 ? total - known : 0;
+  return n;
 }
 
 std::vector<float*> Inputs(const KernelCtx& c) {
@@ -101,20 +133,22 @@ std::vector<float*> Outputs(const KernelCtx& c) {
 }
 
 void ConcatForward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
   const Shape& y = c.out[0].shape();
+  const int ax = Axis(c.params<ConcatParams>().dim, y.ndim());
   int64_t outer, inner;
-  std::vector<int64_t> n;
-  Layout(y, Axis(c.params<ConcatParams>().dim, y.ndim()), c.in, &outer, &inner, &n);
-  CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, n, outer, inner);
+  Layout(y, ax, &outer, &inner);
+  CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, PartLengths(c.in, outer, inner), y[ax], outer, inner);
 }
 
 // inputs: dy    outputs: dx_0 .. dx_{n-1}
 void ConcatBackward(const KernelCtx& c) {
   const Shape& y = c.in[0].shape();
+  const int ax = Axis(c.params<ConcatParams>().dim, y.ndim());
   int64_t outer, inner;
-  std::vector<int64_t> n;
-  Layout(y, Axis(c.params<ConcatParams>().dim, y.ndim()), c.out, &outer, &inner, &n);
-  CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, n, outer, inner);
+  Layout(y, ax, &outer, &inner);
+  CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, GradLengths(c, y[ax], outer, inner), y[ax], outer,
+            inner);
 }
 
 // ------------------------------------------------------------------- split
@@ -136,21 +170,26 @@ void SplitInferShape(ShapeCtx& c) {
   for (Shape& o : c.out) o = Shape(y);
 }
 
+// Parts are equal, so their lengths come from x and the params (an unused
+// part has no tensor to measure).
 void SplitForward(const KernelCtx& c) {
+  const auto& p = c.params<SplitParams>();
   const Shape& x = c.in[0].shape();
+  const int ax = Axis(p.axis, x.ndim());
   int64_t outer, inner;
-  std::vector<int64_t> n;
-  Layout(x, Axis(c.params<SplitParams>().axis, x.ndim()), c.out, &outer, &inner, &n);
-  CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, n, outer, inner);
+  Layout(x, ax, &outer, &inner);
+  const std::vector<int64_t> n(p.num_outputs, x[ax] / p.num_outputs);
+  CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, n, x[ax], outer, inner);
 }
 
 // inputs: dy_0 .. dy_{n-1}    output: dx
 void SplitBackward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
   const Shape& x = c.out[0].shape();
+  const int ax = Axis(c.params<SplitParams>().axis, x.ndim());
   int64_t outer, inner;
-  std::vector<int64_t> n;
-  Layout(x, Axis(c.params<SplitParams>().axis, x.ndim()), c.in, &outer, &inner, &n);
-  CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, n, outer, inner);
+  Layout(x, ax, &outer, &inner);
+  CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, PartLengths(c.in, outer, inner), x[ax], outer, inner);
 }
 
 // One _backward_split node reading every output gradient.

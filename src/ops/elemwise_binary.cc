@@ -48,6 +48,7 @@ void BinaryInferShape(ShapeCtx& c) {
 
 template <typename Op>
 void BinaryForward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
   const float* a = c.in[0].f();
   const float* b = c.in[1].f();
   const Shape& y = c.out[0].shape();
@@ -60,18 +61,24 @@ void BinaryForward(const KernelCtx& c) {
 }
 
 // inputs: dy[, a, b]    outputs: da, db
-// db is computed first: da may overwrite dy (in place).
+// db is computed first: da may overwrite dy (in place). An output nobody
+// reads has no memory and no shape: shapes come from the inputs where the
+// kernel reads them, and an output's own shape only serves to write it.
 template <typename Op, bool kReadsInputs>
 void BinaryBackward(const KernelCtx& c) {
   const float* dy = c.in[0].f();
   const Shape& y = c.in[0].shape();
-  const Shape &sa = c.out[0].shape(), &sb = c.out[1].shape();
-  const float* a = kReadsInputs ? c.in[1].f() : nullptr;
-  const float* b = kReadsInputs ? c.in[2].f() : nullptr;
+  if (!kReadsInputs) {
+    SumToShape(c.out[1].shape(), y, Out(c, 1), c.req[1], [&](int64_t o) { return Op::Db(dy[o], 0.f, 0.f); });
+    SumToShape(c.out[0].shape(), y, Out(c, 0), c.req[0], [&](int64_t o) { return Op::Da(dy[o], 0.f, 0.f); });
+    return;
+  }
+  const Shape &sa = c.in[1].shape(), &sb = c.in[2].shape();
+  const float* a = c.in[1].f();
+  const float* b = c.in[2].f();
   const StridedIndex ia = BroadcastIndex(sa, y), ib = BroadcastIndex(sb, y);
-  auto at = [](const float* p, const StridedIndex& m, int64_t o) { return p ? p[m(o)] : 0.f; };
-  SumToShape(sb, y, Out(c, 1), c.req[1], [&](int64_t o) { return Op::Db(dy[o], at(a, ia, o), at(b, ib, o)); });
-  SumToShape(sa, y, Out(c, 0), c.req[0], [&](int64_t o) { return Op::Da(dy[o], at(a, ia, o), at(b, ib, o)); });
+  SumToShape(sb, y, Out(c, 1), c.req[1], [&](int64_t o) { return Op::Db(dy[o], a[ia(o)], b[ib(o)]); });
+  SumToShape(sa, y, Out(c, 0), c.req[0], [&](int64_t o) { return Op::Da(dy[o], a[ia(o)], b[ib(o)]); });
 }
 
 template <typename Op, bool kReadsInputs>

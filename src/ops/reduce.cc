@@ -58,6 +58,7 @@ void ReduceInferShape(ShapeCtx& c) {
 
 template <bool kMean>
 void SumForward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.in[0].shape();
   const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
   const float* x = c.in[0].f();
@@ -71,6 +72,7 @@ void SumForward(const KernelCtx& c) {
 // inputs: dy    output: dx[i] = dy[group of i] * scale
 template <bool kMean>
 void SumBackward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.out[0].shape();
   const std::vector<bool> fold = FoldFlags(c.params<ReduceParams>(), xs.ndim());
   const StridedIndex group = BroadcastIndex(KeptShape(xs, fold), xs);
@@ -91,6 +93,7 @@ int64_t ArgMax(const float* x, const Reduction& red, int64_t j) {
 }
 
 void MaxForward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.in[0].shape();
   const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
   const float* x = c.in[0].f();
