@@ -137,5 +137,46 @@ TEST(LstmCell, SplitWithAnUnusedPartGetsZerosForItsGradient) {
   EXPECT_EQ(rep.checked, 30);
 }
 
+// concat of inputs with and without a gradient: the kernel of concat's
+// gradient must place the parts it writes without the shapes of the parts
+// nobody reads.
+std::string ConcatConfig(const std::string& inputs) {
+  return R"cfg(
+version: 1
+node { name: "fc" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "3" } }
+node { name: "both" op: "concat" )cfg" + inputs + R"cfg( }
+node { name: "sq" op: "square" input: "both" }
+node { name: "loss" op: "make_loss" input: "sq" attr { key: "grad_scale" value: "0.1" } }
+output: "loss"
+)cfg";
+}
+
+TEST(LstmCell, ConcatGradientSkipsInputsWithoutOne) {
+  Vars vars{{"data", {Shape{2, 4}, AwayFromZero(8, 0.2f, 1.f, true, 1)}},
+            {"fc_weight", {Shape{3, 4}, AwayFromZero(12, 0.1f, 0.6f, true, 2)}},
+            {"fc_bias", {Shape{3}, AwayFromZero(3, 0.1f, 0.3f, true, 3)}}};
+  Objective loss = [](const std::vector<std::vector<float>>& out, const Vars&) {
+    double l = 0;
+    for (float v : out[0]) l += v;
+    return 0.1 * l;  // small curvature: not taken for a kink
+  };
+  // One unread part before the read one (its length is deduced), and unread
+  // parts after it (not needed).
+  for (const char* inputs : {R"(input: "data" input: "fc")", R"(input: "fc" input: "data" input: "data" attr { key: "num_args" value: "3" })"}) {
+    SCOPED_TRACE(inputs);
+    EXPECT_EQ(CheckParamGradients(ConcatConfig(inputs), vars, loss).checked, 15);
+  }
+  // Two unread parts before a read one: an Error that says what to do.
+  Graph train = BuildGraph(ParseConfig(
+      ConcatConfig(R"(input: "data" input: "data" input: "fc" attr { key: "num_args" value: "3" })"), "c.prototxt", {}));
+  Gradient(&train);
+  try {
+    RunGraph(train, vars);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("put inputs without a gradient last"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace frugal::test
