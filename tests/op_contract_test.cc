@@ -83,7 +83,9 @@ TEST(OpContract, EveryOpIsDeclaredCompletely) {
     EXPECT_TRUE(op->infer_shape() != nullptr) << "add .InferShape(...)";
     EXPECT_TRUE(op->cpu_kernel() != nullptr) << "add .CpuKernel(...)";
     EXPECT_FALSE(op->outputs().empty());
-    if (IsBackwardOp(*op)) EXPECT_FALSE(op->has_gradient()) << "backward ops declare .NoGradient()";
+    if (IsBackwardOp(*op)) {
+      EXPECT_FALSE(op->has_gradient()) << "backward ops declare .NoGradient()";
+    }
     if (op->randomness() == Randomness::kCounterRng) {
       EXPECT_NE(op->cost(), Cost::kFree) << "a random op costs a draw per element to recompute";
     }
@@ -99,7 +101,9 @@ TEST(OpContract, EveryOpIsDeclaredCompletely) {
     for (const BackwardRead& r : op->backward_reads()) {
       EXPECT_GE(r.index, 0);
       EXPECT_LT(r.index, r.kind == BackwardRead::kInput ? n_in : n_out) << ReadName(r);
-      if (op->is_loss()) EXPECT_NE(r.kind, BackwardRead::kOutGrad) << "a loss head reads no output gradient";
+      if (op->is_loss()) {
+        EXPECT_NE(r.kind, BackwardRead::kOutGrad) << "a loss head reads no output gradient";
+      }
     }
     if (op->has_gradient() && !op->is_loss() && op->backward_op().empty()) {
       EXPECT_TRUE(Samples().count(op->name())) << "an op with a GradientFn needs a sample to check its reads";
@@ -189,12 +193,16 @@ TEST(OpContract, BackwardReadsAreWhatTheGradientReads) {
     // The gradients have their inputs' shapes.
     InferShapes(&g, shapes);
     for (size_t k = 0; k < xs.size(); ++k)
-      if (grads[k].valid()) EXPECT_EQ(g.shape(grads[k]), s.in[k]) << "gradient of input " << k;
+      if (grads[k].valid()) {
+        EXPECT_EQ(g.shape(grads[k]), s.in[k]) << "gradient of input " << k;
+      }
     ++checked;
   }
   EXPECT_GE(checked, 35);
   for (const OpDef* op : OpRegistry::Get().All())
-    if (IsBackwardOp(*op)) EXPECT_TRUE(reached.count(op->name())) << op->name() << " is no op's gradient";
+    if (IsBackwardOp(*op)) {
+      EXPECT_TRUE(reached.count(op->name())) << op->name() << " is no op's gradient";
+    }
   if (!unsampled.empty()) {
     std::string list;
     for (const auto& n : unsampled) list += " " + n;

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "frugal/executor.h"
 #include "frugal/passes.h"
 #include "op_harness.h"
 
@@ -68,23 +70,15 @@ inline std::vector<float> AwayFromZero(size_t n, float lo, float hi, bool is_sig
   return v;
 }
 
-}  // namespace frugal::test
-
-#include <map>
-
-#include "frugal/executor.h"
-
-namespace frugal::test {
-
 // Plans, binds and runs a graph whose variables are all given (name ->
 // shape and values); returns the graph outputs. Parameter gradients, if the
 // graph has them, go to `grads` (by parameter name).
-struct RunResult2 {
+struct GraphRun {
   std::vector<std::vector<float>> outputs;
   std::map<std::string, std::vector<float>> grads;
 };
 
-inline RunResult2 RunGraph(Graph g, const std::map<std::string, std::pair<Shape, std::vector<float>>>& vars,
+inline GraphRun RunGraph(Graph g, const std::map<std::string, std::pair<Shape, std::vector<float>>>& vars,
                            bool is_train = true, int64_t step = 0, uint64_t seed = 1,
                            MemoryStrategy strategy = MemoryStrategy::kNone) {
   std::vector<std::pair<std::string, Shape>> shapes;
@@ -103,7 +97,7 @@ inline RunResult2 RunGraph(Graph g, const std::map<std::string, std::pair<Shape,
     if (g.grad_of[i].valid()) b.grads[g.node(i).name] = Tensor::Empty(g.shape(g.grad_of[i]));
   Executor exec(g, plan, b, engine.get());
   exec.Run(is_train, step, seed);
-  RunResult2 r;
+  GraphRun r;
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const Tensor& t = exec.output(static_cast<int>(k));
     r.outputs.emplace_back(t.f(), t.f() + t.size());

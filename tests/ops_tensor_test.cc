@@ -40,7 +40,9 @@ void CheckBinary(const std::string& op, const Shape& a, const Shape& b, const Sh
   };
   OpReport r = CheckOp(c);
   ExpectCovered(r);
-  if (a == want || b == want) EXPECT_GE(r.inplace_checked, 1);
+  if (a == want || b == want) {
+    EXPECT_GE(r.inplace_checked, 1);
+  }
 }
 
 TEST(OpsTensor, BinarySameShape) {
