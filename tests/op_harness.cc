@@ -42,7 +42,7 @@ OpGraph BuildOpGraph(const OpCase& c, bool with_gradient) {
   for (int k = 0; k < n_out; ++k) g.outputs.push_back({og.op_node, k});
   InferShapes(&g, og.var_shapes);
   for (int k = 0; k < n_out; ++k) og.out_shapes.push_back(g.shape({og.op_node, k}));
-  if (!with_gradient) return og;
+  if (!with_gradient || !g.node(og.op_node).op->has_gradient()) return og;  // e.g. block_grad, zeros_like
   std::vector<Entry> dys;
   if (!g.node(og.op_node).op->is_loss()) {
     for (int k = 0; k < n_out; ++k) {
@@ -89,11 +89,16 @@ double Objective(const OpCase& c, const Values& in, const Values& out, const Val
 }
 
 // Runs one node's kernel on fresh outputs, with req for every requested
-// output; out_init fills the outputs first.
+// output; out_init fills the outputs first. Outputs with req kNull get no
+// tensor at all, as in the executor.
 std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor>& in,
                               const std::vector<OpReq>& req, float out_init, int alias_in = -1, int alias_out = -1) {
   std::vector<Tensor> out;
   for (int k = 0; k < g.NumOutputs(node); ++k) {
+    if (req[k] == OpReq::kNull) {
+      out.emplace_back();
+      continue;
+    }
     Tensor t = Tensor::Empty(g.shape({node, k}));
     t.Fill(out_init);
     out.push_back(t);
@@ -110,7 +115,8 @@ std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor
   for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
   int64_t ws_bytes = n.op->WorkspaceBytes(n, in_shapes);
   if (ws_bytes > 0) ws = Tensor::Empty(Shape{ws_bytes}, DType::kUInt8);
-  KernelCtx ctx{n, ins, out, req, ws_bytes > 0 ? ws : no_ws, true, false, 11, 7, 0};
+  const uint64_t key = StableHash(g.node(n.fwd >= 0 ? n.fwd : node).name);  // as the executor keys it
+  KernelCtx ctx{n, ins, out, req, ws_bytes > 0 ? ws : no_ws, true, false, key, 7, 0};
   n.op->cpu_kernel()(ctx);
   return out;
 }
@@ -139,10 +145,27 @@ void CheckKernel(const Graph& g, int node, const std::vector<Tensor>& in, OpRepo
     ExpectNear(a, w, 1e-5, n.name + " (" + n.op->name() + ") output " + std::to_string(k) + " with req add");
   }
   ++rep->kernels_checked;
+  // Each output in turn unread (kNull, no tensor): the others are unchanged.
+  for (int k = 0; k < g.NumOutputs(node); ++k) {
+    std::vector<OpReq> req = write;
+    req[k] = OpReq::kNull;
+    std::vector<Tensor> got = RunKernel(g, node, in, req, std::nanf(""));
+    for (int j = 0; j < g.NumOutputs(node); ++j) {
+      if (j == k) continue;
+      std::vector<float> w = ToVector(ref[j]);
+      if (std::any_of(w.begin(), w.end(), [](float v) { return std::isnan(v); })) continue;  // never written
+      EXPECT_EQ(ToVector(got[j]), w) << n.name << ": output " << j << " changes when output " << k << " is not requested";
+    }
+    ++rep->null_checked;
+  }
   for (const auto& [i, o] : n.op->inplace()) {
     if (i >= static_cast<int>(in.size()) || in[i].bytes() != ref[o].bytes()) continue;
     std::vector<Tensor> aliased = RunKernel(g, node, in, write, 0.f, i, o);
-    EXPECT_EQ(ToVector(aliased[o]), ToVector(ref[o])) << n.name << ": in place " << i << "->" << o << " differs";
+    for (int k = 0; k < g.NumOutputs(node); ++k) {  // every output, not only the aliased one
+      std::vector<float> w = ToVector(ref[k]);
+      if (k != o && std::any_of(w.begin(), w.end(), [](float v) { return std::isnan(v); })) continue;
+      EXPECT_EQ(ToVector(aliased[k]), w) << n.name << ": in place " << i << "->" << o << ", output " << k << " differs";
+    }
     ++rep->inplace_checked;
   }
 }

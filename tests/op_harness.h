@@ -1,6 +1,7 @@
 // One harness for every op: forward against a reference, finite-difference
 // gradient check with kink handling, in-place equivalence, and
-// write-versus-add for every kernel the op's gradient uses.
+// write-versus-add and unrequested outputs for every kernel the op's
+// gradient uses.
 #pragma once
 
 #include <functional>
@@ -17,7 +18,8 @@ struct OpCase {
   std::string op;
   AttrMap attrs;
   std::vector<Shape> in_shapes;
-  // Inputs that get a gradient (others, e.g. labels, are left alone).
+  // Inputs that get a gradient (others, e.g. labels, are left alone; all
+  // false for ops without a gradient).
   std::vector<bool> differentiable;
   // Fills input k (default: uniform in [-1, 1]).
   std::function<void(int k, std::vector<float>*)> fill;
@@ -36,6 +38,7 @@ struct OpReport {
   int kinks_skipped = 0;     // elements where the function is not smooth
   int kernels_checked = 0;   // kernels checked for write/add (and in place)
   int inplace_checked = 0;   // in-place pairs checked
+  int null_checked = 0;      // outputs run as unrequested (kNull, no tensor)
 };
 
 // Runs every check with gtest assertions; returns what was covered so a test

@@ -9,8 +9,9 @@
 namespace frugal {
 namespace {
 
-// A chain of `depth` fully_connected+relu layers (a deep MLP).
-ConfigFile DeepChain(int depth, int hidden = 64) {
+// A chain of `depth` fully_connected+relu layers (a deep MLP), with dropout
+// after each relu if asked.
+ConfigFile DeepChain(int depth, int hidden = 64, bool dropout = false) {
   std::string text = "version: 1\n";
   std::string prev = "data";
   for (int i = 0; i < depth; ++i) {
@@ -19,6 +20,11 @@ ConfigFile DeepChain(int depth, int hidden = 64) {
             "\" attr { key: \"num_hidden\" value: \"" + std::to_string(hidden) + "\" } }\n";
     text += "node { name: \"" + relu + "\" op: \"relu\" input: \"" + fc + "\" }\n";
     prev = relu;
+    if (dropout) {
+      std::string drop = "drop" + std::to_string(i);
+      text += "node { name: \"" + drop + "\" op: \"dropout\" input: \"" + relu + "\" attr { key: \"p\" value: \"0.2\" } }\n";
+      prev = drop;
+    }
   }
   text += "node { name: \"out\" op: \"fully_connected\" input: \"" + prev + "\" attr { key: \"num_hidden\" value: \"10\" } }\n";
   text += "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"out\" input: \"label\" }\n";
@@ -68,6 +74,20 @@ TEST(Recompute, EveryStrategyTrainsBitIdentically) {
   ConfigFile cfg = DeepChain(12);
   auto reference = Train(cfg, MemoryStrategy::kNone, 3);
   for (const MemoryStrategy& s : StrategiesWithBudget(cfg)) {
+    EXPECT_EQ(Train(cfg, s, 3), reference) << s.Name();
+  }
+}
+
+TEST(Recompute, DropoutMasksAreReplayedExactly) {
+  ConfigFile cfg = DeepChain(10, 64, /*dropout=*/true);
+  auto reference = Train(cfg, MemoryStrategy::kNone, 3);
+  for (const MemoryStrategy& s : StrategiesWithBudget(cfg)) {
+    Model m = BuildModel(cfg, s);
+    int dropout_mirrors = 0;
+    for (const Node& n : m.train.nodes()) dropout_mirrors += n.mirror_of >= 0 && n.op->name() == "dropout";
+    if (s.kind == MemoryStrategy::kSqrt || s.kind == MemoryStrategy::kLogn) {
+      EXPECT_GT(dropout_mirrors, 0) << s.Name() << " should recompute some dropout";
+    }
     EXPECT_EQ(Train(cfg, s, 3), reference) << s.Name();
   }
 }

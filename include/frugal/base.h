@@ -78,6 +78,14 @@ struct Device {
 };
 constexpr int kMaxDevices = 16;
 
+// FNV-1a over the bytes of s: stable across platforms and runs (std::hash
+// promises neither).
+inline uint64_t StableHash(const std::string& s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001B3ull;
+  return h;
+}
+
 // Formats a byte count for people: "1.50 MiB".
 std::string HumanBytes(int64_t bytes);
 // Parses "7GB", "512MiB", "1024" into bytes; throws Error on bad input.

@@ -91,8 +91,10 @@ struct KernelCtx {
   // True when this run recomputes a dropped result for the backward pass:
   // side effects (moving statistics) must not happen twice.
   bool is_recompute;
-  // Identifies the node for counter-based RNG; a recomputed copy has the key
-  // of the node it recomputes, so it draws the same numbers.
+  // Identifies the forward node this node belongs to, for counter-based RNG:
+  // StableHash of the name of the node itself, of the node a recomputed copy
+  // recomputes, or of the node a gradient node differentiates. So a
+  // recomputation draws the same numbers, and so does the gradient.
   uint64_t node_key;
   uint64_t seed;
   int64_t step;

@@ -53,9 +53,10 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
     FRUGAL_REQUIRE(n.op->cpu_kernel() != nullptr, n.Where(), ": op has no CPU kernel");
-    // A mirror recomputes another node: same RNG key, no side effects.
-    const Node& origin = g.node(n.mirror_of >= 0 ? n.mirror_of : i);
-    OpRun r{i, n.mirror_of >= 0, std::hash<std::string>{}(origin.name)};
+    // A mirror recomputes another node: same RNG key, no side effects. A
+    // gradient node keys on the node it differentiates.
+    const Node& origin = g.node(n.mirror_of >= 0 ? n.mirror_of : n.fwd >= 0 ? n.fwd : i);
+    OpRun r{i, n.mirror_of >= 0, StableHash(origin.name)};
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       int e = g.EntryId(n.inputs[k]);
       r.in.push_back(entries_[e]);

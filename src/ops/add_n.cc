@@ -15,7 +15,7 @@ void AddNForward(const KernelCtx& c) {
   const int n = static_cast<int>(c.in.size());
   std::vector<const float*> x(n);
   for (int k = 0; k < n; ++k) x[k] = c.in[k].f();
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [&](int64_t i) {
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [&](int64_t i) {
     float s = x[0][i];
     for (int k = 1; k < n; ++k) s += x[k][i];
     return s;

@@ -50,7 +50,7 @@ void FcForward(const KernelCtx& c) {
   int64_t n, k;
   RowsCols(p, c.in[0].shape(), &n, &k);
   const int64_t m = p.num_hidden;
-  float* y = c.out[0].f();
+  float* y = Out(c, 0);
   float beta = c.req[0] == OpReq::kAdd ? 1.f : 0.f;
   cpu::Gemm(false, true, n, m, k, 1.f, c.in[0].f(), c.in[1].f(), beta, y);  // y (+)= x W^T
   if (p.no_bias) return;
@@ -68,10 +68,10 @@ void FcBackward(const KernelCtx& c) {
   const int64_t m = p.num_hidden;
   const float* dy = c.in[0].f();
   auto beta = [&](int i) { return c.req[i] == OpReq::kAdd ? 1.f : 0.f; };
-  if (c.req[0] != OpReq::kNull) cpu::Gemm(false, false, n, k, m, 1.f, dy, c.in[2].f(), beta(0), c.out[0].f());
-  if (c.req[1] != OpReq::kNull) cpu::Gemm(true, false, m, k, n, 1.f, dy, c.in[1].f(), beta(1), c.out[1].f());
+  if (c.req[0] != OpReq::kNull) cpu::Gemm(false, false, n, k, m, 1.f, dy, c.in[2].f(), beta(0), Out(c, 0));
+  if (c.req[1] != OpReq::kNull) cpu::Gemm(true, false, m, k, n, 1.f, dy, c.in[1].f(), beta(1), Out(c, 1));
   if (p.no_bias || c.req[2] == OpReq::kNull) return;
-  float* db = c.out[2].f();
+  float* db = Out(c, 2);
   ForEach(m, db, c.req[2], [=](int64_t j) {
     float s = 0;
     for (int64_t i = 0; i < n; ++i) s += dy[i * m + j];

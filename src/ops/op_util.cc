@@ -1,5 +1,7 @@
 #include "ops/op_util.h"
 
+#include <algorithm>
+
 namespace frugal {
 
 void InferSameShape(ShapeCtx& c) {
@@ -20,6 +22,80 @@ void InferSameShape(ShapeCtx& c) {
 
 void InferAsForwardInputs(ShapeCtx& c) {
   for (size_t i = 0; i < c.out.size(); ++i) c.out[i] = (*c.fwd_in)[i];
+}
+
+std::vector<int64_t> Strides(const Shape& s) {
+  std::vector<int64_t> st(s.ndim());
+  int64_t step = 1;
+  for (int d = s.ndim() - 1; d >= 0; --d) {
+    st[d] = step;
+    step *= s[d];
+  }
+  return st;
+}
+
+StridedIndex::StridedIndex(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  for (size_t d = 0; d < dims.size(); ++d) {
+    size_ *= dims[d];
+    if (dims[d] == 1) continue;
+    // Merge with the previous dim when stepping through both is one even walk.
+    if (!dims_.empty() && strides_.back() == strides[d] * dims[d]) {
+      dims_.back() *= dims[d];
+      strides_.back() = strides[d];
+      continue;
+    }
+    dims_.push_back(dims[d]);
+    strides_.push_back(strides[d]);
+  }
+}
+
+bool BroadcastShape(const Shape& a, const Shape& b, Shape* y) {
+  const int n = std::max(a.ndim(), b.ndim());
+  std::vector<int64_t> dims(n);
+  for (int d = 0; d < n; ++d) {
+    const int da = d - (n - a.ndim()), db = d - (n - b.ndim());
+    const int64_t x = da >= 0 ? a[da] : 1, z = db >= 0 ? b[db] : 1;
+    if (x != z && x != 1 && z != 1) return false;
+    dims[d] = x == 1 ? z : x;
+  }
+  *y = Shape(dims);
+  return true;
+}
+
+StridedIndex BroadcastIndex(const Shape& x, const Shape& y) {
+  const std::vector<int64_t> xs = Strides(x);
+  std::vector<int64_t> strides(y.ndim(), 0);
+  for (int d = 0; d < x.ndim(); ++d) {
+    const int dy = d + y.ndim() - x.ndim();
+    strides[dy] = x[d] == 1 ? 0 : xs[d];
+  }
+  return StridedIndex(y.dims(), strides);
+}
+
+Reduction MakeReduction(const Shape& x, const std::vector<bool>& fold) {
+  const std::vector<int64_t> xs = Strides(x);
+  std::vector<int64_t> kd, ks, fd, fs;
+  for (int d = 0; d < x.ndim(); ++d) {
+    (fold[d] ? fd : kd).push_back(x[d]);
+    (fold[d] ? fs : ks).push_back(xs[d]);
+  }
+  return {StridedIndex(kd, ks), StridedIndex(fd, fs)};
+}
+
+Reduction BroadcastReduction(const Shape& x, const Shape& y) {
+  std::vector<bool> fold(y.ndim());
+  for (int d = 0; d < y.ndim(); ++d) {
+    const int dx = d - (y.ndim() - x.ndim());
+    fold[d] = dx < 0 || x[dx] == 1;
+  }
+  return MakeReduction(y, fold);
+}
+
+int NormalizeAxis(const ShapeCtx& c, int64_t axis, int ndim, const char* what) {
+  if (axis < -ndim || axis >= ndim) {
+    c.Fail(Fmt(what, " ", axis, " is out of range for ", ndim, " dims (use ", -ndim, "..", ndim - 1, ")"));
+  }
+  return static_cast<int>(axis < 0 ? axis + ndim : axis);
 }
 
 }  // namespace frugal

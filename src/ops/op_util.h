@@ -1,7 +1,9 @@
-// Helpers shared by op files: common shape rules and elementwise loops.
+// Helpers shared by op files: common shape rules, elementwise loops, and the
+// index maps behind broadcasting, reductions, slicing and transposes.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "frugal/op.h"
 
@@ -12,17 +14,109 @@ void InferSameShape(ShapeCtx& c);
 // Backward ops: output i has the shape of the forward node's input i.
 void InferAsForwardInputs(ShapeCtx& c);
 
+// Output k's data, or nullptr when nobody reads it: an output with
+// OpReq::kNull has no memory, and kernels must not touch it.
+inline float* Out(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? nullptr : c.out[k].f(); }
+
+// Elementwise loops at or below this size run on one thread.
+constexpr int64_t kParallelGrain = 32768;
+
 // y[i] = f(i) for i in [0, n), honouring req; parallel over elements.
 template <typename F>
 void ForEach(int64_t n, float* y, OpReq req, F f) {
   if (req == OpReq::kNull) return;
   if (req == OpReq::kAdd) {
-#pragma omp parallel for if (n > 32768) schedule(static)
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
     for (int64_t i = 0; i < n; ++i) y[i] += f(i);
   } else {
-#pragma omp parallel for if (n > 32768) schedule(static)
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
     for (int64_t i = 0; i < n; ++i) y[i] = f(i);
   }
 }
+
+// sum_{r < n} f(r) in double, in a fixed number of chunks summed in order, so
+// the bits do not depend on the number of threads.
+template <typename F>
+double SumOf(int64_t n, F f) {
+  constexpr int kChunks = 64;
+  if (n <= kParallelGrain) {
+    double s = 0;
+    for (int64_t r = 0; r < n; ++r) s += f(r);
+    return s;
+  }
+  double part[kChunks];
+#pragma omp parallel for schedule(static)
+  for (int c = 0; c < kChunks; ++c) {
+    double s = 0;
+    for (int64_t r = n * c / kChunks; r < n * (c + 1) / kChunks; ++r) s += f(r);
+    part[c] = s;
+  }
+  double s = 0;
+  for (double p : part) s += p;
+  return s;
+}
+
+// Row-major strides of a shape (in elements).
+std::vector<int64_t> Strides(const Shape& s);
+
+// Maps a row-major linear index over `dims` to the offset
+// sum_d coord_d * stride_d. Dims of size 1 are dropped and neighbours that
+// step evenly are merged, so a typical map decodes one or two dims.
+class StridedIndex {
+ public:
+  StridedIndex() = default;
+  StridedIndex(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
+  int64_t size() const { return size_; }
+  // offset(i) == i for every i.
+  bool identity() const { return dims_.empty() || (dims_.size() == 1 && strides_[0] == 1); }
+  int64_t operator()(int64_t i) const {
+    int64_t off = 0;
+    for (int d = static_cast<int>(dims_.size()) - 1; d > 0; --d) {
+      off += (i % dims_[d]) * strides_[d];
+      i /= dims_[d];
+    }
+    return dims_.empty() ? 0 : off + i * strides_[0];
+  }
+
+ private:
+  std::vector<int64_t> dims_, strides_;
+  int64_t size_ = 1;
+};
+
+// numpy broadcasting: dims aligned from the right, each pair equal or one of
+// them 1. Returns false if a and b do not broadcast.
+bool BroadcastShape(const Shape& a, const Shape& b, Shape* y);
+// For y's linear index, the offset of the element of x (which broadcasts to
+// y) that lands there.
+StridedIndex BroadcastIndex(const Shape& x, const Shape& y);
+
+// A reduction of a tensor of shape x over some of its dims:
+// kept(j) + folded(r) visits every element of x once, j running over the
+// result in row-major order and r over one group of folded elements.
+struct Reduction {
+  StridedIndex kept, folded;
+};
+Reduction MakeReduction(const Shape& x, const std::vector<bool>& fold);
+// The reduction that sums y (the broadcast result) back to x's shape: the
+// gradient of a broadcast.
+Reduction BroadcastReduction(const Shape& x, const Shape& y);
+
+// dx[j] = sum of g(o) over the elements o of y (linear indices) that x's
+// element j broadcasts to: the gradient of a broadcast, with g the
+// gradient at each element of y. Elementwise when x has y's size.
+template <typename G>
+void SumToShape(const Shape& x, const Shape& y, float* dx, OpReq req, G g) {
+  if (req == OpReq::kNull) return;
+  if (x.Size() == y.Size()) return ForEach(y.Size(), dx, req, g);
+  const Reduction red = BroadcastReduction(x, y);
+  ForEach(red.kept.size(), dx, req, [&](int64_t j) {
+    const int64_t base = red.kept(j);
+    return static_cast<float>(SumOf(red.folded.size(), [&](int64_t r) { return g(base + red.folded(r)); }));
+  });
+}
+
+// Normalises an axis given as in numpy (-1 = last) for a tensor of ndim
+// dims (ndim + 1 when inserting); fails the shape context if out of range.
+int NormalizeAxis(const ShapeCtx& c, int64_t axis, int ndim, const char* what = "axis");
 
 }  // namespace frugal

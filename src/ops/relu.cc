@@ -7,14 +7,14 @@ namespace {
 
 void ReluForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [x](int64_t i) { return x[i] > 0 ? x[i] : 0.f; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [x](int64_t i) { return x[i] > 0 ? x[i] : 0.f; });
 }
 
 // inputs: dy, y   output: dx
 void ReluBackward(const KernelCtx& c) {
   const float* dy = c.in[0].f();
   const float* y = c.in[1].f();
-  ForEach(c.out[0].size(), c.out[0].f(), c.req[0], [=](int64_t i) { return y[i] > 0 ? dy[i] : 0.f; });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return y[i] > 0 ? dy[i] : 0.f; });
 }
 
 }  // namespace

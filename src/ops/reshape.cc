@@ -1,7 +1,8 @@
 // reshape:  y = x seen with another shape (same elements, same order)
 //   shape: target dims; 0 copies the input dim at that place, -1 is inferred
 // flatten:  (N, d1, d2, ...) -> (N, d1*d2*...)
-// grad of both:  dx = dy seen with x's shape; reads only dy
+// expand_dims:  inserts a dim of size 1 at `axis` (in [-ndim-1, ndim])
+// grad of all three:  dx = dy seen with x's shape; reads only dy
 // In place, the output is the input's buffer and the kernel copies nothing.
 #include "ops/op_util.h"
 
@@ -10,6 +11,10 @@ namespace {
 
 struct ReshapeParams {
   std::vector<int64_t> shape;
+};
+
+struct ExpandDimsParams {
+  int64_t axis = 0;
 };
 
 void ReshapeInferShape(ShapeCtx& c) {
@@ -44,11 +49,20 @@ void FlattenInferShape(ShapeCtx& c) {
   c.out[0] = Shape{x[0], x.Prod(1, x.ndim())};
 }
 
+void ExpandDimsInferShape(ShapeCtx& c) {
+  const Shape& x = c.in[0];
+  if (!x.known()) c.Fail("the shape of input x is unknown");
+  const int ax = NormalizeAxis(c, c.params<ExpandDimsParams>().axis, x.ndim() + 1);
+  std::vector<int64_t> dims = x.dims();
+  dims.insert(dims.begin() + ax, 1);
+  c.out[0] = Shape(dims);
+}
+
 // Shared by reshape, flatten and their gradient: a copy unless in place.
 void CopyKernel(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const float* x = c.in[0].f();
-  float* y = c.out[0].f();
+  float* y = Out(c, 0);
   if (c.req[0] == OpReq::kWrite && x == y) return;
   ForEach(c.out[0].size(), y, c.req[0], [x](int64_t i) { return x[i]; });
 }
@@ -75,8 +89,18 @@ void Register_reshape(OpRegistry* r) {
       .Inplace({{0, 0}})
       .Recompute(Cost::kFree)
       .CpuKernel(CopyKernel);
+  r->Add("expand_dims")
+      .Doc("Inserts a dim of size 1 at axis (negative counts from the end).")
+      .Inputs({{"x"}})
+      .Outputs({"y"})
+      .Params([](AttrReader& a) { return std::any(ExpandDimsParams{a.Int("axis")}); })
+      .InferShape(ExpandDimsInferShape)
+      .Backward({OutGrad(0)}, "_backward_reshape")
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kFree)
+      .CpuKernel(CopyKernel);
   r->Add("_backward_reshape")
-      .Doc("Gradient of reshape and flatten: dx = dy seen with x's shape.")
+      .Doc("Gradient of reshape, flatten and expand_dims: dx = dy seen with x's shape.")
       .Inputs({{"dy"}})
       .Outputs({"dx"})
       .InferShape(InferAsForwardInputs)

@@ -1,7 +1,8 @@
 // gradient: reverse-mode differentiation as a graph rewrite. Walks the forward
 // nodes from last to first; a node gets gradient nodes when it lies on a path
 // from a parameter to a loss head. The gradient of an entry read by several
-// nodes is the add_n of its parts.
+// nodes is the add_n of its parts; an output that gets no gradient while
+// other outputs of its node do is given zeros_like.
 //
 // Recomputation: a forward result whose keep level is not 0 is not read by
 // the backward pass. When a gradient node needs it, a mirror (a copy of the
@@ -35,6 +36,15 @@ std::vector<bool> DependsOnParams(const Graph& g) {
 Entry Sum(Graph& g, const std::string& name, const std::vector<Entry>& parts) {
   if (parts.size() <= 1) return parts.empty() ? Entry{} : parts[0];
   int id = g.AddOp("add_n", name + "_grad_sum", {{"num_args", std::to_string(parts.size())}}, parts);
+  return {id, 0};
+}
+
+// Zeros in the shape of output k of forward node i: the gradient of an
+// output nobody differentiates. It reads nothing, so the unused output is not
+// kept alive for its shape.
+Entry ZerosLike(Graph& g, int i, int k) {
+  int id = g.AddOp("zeros_like", Fmt(g.node(i).name, "_out", k, "_zero_grad"), {{"like_output", std::to_string(k)}}, {});
+  g.mutable_node(id).fwd = i;
   return {id, 0};
 }
 
@@ -93,6 +103,10 @@ void Gradient(Graph* graph, const KeepLevels& keep) {
     }
     has_loss = has_loss || op->is_loss();
     if (!any) continue;  // nothing downstream of this node reaches a loss
+    // Some outputs have a gradient and others not (an unused part of a
+    // split): the missing ones are zeros. Hidden outputs never get one.
+    for (int k = 0; !op->is_loss() && k < op->NumVisibleOutputs(g.node(i).params); ++k)
+      if (!c.out_grads[k].valid()) c.out_grads[k] = ZerosLike(g, i, k);
     // What the gradient reads of the forward pass, recomputed where dropped.
     for (const BackwardRead& r : op->backward_reads()) {
       if (r.kind == BackwardRead::kInput) c.inputs[r.index] = mirrors.Get(c.inputs[r.index]);

@@ -1,0 +1,64 @@
+// Counter-based random numbers: Philox-4x32-10 (Salmon, Moraes, Dror and
+// Shaw, "Parallel Random Numbers: As Easy as 1, 2, 3", SC 2011). The output
+// is a pure function of a 128-bit counter and a 64-bit key, so any element's
+// random word can be computed on its own, in any order, on any thread, and a
+// recomputation reproduces it bit for bit. Checked against Random123's
+// known-answer vectors in tests/philox_test.cc.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace frugal::cpu {
+
+using PhiloxCounter = std::array<uint32_t, 4>;
+using PhiloxKey = std::array<uint32_t, 2>;
+
+inline PhiloxCounter Philox4x32_10(PhiloxCounter ctr, PhiloxKey key) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // round multipliers
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // Weyl key increments
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      key[0] += kW0;
+      key[1] += kW1;
+    }
+    const uint64_t p0 = static_cast<uint64_t>(kM0) * ctr[0];
+    const uint64_t p1 = static_cast<uint64_t>(kM1) * ctr[2];
+    ctr = {static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ key[0], static_cast<uint32_t>(p1),
+           static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ key[1], static_cast<uint32_t>(p0)};
+  }
+  return ctr;
+}
+
+// SplitMix64's finaliser: a bijective 64-bit mix.
+inline uint64_t Mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// The stream of one random op at one step: word i is a pure function of
+// (seed, node key, step, i). Words come in blocks of four (one Philox call).
+// The node key is KernelCtx::node_key: StableHash of the forward node's name.
+class CounterStream {
+ public:
+  CounterStream(uint64_t seed, uint64_t node_key, int64_t step) {
+    const uint64_t k = Mix64(seed ^ Mix64(node_key));
+    key_ = {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)};
+    step_ = static_cast<uint64_t>(step);
+  }
+  // Words 4*block .. 4*block+3.
+  PhiloxCounter Block(uint64_t block) const {
+    return Philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+                          static_cast<uint32_t>(step_), static_cast<uint32_t>(step_ >> 32)},
+                         key_);
+  }
+
+ private:
+  PhiloxKey key_;
+  uint64_t step_;
+};
+
+}  // namespace frugal::cpu

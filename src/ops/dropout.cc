@@ -1,0 +1,88 @@
+// dropout (training only):  y = x * m / (1 - p),  m[i] = 1 with probability 1 - p, else 0
+//   x, y: any shape; p in [0, 1) (default 0.5); mode: "training" (the only
+//   mode: outside training, and when p = 0, y = x).
+// grad:  dx = dy * m / (1 - p)                               reads dy only
+//
+// The mask is never stored. m[i] is a pure function of (seed, node, step, i):
+// word i of a Philox-4x32-10 stream (backend/cpu/philox.h) keyed by the seed
+// and a stable hash of the forward node's name, with the step in the
+// counter; m[i] = 1 when the word is >= p * 2^32. The backward kernel
+// regenerates the same words instead of reading a saved mask because
+//   - the mask would cost as many bytes as x (the planner stores float32)
+//     and live from the forward to the backward pass, while regenerating it
+//     costs one Philox call per four elements;
+//   - the forward keeps nothing for the backward pass, so it runs in place
+//     and a recompute plan may drop it for free;
+//   - a recomputation of the forward gives the same bits by construction.
+// The key is KernelCtx::node_key, a hash of the forward node's name (not its
+// index), so adding nodes to a graph does not change a mask; the executor
+// gives the gradient node and any recomputed copy the same key.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/philox.h"
+#include "ops/op_util.h"
+
+namespace frugal {
+namespace {
+
+struct DropoutParams {
+  float p = 0.5f;
+};
+
+// y[i] = v[i] * m[i] * scale for the stream of this node and step,
+// honouring req; v = x forward, dy backward.
+void ApplyMask(const KernelCtx& c) {
+  const auto& prm = c.params<DropoutParams>();
+  const OpReq req = c.req[0];
+  if (req == OpReq::kNull) return;
+  const float* v = c.in[0].f();
+  float* y = Out(c, 0);
+  const int64_t n = c.out[0].size();
+  if (!c.is_train || prm.p == 0.f) return ForEach(n, y, req, [=](int64_t i) { return v[i]; });
+  const cpu::CounterStream stream(c.seed, c.node_key, c.step);
+  const uint32_t threshold = static_cast<uint32_t>(std::ldexp(static_cast<double>(prm.p), 32));
+  const float scale = 1.f / (1.f - prm.p);
+  const int64_t blocks = (n + 3) / 4;
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const cpu::PhiloxCounter words = stream.Block(static_cast<uint64_t>(b));
+    for (int64_t i = 4 * b; i < std::min(n, 4 * b + 4); ++i) {
+      Assign(y + i, req, words[i - 4 * b] >= threshold ? v[i] * scale : 0.f);
+    }
+  }
+}
+
+}  // namespace
+
+void Register_dropout(OpRegistry* r) {
+  r->Add("dropout")
+      .Doc("Inverted dropout when training: y = x * mask / (1 - p); the mask comes from a counter-based RNG.")
+      .Inputs({{"x"}})
+      .Outputs({"y"})
+      .Params([](AttrReader& a) {
+        DropoutParams p;
+        p.p = static_cast<float>(a.Float("p", 0.5));
+        a.Choice("mode", "training", {"training"});
+        FRUGAL_REQUIRE(p.p >= 0 && p.p < 1, a.where(), ": p must be in [0, 1), got ", p.p);
+        return std::any(p);
+      })
+      .InferShape(InferSameShape)
+      .Backward({OutGrad(0)}, "_backward_dropout")
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kCheap)
+      .Random(Randomness::kCounterRng)
+      .CpuKernel(ApplyMask);
+  r->Add("_backward_dropout")
+      .Doc("Gradient of dropout: dx = dy * mask / (1 - p), the mask regenerated from the counter-based RNG.")
+      .Inputs({{"dy"}})
+      .Outputs({"dx"})
+      .InferShape(InferAsForwardInputs)
+      .NoGradient()
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kCheap)
+      .Random(Randomness::kCounterRng)
+      .CpuKernel(ApplyMask);
+}
+
+}  // namespace frugal

@@ -1,0 +1,138 @@
+// Elementwise functions of one tensor; x, y: any shape, the same.
+//   negative:  y = -x                 dx = -dy                 (the negative op; reads dy)
+//   exp:       y = e^x                dx = dy * y              reads dy, y
+//   log:       y = ln x               dx = dy / x              reads dy, x
+//   sqrt:      y = sqrt(x)            dx = dy / (2 y)          reads dy, y
+//   square:    y = x^2                dx = 2 x dy              reads dy, x
+//   abs:       y = |x|                dx = sign(x) dy          reads dy, x (sign(0) = 0)
+//   clip:      y = min(max(x, a_min), a_max)
+//              dx = dy where a_min < y < a_max, else 0     reads dy, y
+//              (y is strictly inside exactly when x is, so reading y lets
+//              the forward run in place)
+// Every forward may run in place; a backward that reads y keeps x free.
+#include <cmath>
+
+#include "ops/op_util.h"
+
+namespace frugal {
+namespace {
+
+struct ClipParams {
+  float a_min = 0, a_max = 0;
+};
+
+// F: the function; D: dx from dy and the value backward reads (x or y).
+struct Exp {
+  static constexpr bool kReadsY = true;
+  static float F(float x, const ClipParams&) { return std::exp(x); }
+  static float D(float dy, float y, const ClipParams&) { return dy * y; }
+};
+struct Log {
+  static constexpr bool kReadsY = false;
+  static float F(float x, const ClipParams&) { return std::log(x); }
+  static float D(float dy, float x, const ClipParams&) { return dy / x; }
+};
+struct Sqrt {
+  static constexpr bool kReadsY = true;
+  static float F(float x, const ClipParams&) { return std::sqrt(x); }
+  static float D(float dy, float y, const ClipParams&) { return dy / (2 * y); }
+};
+struct Square {
+  static constexpr bool kReadsY = false;
+  static float F(float x, const ClipParams&) { return x * x; }
+  static float D(float dy, float x, const ClipParams&) { return 2 * x * dy; }
+};
+struct Abs {
+  static constexpr bool kReadsY = false;
+  static float F(float x, const ClipParams&) { return std::fabs(x); }
+  static float D(float dy, float x, const ClipParams&) { return x > 0 ? dy : x < 0 ? -dy : 0.f; }
+};
+struct Clip {
+  static constexpr bool kReadsY = true;
+  static float F(float x, const ClipParams& p) { return std::min(std::max(x, p.a_min), p.a_max); }
+  static float D(float dy, float y, const ClipParams& p) { return y > p.a_min && y < p.a_max ? dy : 0.f; }
+};
+
+// Only clip has params; the other ops ignore them.
+ClipParams ParamsOf(const KernelCtx& c) {
+  return c.node.params.has_value() ? c.params<ClipParams>() : ClipParams{};
+}
+
+template <typename Op>
+void UnaryForward(const KernelCtx& c) {
+  const float* x = c.in[0].f();
+  const ClipParams p = ParamsOf(c);
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::F(x[i], p); });
+}
+
+// inputs: dy, x or y    output: dx
+template <typename Op>
+void UnaryBackward(const KernelCtx& c) {
+  const float* dy = c.in[0].f();
+  const float* v = c.in[1].f();
+  const ClipParams p = ParamsOf(c);
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::D(dy[i], v[i], p); });
+}
+
+void NegativeForward(const KernelCtx& c) {
+  const float* x = c.in[0].f();
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return -x[i]; });
+}
+
+template <typename Op>
+OpDef& RegisterUnary(OpRegistry* r, const std::string& name, const std::string& doc, const std::string& grad_doc) {
+  const BackwardRead value = Op::kReadsY ? Output(0) : Input(0);
+  r->Add("_backward_" + name)
+      .Doc("Gradient of " + name + ": " + grad_doc + ".")
+      .Inputs({{"dy"}, {Op::kReadsY ? "y" : "x"}})
+      .Outputs({"dx"})
+      .InferShape(InferAsForwardInputs)
+      .NoGradient()
+      .Inplace({{0, 0}, {1, 0}})
+      .Recompute(Cost::kCheap)
+      .CpuKernel(UnaryBackward<Op>);
+  return r->Add(name)
+      .Doc(doc)
+      .Inputs({{"x"}})
+      .Outputs({"y"})
+      .InferShape(InferSameShape)
+      .Backward({OutGrad(0), value}, "_backward_" + name)
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kCheap)
+      .CpuKernel(UnaryForward<Op>);
+}
+
+}  // namespace
+
+void Register_elemwise_unary(OpRegistry* r) {
+  r->Add("negative")
+      .Doc("Elementwise negation y = -x.")
+      .Inputs({{"x"}})
+      .Outputs({"y"})
+      .InferShape(InferSameShape)
+      .Backward({OutGrad(0)})
+      .Gradient([](Graph& g, const GradCtx& c) {  // dx = -dy
+        return std::vector<Entry>{{g.AddOp("negative", g.node(c.fwd).name + "_backward", {}, {c.out_grads[0]}), 0}};
+      })
+      .Inplace({{0, 0}})
+      .Recompute(Cost::kCheap)
+      .CpuKernel(NegativeForward);
+  RegisterUnary<Exp>(r, "exp", "Elementwise exponential y = e^x.", "dx = dy * y");
+  RegisterUnary<Log>(r, "log", "Elementwise natural logarithm y = ln x.", "dx = dy / x");
+  RegisterUnary<Sqrt>(r, "sqrt", "Elementwise square root y = sqrt(x).", "dx = dy / (2 y)");
+  RegisterUnary<Square>(r, "square", "Elementwise square y = x^2.", "dx = 2 x dy");
+  RegisterUnary<Abs>(r, "abs", "Elementwise absolute value y = |x|.", "dx = sign(x) dy");
+  RegisterUnary<Clip>(r, "clip", "Clips to [a_min, a_max]: y = min(max(x, a_min), a_max).",
+                      "dx = dy where a_min < y < a_max, else 0")
+      .Params([](AttrReader& a) {
+        ClipParams p;
+        p.a_min = static_cast<float>(a.Float("a_min", NAN));
+        p.a_max = static_cast<float>(a.Float("a_max", NAN));
+        FRUGAL_REQUIRE(!std::isnan(p.a_min) && !std::isnan(p.a_max), a.where(),
+                       ": clip needs both a_min and a_max (numbers)");
+        FRUGAL_REQUIRE(p.a_min <= p.a_max, a.where(), ": a_min ", p.a_min, " is greater than a_max ", p.a_max);
+        return std::any(p);
+      });
+}
+
+}  // namespace frugal

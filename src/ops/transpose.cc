@@ -1,0 +1,93 @@
+// transpose:  y = x with its axes permuted: y.shape[d] = x.shape[axes[d]]
+//   axes: a permutation of 0..n-1 (negative counts from the end); default:
+//   reversed, (n-1, ..., 0).
+// grad:  dx = transpose(dy, inverse of axes)                 reads dy
+// A strided copy (Cost::kFree): y[i] = x[map(i)].
+#include <algorithm>
+
+#include "ops/op_util.h"
+
+namespace frugal {
+namespace {
+
+struct TransposeParams {
+  std::vector<int64_t> axes;  // empty: reverse
+};
+
+// The permutation for an n-dim input; shape inference has checked it.
+std::vector<int> Perm(const TransposeParams& p, int n) {
+  std::vector<int> perm(n);
+  for (int d = 0; d < n; ++d) {
+    perm[d] = p.axes.empty() ? n - 1 - d : static_cast<int>(p.axes[d] < 0 ? p.axes[d] + n : p.axes[d]);
+  }
+  return perm;
+}
+
+void TransposeInferShape(ShapeCtx& c) {
+  const auto& p = c.params<TransposeParams>();
+  const Shape& x = c.in[0];
+  if (!x.known()) c.Fail("the shape of input x is unknown");
+  if (!p.axes.empty() && static_cast<int>(p.axes.size()) != x.ndim()) {
+    c.Fail(Fmt("axes has ", p.axes.size(), " entries but x ", x, " has ", x.ndim(), " dims"));
+  }
+  std::vector<bool> seen(x.ndim(), false);
+  for (int64_t a : p.axes) {
+    int d = NormalizeAxis(c, a, x.ndim());
+    if (seen[d]) c.Fail(Fmt("axes is not a permutation: axis ", a, " appears twice"));
+    seen[d] = true;
+  }
+  std::vector<int64_t> y;
+  for (int d : Perm(p, x.ndim())) y.push_back(x[d]);
+  c.out[0] = Shape(y);
+}
+
+void TransposeForward(const KernelCtx& c) {
+  const Shape& x = c.in[0].shape();
+  const std::vector<int> perm = Perm(c.params<TransposeParams>(), x.ndim());
+  const std::vector<int64_t> xs = Strides(x);
+  std::vector<int64_t> dims, strides;
+  for (int d : perm) {
+    dims.push_back(x[d]);
+    strides.push_back(xs[d]);
+  }
+  const StridedIndex map(dims, strides);
+  const float* px = c.in[0].f();
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [&](int64_t i) { return px[map(i)]; });
+}
+
+// dx = transpose(dy, inverse permutation).
+std::vector<Entry> TransposeGradient(Graph& g, const GradCtx& c) {
+  const Node& f = g.node(c.fwd);
+  const auto& p = std::any_cast<const TransposeParams&>(f.params);
+  AttrMap attrs;  // the inverse of a reversal is a reversal: no axes
+  if (!p.axes.empty()) {
+    const int nd = static_cast<int>(p.axes.size());
+    std::vector<int> perm = Perm(p, nd), inv(nd);
+    for (int d = 0; d < nd; ++d) inv[perm[d]] = d;
+    std::string text = "(";
+    for (int d = 0; d < nd; ++d) text += (d ? "," : "") + std::to_string(inv[d]);
+    attrs["axes"] = text + ")";
+  }
+  return {{g.AddOp("transpose", f.name + "_backward", attrs, {c.out_grads[0]}), 0}};
+}
+
+}  // namespace
+
+void Register_transpose(OpRegistry* r) {
+  r->Add("transpose")
+      .Doc("Permutes the axes of x (axes; default reversed).")
+      .Inputs({{"x"}})
+      .Outputs({"y"})
+      .Params([](AttrReader& a) {
+        TransposeParams p;
+        if (!a.Str("axes", "").empty()) p.axes = a.Ints("axes");
+        return std::any(p);
+      })
+      .InferShape(TransposeInferShape)
+      .Backward({OutGrad(0)})
+      .Gradient(TransposeGradient)
+      .Recompute(Cost::kFree)
+      .CpuKernel(TransposeForward);
+}
+
+}  // namespace frugal

@@ -1,0 +1,316 @@
+// Network ops through the one harness (tests/op_harness.h): dropout,
+// embedding, the loss heads, identity, block_grad, zeros_like.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backend/cpu/philox.h"
+#include "op_test_util.h"
+
+namespace frugal::test {
+namespace {
+
+// ----------------------------------------------------------------- dropout
+
+// The documented mask: word i of the (seed, name, step) stream >= p * 2^32.
+std::vector<bool> Mask(uint64_t seed, const std::string& name, int64_t step, float p, int64_t n) {
+  cpu::CounterStream s(seed, StableHash(name), step);
+  const double threshold = std::ldexp(static_cast<double>(p), 32);
+  std::vector<bool> keep(n);
+  for (int64_t i = 0; i < n; ++i) keep[i] = s.Block(i / 4)[i % 4] >= threshold;
+  return keep;
+}
+
+TEST(OpsNn, DropoutThroughTheHarness) {
+  OpCase c;
+  c.op = "dropout";
+  c.attrs = {{"p", "0.3"}};
+  c.in_shapes = {Shape{4, 50}};
+  c.differentiable = {true};
+  c.reference = [](const Values& in) {  // the harness runs seed 7, step 0, node "op"
+    std::vector<bool> keep = Mask(7, "op", 0, 0.3f, 200);
+    Values out{in[0]};
+    for (int i = 0; i < 200; ++i) out[0][i] = keep[i] ? in[0][i] / 0.7f : 0.f;
+    return out;
+  };
+  OpReport r = CheckOp(c);
+  ExpectCovered(r);
+  EXPECT_GE(r.inplace_checked, 2);
+}
+
+Graph DropoutGraph(const std::vector<std::string>& names, float p = 0.25f) {
+  Graph g;
+  Entry x{g.AddVariable("x", VarKind::kInput), 0};
+  for (const std::string& n : names) x = {g.AddOp("dropout", n, {{"p", std::to_string(p)}}, {x}), 0};
+  g.outputs = {x};
+  return g;
+}
+
+std::vector<float> RunDropout(const Graph& g, int64_t n, bool train, int64_t step, uint64_t seed) {
+  return RunGraph(g, {{"x", {Shape{n}, std::vector<float>(n, 1.f)}}}, train, step, seed).outputs[0];
+}
+
+TEST(OpsNn, DropoutMaskIsAPureFunctionOfSeedNodeStepAndIndex) {
+  const int64_t n = 200000;
+  const Graph g = DropoutGraph({"drop"});
+  std::vector<float> y = RunDropout(g, n, true, 3, 11);
+  int64_t dropped = 0;
+  for (float v : y) {
+    ASSERT_TRUE(v == 0.f || v == 1.f / 0.75f) << v;
+    dropped += v == 0.f;
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / n, 0.25, 0.005);  // 5 sigma
+  EXPECT_EQ(RunDropout(g, n, true, 3, 11), y);  // bit for bit
+  EXPECT_NE(RunDropout(g, n, true, 4, 11), y);  // another step
+  EXPECT_NE(RunDropout(g, n, true, 3, 12), y);  // another seed
+  EXPECT_NE(RunDropout(DropoutGraph({"drop2"}), n, true, 3, 11), y);  // another node
+  // More nodes in the graph (before it) do not change this node's mask.
+  Graph more;
+  Entry x{more.AddVariable("x", VarKind::kInput), 0};
+  x = {more.AddOp("identity", "pre1", {}, {x}), 0};
+  x = {more.AddOp("identity", "pre2", {}, {x}), 0};
+  more.outputs = {{more.AddOp("dropout", "drop", {{"p", "0.25"}}, {x}), 0}};
+  EXPECT_EQ(RunDropout(more, n, true, 3, 11), y);
+  // Outside training dropout is the identity.
+  EXPECT_EQ(RunDropout(g, n, false, 3, 11), std::vector<float>(n, 1.f));
+}
+
+TEST(OpsNn, DropoutBackwardRegeneratesTheForwardMask) {
+  // x -> dropout; dx for dy = 1 must be mask / (1 - p), the same mask as y / x.
+  Graph g;
+  Entry x{g.AddVariable("x", VarKind::kInput), 0}, dy{g.AddVariable("dy", VarKind::kInput), 0};
+  int d = g.AddOp("dropout", "d", {{"p", "0.5"}}, {x});
+  std::vector<Entry> dx = g.node(d).op->BuildGradient(g, GradCtx{d, {x}, {{d, 0}}, {dy}});
+  g.outputs = {{d, 0}, dx[0]};
+  const int64_t n = 1000;
+  std::vector<float> xv(n);
+  for (int64_t i = 0; i < n; ++i) xv[i] = 0.5f + static_cast<float>(i % 7);
+  auto r = RunGraph(g, {{"x", {Shape{n}, xv}}, {"dy", {Shape{n}, std::vector<float>(n, 1.f)}}}, true, 9, 5);
+  int kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(r.outputs[1][i], r.outputs[0][i] / xv[i]) << i;
+    kept += r.outputs[1][i] != 0;
+  }
+  EXPECT_GT(kept, 400);
+  EXPECT_LT(kept, 600);
+}
+
+TEST(OpsNn, DropoutRejectsBadAttributes) {
+  EXPECT_THROW(OutShapes("dropout", {{"p", "1"}}, {Shape{2}}), Error);
+  EXPECT_THROW(OutShapes("dropout", {{"mode", "always"}}, {Shape{2}}), Error);
+}
+
+// --------------------------------------------------------------- embedding
+
+TEST(OpsNn, Embedding) {
+  OpCase c;
+  c.op = "embedding";
+  c.attrs = {{"input_dim", "5"}, {"output_dim", "4"}};
+  c.in_shapes = {Shape{2, 3}, Shape{5, 4}};
+  c.differentiable = {false, true};
+  c.fill = [](int k, std::vector<float>* v) {
+    if (k == 0) *v = {0, 2, 2, 4, 0, 1};  // repeated rows accumulate
+    else *v = AwayFromZero(v->size(), 0.1f, 1.f, true);
+  };
+  c.reference = [](const Values& in) {
+    Values out{{}};
+    for (float idx : in[0])
+      for (int j = 0; j < 4; ++j) out[0].push_back(in[1][static_cast<int>(idx) * 4 + j]);
+    return out;
+  };
+  ExpectCovered(CheckOp(c));
+  EXPECT_EQ(OutShapes("embedding", c.attrs, {Shape{2, 3}, Shape{5, 4}})[0], (Shape{2, 3, 4}));
+  EXPECT_THROW(OutShapes("embedding", c.attrs, {Shape{2, 3}, Shape{4, 5}}), Error);
+}
+
+TEST(OpsNn, EmbeddingOutOfRangeIndexNamesTheNode) {
+  OpCase c;
+  c.op = "embedding";
+  c.attrs = {{"input_dim", "5"}, {"output_dim", "2"}};
+  c.in_shapes = {Shape{3}, Shape{5, 2}};
+  c.differentiable = {false, true};
+  c.fill = [](int k, std::vector<float>* v) { if (k == 0) *v = {1, 5, 0}; };
+  c.reference = [](const Values&) { return Values{}; };
+  try {
+    CheckOp(c);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("node 'op' (embedding)"), std::string::npos) << m;
+    EXPECT_NE(m.find("index 5 at position 1"), std::string::npos) << m;
+  }
+}
+
+// ------------------------------------------------------------------ losses
+
+// -sum log p[i, label_i] over rows not ignored, / norm.
+double SceLoss(const Values& in, const Values& out, float ignore, const std::string& norm) {
+  const int64_t n = static_cast<int64_t>(in[1].size()), k = static_cast<int64_t>(in[0].size()) / n;
+  double l = 0;
+  int valid = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (in[1][i] == ignore) continue;
+    ++valid;
+    l -= std::log(out[0][i * k + static_cast<int64_t>(in[1][i])]);
+  }
+  return l / (norm == "batch" ? n : norm == "valid" ? std::max(valid, 1) : 1);
+}
+
+TEST(OpsNn, SoftmaxCrossEntropyIgnoreLabel) {
+  for (const char* norm : {"valid", "batch", "null"}) {
+    SCOPED_TRACE(norm);
+    OpCase c;
+    c.op = "softmax_cross_entropy";
+    c.attrs = {{"ignore_label", "-1"}, {"normalization", norm}};
+    c.in_shapes = {Shape{5, 4}, Shape{5}};
+    c.differentiable = {true, false};
+    c.fill = [](int k, std::vector<float>* v) {
+      if (k == 1) *v = {2, -1, 0, -1, 3};
+      else for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(2.1f * i);
+    };
+    c.reference = [](const Values& in) {
+      Values out{std::vector<float>(20)};
+      for (int i = 0; i < 5; ++i) {
+        double z = 0;
+        for (int j = 0; j < 4; ++j) z += std::exp(in[0][i * 4 + j]);
+        for (int j = 0; j < 4; ++j) out[0][i * 4 + j] = static_cast<float>(std::exp(in[0][i * 4 + j]) / z);
+      }
+      return out;
+    };
+    std::string nm = norm;
+    c.loss = [nm](const Values& in, const Values& out) { return SceLoss(in, out, -1, nm); };
+    c.fd_eps = 1e-3;
+    ExpectCovered(CheckOp(c));
+  }
+  // Without ignore_label, -1 is a bad label.
+  OpCase bad;
+  bad.op = "softmax_cross_entropy";
+  bad.in_shapes = {Shape{2, 3}, Shape{2}};
+  bad.differentiable = {true, false};
+  bad.fill = [](int k, std::vector<float>* v) { if (k == 1) *v = {0.f, -1.f}; };
+  bad.reference = [](const Values&) { return Values{}; };
+  bad.loss = [](const Values& in, const Values& out) { return SceLoss(in, out, -99, "batch"); };
+  EXPECT_THROW(CheckOp(bad), Error);
+}
+
+void CheckRegression(const std::string& op, const Shape& x, const Shape& label, double grad_scale) {
+  SCOPED_TRACE(op + " " + x.ToString() + " " + label.ToString());
+  const bool logistic = op == "logistic_regression_output";
+  OpCase c;
+  c.op = op;
+  c.attrs = {{"grad_scale", std::to_string(grad_scale)}};
+  c.in_shapes = {x, label};
+  c.differentiable = {true, false};
+  c.fill = [logistic](int k, std::vector<float>* v) {
+    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = k == 0 ? std::sin(1.3f * i) : (logistic ? 0.1f + 0.8f * (i % 2) : std::cos(0.7f * i));
+  };
+  c.reference = [logistic](const Values& in) {
+    Values out{in[0]};
+    if (logistic)
+      for (float& v : out[0]) v = 1.f / (1.f + std::exp(-v));
+    return out;
+  };
+  const double m = static_cast<double>(label.Size() / label[0]);  // MXNet: outputs per sample
+  c.loss = [=](const Values& in, const Values& out) {
+    double l = 0;
+    for (size_t i = 0; i < out[0].size(); ++i) {
+      const double y = out[0][i], t = in[1][i];
+      l += logistic ? -(t * std::log(y) + (1 - t) * std::log(1 - y)) : (y - t) * (y - t) / 2;
+    }
+    return l * grad_scale / m;
+  };
+  ExpectCovered(CheckOp(c));
+}
+
+TEST(OpsNn, RegressionOutputs) {
+  for (const char* op : {"linear_regression_output", "logistic_regression_output"}) {
+    CheckRegression(op, Shape{4, 3}, Shape{4, 3}, 1.0);
+    CheckRegression(op, Shape{5, 1}, Shape{5}, 2.0);
+  }
+  EXPECT_EQ(OutShapes("linear_regression_output", {}, {Shape{5, 1}, Shape{5}})[0], (Shape{5, 1}));
+  EXPECT_THROW(OutShapes("linear_regression_output", {}, {Shape{4, 3}, Shape{4}}), Error);
+}
+
+TEST(OpsNn, MakeLoss) {
+  for (const char* norm : {"null", "batch", "valid"}) {
+    SCOPED_TRACE(norm);
+    OpCase c;
+    c.op = "make_loss";
+    c.attrs = {{"normalization", norm}, {"grad_scale", "3"}, {"valid_thresh", "0.1"}};
+    c.in_shapes = {Shape{4, 5}};
+    c.differentiable = {true};
+    c.fill = [](int, std::vector<float>* v) { *v = AwayFromZero(v->size(), 0.3f, 1.f, true); };
+    c.reference = [](const Values& in) { return in; };
+    std::string nm = norm;
+    c.loss = [nm](const Values& in, const Values&) {
+      double s = 0, valid = 0;
+      for (float v : in[0]) {
+        s += v;
+        valid += v > 0.1f;
+      }
+      return 3 * s / (nm == "null" ? 1.0 : nm == "batch" ? 4.0 : std::max(valid, 1.0));
+    };
+    OpReport r = CheckOp(c);
+    ExpectCovered(r);
+    EXPECT_GE(r.inplace_checked, 2);
+  }
+}
+
+// -------------------------------------------- identity, block_grad, zeros
+
+TEST(OpsNn, Identity) {
+  OpCase c;
+  c.op = "identity";
+  c.in_shapes = {Shape{3, 4}};
+  c.differentiable = {true};
+  c.reference = [](const Values& in) { return in; };
+  ExpectCovered(CheckOp(c));
+}
+
+TEST(OpsNn, BlockGradAndZerosLikeForward) {
+  for (const char* op : {"block_grad", "zeros_like"}) {
+    OpCase c;
+    c.op = op;
+    c.in_shapes = {Shape{3, 4}};
+    c.differentiable = {false};  // neither has a gradient
+    const bool zeros = std::string(op) == "zeros_like";
+    c.reference = [zeros](const Values& in) { return zeros ? Values{std::vector<float>(12, 0.f)} : in; };
+    ExpectCovered(CheckOp(c), false);
+  }
+  EXPECT_THROW(OutShapes("zeros_like", {{"like_output", "0"}}, {}), Error);  // only for the gradient pass
+}
+
+// A small model: y = fc(x), loss = make_loss(y + extra) where extra is
+// block_grad(y) or nothing; returns the gradient of fc's weight.
+std::vector<float> WeightGradient(bool with_blocked_branch) {
+  Graph g;
+  Entry x{g.AddVariable("x", VarKind::kInput), 0};
+  Entry w{g.AddVariable("w", VarKind::kParam), 0};
+  Entry y{g.AddOp("fully_connected", "fc", {{"num_hidden", "3"}, {"no_bias", "true"}}, {x, w}), 0};
+  if (with_blocked_branch) {
+    Entry stop{g.AddOp("block_grad", "stop", {}, {y}), 0};
+    y = {g.AddOp("add", "sum", {}, {y, stop}), 0};
+  }
+  g.outputs = {{g.AddOp("make_loss", "loss", {}, {y}), 0}};
+  Gradient(&g);
+  EXPECT_TRUE(g.grad_of[g.FindNode("w")].valid());
+  return RunGraph(g, {{"x", {Shape{2, 4}, AwayFromZero(8, 0.1f, 1.f, true)}},
+                      {"w", {Shape{3, 4}, AwayFromZero(12, 0.1f, 1.f, true, 1)}}})
+      .grads.at("w");
+}
+
+TEST(OpsNn, BlockGradStopsTheGradient) {
+  EXPECT_EQ(WeightGradient(true), WeightGradient(false));
+  // A parameter reached only through block_grad gets no gradient at all.
+  Graph g;
+  Entry w{g.AddVariable("w", VarKind::kParam), 0};
+  Entry v{g.AddVariable("v", VarKind::kParam), 0};
+  Entry s{g.AddOp("block_grad", "stop", {}, {w}), 0};
+  g.outputs = {{g.AddOp("make_loss", "loss", {}, {{g.AddOp("mul", "m", {}, {s, v}), 0}}), 0}};
+  Gradient(&g);
+  EXPECT_FALSE(g.grad_of[g.FindNode("w")].valid());
+  EXPECT_TRUE(g.grad_of[g.FindNode("v")].valid());
+}
+
+}  // namespace
+}  // namespace frugal::test
