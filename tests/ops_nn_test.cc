@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "frugal/executor.h"
+#include "frugal/passes.h"
 #include "op_harness.h"
 
 namespace frugal::test {
@@ -97,6 +99,150 @@ TEST(OpsNn, ConvolutionBlockedLayout) {
 TEST(OpsNn, Convolution1x1) {
   Conv k{2, 32, 4, 4, 16, 1, 1};
   ExpectCovered(CheckConv(k));
+}
+
+// ----------------------------------------------------------------- batch_norm
+
+// y, mean, var of batch_norm from x (N, C, S...), gamma, beta and (with
+// global stats) the moving statistics.
+Values BatchNormReference(const Values& in, const Shape& x, bool fix_gamma, bool global, double eps = 1e-3) {
+  const int64_t n = x[0], c = x[1], s = x.Prod(2, x.ndim());
+  Values out{std::vector<float>(in[0].size()), std::vector<float>(c), std::vector<float>(c)};
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j) mean += in[0][(i * c + ch) * s + j];
+    mean /= n * s;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j) var += std::pow(in[0][(i * c + ch) * s + j] - mean, 2);
+    var /= n * s;
+    if (global) { mean = in[3][ch]; var = in[4][ch]; }
+    const double g = fix_gamma ? 1.0 : in[1][ch];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        const int64_t e = (i * c + ch) * s + j;
+        out[0][e] = static_cast<float>(g * (in[0][e] - mean) / std::sqrt(var + eps) + in[2][ch]);
+      }
+    out[1][ch] = static_cast<float>(mean);
+    out[2][ch] = static_cast<float>(var);
+  }
+  return out;
+}
+
+OpCase BatchNormCase(const Shape& x, bool fix_gamma, bool global) {
+  OpCase c;
+  c.op = "batch_norm";
+  c.attrs = {{"fix_gamma", fix_gamma ? "true" : "false"}, {"use_global_stats", global ? "true" : "false"}};
+  const Shape ch{x[1]};
+  c.in_shapes = {x, ch, ch, ch, ch};
+  c.differentiable = {true, true, true, false, false};
+  c.fill = [](int k, std::vector<float>* v) {
+    for (size_t i = 0; i < v->size(); ++i) {
+      const float t = static_cast<float>(i);
+      (*v)[i] = k == 0 ? std::sin(1.7f * t) * 2 + 0.3f * (i % 3)  // x
+              : k == 1 ? 0.5f + 0.25f * t                           // gamma
+              : k == 2 ? 0.1f * t - 0.2f                            // beta
+              : k == 3 ? 0.2f * t                                   // moving mean
+                       : 0.5f + 0.3f * t;                           // moving var
+    }
+  };
+  c.reference = [x, fix_gamma, global](const Values& in) { return BatchNormReference(in, x, fix_gamma, global); };
+  c.fd_eps = 1e-2;
+  c.fd_tol = 2e-3;
+  return c;
+}
+
+TEST(OpsNn, BatchNormTrainingFixGamma) {
+  OpReport r = CheckOp(BatchNormCase(Shape{3, 4, 2, 3}, true, false));
+  ExpectCovered(r);
+  EXPECT_GE(r.inplace_checked, 2);  // forward and backward both run in place
+}
+
+TEST(OpsNn, BatchNormTrainingLearnedGamma) {
+  ExpectCovered(CheckOp(BatchNormCase(Shape{4, 3, 5}, false, false)));
+}
+
+TEST(OpsNn, BatchNormGlobalStats) {
+  ExpectCovered(CheckOp(BatchNormCase(Shape{2, 3, 2, 2}, false, true)));
+}
+
+TEST(OpsNn, BatchNorm2d) {
+  ExpectCovered(CheckOp(BatchNormCase(Shape{6, 5}, false, false)));
+}
+
+// Binds x -> batch_norm with its parameters and moving statistics as
+// variables, so a test can run steps and look at the moving statistics.
+struct BnNet {
+  Graph g;
+  MemoryPlan plan;
+  std::unique_ptr<Engine> engine = MakeEngine("naive");
+  std::unique_ptr<Executor> exec;
+  Tensor x, gamma, beta, mmean, mvar;
+  int bn = -1;
+  explicit BnNet(const Shape& xs) {
+    std::vector<Entry> in;
+    in.push_back({g.AddVariable("x", VarKind::kInput), 0});
+    in.push_back({g.AddVariable("bn_gamma", VarKind::kParam, "one"), 0});
+    in.push_back({g.AddVariable("bn_beta", VarKind::kParam, "zero"), 0});
+    in.push_back({g.AddVariable("bn_moving_mean", VarKind::kAux, "zero"), 0});
+    in.push_back({g.AddVariable("bn_moving_var", VarKind::kAux, "one"), 0});
+    bn = g.AddOp("batch_norm", "bn", {}, in);
+    g.outputs.push_back({bn, 0});
+    InferShapes(&g, {{"x", xs}});
+    plan = PlanMemory(g, MemoryStrategy::kShare);
+    const Shape ch{xs[1]};
+    x = Tensor::Empty(xs);
+    for (int64_t i = 0; i < x.size(); ++i) x.f()[i] = std::sin(0.7f * i) + 0.1f * (i % 5);
+    gamma = Tensor::Empty(ch); gamma.Fill(1.f);
+    beta = Tensor::Empty(ch); beta.Fill(0.f);
+    mmean = Tensor::Empty(ch); mmean.Fill(0.f);
+    mvar = Tensor::Empty(ch); mvar.Fill(1.f);
+    Bindings b;
+    b.vars = {{"x", x}, {"bn_gamma", gamma}, {"bn_beta", beta}, {"bn_moving_mean", mmean}, {"bn_moving_var", mvar}};
+    exec = std::make_unique<Executor>(g, plan, b, engine.get());
+  }
+};
+
+TEST(OpsNn, BatchNormMovingStatsUpdateOncePerStep) {
+  const Shape xs{4, 3, 2, 2};
+  BnNet net(xs);
+  Values batch = BatchNormReference({std::vector<float>(net.x.f(), net.x.f() + net.x.size()),
+                                     std::vector<float>(3, 1.f), std::vector<float>(3, 0.f)},
+                                    xs, true, false);
+  net.exec->Run(/*is_train=*/true, 0, 1);
+  net.exec->Run(/*is_train=*/true, 1, 1);
+  for (int ch = 0; ch < 3; ++ch) {
+    // Two updates from (0, 1) with momentum 0.9: m2 = 0.9 (0.1 mean) + 0.1 mean = 0.19 mean.
+    EXPECT_NEAR(net.mmean.f()[ch], 0.19 * batch[1][ch], 1e-6) << "channel " << ch;
+    EXPECT_NEAR(net.mvar.f()[ch], 0.81 + 0.19 * batch[2][ch], 1e-6) << "channel " << ch;
+  }
+  // A recomputation (is_recompute) produces the same y and leaves the moving statistics alone.
+  std::vector<float> before_mean(net.mmean.f(), net.mmean.f() + 3), before_var(net.mvar.f(), net.mvar.f() + 3);
+  const Node& n = net.g.node(net.bn);
+  std::vector<Tensor> in{net.x, net.gamma, net.beta, net.mmean, net.mvar};
+  std::vector<Tensor> out{Tensor::Empty(xs), Tensor::Empty(Shape{3}), Tensor::Empty(Shape{3})};
+  std::vector<OpReq> req(3, OpReq::kWrite);
+  Tensor no_ws;
+  KernelCtx ctx{n, in, out, req, no_ws, /*is_train=*/true, /*is_recompute=*/true, 1, 2};
+  n.op->cpu_kernel()(ctx);
+  EXPECT_EQ(std::vector<float>(net.mmean.f(), net.mmean.f() + 3), before_mean);
+  EXPECT_EQ(std::vector<float>(net.mvar.f(), net.mvar.f() + 3), before_var);
+  for (int64_t i = 0; i < out[0].size(); ++i) ASSERT_NEAR(out[0].f()[i], batch[0][i], 1e-5) << i;
+}
+
+TEST(OpsNn, BatchNormInferenceUsesMovingStats) {
+  const Shape xs{2, 3, 2, 2};
+  BnNet net(xs);
+  for (int ch = 0; ch < 3; ++ch) { net.mmean.f()[ch] = 0.5f * ch; net.mvar.f()[ch] = 1.f + ch; }
+  Values in{std::vector<float>(net.x.f(), net.x.f() + net.x.size()), std::vector<float>(3, 1.f),
+            std::vector<float>(3, 0.f), std::vector<float>(net.mmean.f(), net.mmean.f() + 3),
+            std::vector<float>(net.mvar.f(), net.mvar.f() + 3)};
+  Values want = BatchNormReference(in, xs, true, /*global=*/true);
+  net.exec->Run(/*is_train=*/false, 0, 1);
+  const Tensor& y = net.exec->output(0);
+  for (int64_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y.f()[i], want[0][i], 1e-5) << i;
+  EXPECT_EQ(std::vector<float>(net.mmean.f(), net.mmean.f() + 3), in[3]);  // untouched
+  EXPECT_EQ(std::vector<float>(net.mvar.f(), net.mvar.f() + 3), in[4]);
 }
 
 }  // namespace
