@@ -106,7 +106,9 @@ std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor
   const Node& n = g.node(node);
   std::vector<Shape> in_shapes;
   for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
-  int64_t ws_bytes = n.op->WorkspaceBytes(n, in_shapes);
+  std::vector<Shape> out_shapes;
+  for (int k = 0; k < g.NumOutputs(node); ++k) out_shapes.push_back(g.shape({node, k}));
+  int64_t ws_bytes = n.op->WorkspaceBytes(n, in_shapes, out_shapes);
   if (ws_bytes > 0) ws = Tensor::Empty(Shape{ws_bytes}, DType::kUInt8);
   KernelCtx ctx{n, ins, out, req, ws_bytes > 0 ? ws : no_ws, true, false, 7, 0};
   n.op->cpu_kernel()(ctx);

@@ -245,5 +245,98 @@ TEST(OpsNn, BatchNormInferenceUsesMovingStats) {
   EXPECT_EQ(std::vector<float>(net.mvar.f(), net.mvar.f() + 3), in[4]);
 }
 
+// -------------------------------------------------------------------- pooling
+
+struct Pool {
+  int64_t n, c, h, w, kh, kw, sh = 1, sw = 1, ph = 0, pw = 0;
+  bool max = true, include_pad = true, full = false, global = false;
+  int64_t Out(int64_t in, int64_t k, int64_t s, int64_t p) const {
+    const int64_t room = in + 2 * p - k;
+    return (full ? (room + s - 1) / s : room / s) + 1;
+  }
+  AttrMap Attrs() const {
+    AttrMap a{{"pool_type", max ? "max" : "avg"}, {"count_include_pad", include_pad ? "true" : "false"},
+              {"pooling_convention", full ? "full" : "valid"}};
+    if (global) { a["global_pool"] = "true"; return a; }
+    a["kernel"] = Fmt("(", kh, ",", kw, ")");
+    a["stride"] = Fmt("(", sh, ",", sw, ")");
+    a["pad"] = Fmt("(", ph, ",", pw, ")");
+    return a;
+  }
+  Values Reference(const Values& in) const {
+    const int64_t KH = global ? h : kh, KW = global ? w : kw, SH = global ? 1 : sh, SW = global ? 1 : sw;
+    const int64_t PH = global ? 0 : ph, PW = global ? 0 : pw;
+    const int64_t oh = Out(h, KH, SH, PH), ow = Out(w, KW, SW, PW);
+    std::vector<float> y(n * c * oh * ow);
+    for (int64_t b = 0; b < n * c; ++b)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double best = -1e30, sum = 0;
+          int64_t inside = 0;
+          for (int64_t p = 0; p < KH; ++p)
+            for (int64_t q = 0; q < KW; ++q) {
+              int64_t yy = i * SH - PH + p, xx = j * SW - PW + q;
+              if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+              double v = in[0][(b * h + yy) * w + xx];
+              best = std::max(best, v);
+              sum += v;
+              ++inside;
+            }
+          y[(b * oh + i) * ow + j] = static_cast<float>(max ? best : sum / (include_pad ? KH * KW : inside));
+        }
+    return {y};
+  }
+};
+
+OpReport CheckPool(const Pool& k) {
+  OpCase c;
+  c.op = "pooling";
+  c.attrs = k.Attrs();
+  c.in_shapes = {Shape{k.n, k.c, k.h, k.w}};
+  c.differentiable = {true};
+  // Distinct values, so max pooling has no ties (a tie is a kink).
+  c.fill = [](int, std::vector<float>* v) {
+    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
+  };
+  c.reference = [k](const Values& in) { return k.Reference(in); };
+  return CheckOp(c);
+}
+
+TEST(OpsNn, MaxPool2x2Stride2) { ExpectCovered(CheckPool(Pool{2, 3, 6, 6, 2, 2, 2, 2})); }
+
+TEST(OpsNn, MaxPoolPadOverlapFull) {
+  Pool k{2, 2, 7, 6, 3, 3, 2, 2, 1, 1};
+  k.full = true;
+  ExpectCovered(CheckPool(k));
+}
+
+TEST(OpsNn, AvgPoolCountIncludePad) {
+  Pool k{2, 3, 5, 5, 3, 3, 2, 2, 1, 1};
+  k.max = false;
+  ExpectCovered(CheckPool(k));
+}
+
+TEST(OpsNn, AvgPoolCountExcludePad) {
+  Pool k{2, 3, 5, 5, 3, 3, 2, 2, 1, 1};
+  k.max = false;
+  k.include_pad = false;
+  ExpectCovered(CheckPool(k));
+}
+
+TEST(OpsNn, GlobalPoolMaxAndAvg) {
+  Pool k{2, 3, 4, 5, 0, 0};
+  k.global = true;
+  ExpectCovered(CheckPool(k));
+  k.max = false;
+  ExpectCovered(CheckPool(k));
+}
+
+TEST(OpsNn, AvgPoolFullWithIncludePadIsAnError) {
+  Graph g;
+  Entry x{g.AddVariable("x", VarKind::kInput), 0};
+  EXPECT_THROW(g.AddOp("pooling", "p", {{"kernel", "(2,2)"}, {"pool_type", "avg"}, {"pooling_convention", "full"}}, {x}),
+               Error);
+}
+
 }  // namespace
 }  // namespace frugal::test

@@ -102,11 +102,12 @@ PlainCall::PlainCall(const dnnl::primitive_desc_base& pd, dnnl::primitive prim, 
     s.wanted = pd.query_md(dnnl::query::exec_arg_md, a.arg);
     CHECK(s.wanted.get_size() > 0) << "primitive " << pd.impl_info_str() << " has no argument " << a.arg;
     s.same = s.wanted == a.user;
+    CHECK(s.same || !a.write_only) << "a write-only argument must be in the primitive's layout";
     if (!a.output) {
       if (!s.same) s.to_prim = MakeReorder(a.user, s.wanted, false, &scratch);
     } else {
       if (!s.same) s.to_user = MakeReorder(s.wanted, a.user, false, &scratch);
-      if (!(s.same && has_sum_)) s.add_to_user = MakeReorder(s.wanted, a.user, true, &scratch);
+      if (!(s.same && (has_sum_ || a.write_only))) s.add_to_user = MakeReorder(s.wanted, a.user, true, &scratch);
     }
     s.a = std::move(a);
     slots_.push_back(std::move(s));
@@ -115,7 +116,7 @@ PlainCall::PlainCall(const dnnl::primitive_desc_base& pd, dnnl::primitive prim, 
   if (has_scratch_) scratch_ = memory::desc({scratch}, memory::data_type::u8, memory::format_tag::a);
   ws_bytes_ = AlignUp(scratch);
   for (Slot& s : slots_) {
-    bool needs_buf = s.a.output ? !(s.same && has_sum_) : !s.same;
+    bool needs_buf = s.a.output ? !(s.same && (has_sum_ || s.a.write_only)) : !s.same;
     if (!needs_buf) continue;
     s.buf_offset = ws_bytes_;
     ws_bytes_ += AlignUp(s.wanted.get_size());
@@ -140,6 +141,7 @@ void PlainCall::Run(const std::vector<void*>& ptrs, const std::vector<OpReq>& re
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     const OpReq req = s.a.output ? reqs[i] : OpReq::kWrite;
+    CHECK(!(s.a.write_only && req == OpReq::kAdd)) << "argument " << s.a.arg << " is write-only";
     const bool direct = s.same && (req == OpReq::kWrite || (req == OpReq::kAdd && has_sum_));
     if (ptrs[i] != nullptr) user[i] = memory(s.a.user, eng, ptrs[i]);
     if (direct) {

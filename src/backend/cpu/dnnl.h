@@ -52,6 +52,9 @@ struct PlainArg {
   int arg;
   dnnl::memory::desc user;
   bool output = false;
+  // Outputs in the primitive's own layout that are only ever written
+  // (oneDNN workspaces such as max pooling's argmax): no buffer, no kAdd.
+  bool write_only = false;
 };
 
 // One primitive run on plain tensors. Inputs whose layout differs from the
