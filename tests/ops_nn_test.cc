@@ -338,5 +338,108 @@ TEST(OpsNn, AvgPoolFullWithIncludePadIsAnError) {
                Error);
 }
 
+// ------------------------------------------------------------ activations
+
+OpCase Elementwise(const std::string& op, AttrMap attrs, std::function<double(double)> f) {
+  OpCase c;
+  c.op = op;
+  c.attrs = std::move(attrs);
+  c.in_shapes = {Shape{3, 5, 7}};  // 105 elements
+  c.differentiable = {true};
+  c.fill = [](int, std::vector<float>* v) {
+    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 3.f * std::sin(0.9f * i) + 0.01f;
+  };
+  c.reference = [f](const Values& in) {
+    Values out{in[0]};
+    for (float& v : out[0]) v = static_cast<float>(f(v));
+    return out;
+  };
+  c.fd_eps = 1e-3;
+  c.fd_tol = 2e-3;
+  return c;
+}
+
+void CheckElementwise(const OpCase& c) {
+  OpReport r = CheckOp(c);
+  ExpectCovered(r);
+  EXPECT_GE(r.inplace_checked, 2) << c.op << ": forward and backward both run in place";
+}
+
+TEST(OpsNn, ActivationRelu) {
+  CheckElementwise(Elementwise("activation", {{"act_type", "relu"}}, [](double x) { return std::max(x, 0.0); }));
+}
+TEST(OpsNn, ActivationSigmoid) {
+  CheckElementwise(Elementwise("activation", {{"act_type", "sigmoid"}}, [](double x) { return 1 / (1 + std::exp(-x)); }));
+}
+TEST(OpsNn, ActivationTanh) {
+  CheckElementwise(Elementwise("activation", {{"act_type", "tanh"}}, [](double x) { return std::tanh(x); }));
+}
+TEST(OpsNn, ActivationSoftRelu) {
+  CheckElementwise(Elementwise("activation", {{"act_type", "softrelu"}}, [](double x) { return std::log1p(std::exp(x)); }));
+}
+TEST(OpsNn, ActivationNeedsActType) {
+  Graph g;
+  Entry x{g.AddVariable("x", VarKind::kInput), 0};
+  EXPECT_THROW(g.AddOp("activation", "a", {}, {x}), Error);
+  EXPECT_THROW(g.AddOp("activation", "a", {{"act_type", "gelu"}}, {x}), Error);
+}
+TEST(OpsNn, LeakyRelu) {
+  CheckElementwise(Elementwise("leaky_relu", {{"slope", "0.1"}}, [](double x) { return x > 0 ? x : 0.1 * x; }));
+}
+TEST(OpsNn, LeakyReluDefaultSlope) {
+  CheckElementwise(Elementwise("leaky_relu", {}, [](double x) { return x > 0 ? x : 0.25 * x; }));
+}
+TEST(OpsNn, Elu) {
+  CheckElementwise(Elementwise("leaky_relu", {{"act_type", "elu"}, {"slope", "0.7"}},
+                               [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); }));
+}
+TEST(OpsNn, LeakyReluRejectsNegativeSlope) {
+  Graph g;
+  Entry x{g.AddVariable("x", VarKind::kInput), 0};
+  EXPECT_THROW(g.AddOp("leaky_relu", "a", {{"slope", "-0.1"}}, {x}), Error);
+}
+
+// A large tensor: the kAdd path runs in chunks through the workspace.
+TEST(OpsNn, ActivationSigmoidChunkedAdd) {
+  OpCase c = Elementwise("activation", {{"act_type", "sigmoid"}}, [](double x) { return 1 / (1 + std::exp(-x)); });
+  c.in_shapes = {Shape{5, 7001}};  // 35005 elements: two full chunks and a partial one
+  CheckElementwise(c);
+}
+
+// ------------------------------------------------------------------- softmax
+
+// softmax (or log_softmax) of x viewed as (outer, len, inner) along len.
+Values SoftmaxReference(const Values& in, int64_t outer, int64_t len, int64_t inner, bool log) {
+  Values out{in[0]};
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double mx = -1e30, z = 0;
+      for (int64_t k = 0; k < len; ++k) mx = std::max<double>(mx, in[0][(o * len + k) * inner + i]);
+      for (int64_t k = 0; k < len; ++k) z += std::exp(in[0][(o * len + k) * inner + i] - mx);
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t e = (o * len + k) * inner + i;
+        out[0][e] = static_cast<float>(log ? in[0][e] - mx - std::log(z) : std::exp(in[0][e] - mx) / z);
+      }
+    }
+  return out;
+}
+
+OpCase SoftmaxCase(bool log, const Shape& x, int64_t axis, int64_t outer, int64_t len, int64_t inner) {
+  OpCase c;
+  c.op = log ? "log_softmax" : "softmax";
+  if (axis != -1) c.attrs = {{"axis", Fmt(axis)}};
+  c.in_shapes = {x};
+  c.differentiable = {true};
+  c.reference = [=](const Values& in) { return SoftmaxReference(in, outer, len, inner, log); };
+  c.fd_eps = 1e-3;
+  c.fd_tol = 2e-3;
+  return c;
+}
+
+TEST(OpsNn, SoftmaxLastAxis) { CheckElementwise(SoftmaxCase(false, Shape{4, 6}, -1, 4, 6, 1)); }
+TEST(OpsNn, SoftmaxMiddleAxis) { CheckElementwise(SoftmaxCase(false, Shape{2, 5, 3}, 1, 2, 5, 3)); }
+TEST(OpsNn, LogSoftmaxLastAxis) { CheckElementwise(SoftmaxCase(true, Shape{3, 7}, -1, 3, 7, 1)); }
+TEST(OpsNn, LogSoftmaxAxis0) { CheckElementwise(SoftmaxCase(true, Shape{4, 3, 2}, 0, 1, 4, 6)); }
+
 }  // namespace
 }  // namespace frugal::test

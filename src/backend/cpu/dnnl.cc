@@ -164,4 +164,49 @@ void PlainCall::Run(const std::vector<void*>& ptrs, const std::vector<OpReq>& re
   st.wait();
 }
 
+// ------------------------------------------------------------------- Eltwise
+
+namespace {
+struct EltwisePrim {
+  dnnl::eltwise_forward prim;
+  memory::desc md;
+  int64_t scratch = 0;
+};
+
+const EltwisePrim& EltwiseFor(dnnl::algorithm alg, float alpha, float beta, int64_t n) {
+  return Cached<EltwisePrim>(Fmt("eltwise", static_cast<int>(alg), "a", alpha, "b", beta, "n", n), [&] {
+    memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
+    dnnl::eltwise_forward::primitive_desc pd(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, md, alpha, beta), Attr(), DnnlEngine());
+    return EltwisePrim{dnnl::eltwise_forward(pd), md, static_cast<int64_t>(pd.scratchpad_desc().get_size())};
+  });
+}
+
+void RunEltwise(const EltwisePrim& e, const float* x, float* y) {
+  CHECK_EQ(e.scratch, 0) << "eltwise primitives are expected to need no scratchpad";
+  const dnnl::engine& eng = DnnlEngine();
+  e.prim.execute(DnnlStream(), {{DNNL_ARG_SRC, memory(e.md, eng, const_cast<float*>(x))},
+                                {DNNL_ARG_DST, memory(e.md, eng, y)}});
+}
+}  // namespace
+
+int64_t EltwiseWorkspaceBytes() { return kEltwiseChunk * static_cast<int64_t>(sizeof(float)); }
+
+void Eltwise(dnnl::algorithm alg, float alpha, float beta, const float* x, float* y, int64_t n, OpReq req, void* ws) {
+  if (req == OpReq::kNull || n == 0) return;
+  if (req == OpReq::kWrite) {
+    RunEltwise(EltwiseFor(alg, alpha, beta, n), x, y);
+    DnnlStream().wait();
+    return;
+  }
+  CHECK(ws != nullptr) << "eltwise with req add needs " << EltwiseWorkspaceBytes() << " bytes of workspace";
+  float* tmp = static_cast<float*>(ws);
+  for (int64_t off = 0; off < n; off += kEltwiseChunk) {
+    const int64_t m = std::min(kEltwiseChunk, n - off);
+    RunEltwise(EltwiseFor(alg, alpha, beta, m), x + off, tmp);
+    DnnlStream().wait();
+    for (int64_t i = 0; i < m; ++i) y[off + i] += tmp[i];
+  }
+}
+
 }  // namespace frugal::cpu

@@ -93,6 +93,14 @@ class PlainCall {
   std::vector<Slot> slots_;
 };
 
+// y = f(x) elementwise by a oneDNN eltwise primitive (alg, alpha, beta),
+// treating x and y as flat arrays of n floats; x and y may alias. kWrite
+// writes y directly; kAdd computes kEltwiseChunk floats at a time into ws and
+// adds them to y, so ws holds EltwiseWorkspaceBytes().
+constexpr int64_t kEltwiseChunk = 16384;
+int64_t EltwiseWorkspaceBytes();
+void Eltwise(dnnl::algorithm alg, float alpha, float beta, const float* x, float* y, int64_t n, OpReq req, void* ws);
+
 // Rounds up to the arena's 64-byte alignment.
 inline int64_t AlignUp(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
