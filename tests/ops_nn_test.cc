@@ -441,5 +441,66 @@ TEST(OpsNn, SoftmaxMiddleAxis) { CheckElementwise(SoftmaxCase(false, Shape{2, 5,
 TEST(OpsNn, LogSoftmaxLastAxis) { CheckElementwise(SoftmaxCase(true, Shape{3, 7}, -1, 3, 7, 1)); }
 TEST(OpsNn, LogSoftmaxAxis0) { CheckElementwise(SoftmaxCase(true, Shape{4, 3, 2}, 0, 1, 4, 6)); }
 
+// -------------------------------------------------------------- deconvolution
+
+struct Deconv {
+  int64_t n, c, h, w, o, kh, kw, sh = 1, sw = 1, ph = 0, pw = 0, ah = 0, aw = 0, g = 1;
+  bool bias = true;
+  int64_t oh() const { return sh * (h - 1) + kh - 2 * ph + ah; }
+  int64_t ow() const { return sw * (w - 1) + kw - 2 * pw + aw; }
+  // y[n, o, i sh - ph + p, j sw - pw + q] += W[ci, o % og, p, q] x[n, ci, i, j] for ci in o's group
+  Values Reference(const Values& in) const {
+    const int64_t cg = c / g, og = o / g;
+    std::vector<double> y(n * o * oh() * ow(), 0.0);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t oo = 0; oo < og; ++oo)
+          for (int64_t i = 0; i < h; ++i)
+            for (int64_t j = 0; j < w; ++j)
+              for (int64_t p = 0; p < kh; ++p)
+                for (int64_t q = 0; q < kw; ++q) {
+                  const int64_t yy = i * sh - ph + p, xx = j * sw - pw + q, oc = ci / cg * og + oo;
+                  if (yy < 0 || yy >= oh() || xx < 0 || xx >= ow()) continue;
+                  y[((b * o + oc) * oh() + yy) * ow() + xx] +=
+                      static_cast<double>(in[1][((ci * og + oo) * kh + p) * kw + q]) * in[0][((b * c + ci) * h + i) * w + j];
+                }
+    std::vector<float> out(y.size());
+    for (size_t e = 0; e < y.size(); ++e) out[e] = static_cast<float>(y[e] + (bias ? in[2][e / (oh() * ow()) % o] : 0));
+    return {out};
+  }
+};
+
+OpReport CheckDeconv(const Deconv& k, AttrMap extra = {}) {
+  OpCase c;
+  c.op = "deconvolution";
+  c.attrs = {{"kernel", Fmt("(", k.kh, ",", k.kw, ")")}, {"stride", Fmt("(", k.sh, ",", k.sw, ")")},
+             {"pad", Fmt("(", k.ph, ",", k.pw, ")")},    {"adj", Fmt("(", k.ah, ",", k.aw, ")")},
+             {"num_filter", Fmt(k.o)},                   {"num_group", Fmt(k.g)},
+             {"no_bias", k.bias ? "false" : "true"}};
+  for (const auto& [key, v] : extra) c.attrs[key] = v;
+  c.in_shapes = {Shape{k.n, k.c, k.h, k.w}, Shape{k.c, k.o / k.g, k.kh, k.kw}};
+  if (k.bias) c.in_shapes.push_back(Shape{k.o});
+  c.differentiable.assign(c.in_shapes.size(), true);
+  c.reference = [k](const Values& in) { return k.Reference(in); };
+  return CheckOp(c);
+}
+
+TEST(OpsNn, DeconvolutionStride2) {
+  Deconv k{2, 3, 4, 4, 5, 4, 4, 2, 2, 1, 1};
+  ExpectCovered(CheckDeconv(k));
+}
+
+TEST(OpsNn, DeconvolutionAdjGroupsNoBias) {
+  Deconv k{2, 4, 3, 4, 6, 3, 3, 2, 2, 1, 1, 1, 1, 2};
+  k.bias = false;
+  ExpectCovered(CheckDeconv(k));
+}
+
+TEST(OpsNn, DeconvolutionTargetShape) {
+  // target (8, 8) from 4x4 with kernel 3 stride 2: total = 2*3 + 3 - 8 = 1, so adj 1, pad 1.
+  Deconv k{1, 2, 4, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1};
+  ExpectCovered(CheckDeconv(k, {{"pad", "(0,0)"}, {"adj", "(0,0)"}, {"target_shape", "(8,8)"}}));
+}
+
 }  // namespace
 }  // namespace frugal::test
