@@ -5,10 +5,12 @@
 //   softrelu  f = log(1 + exp(x))       f' = sigmoid(x) = 1 - exp(-y)
 // grad:  dx = dy f'(y): every f' is written in y, so the backward reads dy
 //        and y, not x, and both forward and backward may run in place.
-// Kernels: sigmoid, tanh and softrelu forward on oneDNN eltwise (3x, 7x and
-// 7x faster than a loop over std::exp / std::tanh here; docs/benchmarks.md);
-// relu forward and every backward are plain loops, as fast as oneDNN's
-// (memory-bound: one read, one write per element).
+// Kernels: every forward on oneDNN eltwise: sigmoid, tanh and softrelu run
+// 3x, 7x and 7x faster than a loop over std::exp / std::tanh here, and relu
+// is branch-free there, where GCC -O2 compiles the loop's max to a branch
+// that mispredicts on real (random-sign) data. Backwards are plain loops
+// (memory-bound: two reads and one write per element). docs/benchmarks.md.
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/dnnl.h"
@@ -26,7 +28,7 @@ void ActForward(const KernelCtx& c) {
   const int64_t n = c.in[0].size();
   void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
   switch (act) {
-    case Act::kRelu: ForEach(n, y, c.req[0], [x](int64_t i) { return x[i] > 0 ? x[i] : 0.f; }); break;
+    case Act::kRelu: cpu::Eltwise(dnnl::algorithm::eltwise_relu, 0, 0, x, y, n, c.req[0], ws); break;
     case Act::kSigmoid: cpu::Eltwise(dnnl::algorithm::eltwise_logistic, 0, 0, x, y, n, c.req[0], ws); break;
     case Act::kTanh: cpu::Eltwise(dnnl::algorithm::eltwise_tanh, 0, 0, x, y, n, c.req[0], ws); break;
     case Act::kSoftRelu: cpu::Eltwise(dnnl::algorithm::eltwise_soft_relu, 0, 0, x, y, n, c.req[0], ws); break;
@@ -40,7 +42,7 @@ void ActBackward(const KernelCtx& c) {
   float* dx = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
   const int64_t n = c.in[0].size();
   switch (act) {
-    case Act::kRelu: ForEach(n, dx, c.req[0], [=](int64_t i) { return y[i] > 0 ? dy[i] : 0.f; }); break;
+    case Act::kRelu: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * static_cast<float>(y[i] > 0); }); break;
     case Act::kSigmoid: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * y[i] * (1 - y[i]); }); break;
     case Act::kTanh: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * (1 - y[i] * y[i]); }); break;
     case Act::kSoftRelu: ForEach(n, dx, c.req[0], [=](int64_t i) { return -dy[i] * std::expm1(-y[i]); }); break;

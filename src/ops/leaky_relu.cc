@@ -6,6 +6,8 @@
 // grad:  dx = dy f'(y): reads dy and y, so forward and backward may run in place.
 // Kernels: leaky forward and both backwards are loops (memory-bound, as
 // fast as oneDNN's eltwise); elu forward is oneDNN eltwise (vectorised exp).
+#include <algorithm>
+
 #include "backend/cpu/dnnl.h"
 #include "ops/op_util.h"
 
@@ -27,7 +29,7 @@ void LeakyForward(const KernelCtx& c) {
     void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
     cpu::Eltwise(dnnl::algorithm::eltwise_elu, s, 0, x, y, n, c.req[0], ws);
   } else {
-    ForEach(n, y, c.req[0], [=](int64_t i) { return x[i] > 0 ? x[i] : s * x[i]; });
+    ForEach(n, y, c.req[0], [=](int64_t i) { return std::max(x[i], 0.f) + s * std::min(x[i], 0.f); });
   }
 }
 
@@ -40,7 +42,7 @@ void LeakyBackward(const KernelCtx& c) {
   if (p.elu) {
     ForEach(c.in[0].size(), dx, c.req[0], [=](int64_t i) { return y[i] > 0 ? dy[i] : dy[i] * (y[i] + s); });
   } else {
-    ForEach(c.in[0].size(), dx, c.req[0], [=](int64_t i) { return y[i] > 0 ? dy[i] : dy[i] * s; });
+    ForEach(c.in[0].size(), dx, c.req[0], [=](int64_t i) { return dy[i] * (y[i] > 0 ? 1.f : s); });
   }
 }
 
