@@ -32,6 +32,11 @@ class Executor {
   // step and seed key the counter-based RNG of random ops.
   void Run(bool is_train, int64_t step, uint64_t seed);
 
+  // With profiling on, Run adds each node's kernel wall time (seconds) to
+  // node_seconds()[node]; for `frugal time`. Off by default.
+  void SetProfiling(bool on) { profiling_ = on; node_seconds_.assign(graph_.num_nodes(), 0.0); }
+  const std::vector<double>& node_seconds() const { return node_seconds_; }
+
   const Tensor& output(int i) const { return outputs_[i]; }
   const Graph& graph() const { return graph_; }
   const MemoryPlan& plan() const { return plan_; }
@@ -48,6 +53,8 @@ class Executor {
   std::vector<OpRun> runs_;
   std::vector<Var> vars_;  // every engine variable this executor created
   bool is_train_ = false;
+  bool profiling_ = false;
+  std::vector<double> node_seconds_;
   int64_t step_ = 0;
   uint64_t seed_ = 0;
 };

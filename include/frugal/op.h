@@ -183,6 +183,11 @@ class OpDef {
     workspace_ = std::move(f);
     return *this;
   }
+  // The same, for ops whose workspace depends on their output shapes too
+  // (a backward op whose inputs do not determine the forward input's shape).
+  using WorkspaceFromInOutFn =
+      std::function<int64_t(const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out)>;
+  OpDef& Workspace(WorkspaceFromInOutFn f) { workspace_in_out_ = std::move(f); return *this; }
   OpDef& CpuKernel(Kernel k) { cpu_ = std::move(k); return *this; }
   // Floating-point operations of one run (default: one per output element).
   OpDef& Flops(FlopsFn f) { flops_ = std::move(f); return *this; }
@@ -211,7 +216,8 @@ class OpDef {
   }
   Cost cost() const { return cost_; }
   Randomness randomness() const { return rng_; }
-  int64_t WorkspaceBytes(const Node& n, const std::vector<Shape>& in) const {
+  int64_t WorkspaceBytes(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out) const {
+    if (workspace_in_out_) return workspace_in_out_(n, in, out);
     return workspace_ ? workspace_(n, in) : 0;
   }
   const Kernel& cpu_kernel() const { return cpu_; }
@@ -234,6 +240,7 @@ class OpDef {
   Cost cost_ = Cost::kCheap;
   Randomness rng_ = Randomness::kNone;
   std::function<int64_t(const Node&, const std::vector<Shape>&)> workspace_;
+  WorkspaceFromInOutFn workspace_in_out_;
   Kernel cpu_;
   FlopsFn flops_;
 };

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace frugal {
 
@@ -94,7 +95,13 @@ void Executor::Run(bool is_train, int64_t step, uint64_t seed) {
     engine_->Push(
         [this, &r, &n] {
           KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train_, r.is_recompute, r.node_key, seed_, step_};
+          if (!profiling_) {
+            n.op->cpu_kernel()(ctx);
+            return;
+          }
+          auto t0 = std::chrono::steady_clock::now();
           n.op->cpu_kernel()(ctx);
+          node_seconds_[r.node] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         },
         r.reads, r.writes, opts);
   }

@@ -316,7 +316,9 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     }
     std::vector<Shape> in_shapes;
     for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
-    int64_t ws = n.op->WorkspaceBytes(n, in_shapes);
+    std::vector<Shape> out_shapes;
+    for (int k = 0; k < g.NumOutputs(i); ++k) out_shapes.push_back(g.shape({i, k}));
+    int64_t ws = n.op->WorkspaceBytes(n, in_shapes, out_shapes);
     if (ws > 0) {
       plan.workspace_bytes[i] = ws;
       plan.no_sharing_bytes += Align(ws);

@@ -18,5 +18,6 @@ ConfigFile LoadConfigFromFlags();
 
 int Train();
 int Plan();
+int Time();
 
 }  // namespace frugal::cli

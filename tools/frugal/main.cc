@@ -1,6 +1,7 @@
 // frugal: train and inspect networks written as protobuf text configs.
 //   frugal train --config models/mlp/fashion_mnist.prototxt
 //   frugal plan  --config ... [--memory all] [--json]
+//   frugal time  --config ... [--iters N] [--warmup N]
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -48,6 +49,7 @@ const std::map<std::string, Command>& Commands() {
   static const std::map<std::string, Command> commands = {
       {"train", {frugal::cli::Train, "train the config's model on its data"}},
       {"plan", {frugal::cli::Plan, "print the memory plan without training"}},
+      {"time", {frugal::cli::Time, "time each op's forward and backward pass and the whole step"}},
   };
   return commands;
 }

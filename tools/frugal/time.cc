@@ -1,0 +1,124 @@
+// frugal time: per-op forward and backward time and whole-step time of a
+// config's training graph on synthetic data (Caffe's `caffe time`).
+//   frugal time --config tools/bench/conv3x3.prototxt [--iters 20] [--warmup 3]
+// The data input is treated as a parameter, so every layer also computes
+// the gradient of its input, as it would inside a deeper net. A step is one
+// forward and backward pass (no optimizer update).
+#include <gflags/gflags.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "cli.h"
+#include "frugal/executor.h"
+#include "frugal/passes.h"
+#include "frugal/train.h"
+
+DEFINE_int32(iters, 20, "time: timed iterations (after the warm-up)");
+DEFINE_int32(warmup, 3, "time: untimed iterations first");
+DEFINE_bool(data_grad, true, "time: compute the gradient of the data input too");
+
+namespace frugal::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Timed {
+  Graph g;
+  MemoryPlan plan;
+  std::map<std::string, Tensor> vars, grads;
+};
+
+// The training graph of cfg with synthetic inputs: data uniform in [-1, 1],
+// labels 0 (a class index for any number of classes).
+void Build(const ConfigFile& cfg, Timed* t) {
+  const config::Data& dc = cfg.net.data();
+  FRUGAL_REQUIRE(dc.sample_shape_size() > 0, cfg.path, ": data.sample_shape is not set");
+  const int64_t batch = dc.batch_size();
+  std::vector<int64_t> dims{batch};
+  dims.insert(dims.end(), dc.sample_shape().begin(), dc.sample_shape().end());
+  t->g = BuildGraph(cfg);
+  Graph& g = t->g;
+  std::vector<std::pair<std::string, Shape>> inputs;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    Node& n = g.mutable_node(i);
+    if (n.var != VarKind::kInput) continue;
+    const bool is_label = n.name == dc.label_name();
+    inputs.push_back({n.name, is_label ? Shape{batch} : Shape(dims)});
+    if (!is_label && FLAGS_data_grad) n.var = VarKind::kParam;
+  }
+  Gradient(&g);
+  InferShapes(&g, inputs);
+  t->plan = PlanMemory(g, ParseMemoryStrategy(cfg.net.memory().strategy()));
+  Rng rng(cfg.net.solver().seed());
+  for (int i = 0; i < g.num_forward(); ++i) {
+    const Node& n = g.node(i);
+    if (!n.is_variable()) continue;
+    Tensor v = Tensor::Empty(g.shape({i, 0}));
+    if (n.var == VarKind::kInput && n.name == dc.label_name()) {
+      v.Fill(0.f);
+    } else if (n.init.empty()) {
+      for (int64_t k = 0; k < v.size(); ++k) v.f()[k] = static_cast<float>(2 * rng.Uniform() - 1);
+    } else {
+      InitParam(n.init, n.name, &v, &rng);
+    }
+    t->vars[n.name] = v;
+    if (g.grad_of[i].valid()) t->grads[n.name] = Tensor::Empty(v.shape());
+  }
+}
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+int Time() {
+  ConfigFile cfg = LoadConfigFromFlags();
+  FRUGAL_REQUIRE(FLAGS_iters > 0 && FLAGS_warmup >= 0, "--iters must be positive and --warmup non-negative");
+  Timed t;
+  Build(cfg, &t);
+  std::unique_ptr<Engine> engine = MakeEngine(cfg.net.solver().engine());
+  Bindings b{t.vars, t.grads};
+  Executor exec(t.g, t.plan, b, engine.get());
+  const uint64_t seed = cfg.net.solver().seed();
+  for (int i = 0; i < FLAGS_warmup; ++i) exec.Run(true, i, seed);
+
+  // Whole steps, without per-op timing.
+  auto t0 = Clock::now();
+  for (int i = 0; i < FLAGS_iters; ++i) exec.Run(true, FLAGS_warmup + i, seed);
+  const double step_ms = Ms(Clock::now() - t0) / FLAGS_iters;
+
+  // Per-op times: backward nodes count for the forward node they differentiate.
+  exec.SetProfiling(true);
+  for (int i = 0; i < FLAGS_iters; ++i) exec.Run(true, FLAGS_warmup + FLAGS_iters + i, seed);
+  const Graph& g = t.g;
+  std::vector<double> fwd(g.num_nodes(), 0), bwd(g.num_nodes(), 0);
+  double other = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const double ms = exec.node_seconds()[i] * 1e3 / FLAGS_iters;
+    const Node& n = g.node(i);
+    if (i < g.num_forward()) fwd[i] += ms;
+    else if (n.fwd >= 0) bwd[n.fwd] += ms;
+    else other += ms;  // gradient sums (add_n)
+  }
+  std::printf("%-20s %-24s %-20s %12s %12s\n", "node", "op", "output", "forward ms", "backward ms");
+  double sum_f = 0, sum_b = 0;
+  for (int i = 0; i < g.num_forward(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
+    std::printf("%-20s %-24s %-20s %12.3f %12.3f\n", n.name.c_str(), n.op->name().c_str(),
+                g.shape({i, 0}).ToString().c_str(), fwd[i], bwd[i]);
+    sum_f += fwd[i];
+    sum_b += bwd[i];
+  }
+  if (other > 0) std::printf("%-20s %-24s %-20s %12s %12.3f\n", "(gradient sums)", "add_n", "", "", other);
+  std::printf("sum of ops: forward %.3f ms, backward %.3f ms\n", sum_f, sum_b + other);
+  std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (average of %d after %d warm-up)\n",
+              cfg.net.data().batch_size(), step_ms, cfg.net.data().batch_size() * 1e3 / step_ms, FLAGS_iters,
+              FLAGS_warmup);
+  std::printf("memory: arena %s, data gradient %s\n", HumanBytes(t.plan.arena_bytes).c_str(),
+              FLAGS_data_grad ? "on" : "off");
+  return 0;
+}
+
+}  // namespace frugal::cli
