@@ -194,6 +194,9 @@ void Register_batch_norm(OpRegistry* r) {
       .Mutates({3, 4})
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+        return 8.0 * in[0].Size();  // statistics (3 per element) and normalise-scale-shift (5)
+      })
       .CpuKernel(BnForward);
   r->Add("_backward_batch_norm")
       .Doc("Gradient of batch_norm: dx, dgamma (0 with fix_gamma), dbeta; none for the moving statistics.")
@@ -203,6 +206,9 @@ void Register_batch_norm(OpRegistry* r) {
       .NoGradient()
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+        return 12.0 * in[0].Size();  // two reductions over dy and dy*xhat, then dx
+      })
       .CpuKernel(BnBackward);
 }
 

@@ -155,6 +155,9 @@ void Register_convolution(OpRegistry* r) {
       .InferShape(ConvInferShape)
       .Backward({OutGrad(0), Input(0), Input(1)}, "_backward_convolution")
       .Recompute(Cost::kExpensive)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
+        return 2.0 * out[0].Size() * (in[1].Size() / in[1][0]);  // per output: (C/g)*kh*kw multiply-adds
+      })
       .Workspace(ConvForwardWorkspace)
       .CpuKernel(ConvForward);
   r->Add("_backward_convolution")
@@ -166,6 +169,9 @@ void Register_convolution(OpRegistry* r) {
       .InferShape(InferAsForwardInputs)
       .NoGradient()
       .Recompute(Cost::kExpensive)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+        return 4.0 * in[0].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward
+      })
       .Workspace(ConvBackwardWorkspace)
       .CpuKernel(ConvBackward);
 }

@@ -162,6 +162,9 @@ void Register_deconvolution(OpRegistry* r) {
       .InferShape(DeconvInferShape)
       .Backward({OutGrad(0), Input(0), Input(1)}, "_backward_deconvolution")
       .Recompute(Cost::kExpensive)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+        return 2.0 * in[0].Size() * (in[1].Size() / in[1][0]);  // per input: (O/g)*kh*kw multiply-adds
+      })
       .Workspace([](const Node& n, const std::vector<Shape>& in) {
         return Prims(std::any_cast<const ConvParams&>(n.params), in[0]).fwd.WorkspaceBytes();
       })
@@ -175,6 +178,9 @@ void Register_deconvolution(OpRegistry* r) {
       .InferShape(InferAsForwardInputs)
       .NoGradient()
       .Recompute(Cost::kExpensive)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+        return 4.0 * in[1].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward
+      })
       .Workspace([](const Node& n, const std::vector<Shape>& in) {
         const DeconvPrims& k = Prims(std::any_cast<const ConvParams&>(n.params), in[1]);
         return std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());

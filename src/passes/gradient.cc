@@ -15,6 +15,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "frugal/passes.h"
 
@@ -54,19 +55,28 @@ class Mirrors {
 
   // An entry holding forward entry e's value at this point of the backward
   // pass: e itself if kept, else a mirror.
-  Entry Get(Entry e) { return Get(e, kDropped); }
+  Entry Get(Entry e) {
+    std::unordered_map<int, int> request;  // mirrors made for this request
+    return Get(e, kDropped, &request);
+  }
 
  private:
-  Entry Get(Entry e, int min_level) {
+  // Mirrors that are not cached are still shared within one request: a node
+  // reached along two paths (a residual add) is recomputed once, not once
+  // per path.
+  Entry Get(Entry e, int min_level, std::unordered_map<int, int>* request) {
     const int p = e.node;
     if (keep_.empty() || keep_[p] == 0) return e;
     if (cache_[p] >= 0) return {cache_[p], e.index};
+    auto it = request->find(p);
+    if (it != request->end()) return {it->second, e.index};
     const int below = std::min(min_level, keep_[p]);
     Node m = g_.node(p);  // a copy: same op, params, attrs, source location
-    for (Entry& in : m.inputs) in = Get(in, below);
+    for (Entry& in : m.inputs) in = Get(in, below, request);
     m.name = g_.node(p).name + "@recompute";
     m.mirror_of = p;
     int id = g_.AddNode(std::move(m));
+    (*request)[p] = id;
     if (keep_[p] <= min_level) cache_[p] = id;
     return {id, e.index};
   }
