@@ -198,3 +198,43 @@ data { batch_size: 2 sample_shape: [3] }
 
 }  // namespace
 }  // namespace frugal
+
+namespace frugal {
+namespace {
+
+// A residual MLP: units of fc-relu-fc plus the identity, chained by a block.
+ConfigFile ResidualChain(int units) {
+  std::string text = R"cfg(version: 1
+block { name: "unit"
+  node { name: "fc1" op: "fully_connected" input: "@{in}" attr { key: "num_hidden" value: "32" } }
+  node { name: "r" op: "relu" input: "fc1" }
+  node { name: "fc2" op: "fully_connected" input: "r" attr { key: "num_hidden" value: "32" } }
+  node { name: "add" op: "add_n" input: "fc2" input: "@{in}" }
+}
+node { name: "stem" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "32" } }
+)cfg";
+  text += "node { name: \"body\" block: \"unit\" repeat: " + std::to_string(units) + " input: \"stem\" }\n";
+  text += R"cfg(node { name: "out" op: "fully_connected" input: "body" attr { key: "num_hidden" value: "10" } }
+node { name: "prob" op: "softmax_cross_entropy" input: "out" input: "label" }
+data { batch_size: 8 sample_shape: [16] }
+solver { seed: 2 }
+)cfg";
+  return ParseConfig(text, "residual.prototxt", {});
+}
+
+TEST(Recompute, ResidualNetsRecomputeWithoutBlowUp) {
+  ConfigFile cfg = ResidualChain(16);  // a per-path rebuild makes 2^16 copies: fails, not hangs
+  const int fwd = BuildModel(cfg, MemoryStrategy::kShare).eval.num_nodes();
+  for (const MemoryStrategy& s : {MemoryStrategy(MemoryStrategy::kSqrt), MemoryStrategy(MemoryStrategy::kLogn)}) {
+    Model m = BuildModel(cfg, s);
+    // Each recursion level recomputes the forward at most once.
+    EXPECT_LT(m.train_plan.num_recomputed, fwd * 8) << s.Name();
+    EXPECT_EQ(VerifyPlan(m.train, m.train_plan), "") << s.Name();
+  }
+  ConfigFile small = ResidualChain(6);
+  auto reference = Train(small, MemoryStrategy::kNone, 2);
+  for (const MemoryStrategy& s : StrategiesWithBudget(small)) EXPECT_EQ(Train(small, s, 2), reference) << s.Name();
+}
+
+}  // namespace
+}  // namespace frugal
