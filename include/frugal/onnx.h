@@ -110,6 +110,7 @@ struct OnnxTestResult {
   std::string dir;
   OnnxTestStatus status = OnnxTestStatus::kFailed;
   std::string reason;  // why it failed or is unsupported
+  std::vector<OnnxUnsupported> unsupported;  // the nodes, when the import found some
 };
 // Imports the model with each data set's inputs (values known, see
 // OnnxImportOptions::known_values), infers shapes, plans memory (share),

@@ -56,6 +56,7 @@ std::vector<std::string> NumberedFiles(const fs::path& dir, const std::string& p
 struct Outcome {
   OnnxTestStatus status;
   std::string reason;
+  std::vector<OnnxUnsupported> unsupported;
 };
 
 // One data set: inputs by name of the graph inputs that are not initializers.
@@ -67,12 +68,12 @@ Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>
   OnnxImportOptions opts;
   for (size_t k = 0; k < in_files.size(); ++k) {
     OnnxTensor t = ReadOnnxTensorFile(in_files[k]);
-    if (t.NumElements() == 0) return {OnnxTestStatus::kUnsupported, "a zero-size input"};
     opts.input_shapes[input_names[k]] = t.shape();
     opts.known_values[input_names[k]] = std::move(t);
   }
   OnnxImport imp = ImportOnnx(model, opts);
-  if (!imp.unsupported.empty()) return {OnnxTestStatus::kUnsupported, DescribeUnsupported(imp.unsupported)};
+  if (!imp.unsupported.empty())
+    return {OnnxTestStatus::kUnsupported, DescribeUnsupported(imp.unsupported), imp.unsupported};
   if (out_files.size() != imp.graph.outputs.size())
     return {OnnxTestStatus::kFailed, Fmt(out_files.size(), " expected outputs; the graph has ", imp.graph.outputs.size())};
   std::vector<OnnxTensor> expected;
@@ -87,6 +88,9 @@ Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>
   std::vector<std::pair<std::string, Shape>> shapes;
   for (const auto& in : imp.inputs) {
     const std::string& name = imp.graph.node(in.node).name;
+    // Values read only as attributes may be empty (ReduceSum's axes); tensors may not.
+    if (opts.known_values.at(in.onnx_name).NumElements() == 0)
+      return {OnnxTestStatus::kUnsupported, "'" + in.onnx_name + "' is a zero-size tensor"};
     b.vars[name] = ToTensor(opts.known_values.at(in.onnx_name), MemKind::kInput);
     shapes.push_back({name, b.vars[name].shape()});
   }
@@ -148,6 +152,7 @@ OnnxTestResult RunOnnxBackendTest(const std::string& dir) {
       Outcome o = RunDataSet(model, input_names, set);
       r.status = o.status;
       r.reason = o.reason;
+      r.unsupported = o.unsupported;
       if (o.status != OnnxTestStatus::kPassed) {
         if (sets.size() > 1) r.reason = set.filename().string() + ": " + r.reason;
         return r;
