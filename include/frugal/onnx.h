@@ -71,10 +71,12 @@ struct OnnxUnsupported {
 };
 
 struct OnnxImport {
-  // The forward graph: ONNX initializers are parameters (VarKind::kParam, or
-  // kAux where the op's input is aux state), tensors of Constant nodes are
-  // aux state (not learned), graph inputs that are not initializers are data
-  // inputs (kInput). graph.outputs are the ONNX graph outputs, in order.
+  // The forward graph. ONNX initializers are parameters (VarKind::kParam, or
+  // the kind the reading op declares for that input, e.g. kAux for moving
+  // statistics), tensors of Constant nodes are aux state (never learned),
+  // graph inputs that are not initializers are data inputs (kInput). A
+  // variable exists only where an op reads the value as a tensor.
+  // graph.outputs are the ONNX graph outputs, in order.
   Graph graph;
   // Values of every parameter and aux variable, by frugal node name.
   std::map<std::string, Tensor> values;

@@ -319,9 +319,9 @@ Entry Importer::Resolve(const std::string& onnx_name, VarKind slot_kind) {
   Value& v = Root(onnx_name);
   if (v.entry.valid()) return v.entry;
   CHECK(v.source != Value::kNode) << onnx_name << " has no entry";
-  VarKind kind = v.source == Value::kGraphInput ? VarKind::kInput
+  VarKind kind = v.source == Value::kGraphInput  ? VarKind::kInput
+                 : v.source == Value::kConstant ? VarKind::kAux  // a constant is never learned
                  : slot_kind != VarKind::kNone  ? slot_kind
-                 : v.source == Value::kConstant ? VarKind::kAux
                                                 : VarKind::kParam;
   const std::string name = UniqueName(Sanitize(onnx_name));
   v.entry = {out_.graph.AddVariable(name, kind), 0};
