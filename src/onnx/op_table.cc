@@ -34,7 +34,7 @@ const std::vector<OpMapping>& OpTable() {
       {"Gemm", GemmRule, "fully_connected (+ reshape, transpose, add)"},
       {"GlobalAveragePool", [](const NodeView& v) { return GlobalPoolRule(v, "avg"); }, "pooling"},
       {"GlobalMaxPool", [](const NodeView& v) { return GlobalPoolRule(v, "max"); }, "pooling"},
-      {"Identity", [](const NodeView& v) { Lowering l; l.alias = In(0); return l; }, "(none: an alias)"},
+      {"Identity", Alias, "(none: an alias of its input)"},
       {"LeakyRelu", Simple("leaky_relu", {FloatAttr("alpha", "slope", "0.01")}), "leaky_relu"},
       {"Log", Simple("log"), "log"},
       {"LogSoftmax", [](const NodeView& v) { return SoftmaxRule(v, "log_softmax"); }, "log_softmax (+ reshape)"},
@@ -175,6 +175,14 @@ std::string TupleStr(const std::vector<int64_t>& v) {
   std::string s = "(";
   for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
   return s + ")";
+}
+
+Lowering Alias(const NodeView& v) {
+  if (std::string why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  if (v.num_inputs() != 1) return Unsupported(Fmt(v.num_inputs(), " inputs; an alias takes 1"));
+  Lowering l;
+  l.alias = In(0);
+  return l;
 }
 
 Rule Simple(const std::string& frugal_op, std::vector<AttrConv> attrs, int num_inputs) {

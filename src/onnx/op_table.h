@@ -119,6 +119,8 @@ using Rule = std::function<Lowering(const NodeView&)>;
 Lowering Unsupported(std::string why);
 // One frugal node reading the ONNX inputs in order.
 Lowering One(const std::string& op, AttrMap attrs, int num_inputs);
+// No node: the output is input 0 (Identity).
+Lowering Alias(const NodeView& v);
 
 // Attribute values as frugal's AttrReader reads them.
 std::string IntStr(int64_t v);
@@ -155,7 +157,7 @@ struct OpMapping {
   Rule rule;
   const char* frugal_ops;  // what it lowers to, for documentation and listings
 };
-// Sorted by ONNX op type.
+// Kept in ONNX op type order (lookups sort a copy, so order is not load-bearing).
 const std::vector<OpMapping>& OpTable();
 const OpMapping* FindMapping(const std::string& onnx_op);
 
