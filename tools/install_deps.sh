@@ -9,6 +9,7 @@ packages=(
   libgoogle-glog-dev libgflags-dev
   libgtest-dev
   libopenblas-dev libdnnl-dev zlib1g-dev
+  libonnx-dev libonnx-testdata
   dataset-fashion-mnist
 )
 

@@ -11,6 +11,8 @@ namespace frugal::cli {
 
 // Values of every --define (collected before gflags sees argv).
 extern std::vector<std::string> g_defines;
+// Positional arguments of commands that take them (onnx-test DIR...).
+extern std::vector<std::string> g_args;
 
 // Loads --config with --define values, then applies the flags that override
 // config fields (--epochs, --max-iters, --batch, --seed, --engine, --memory).
@@ -19,5 +21,8 @@ ConfigFile LoadConfigFromFlags();
 int Train();
 int Plan();
 int Time();
+int Ops();
+int OnnxTest();
+int ImportOnnx();
 
 }  // namespace frugal::cli

@@ -2,6 +2,9 @@
 //   frugal train --config models/mlp/fashion_mnist.prototxt
 //   frugal plan  --config ... [--memory all] [--json]
 //   frugal time  --config ... [--iters N] [--warmup N]
+//   frugal ops [--json]
+//   frugal onnx-test DIR...
+//   frugal import-onnx MODEL.onnx --out PREFIX
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -22,6 +25,7 @@ DEFINE_string(memory, "", "override memory.strategy (none, inplace, share; 'all'
 namespace frugal::cli {
 
 std::vector<std::string> g_defines;
+std::vector<std::string> g_args;
 
 ConfigFile LoadConfigFromFlags() {
   FRUGAL_REQUIRE(!FLAGS_config.empty(), "no config given (use --config FILE)");
@@ -43,6 +47,7 @@ namespace {
 struct Command {
   int (*run)();
   const char* help;
+  bool takes_args = false;  // positional arguments, in frugal::cli::g_args
 };
 
 const std::map<std::string, Command>& Commands() {
@@ -50,13 +55,16 @@ const std::map<std::string, Command>& Commands() {
       {"train", {frugal::cli::Train, "train the config's model on its data"}},
       {"plan", {frugal::cli::Plan, "print the memory plan without training"}},
       {"time", {frugal::cli::Time, "time each op's forward and backward pass and the whole step"}},
+      {"ops", {frugal::cli::Ops, "list the registered ops and what each declares"}},
+      {"onnx-test", {frugal::cli::OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...", true}},
+      {"import-onnx", {frugal::cli::ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", true}},
   };
   return commands;
 }
 
 void Usage(FILE* out) {
-  std::fprintf(out, "usage: frugal COMMAND --config FILE [flags]\n\ncommands:\n");
-  for (const auto& [name, c] : Commands()) std::fprintf(out, "  %-8s %s\n", name.c_str(), c.help);
+  std::fprintf(out, "usage: frugal COMMAND [ARGS] [flags]\n\ncommands:\n");
+  for (const auto& [name, c] : Commands()) std::fprintf(out, "  %-12s %s\n", name.c_str(), c.help);
   std::fprintf(out, "\n'frugal COMMAND --helpshort' lists the flags.\n");
 }
 
@@ -91,7 +99,7 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = true;
   FLAGS_colorlogtostderr = false;
   google::InitGoogleLogging(argv[0]);
-  gflags::SetUsageMessage("frugal COMMAND --config FILE [flags]");
+  gflags::SetUsageMessage("frugal COMMAND [ARGS] [flags]");
   if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0) {
     Usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -109,7 +117,8 @@ int main(int argc, char** argv) {
     int n = static_cast<int>(ptrs.size());
     char** p = ptrs.data();
     gflags::ParseCommandLineFlags(&n, &p, true);
-    if (n > 1) throw frugal::Error(frugal::Fmt("unexpected argument '", p[1], "'"));
+    if (n > 1 && !cmd->second.takes_args) throw frugal::Error(frugal::Fmt("unexpected argument '", p[1], "'"));
+    frugal::cli::g_args.assign(p + 1, p + n);
     return cmd->second.run();
   } catch (const frugal::Error& e) {
     std::fprintf(stderr, "frugal: error: %s\n", e.what());

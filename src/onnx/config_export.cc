@@ -1,0 +1,97 @@
+// Writing an imported graph as a frugal config (protobuf text, version 1).
+//
+// A config names data inputs and op nodes; parameters exist only as an op's
+// omitted trailing inputs, which BuildGraph makes as "<node>_<input>". So
+// each parameter must be read by exactly one node, in such a trailing slot;
+// the export renames it to the name BuildGraph will give it.
+#include <set>
+
+#include "frugal/onnx.h"
+#include "frugal/op.h"
+
+namespace frugal {
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+bool IsParam(const Node& n) { return n.var == VarKind::kParam || n.var == VarKind::kAux; }
+
+}  // namespace
+
+FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_name) {
+  FRUGAL_REQUIRE(imp.unsupported.empty(), "the model has nodes frugal cannot import: ",
+                 DescribeUnsupported(imp.unsupported));
+  const Graph& g = imp.graph;
+  std::vector<int> readers(g.num_nodes(), 0);
+  for (const Node& n : g.nodes())
+    for (const Entry& e : n.inputs) ++readers[e.node];
+  for (const Entry& e : g.outputs) ++readers[e.node];
+  std::vector<int> data;
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (g.node(i).var == VarKind::kInput) data.push_back(i);
+  FRUGAL_REQUIRE(data.size() == 1, "the model has ", data.size(),
+                 " data inputs; a frugal config has exactly one (data.data_name)");
+
+  FrugalExport out;
+  std::set<std::string> names;
+  for (const Node& n : g.nodes()) names.insert(n.name);
+  auto ref = [&](Entry e) { return e.index == 0 ? g.node(e.node).name : Fmt(g.node(e.node).name, ":", e.index); };
+  std::string nodes;
+  for (const Node& n : g.nodes()) {
+    if (n.is_variable()) continue;
+    const auto& specs = n.op->inputs();
+    // Inputs from `keep` on are parameters the config leaves out.
+    size_t keep = n.inputs.size();
+    while (keep > 0) {
+      const Node& v = g.node(n.inputs[keep - 1].node);
+      const InputSpec& spec = specs[std::min(keep - 1, specs.size() - 1)];
+      if (!IsParam(v) || spec.made_as == VarKind::kNone || readers[n.inputs[keep - 1].node] != 1) break;
+      --keep;
+    }
+    nodes += "node { name: " + Quote(n.name) + " op: " + Quote(n.op->name());
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Node& v = g.node(n.inputs[k].node);
+      const InputSpec& spec = specs[std::min(k, specs.size() - 1)];
+      if (k < keep) {
+        FRUGAL_REQUIRE(!IsParam(v), "node '", n.name, "' (", n.op->name(), ") reads parameter '", v.name,
+                       "' as input '", spec.name, "'; a config makes parameters only for an op's trailing weight ",
+                       "inputs, each read by one node");
+        nodes += " input: " + Quote(ref(n.inputs[k]));
+        continue;
+      }
+      const std::string pname = n.name + "_" + spec.name;
+      FRUGAL_REQUIRE(!names.count(pname) || pname == v.name, "parameter name '", pname, "' of node '", n.name,
+                     "' is taken by another node");
+      out.params.emplace_back(pname, imp.values.at(v.name));
+    }
+    for (const auto& [key, value] : n.attrs) nodes += " attr { key: " + Quote(key) + " value: " + Quote(value) + " }";
+    nodes += " }\n";
+  }
+
+  const Node& in = g.node(data[0]);
+  const Shape& shape = imp.inputs.empty() ? Shape() : imp.inputs[0].shape;
+  std::string text = Fmt("# Imported from ONNX (opset ", imp.opset, ") by `frugal import-onnx`; the weights are in\n",
+                         "# the .params file beside this one, under the parameter names BuildGraph gives\n",
+                         "# (<node>_<input>).\nversion: 1\nname: ", Quote(model_name), "\n", nodes);
+  for (const Entry& e : g.outputs) text += "output: " + Quote(ref(e)) + "\n";
+  text += "# The data section is yours: add train { idx { images: ... labels: ... } } (and val),\n"
+          "# and a loss head (e.g. softmax_cross_entropy) on the output to train.\n"
+          "data {\n  data_name: " + Quote(in.name) + "\n";
+  if (shape.known() && shape.ndim() >= 1) {
+    text += Fmt("  batch_size: ", shape[0], "\n  sample_shape: [");
+    for (int d = 1; d < shape.ndim(); ++d) text += Fmt(d > 1 ? ", " : "", shape[d]);
+    text += "]\n";
+  }
+  text += "}\n";
+  out.config_text = text;
+  return out;
+}
+
+}  // namespace frugal

@@ -1,0 +1,381 @@
+// The ONNX importer: walks the graph's nodes in order (ONNX requires
+// topological order), lowers each through the op table, and builds the
+// frugal forward graph.
+//
+// Variables are made when an op first reads a value as a tensor: a graph
+// input becomes a data input, an initializer a parameter (or aux state,
+// where the op's input is declared so), a Constant node's tensor aux state.
+// Values that ops read as attributes (Reshape's shape) never become
+// variables. Shapes are tracked node by node with the frugal ops' own shape
+// inference, so rules can ask for them.
+#include <glog/logging.h>
+
+#include <deque>
+#include <set>
+
+#include "frugal/op.h"
+#include "onnx.pb.h"
+#include "onnx/op_table.h"
+
+namespace frugal {
+namespace {
+
+using onnx_map::Lowering;
+using onnx_map::NodeView;
+using onnx_map::Operand;
+using onnx_map::ValueFacts;
+
+// Names the config can carry: ':' separates an output index there.
+std::string Sanitize(const std::string& name) {
+  std::string s = name.empty() ? "unnamed" : name;
+  for (char& c : s)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '/')) c = '_';
+  return s;
+}
+
+struct Value {
+  enum Source : uint8_t { kGraphInput, kInitializer, kConstant, kNode } source = kNode;
+  ValueFacts facts;
+  Entry entry;                  // valid once a graph node holds it
+  std::string type_name = "FLOAT";  // the element type ("" for non-tensor types)
+  bool unavailable = false;     // made by a node that could not be imported
+  std::string alias_of;         // Identity: this value is another one
+};
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, const OnnxImportOptions& opts)
+      : model_(model), opts_(opts), available_(opts.op_available ? opts.op_available : onnx_map::Registered) {}
+  OnnxImport Run();
+
+ private:
+  void AddGraphInputs();
+  void ImportNode(const onnx::NodeProto& node);
+  void ImportConstant(const onnx::NodeProto& node, const std::string& label);
+  std::string CheckLowering(const Lowering& low, const onnx::NodeProto& node);
+  std::vector<std::any> ParseAll(const Lowering& low, const onnx::NodeProto& node, const std::string& label);
+  void Emit(const Lowering& low, const onnx::NodeProto& node, std::vector<std::any> params);
+  Entry Resolve(const std::string& onnx_name, VarKind slot_kind);
+  Value& Root(const std::string& onnx_name);
+  std::string TensorProblem(const std::string& onnx_name);
+  std::string UniqueName(const std::string& base);
+  void InferNode(int id);
+  void Report(const onnx::NodeProto& node, const std::string& label, const std::string& why);
+  const Shape& ShapeOf(Entry e) const { return shapes_[out_.graph.EntryId(e)]; }
+
+  const onnx::ModelProto& model_;
+  const OnnxImportOptions& opts_;
+  onnx_map::OpAvailableFn available_;
+  std::map<std::string, Value> values_;
+  std::deque<OnnxTensor> tensors_;  // decoded initializers and constants (stable addresses)
+  std::set<std::string> names_;     // frugal node names in use
+  std::vector<Shape> shapes_;       // per entry, where known
+  OnnxImport out_;
+};
+
+// The kind a variable gets from the op input that reads it: the op's
+// declared kind for omitted inputs (kParam, kAux), or `dflt`.
+VarKind SlotKind(const OpDef& op, size_t slot, VarKind dflt) {
+  const auto& specs = op.inputs();
+  if (specs.empty()) return dflt;
+  VarKind k = specs[std::min(slot, specs.size() - 1)].made_as;
+  return k == VarKind::kNone ? dflt : k;
+}
+
+OnnxImport Importer::Run() {
+  const onnx::GraphProto& g = model_.graph();
+  for (const auto& op : model_.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") out_.opset = op.version();
+  if (out_.opset == 0)  // e.g. only ai.onnx.preview.training: its nodes are reported below
+    out_.unsupported.push_back({g.name(), "(model)", "no opset of the default ONNX domain"});
+  for (const auto& t : g.initializer()) {
+    FRUGAL_REQUIRE(!t.name().empty(), "an initializer has no name");
+    Value& v = values_[t.name()];
+    v.source = Value::kInitializer;
+    tensors_.push_back(DecodeOnnxTensor(t, "initializer '" + t.name() + "'"));
+    v.facts = {tensors_.back().shape(), &tensors_.back(), true};
+    v.type_name = tensors_.back().type_name;
+  }
+  if (g.sparse_initializer_size() > 0)
+    out_.unsupported.push_back({g.name(), "(graph)", "sparse initializers are not supported"});
+  AddGraphInputs();
+  for (const auto& node : g.node()) ImportNode(node);
+  for (const auto& o : g.output()) {
+    if (!values_.count(o.name())) throw Error(Fmt("graph output '", o.name(), "' is made by no node"));
+    if (Root(o.name()).unavailable) continue;
+    if (std::string why = TensorProblem(o.name()); !why.empty()) {
+      out_.unsupported.push_back({o.name(), "(output)", why});
+      continue;
+    }
+    out_.graph.outputs.push_back(Resolve(o.name(), VarKind::kNone));
+    out_.output_names.push_back(o.name());
+  }
+  for (const auto& in : g.input()) {
+    if (values_[in.name()].source != Value::kGraphInput) continue;
+    const Value& v = values_[in.name()];
+    if (v.entry.valid()) out_.inputs.push_back({in.name(), v.entry.node, v.facts.shape});
+  }
+  return std::move(out_);
+}
+
+void Importer::AddGraphInputs() {
+  for (const auto& in : model_.graph().input()) {
+    Value& v = values_[in.name()];
+    if (v.source == Value::kInitializer) continue;  // old IR lists initializers as inputs
+    v.source = Value::kGraphInput;
+    const auto& type = in.type();
+    if (!type.has_tensor_type()) {
+      v.type_name = "";
+    } else {
+      int et = type.tensor_type().elem_type();
+      v.type_name = onnx::TensorProto::DataType_IsValid(et)
+                        ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(et))
+                        : Fmt("type ", et);
+      if (type.tensor_type().has_shape()) {
+        std::vector<int64_t> dims;
+        bool known = true;
+        for (const auto& d : type.tensor_type().shape().dim()) {
+          known = known && d.has_dim_value() && d.dim_value() >= 0;
+          dims.push_back(d.dim_value());
+        }
+        if (known) v.facts.shape = Shape(dims);
+      }
+    }
+    if (auto it = opts_.input_shapes.find(in.name()); it != opts_.input_shapes.end()) v.facts.shape = it->second;
+    if (auto it = opts_.known_values.find(in.name()); it != opts_.known_values.end()) {
+      v.facts.value = &it->second;
+      if (!v.facts.shape.known()) v.facts.shape = it->second.shape();
+    }
+  }
+}
+
+Value& Importer::Root(const std::string& onnx_name) {
+  Value* v = &values_.at(onnx_name);
+  while (!v->alias_of.empty()) v = &values_.at(v->alias_of);
+  return *v;
+}
+
+// Why the value cannot be read as a frugal tensor, or "".
+std::string Importer::TensorProblem(const std::string& onnx_name) {
+  const Value& v = Root(onnx_name);
+  if (v.type_name.empty()) return Fmt("'", onnx_name, "' is not a tensor (a sequence, map or optional)");
+  if (v.type_name != "FLOAT") return Fmt("'", onnx_name, "' is ", v.type_name, "; frugal computes in float32 only");
+  return "";
+}
+
+void Importer::Report(const onnx::NodeProto& node, const std::string& label, const std::string& why) {
+  out_.unsupported.push_back({label, node.op_type(), why});
+  for (const auto& o : node.output())
+    if (!o.empty()) values_[o].unavailable = true;
+}
+
+void Importer::ImportNode(const onnx::NodeProto& node) {
+  const std::string label = !node.name().empty() ? node.name() : node.output_size() ? node.output(0) : node.op_type();
+  std::vector<ValueFacts> facts;
+  for (const auto& in : node.input()) {
+    if (in.empty()) { facts.emplace_back(); continue; }
+    FRUGAL_REQUIRE(values_.count(in), "ONNX node '", label, "' (", node.op_type(), "): input '", in,
+                   "' is not a graph input, an initializer or the output of an earlier node");
+    const Value& v = Root(in);
+    if (v.unavailable) {  // an earlier node was not imported: this one is not reported again
+      for (const auto& o : node.output())
+        if (!o.empty()) values_[o].unavailable = true;
+      return;
+    }
+    facts.push_back(v.facts);
+  }
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return Report(node, label, "domain '" + node.domain() + "' is not supported");
+  if (node.op_type() == "Constant") return ImportConstant(node, label);
+  const onnx_map::OpMapping* m = onnx_map::FindMapping(node.op_type());
+  if (!m) return Report(node, label, "no mapping to a frugal op");
+  Lowering low = m->rule(NodeView(node, out_.opset, facts, available_));
+  if (low.unsupported.empty()) low.unsupported = CheckLowering(low, node);
+  if (!low.unsupported.empty()) return Report(node, label, low.unsupported);
+  Emit(low, node, ParseAll(low, node, label));
+}
+
+void Importer::ImportConstant(const onnx::NodeProto& node, const std::string& label) {
+  if (node.attribute_size() != 1 || node.output_size() != 1) return Report(node, label, "expected one attribute");
+  const auto& a = node.attribute(0);
+  onnx::TensorProto t;
+  if (a.name() == "value") {
+    t = a.t();
+  } else if (a.name() == "value_float") {
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_float_data(a.f());
+  } else if (a.name() == "value_floats") {
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    *t.mutable_float_data() = a.floats();
+    t.add_dims(a.floats_size());
+  } else if (a.name() == "value_int") {
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_int64_data(a.i());
+  } else if (a.name() == "value_ints") {
+    t.set_data_type(onnx::TensorProto::INT64);
+    *t.mutable_int64_data() = a.ints();
+    t.add_dims(a.ints_size());
+  } else {
+    return Report(node, label, "Constant '" + a.name() + "' is not supported");
+  }
+  tensors_.push_back(DecodeOnnxTensor(t, "Constant '" + label + "'"));
+  Value& v = values_[node.output(0)];
+  v.source = Value::kConstant;
+  v.facts = {tensors_.back().shape(), &tensors_.back(), false};
+  v.type_name = tensors_.back().type_name;
+}
+
+// Why the lowering cannot be emitted (frugal ops missing, inputs that are
+// not float32 tensors), or "".
+std::string Importer::CheckLowering(const Lowering& low, const onnx::NodeProto& node) {
+  for (const auto& n : low.nodes) {
+    if (!OpRegistry::Get().Find(n.op)) return Fmt("maps to frugal op '", n.op, "', which is not registered yet");
+    if (!available_(n.op)) return Fmt("maps to frugal op '", n.op, "', which the import options leave out");
+  }
+  std::vector<Operand> used;
+  for (const auto& n : low.nodes) used.insert(used.end(), n.inputs.begin(), n.inputs.end());
+  if (low.alias) used.push_back(*low.alias);
+  for (const Operand& o : used) {
+    if (o.kind != Operand::kInput) continue;
+    CHECK(o.index < node.input_size() && !node.input(o.index).empty())
+        << node.op_type() << " rule reads absent input " << o.index;
+    if (std::string why = TensorProblem(node.input(o.index)); !why.empty()) return why;
+  }
+  if (low.alias && node.output_size() != 1) return "an alias has one output";
+  CHECK(low.alias || !low.nodes.empty()) << node.op_type() << " rule made no node";
+  return "";
+}
+
+// Parses every node's attributes up front, so that nothing is emitted for a
+// node whose outputs frugal's op does not produce. A bad attribute is a bug
+// in the table or the op: an Error naming the ONNX node.
+std::vector<std::any> Importer::ParseAll(const Lowering& low, const onnx::NodeProto& node, const std::string& label) {
+  std::vector<std::any> params;
+  for (const auto& n : low.nodes) {
+    const OpDef* op = OpRegistry::Get().Find(n.op);
+    AttrReader reader(Fmt("ONNX node '", label, "' (", node.op_type(), " -> ", n.op, ")"), n.attrs);
+    params.push_back(op->ParseParams(reader));
+  }
+  return params;
+}
+
+void Importer::Emit(const Lowering& low, const onnx::NodeProto& node, std::vector<std::any> params) {
+  const std::string base = Sanitize(node.output_size() && !node.output(0).empty() ? node.output(0) : node.op_type());
+  if (low.alias) {
+    values_[node.output(0)].alias_of = node.input(low.alias->index);
+    return;
+  }
+  const OpDef* last_op = OpRegistry::Get().Find(low.nodes.back().op);
+  int named = 0;
+  for (int k = 0; k < node.output_size(); ++k)
+    if (!node.output(k).empty()) named = k + 1;
+  if (named > last_op->NumVisibleOutputs(params.back())) {
+    return Report(node, node.name().empty() ? base : node.name(),
+                  Fmt(node.op_type(), " has ", named, " outputs; frugal's ", last_op->name(), " gives ",
+                      last_op->NumVisibleOutputs(params.back())));
+  }
+  std::vector<int> made;
+  std::vector<Entry> constants(low.constants.size());
+  for (size_t k = 0; k < low.nodes.size(); ++k) {
+    const auto& nn = low.nodes[k];
+    Node n;
+    n.op = OpRegistry::Get().Find(nn.op);
+    n.name = UniqueName(k + 1 == low.nodes.size() ? base : base + "_" + nn.op);
+    n.attrs = nn.attrs;
+    n.params = std::move(params[k]);
+    for (size_t j = 0; j < nn.inputs.size(); ++j) {
+      const Operand& o = nn.inputs[j];
+      if (o.kind == Operand::kInput) {
+        n.inputs.push_back(Resolve(node.input(o.index), SlotKind(*n.op, j, VarKind::kNone)));
+      } else if (o.kind == Operand::kNode) {
+        n.inputs.push_back({made[o.index], o.output});
+      } else {
+        Entry& e = constants[o.index];
+        if (!e.valid()) {
+          const auto& c = low.constants[o.index];
+          std::string name = UniqueName(Sanitize(node.input(c.from_input)) + "_" + c.suffix);
+          e = {out_.graph.AddVariable(name, SlotKind(*n.op, j, VarKind::kParam)), 0};
+          shapes_.push_back(c.value.shape());
+          out_.values[name] = c.value;
+        }
+        n.inputs.push_back(e);
+      }
+    }
+    made.push_back(out_.graph.AddNode(std::move(n)));
+    InferNode(made.back());
+  }
+  for (int k = 0; k < node.output_size(); ++k) {
+    if (node.output(k).empty()) continue;
+    Value& v = values_[node.output(k)];
+    v.source = Value::kNode;
+    v.entry = {made.back(), k};
+    v.facts.shape = ShapeOf(v.entry);
+  }
+}
+
+// The entry of an ONNX value read as a tensor, making its variable on first
+// use. slot_kind: the reading op's declared kind for that input (kNone: none).
+Entry Importer::Resolve(const std::string& onnx_name, VarKind slot_kind) {
+  Value& v = Root(onnx_name);
+  if (v.entry.valid()) return v.entry;
+  CHECK(v.source != Value::kNode) << onnx_name << " has no entry";
+  VarKind kind = v.source == Value::kGraphInput  ? VarKind::kInput
+                 : v.source == Value::kConstant ? VarKind::kAux  // a constant is never learned
+                 : slot_kind != VarKind::kNone  ? slot_kind
+                                                : VarKind::kParam;
+  const std::string name = UniqueName(Sanitize(onnx_name));
+  v.entry = {out_.graph.AddVariable(name, kind), 0};
+  shapes_.push_back(v.facts.shape);
+  if (kind != VarKind::kInput) out_.values[name] = ToTensor(*v.facts.value, MemKind::kParam);
+  return v.entry;
+}
+
+std::string Importer::UniqueName(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; names_.count(name); ++k) name = Fmt(base, "_", k);
+  names_.insert(name);
+  return name;
+}
+
+// Output shapes of node id from its op's shape inference, where every input
+// shape is known; left unknown otherwise.
+void Importer::InferNode(int id) {
+  const Graph& g = out_.graph;
+  const Node& n = g.node(id);
+  std::vector<Shape> in, out(g.NumOutputs(id));
+  bool known = true;
+  for (const Entry& e : n.inputs) {
+    in.push_back(ShapeOf(e));
+    known = known && in.back().known();
+  }
+  if (known) {
+    ShapeCtx ctx{n, in, out};
+    n.op->infer_shape()(ctx);
+  }
+  for (const Shape& s : out) shapes_.push_back(known ? s : Shape());
+}
+
+}  // namespace
+
+OnnxImport ImportOnnx(const onnx::ModelProto& model, const OnnxImportOptions& opts) {
+  return Importer(model, opts).Run();
+}
+
+OnnxImport ImportOnnxFile(const std::string& path, const OnnxImportOptions& opts) {
+  onnx::ModelProto m = ReadOnnxModel(path);
+  try {
+    return ImportOnnx(m, opts);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+std::string DescribeUnsupported(const std::vector<OnnxUnsupported>& u, size_t max) {
+  std::string s;
+  for (size_t k = 0; k < u.size() && k < max; ++k)
+    s += (k ? "; " : "") + Fmt(u[k].op_type, " '", u[k].node, "': ", u[k].reason);
+  if (u.size() > max) s += Fmt("; and ", u.size() - max, " more");
+  return s;
+}
+
+}  // namespace frugal

@@ -1,0 +1,527 @@
+// The rules of the ONNX op table that are more than one line: ops whose
+// attributes need checking against what frugal can express (pads, ceil
+// mode, legacy broadcasting), whose inputs are values known at import
+// (Reshape's shape, Slice's starts), or that lower to several frugal nodes
+// depending on which frugal ops exist (Gemm, MatMul, old-opset Softmax).
+//
+// Rule of thumb: when frugal cannot express a configuration exactly, the
+// rule says so (unsupported); it never approximates.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "onnx/op_table.h"
+
+namespace frugal::onnx_map {
+namespace {
+
+// An attribute list of n values, or n copies of dflt when absent.
+std::vector<int64_t> IntsOr(const NodeView& v, const std::string& name, size_t n, int64_t dflt) {
+  std::vector<int64_t> x = v.Ints(name);
+  return x.empty() ? std::vector<int64_t>(n, dflt) : x;
+}
+
+// axis in [-rank, rank) -> [0, rank); false when out of range.
+bool NormAxis(int64_t axis, int rank, int64_t* out) {
+  if (axis < -rank || axis >= rank) return false;
+  *out = axis < 0 ? axis + rank : axis;
+  return true;
+}
+
+// The integer values of input i, known at import; nullptr if not known.
+const std::vector<int64_t>* KnownInts(const NodeView& v, int i) {
+  const OnnxTensor* t = v.InputValue(i);
+  return t && t->kind == OnnxTensor::Kind::kInt ? &t->i : nullptr;
+}
+
+std::string NotKnown(const NodeView& v, int i, const char* what) {
+  return Fmt("input ", i, " (", what, ") must be known at import (an initializer or a Constant)");
+}
+
+// A float32 initializer's value as a Tensor, transposed if 2-D and asked.
+Tensor InitializerTensor(const OnnxTensor& t, bool transpose) {
+  Tensor x = ToTensor(t, MemKind::kParam);
+  if (!transpose) return x;
+  const int64_t r = t.dims[0], c = t.dims[1];
+  Tensor y = Tensor::Empty(Shape{c, r}, DType::kFloat32, {}, MemKind::kParam);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) y.f()[j * r + i] = x.f()[i * c + j];
+  return y;
+}
+
+bool IsFloatInitializer(const NodeView& v, int i) {
+  return v.IsInitializer(i) && v.InputValue(i) && v.InputValue(i)->kind == OnnxTensor::Kind::kFloat;
+}
+
+// Appends a node and returns the operand of its output 0.
+Operand Add(Lowering* l, const std::string& op, AttrMap attrs, std::vector<Operand> in) {
+  l->nodes.push_back({op, std::move(attrs), std::move(in)});
+  return Prev(static_cast<int>(l->nodes.size()) - 1);
+}
+
+}  // namespace
+
+// ------------------------------------------------------ convolution, pooling
+
+std::string SymmetricPads(const NodeView& v, const Shape& x, const std::vector<int64_t>& kernel,
+                          const std::vector<int64_t>& stride, const std::vector<int64_t>& dilate,
+                          std::vector<int64_t>* pad) {
+  const size_t nd = kernel.size();
+  pad->assign(nd, 0);
+  const std::string auto_pad = v.Str("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") return "";
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (!x.known() || x.ndim() != static_cast<int>(nd) + 2) return "auto_pad " + auto_pad + " needs the input's shape";
+    for (size_t d = 0; d < nd; ++d) {
+      const int64_t in = x[static_cast<int>(d) + 2];
+      const int64_t out = (in + stride[d] - 1) / stride[d];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * stride[d] + (kernel[d] - 1) * dilate[d] + 1 - in);
+      if (total % 2)
+        return Fmt("auto_pad ", auto_pad, " pads spatial dim ", d, " by ", total,
+                   " (one more on one side), which frugal's symmetric pad cannot express");
+      (*pad)[d] = total / 2;
+    }
+    return "";
+  }
+  if (auto_pad != "NOTSET") return "auto_pad '" + auto_pad + "' is not supported";
+  const std::vector<int64_t> pads = v.Ints("pads");
+  if (pads.empty()) return "";
+  if (pads.size() != 2 * nd) return Fmt("pads ", TupleStr(pads), " do not match ", nd, " spatial dims");
+  for (size_t d = 0; d < nd; ++d) {
+    if (pads[d] != pads[d + nd])
+      return Fmt("pads ", TupleStr(pads), " differ at the start and end of a dim, which frugal's symmetric pad ",
+                 "cannot express");
+    (*pad)[d] = pads[d];
+  }
+  return "";
+}
+
+// Conv(X, W[, B]): W is (M, C/group, k1, k2, ...).
+Lowering ConvRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}); !why.empty())
+    return Unsupported(why);
+  const Shape& w = v.InputShape(1);
+  if (!w.known() || w.ndim() < 3) return Unsupported("needs the weight's shape (known dims)");
+  const size_t nd = w.ndim() - 2;
+  std::vector<int64_t> kernel = v.Ints("kernel_shape");
+  if (kernel.empty()) kernel.assign(w.dims().begin() + 2, w.dims().end());
+  if (kernel.size() != nd) return Unsupported(Fmt("kernel_shape ", TupleStr(kernel), " does not match weight ", w));
+  if (nd != 2) return Unsupported(Fmt("frugal's convolution is 2-D (NCHW); this one is ", nd, "-D"));
+  std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), dilate = IntsOr(v, "dilations", nd, 1), pad;
+  if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty())
+    return Unsupported(why);
+  const bool bias = v.HasInput(2);
+  return One("convolution",
+             {{"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)}, {"pad", TupleStr(pad)},
+              {"dilate", TupleStr(dilate)}, {"num_filter", IntStr(w[0])},
+              {"num_group", IntStr(v.Int("group", 1))}, {"no_bias", BoolStr(!bias)}},
+             bias ? 3 : 2);
+}
+
+// ConvTranspose(X, W[, B]): W is (C, M/group, k1, k2, ...).
+Lowering ConvTransposeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "pads", "strides"});
+      !why.empty())
+    return Unsupported(why);  // output_shape among them: frugal's target_shape pads differently
+  const std::string auto_pad = v.Str("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return Unsupported("auto_pad " + auto_pad + " of a ConvTranspose");
+  const Shape& w = v.InputShape(1);
+  if (!w.known() || w.ndim() < 3) return Unsupported("needs the weight's shape (known dims)");
+  const size_t nd = w.ndim() - 2;
+  std::vector<int64_t> kernel = v.Ints("kernel_shape");
+  if (kernel.empty()) kernel.assign(w.dims().begin() + 2, w.dims().end());
+  if (kernel.size() != nd) return Unsupported(Fmt("kernel_shape ", TupleStr(kernel), " does not match weight ", w));
+  if (nd != 2) return Unsupported(Fmt("frugal's deconvolution is 2-D (NCHW); this one is ", nd, "-D"));
+  std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), dilate = IntsOr(v, "dilations", nd, 1), pad;
+  if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty())
+    return Unsupported(why);
+  const std::vector<int64_t> adj = IntsOr(v, "output_padding", nd, 0);
+  for (size_t d = 0; d < nd; ++d) {
+    if (adj[d] > pad[d] || adj[d] >= stride[d])  // MXNet's adj trims padding; ONNX's output_padding adds rows
+      return Unsupported(Fmt("output_padding ", TupleStr(adj), " beyond pads ", TupleStr(pad),
+                             " (frugal's adj must be at most the pad and below the stride)"));
+  }
+  const int64_t group = v.Int("group", 1);
+  const bool bias = v.HasInput(2);
+  return One("deconvolution",
+             {{"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)}, {"pad", TupleStr(pad)},
+              {"dilate", TupleStr(dilate)}, {"adj", TupleStr(IntsOr(v, "output_padding", nd, 0))},
+              {"num_filter", IntStr(w[1] * group)}, {"num_group", IntStr(group)}, {"no_bias", BoolStr(!bias)}},
+             bias ? 3 : 2);
+}
+
+// MaxPool / AveragePool(X); frugal's pooling floors the output size.
+Lowering PoolRule(const NodeView& v, const std::string& pool_type) {
+  const bool avg = pool_type == "avg";
+  std::vector<std::string> known = {"auto_pad", "ceil_mode", "kernel_shape", "pads", "strides"};
+  for (const char* a : avg ? std::vector<const char*>{"count_include_pad"}
+                           : std::vector<const char*>{"dilations", "storage_order"})
+    known.push_back(a);
+  if (auto why = v.UnknownAttr(known); !why.empty()) return Unsupported(why);
+  if (v.num_outputs() > 1) return Unsupported("the Indices output is not supported");
+  if (v.Int("ceil_mode", 0) != 0) return Unsupported("ceil_mode=1 is not supported");
+  const std::vector<int64_t> kernel = v.Ints("kernel_shape");
+  if (kernel.empty()) return Unsupported("kernel_shape is missing");
+  const size_t nd = kernel.size();
+  if (nd != 2) return Unsupported(Fmt("frugal's pooling is 2-D (NCHW); this one is ", nd, "-D"));
+  const std::vector<int64_t> dilate = IntsOr(v, "dilations", nd, 1);
+  if (std::any_of(dilate.begin(), dilate.end(), [](int64_t d) { return d != 1; }))
+    return Unsupported("dilations other than 1 are not supported");
+  std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), pad;
+  if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty())
+    return Unsupported(why);
+  AttrMap a{{"pool_type", pool_type}, {"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)},
+            {"pad", TupleStr(pad)}};
+  if (avg) a["count_include_pad"] = BoolStr(v.Int("count_include_pad", 0) != 0);  // ONNX's default is 0
+  return One("pooling", std::move(a), 1);
+}
+
+Lowering GlobalPoolRule(const NodeView& v, const std::string& pool_type) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  return One("pooling", {{"pool_type", pool_type}, {"global_pool", "true"}}, 1);
+}
+
+// BatchNormalization(X, scale, B, mean, var), inference form.
+Lowering BatchNormRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"epsilon", "momentum", "spatial", "training_mode", "is_test", "consumed_inputs"});
+      !why.empty())
+    return Unsupported(why);
+  if (v.Int("training_mode", 0) != 0 || v.num_outputs() > 1)
+    return Unsupported("training mode (running statistics as outputs) is not supported");
+  if (v.Int("spatial", 1) != 1) return Unsupported("spatial=0 (per-activation statistics) is not supported");
+  if (v.num_inputs() != 5) return Unsupported(Fmt(v.num_inputs(), " inputs; expected 5"));
+  return One("batch_norm",
+             {{"eps", FloatStr(v.Float("epsilon", 1e-5))}, {"momentum", FloatStr(v.Float("momentum", 0.9))},
+              {"fix_gamma", "false"}},
+             5);
+}
+
+// -------------------------------------------------------- matrix products
+
+// Gemm: Y = alpha * A' B' + beta * C, A' = transA ? A^T : A, B' likewise.
+// fully_connected computes x W^T + b with W (N, K): B' = W^T, so transB=1
+// passes B as W; transB=0 needs B^T (folded into an initializer, or a
+// transpose node once frugal has one).
+Lowering GemmRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"alpha", "beta", "transA", "transB", "broadcast"}); !why.empty())
+    return Unsupported(why);
+  if (v.Float("alpha", 1) != 1 || (v.HasInput(2) && v.Float("beta", 1) != 1))
+    return Unsupported("alpha or beta other than 1 is not supported");
+  const Shape& b = v.InputShape(1);
+  if (!b.known() || b.ndim() != 2) return Unsupported("needs B's shape (2 known dims)");
+  const bool trans_b = v.Int("transB", 0) != 0;
+  const int64_t n = trans_b ? b[0] : b[1];
+  Lowering l;
+  Operand x = In(0), w = In(1);
+  if (v.Int("transA", 0) != 0) {
+    if (!v.OpAvailable("transpose")) return Unsupported("transA=1 needs frugal's transpose op");
+    x = Add(&l, "transpose", {{"axes", "(1,0)"}}, {In(0)});
+  }
+  if (!trans_b) {
+    if (IsFloatInitializer(v, 1)) {
+      l.constants.push_back({1, "T", InitializerTensor(*v.InputValue(1), true)});
+      w = Const(0);
+    } else if (v.OpAvailable("transpose")) {
+      w = Add(&l, "transpose", {{"axes", "(1,0)"}}, {In(1)});
+    } else {
+      return Unsupported("transB=0 with a B that is not an initializer needs frugal's transpose op");
+    }
+  }
+  AttrMap fc{{"num_hidden", IntStr(n)}, {"flatten", "true"}};
+  if (!v.HasInput(2)) {
+    fc["no_bias"] = "true";
+    Add(&l, "fully_connected", fc, {x, w});
+    return l;
+  }
+  const Shape& c = v.InputShape(2);
+  if (!c.known()) return Unsupported("needs C's shape");
+  if (c == Shape{n}) {
+    Add(&l, "fully_connected", fc, {x, w, In(2)});
+  } else if (c == Shape{1, n} && IsFloatInitializer(v, 2)) {
+    Tensor bias = InitializerTensor(*v.InputValue(2), false).Reshaped(Shape{n});
+    l.constants.push_back({2, "row", bias});
+    Add(&l, "fully_connected", fc, {x, w, Const(static_cast<int>(l.constants.size()) - 1)});
+  } else if (c == Shape{1, n}) {
+    Operand bias = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(2)});
+    Add(&l, "fully_connected", fc, {x, w, bias});
+  } else if (v.OpAvailable("add")) {
+    fc["no_bias"] = "true";
+    Operand y = Add(&l, "fully_connected", fc, {x, w});
+    Add(&l, "add", {}, {y, In(2)});
+  } else {
+    return Unsupported(Fmt("C of shape ", c, " (not (N,) or (1,N)) needs frugal's add op"));
+  }
+  return l;
+}
+
+// MatMul(A, B) with numpy semantics. A (..., M, K) times a constant B (K, N)
+// is fully_connected (flatten=false) with W = B^T; the general case is
+// frugal's matmul op.
+Lowering MatMulRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  const Shape &a = v.InputShape(0), &b = v.InputShape(1);
+  const bool fc_shapes = a.known() && a.ndim() >= 2 && b.known() && b.ndim() == 2;
+  AttrMap fc{{"num_hidden", IntStr(fc_shapes ? b[1] : 0)}, {"flatten", "false"}, {"no_bias", "true"}};
+  Lowering l;
+  if (fc_shapes && IsFloatInitializer(v, 1)) {
+    l.constants.push_back({1, "T", InitializerTensor(*v.InputValue(1), true)});
+    Add(&l, "fully_connected", fc, {In(0), Const(0)});
+  } else if (v.OpAvailable("matmul") && a.known() && b.known() && a.ndim() == 2 && b.ndim() == 2) {
+    return One("matmul", {}, 2);
+  } else if (v.OpAvailable("batch_dot") && a.known() && b.known() && a.ndim() == 3 && b.ndim() == 3) {
+    return One("batch_dot", {}, 2);
+  } else if (a.known() && b.known() && (a.ndim() > 3 || b.ndim() > 3 || a.ndim() != b.ndim())) {
+    return Unsupported(Fmt("frugal's matmul takes 2-D operands and batch_dot 3-D ones; got ", a, " and ", b));
+  } else if (fc_shapes && v.OpAvailable("transpose")) {
+    Operand w = Add(&l, "transpose", {{"axes", "(1,0)"}}, {In(1)});
+    Add(&l, "fully_connected", fc, {In(0), w});
+  } else {
+    return Unsupported("needs frugal's matmul op (B is not a 2-D initializer)");
+  }
+  return l;
+}
+
+// ---------------------------------------------------------------- shapes
+
+// Flatten(axis): (d0..d_{a-1}, d_a..) -> (prod(d[:a]), prod(d[a:])).
+Lowering FlattenRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axis"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  int64_t axis = v.Int("axis", 1);
+  if (axis == 1) return One("flatten", {}, 1);
+  if (!x.known()) return Unsupported(Fmt("axis ", axis, " needs the input's shape"));
+  if (axis < 0) axis += x.ndim();  // ONNX allows [-rank, rank]
+  if (axis < 0 || axis > x.ndim()) return Unsupported(Fmt("axis ", v.Int("axis", 1), " out of range"));
+  if (axis == 1) return One("flatten", {}, 1);
+  if (axis == 0) return One("reshape", {{"shape", "(1,-1)"}}, 1);
+  const int64_t tail = x.Prod(static_cast<int>(axis), x.ndim());
+  if (tail == 0) return Unsupported("zero-size dims");
+  return One("reshape", {{"shape", TupleStr({-1, tail})}}, 1);  // -1: the batch stays free
+}
+
+// Reshape(data, shape): 0 copies a dim, -1 is inferred, as in frugal.
+Lowering ReshapeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"allowzero", "shape"}); !why.empty()) return Unsupported(why);
+  std::vector<int64_t> shape;
+  if (v.opset() < 5) {
+    shape = v.Ints("shape");
+  } else {
+    const auto* s = KnownInts(v, 1);
+    if (!s) return Unsupported(NotKnown(v, 1, "shape"));
+    shape = *s;
+  }
+  if (v.Int("allowzero", 0) != 0 && std::count(shape.begin(), shape.end(), 0))
+    return Unsupported("allowzero=1 with a 0 in the shape (an empty dim)");
+  return One("reshape", {{"shape", TupleStr(shape)}}, 1);
+}
+
+// Softmax / LogSoftmax. From opset 13 along one axis; before, over the
+// input coerced to 2-D at `axis`: reshape to (d0..d_{a-1}, -1), along the
+// last axis, and back.
+Lowering SoftmaxRule(const NodeView& v, const std::string& frugal_op) {
+  if (auto why = v.UnknownAttr({"axis"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  int64_t axis = v.Int("axis", v.opset() >= 13 ? -1 : 1);
+  if (x.known() && !NormAxis(axis, x.ndim(), &axis)) return Unsupported(Fmt("axis ", axis, " out of range"));
+  if (v.opset() >= 13 || (x.known() && axis == x.ndim() - 1) || axis == -1)
+    return One(frugal_op, {{"axis", IntStr(axis)}}, 1);
+  if (!x.known()) return Unsupported("an opset < 13 softmax over several axes needs the input's shape");
+  std::vector<int64_t> flat(axis, 0), back(axis, 0);
+  flat.push_back(-1);
+  for (int d = static_cast<int>(axis); d < x.ndim(); ++d) back.push_back(x[d]);
+  Lowering l;
+  Operand y = Add(&l, "reshape", {{"shape", TupleStr(flat)}}, {In(0)});
+  y = Add(&l, frugal_op, {{"axis", "-1"}}, {y});
+  Add(&l, "reshape", {{"shape", TupleStr(back)}}, {y});
+  return l;
+}
+
+// --------------------------------------------------------------- elementwise
+
+// Sum(x0, x1, ...): add_n when the shapes agree, else broadcasting adds.
+Lowering SumRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"consumed_inputs"}); !why.empty()) return Unsupported(why);
+  const int n = v.num_inputs();
+  if (n == 1) {
+    Lowering l;
+    l.alias = In(0);
+    return l;
+  }
+  bool same = true;
+  for (int i = 1; i < n; ++i)
+    same = same && (!v.InputShape(i).known() || !v.InputShape(0).known() || v.InputShape(i) == v.InputShape(0));
+  if (same) return One("add_n", {{"num_args", IntStr(n)}}, n);
+  if (!v.OpAvailable("add")) return Unsupported("inputs of different shapes need frugal's broadcasting add op");
+  Lowering l;
+  Operand y = Add(&l, "add", {}, {In(0), In(1)});
+  for (int i = 2; i < n; ++i) y = Add(&l, "add", {}, {y, In(i)});
+  return l;
+}
+
+// Add / Sub / Mul / Div with numpy broadcasting. Add of two tensors of one
+// known shape is add_n until frugal has add.
+Lowering BroadcastRule(const NodeView& v, const std::string& frugal_op) {
+  if (auto why = v.UnknownAttr({"broadcast", "axis", "consumed_inputs"}); !why.empty()) return Unsupported(why);
+  if (v.Has("axis")) return Unsupported("legacy broadcasting along an axis is not supported");
+  if (frugal_op == "add" && !v.OpAvailable("add") && v.InputShape(0).known() && v.InputShape(0) == v.InputShape(1))
+    return One("add_n", {{"num_args", "2"}}, 2);
+  return One(frugal_op, {}, 2);
+}
+
+// Clip(x, min, max): bounds are attributes before opset 11, inputs after.
+Lowering ClipRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"min", "max"}); !why.empty()) return Unsupported(why);
+  double lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
+  if (v.opset() < 11) {
+    lo = v.Float("min", lo);
+    hi = v.Float("max", hi);
+  } else {
+    for (int i : {1, 2}) {
+      if (!v.HasInput(i)) continue;
+      const OnnxTensor* t = v.InputValue(i);
+      if (!t) return Unsupported(NotKnown(v, i, i == 1 ? "min" : "max"));
+      if (t->kind != OnnxTensor::Kind::kFloat || t->f.size() != 1)
+        return Unsupported(Fmt("bound of type ", t->type_name, " with ", t->NumElements(), " values"));
+      (i == 1 ? lo : hi) = t->f[0];
+    }
+  }
+  return One("clip", {{"a_min", FloatStr(lo)}, {"a_max", FloatStr(hi)}}, 1);
+}
+
+// ------------------------------------------------------- tensor layout ops
+
+Lowering ConcatRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axis"}); !why.empty()) return Unsupported(why);
+  int64_t axis = v.Int("axis", 1);
+  const Shape& x = v.InputShape(0);
+  if (x.known() && !NormAxis(axis, x.ndim(), &axis)) return Unsupported(Fmt("axis ", axis, " out of range"));
+  const int n = v.num_inputs();
+  return One("concat", {{"dim", IntStr(axis)}, {"num_args", IntStr(n)}}, n);
+}
+
+// Split into equal parts only: frugal's split has no sizes.
+Lowering SplitRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axis", "split"}); !why.empty()) return Unsupported(why);
+  int64_t axis = v.Int("axis", 0);
+  const Shape& x = v.InputShape(0);
+  if (x.known() && !NormAxis(axis, x.ndim(), &axis)) return Unsupported(Fmt("axis ", axis, " out of range"));
+  const int n = v.num_outputs();
+  std::vector<int64_t> split = v.Ints("split");
+  if (v.opset() >= 13 && v.HasInput(1)) {
+    const auto* s = KnownInts(v, 1);
+    if (!s) return Unsupported(NotKnown(v, 1, "split"));
+    split = *s;
+  }
+  if (!split.empty() && std::any_of(split.begin(), split.end(), [&](int64_t s) { return s != split[0]; }))
+    return Unsupported(Fmt("unequal parts ", TupleStr(split), " are not supported"));
+  if (x.known() && x[static_cast<int>(axis)] % n != 0)
+    return Unsupported(Fmt("dim ", x[static_cast<int>(axis)], " does not split into ", n, " equal parts"));
+  return One("split", {{"num_outputs", IntStr(n)}, {"axis", IntStr(axis)}}, 1);
+}
+
+// Slice: ONNX's starts/ends/axes/steps, clamped as ONNX does, written as
+// frugal's begin/end/step over every dim (needs the input's shape).
+Lowering SliceRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"starts", "ends", "axes"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  if (!x.known()) return Unsupported("needs the input's shape");
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (v.opset() < 10) {
+    starts = v.Ints("starts"), ends = v.Ints("ends"), axes = v.Ints("axes");
+  } else {
+    const char* what[] = {"", "starts", "ends", "axes", "steps"};
+    std::vector<int64_t>* dst[] = {nullptr, &starts, &ends, &axes, &steps};
+    for (int i = 1; i <= 4; ++i) {
+      if (!v.HasInput(i)) continue;
+      const auto* s = KnownInts(v, i);
+      if (!s) return Unsupported(NotKnown(v, i, what[i]));
+      *dst[i] = *s;
+    }
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return Unsupported("starts, ends, axes and steps differ in length");
+  std::vector<int64_t> begin(x.ndim(), 0), end(x.dims()), step(x.ndim(), 1);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t a;
+    if (!NormAxis(axes[k], x.ndim(), &a)) return Unsupported(Fmt("axis ", axes[k], " out of range"));
+    const int64_t d = x[static_cast<int>(a)], s = steps[k];
+    if (s == 0) return Unsupported("step 0");
+    auto clamp = [](int64_t i, int64_t d, int64_t lo, int64_t hi) {
+      if (i < 0) i = i < -d ? lo : i + d;  // also avoids overflow at INT64_MIN
+      return std::clamp(i, lo, hi);
+    };
+    begin[a] = s > 0 ? clamp(starts[k], d, 0, d) : clamp(starts[k], d, 0, d - 1);
+    end[a] = s > 0 ? clamp(ends[k], d, 0, d) : clamp(ends[k], d, -1, d - 1);
+    step[a] = s;
+    if (end[a] < 0) return Unsupported("a negative step running to the start needs an open end, which frugal lacks");
+    if ((end[a] - begin[a]) * s <= 0) return Unsupported(Fmt("the slice of axis ", a, " is empty (frugal has no empty tensors)"));
+  }
+  return One("slice", {{"begin", TupleStr(begin)}, {"end", TupleStr(end)}, {"step", TupleStr(step)}}, 1);
+}
+
+// Unsqueeze(axes): one expand_dims per new axis, in ascending order of the
+// axis in the output.
+Lowering UnsqueezeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axes"}); !why.empty()) return Unsupported(why);
+  std::vector<int64_t> axes = v.Ints("axes");
+  if (v.opset() >= 13) {
+    const auto* s = KnownInts(v, 1);
+    if (!s) return Unsupported(NotKnown(v, 1, "axes"));
+    axes = *s;
+  }
+  if (axes.empty()) return Unsupported("no axes");
+  const Shape& x = v.InputShape(0);
+  if (std::any_of(axes.begin(), axes.end(), [](int64_t a) { return a < 0; }) && !x.known())
+    return Unsupported("negative axes need the input's rank");
+  const int rank = (x.known() ? x.ndim() : 0) + static_cast<int>(axes.size());
+  for (int64_t& a : axes)
+    if (a < 0) a += rank;
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return Unsupported("repeated axes");
+  Lowering l;
+  Operand y = In(0);
+  for (int64_t a : axes) y = Add(&l, "expand_dims", {{"axis", IntStr(a)}}, {y});
+  return l;
+}
+
+// ReduceSum / ReduceMean / ReduceMax; no axes reduces every axis.
+Lowering ReduceRule(const NodeView& v, const std::string& frugal_op) {
+  if (auto why = v.UnknownAttr({"axes", "keepdims", "noop_with_empty_axes"}); !why.empty()) return Unsupported(why);
+  std::vector<int64_t> axes = v.Ints("axes");
+  if (v.HasInput(1)) {
+    const auto* s = KnownInts(v, 1);
+    if (!s) return Unsupported(NotKnown(v, 1, "axes"));
+    axes = *s;
+  }
+  if (axes.empty() && v.Int("noop_with_empty_axes", 0) != 0) {
+    Lowering l;
+    l.alias = In(0);
+    return l;
+  }
+  AttrMap a{{"keepdims", BoolStr(v.Int("keepdims", 1) != 0)}};  // ONNX keeps dims by default
+  if (!axes.empty()) a["axis"] = TupleStr(axes);
+  return One(frugal_op, std::move(a), 1);
+}
+
+// Dropout: the ratio is an attribute before opset 12, an input after.
+Lowering DropoutRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"ratio", "is_test", "seed", "consumed_inputs"}); !why.empty()) return Unsupported(why);
+  if (v.num_outputs() > 1) return Unsupported("the mask output is not supported");
+  double p = v.Float("ratio", 0.5);
+  if (v.HasInput(1)) {
+    const OnnxTensor* t = v.InputValue(1);
+    if (!t || t->kind != OnnxTensor::Kind::kFloat || t->f.size() != 1) return Unsupported(NotKnown(v, 1, "ratio"));
+    p = t->f[0];
+  }
+  if (v.HasInput(2)) {
+    const auto* t = KnownInts(v, 2);
+    if (!t || t->size() != 1) return Unsupported(NotKnown(v, 2, "training_mode"));
+    if ((*t)[0] != 0) return Unsupported("training_mode=true: ONNX's random mask cannot be reproduced");
+  }
+  return One("dropout", {{"p", FloatStr(p)}}, 1);
+}
+
+}  // namespace frugal::onnx_map

@@ -1,0 +1,214 @@
+// The ONNX -> frugal op table, and the NodeView that rules read.
+//
+// A line names the ONNX op, its rule, and the frugal ops it lowers to. Lines
+// whose frugal op is not registered yet are kept: the importer reports such
+// nodes as unsupported until the op exists, and then they import with no
+// change here. Attribute names and forms follow MXNet's (kernel "(3,3)",
+// act_type, eps, ...).
+#include "onnx/op_table.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "frugal/op.h"
+#include "onnx.pb.h"
+
+namespace frugal::onnx_map {
+
+// ------------------------------------------------------------------ table
+
+const std::vector<OpMapping>& OpTable() {
+  static const auto* table = new std::vector<OpMapping>{
+      {"Abs", Simple("abs"), "abs"},
+      {"Add", [](const NodeView& v) { return BroadcastRule(v, "add"); }, "add"},
+      {"AveragePool", [](const NodeView& v) { return PoolRule(v, "avg"); }, "pooling"},
+      {"BatchNormalization", BatchNormRule, "batch_norm"},
+      {"Clip", ClipRule, "clip"},
+      {"Concat", ConcatRule, "concat"},
+      {"Conv", ConvRule, "convolution"},
+      {"ConvTranspose", ConvTransposeRule, "deconvolution"},
+      {"Div", [](const NodeView& v) { return BroadcastRule(v, "div"); }, "div"},
+      {"Dropout", DropoutRule, "dropout"},
+      {"Exp", Simple("exp"), "exp"},
+      {"Flatten", FlattenRule, "flatten, reshape"},
+      {"Gemm", GemmRule, "fully_connected (+ reshape, transpose, add)"},
+      {"GlobalAveragePool", [](const NodeView& v) { return GlobalPoolRule(v, "avg"); }, "pooling"},
+      {"GlobalMaxPool", [](const NodeView& v) { return GlobalPoolRule(v, "max"); }, "pooling"},
+      {"Identity", Alias, "(none: an alias of its input)"},
+      {"LeakyRelu", Simple("leaky_relu", {FloatAttr("alpha", "slope", "0.01")}), "leaky_relu"},
+      {"Log", Simple("log"), "log"},
+      {"LogSoftmax", [](const NodeView& v) { return SoftmaxRule(v, "log_softmax"); }, "log_softmax (+ reshape)"},
+      {"MatMul", MatMulRule, "fully_connected or matmul (+ transpose)"},
+      {"MaxPool", [](const NodeView& v) { return PoolRule(v, "max"); }, "pooling"},
+      {"Mul", [](const NodeView& v) { return BroadcastRule(v, "mul"); }, "mul"},
+      {"Neg", Simple("negative"), "negative"},
+      {"ReduceMax", [](const NodeView& v) { return ReduceRule(v, "max"); }, "max"},
+      {"ReduceMean", [](const NodeView& v) { return ReduceRule(v, "mean"); }, "mean"},
+      {"ReduceSum", [](const NodeView& v) { return ReduceRule(v, "sum"); }, "sum"},
+      {"Relu", Simple("relu"), "relu"},
+      {"Reshape", ReshapeRule, "reshape"},
+      {"Sigmoid", Simple("activation", {Fixed("act_type", "sigmoid")}), "activation"},
+      {"Slice", SliceRule, "slice"},
+      {"Softmax", [](const NodeView& v) { return SoftmaxRule(v, "softmax"); }, "softmax (+ reshape)"},
+      {"Softplus", Simple("activation", {Fixed("act_type", "softrelu")}), "activation"},
+      {"Split", SplitRule, "split"},
+      {"Sqrt", Simple("sqrt"), "sqrt"},
+      {"Sub", [](const NodeView& v) { return BroadcastRule(v, "sub"); }, "sub"},
+      {"Sum", SumRule, "add_n (or add)"},
+      {"Tanh", Simple("activation", {Fixed("act_type", "tanh")}), "activation"},
+      {"Transpose", Simple("transpose", {IntsAttr("perm", "axes")}), "transpose"},
+      {"Unsqueeze", UnsqueezeRule, "expand_dims"},
+  };
+  return *table;
+}
+
+namespace {
+// The table sorted once, so that a line added out of order still works.
+const std::vector<OpMapping>& SortedTable() {
+  static const auto* sorted = [] {
+    auto* t = new std::vector<OpMapping>(OpTable());
+    std::sort(t->begin(), t->end(),
+              [](const OpMapping& a, const OpMapping& b) { return std::string(a.onnx_op) < b.onnx_op; });
+    return t;
+  }();
+  return *sorted;
+}
+}  // namespace
+
+const OpMapping* FindMapping(const std::string& onnx_op) {
+  const auto& t = SortedTable();
+  auto it = std::lower_bound(t.begin(), t.end(), onnx_op,
+                             [](const OpMapping& m, const std::string& name) { return m.onnx_op < name; });
+  return it != t.end() && it->onnx_op == onnx_op ? &*it : nullptr;
+}
+
+// --------------------------------------------------------------- NodeView
+
+NodeView::NodeView(const onnx::NodeProto& node, int64_t opset, std::vector<ValueFacts> inputs,
+                   OpAvailableFn available)
+    : node_(node), opset_(opset), inputs_(std::move(inputs)), available_(std::move(available)) {}
+
+const std::string& NodeView::op_type() const { return node_.op_type(); }
+
+const onnx::AttributeProto* NodeView::Find(const std::string& name) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t NodeView::Int(const std::string& name, int64_t dflt) const {
+  const onnx::AttributeProto* a = Find(name);
+  return a ? a->i() : dflt;
+}
+
+double NodeView::Float(const std::string& name, double dflt) const {
+  const onnx::AttributeProto* a = Find(name);
+  return a ? a->f() : dflt;
+}
+
+std::string NodeView::Str(const std::string& name, const std::string& dflt) const {
+  const onnx::AttributeProto* a = Find(name);
+  return a ? a->s() : dflt;
+}
+
+std::vector<int64_t> NodeView::Ints(const std::string& name) const {
+  const onnx::AttributeProto* a = Find(name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+}
+
+std::string NodeView::UnknownAttr(const std::vector<std::string>& known) const {
+  for (const auto& a : node_.attribute())
+    if (std::find(known.begin(), known.end(), a.name()) == known.end())
+      return Fmt("attribute '", a.name(), "' is not supported");
+  return "";
+}
+
+bool NodeView::HasInput(int i) const {
+  return i >= 0 && i < node_.input_size() && !node_.input(i).empty();
+}
+
+const Shape& NodeView::InputShape(int i) const {
+  static const Shape unknown;
+  return HasInput(i) ? inputs_[i].shape : unknown;
+}
+
+const OnnxTensor* NodeView::InputValue(int i) const { return HasInput(i) ? inputs_[i].value : nullptr; }
+
+int NodeView::num_outputs() const {
+  int n = 0;
+  for (int k = 0; k < node_.output_size(); ++k)
+    if (!node_.output(k).empty()) n = k + 1;
+  return n;
+}
+
+bool NodeView::HasOutput(int k) const { return k < node_.output_size() && !node_.output(k).empty(); }
+
+// -------------------------------------------------------------- helpers
+
+Lowering Unsupported(std::string why) {
+  Lowering l;
+  l.unsupported = std::move(why);
+  return l;
+}
+
+Lowering One(const std::string& op, AttrMap attrs, int num_inputs) {
+  Lowering l;
+  NewNode n{op, std::move(attrs), {}};
+  for (int i = 0; i < num_inputs; ++i) n.inputs.push_back(In(i));
+  l.nodes.push_back(std::move(n));
+  return l;
+}
+
+bool Registered(const std::string& frugal_op) { return OpRegistry::Get().Find(frugal_op) != nullptr; }
+
+std::string IntStr(int64_t v) { return std::to_string(v); }
+
+std::string FloatStr(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+std::string BoolStr(bool v) { return v ? "true" : "false"; }
+
+std::string TupleStr(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
+  return s + ")";
+}
+
+Lowering Alias(const NodeView& v) {
+  if (std::string why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  if (v.num_inputs() != 1) return Unsupported(Fmt(v.num_inputs(), " inputs; an alias takes 1"));
+  Lowering l;
+  l.alias = In(0);
+  return l;
+}
+
+Rule Simple(const std::string& frugal_op, std::vector<AttrConv> attrs, int num_inputs) {
+  return [=](const NodeView& v) {
+    std::vector<std::string> known;
+    for (const AttrConv& c : attrs)
+      if (c.kind != AttrConv::kFixed) known.push_back(c.onnx);
+    if (std::string why = v.UnknownAttr(known); !why.empty()) return Unsupported(why);
+    if (v.num_inputs() != num_inputs)
+      return Unsupported(Fmt(v.num_inputs(), " inputs; the mapping to ", frugal_op, " takes ", num_inputs));
+    AttrMap out;
+    for (const AttrConv& c : attrs) {
+      if (c.kind == AttrConv::kFixed) {
+        out[c.frugal] = c.dflt;
+      } else if (!v.Has(c.onnx)) {
+        if (!c.dflt.empty()) out[c.frugal] = c.dflt;
+      } else if (c.kind == AttrConv::kInt) {
+        out[c.frugal] = IntStr(v.Int(c.onnx, 0));
+      } else if (c.kind == AttrConv::kFloat) {
+        out[c.frugal] = FloatStr(v.Float(c.onnx, 0));
+      } else {
+        out[c.frugal] = TupleStr(v.Ints(c.onnx));
+      }
+    }
+    return One(frugal_op, std::move(out), num_inputs);
+  };
+}
+
+}  // namespace frugal::onnx_map

@@ -1,0 +1,192 @@
+// The mapping from ONNX ops to frugal ops.
+//
+// Each ONNX op type has one rule (src/onnx/op_table.cc, the table). A rule
+// sees one ONNX node through a NodeView (attributes, input shapes where the
+// importer knows them, input values known at import) and returns a Lowering:
+// the frugal nodes it becomes (op name, AttrMap with values written as the
+// config writes them, inputs), or why it cannot be imported. The importer
+// then checks that every frugal op named is registered: a rule may name an op
+// that does not exist yet, and the node is then unsupported, not failed.
+//
+// Adding an ONNX op whose frugal op takes the same inputs is one line:
+//   {"Sigmoid", Simple("activation", {Fixed("act_type", "sigmoid")})},
+//   {"LeakyRelu", Simple("leaky_relu", {FloatAttr("alpha", "slope", "0.01")})},
+// A Simple rule treats any ONNX attribute it does not list as unsupported.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frugal/graph.h"
+#include "frugal/onnx.h"
+
+namespace onnx {
+class NodeProto;
+class AttributeProto;
+}  // namespace onnx
+
+namespace frugal::onnx_map {
+
+// What the importer knows about one ONNX value.
+struct ValueFacts {
+  Shape shape;                          // unknown if not known at import
+  const OnnxTensor* value = nullptr;    // known at import (initializer, Constant node, known input)
+  bool is_initializer = false;          // becomes a parameter (its value may be rewritten)
+};
+
+// Whether a frugal op can be used (by default: it is registered).
+using OpAvailableFn = std::function<bool(const std::string& frugal_op)>;
+bool Registered(const std::string& frugal_op);
+
+class NodeView {
+ public:
+  NodeView(const onnx::NodeProto& node, int64_t opset, std::vector<ValueFacts> inputs,
+           OpAvailableFn available = Registered);
+
+  const std::string& op_type() const;
+  int64_t opset() const { return opset_; }
+
+  // Attributes. The typed getters return dflt when absent.
+  bool Has(const std::string& name) const { return Find(name) != nullptr; }
+  int64_t Int(const std::string& name, int64_t dflt) const;
+  double Float(const std::string& name, double dflt) const;
+  std::string Str(const std::string& name, const std::string& dflt) const;
+  std::vector<int64_t> Ints(const std::string& name) const;  // empty when absent
+  // "" when every attribute is in `known`, else "attribute 'x' is not supported".
+  std::string UnknownAttr(const std::vector<std::string>& known) const;
+
+  // Inputs. An optional input left out (or given as "") is absent.
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  bool HasInput(int i) const;
+  const Shape& InputShape(int i) const;  // unknown shape when absent or not known
+  const OnnxTensor* InputValue(int i) const;
+  bool IsInitializer(int i) const { return HasInput(i) && inputs_[i].is_initializer; }
+  // Outputs that the graph names (trailing optional ones may be left out).
+  int num_outputs() const;
+  bool HasOutput(int k) const;
+
+  // Rules that have a choice of lowering ask which frugal ops exist.
+  bool OpAvailable(const std::string& frugal_op) const { return available_(frugal_op); }
+
+ private:
+  const onnx::AttributeProto* Find(const std::string& name) const;
+  const onnx::NodeProto& node_;
+  int64_t opset_;
+  std::vector<ValueFacts> inputs_;
+  OpAvailableFn available_;
+};
+
+// An input of a frugal node in a Lowering.
+struct Operand {
+  enum Kind : uint8_t { kInput, kNode, kConst } kind;
+  int index;       // ONNX input, earlier node of the lowering, or constant
+  int output = 0;  // kNode: which output
+};
+inline Operand In(int i) { return {Operand::kInput, i, 0}; }
+inline Operand Prev(int node, int output = 0) { return {Operand::kNode, node, output}; }
+inline Operand Const(int c) { return {Operand::kConst, c, 0}; }
+
+struct NewNode {
+  std::string op;
+  AttrMap attrs;
+  std::vector<Operand> inputs;
+};
+
+struct Lowering {
+  // In order; the ONNX node's outputs are the last node's outputs.
+  std::vector<NewNode> nodes;
+  // Tensors the rule computed from an initializer (a transposed weight):
+  // variables named "<that input's name>_<suffix>", of the kind the
+  // consuming op's input asks for.
+  struct Constant {
+    int from_input;
+    std::string suffix;
+    Tensor value;
+  };
+  std::vector<Constant> constants;
+  // No node: the ONNX output is this operand (Identity).
+  std::optional<Operand> alias;
+  // Non-empty: the node cannot be imported, and this says why.
+  std::string unsupported;
+};
+
+using Rule = std::function<Lowering(const NodeView&)>;
+
+// ------------------------------------------------ building blocks for rules
+
+Lowering Unsupported(std::string why);
+// One frugal node reading the ONNX inputs in order.
+Lowering One(const std::string& op, AttrMap attrs, int num_inputs);
+// No node: the output is input 0 (Identity).
+Lowering Alias(const NodeView& v);
+
+// Attribute values as frugal's AttrReader reads them.
+std::string IntStr(int64_t v);
+std::string FloatStr(double v);  // round-trips a float
+std::string BoolStr(bool v);
+std::string TupleStr(const std::vector<int64_t>& v);  // "(2,2)"
+
+// One ONNX attribute to one frugal attribute.
+struct AttrConv {
+  enum Kind : uint8_t { kInt, kFloat, kInts, kFixed } kind;
+  std::string onnx, frugal;
+  std::string dflt;  // written when the ONNX attribute is absent; "" writes nothing
+};
+inline AttrConv IntAttr(std::string onnx, std::string frugal, std::string dflt = "") {
+  return {AttrConv::kInt, std::move(onnx), std::move(frugal), std::move(dflt)};
+}
+inline AttrConv FloatAttr(std::string onnx, std::string frugal, std::string dflt = "") {
+  return {AttrConv::kFloat, std::move(onnx), std::move(frugal), std::move(dflt)};
+}
+inline AttrConv IntsAttr(std::string onnx, std::string frugal) {
+  return {AttrConv::kInts, std::move(onnx), std::move(frugal), ""};
+}
+inline AttrConv Fixed(std::string frugal, std::string value) {
+  return {AttrConv::kFixed, "", std::move(frugal), std::move(value)};
+}
+// The ONNX node's inputs, in order, to one frugal node; attributes converted
+// one by one; any other ONNX attribute makes the node unsupported.
+Rule Simple(const std::string& frugal_op, std::vector<AttrConv> attrs = {}, int num_inputs = 1);
+
+// ------------------------------------------------------------------ table
+
+struct OpMapping {
+  const char* onnx_op;
+  Rule rule;
+  const char* frugal_ops;  // what it lowers to, for documentation and listings
+};
+// Kept in ONNX op type order (lookups sort a copy, so order is not load-bearing).
+const std::vector<OpMapping>& OpTable();
+const OpMapping* FindMapping(const std::string& onnx_op);
+
+// Rules of more than one line (src/onnx/op_rules.cc).
+Lowering ConvRule(const NodeView& v);
+Lowering ConvTransposeRule(const NodeView& v);
+Lowering PoolRule(const NodeView& v, const std::string& pool_type);
+Lowering GlobalPoolRule(const NodeView& v, const std::string& pool_type);
+Lowering BatchNormRule(const NodeView& v);
+Lowering GemmRule(const NodeView& v);
+Lowering MatMulRule(const NodeView& v);
+Lowering FlattenRule(const NodeView& v);
+Lowering ReshapeRule(const NodeView& v);
+Lowering SoftmaxRule(const NodeView& v, const std::string& frugal_op);
+Lowering SumRule(const NodeView& v);
+Lowering BroadcastRule(const NodeView& v, const std::string& frugal_op);
+Lowering ClipRule(const NodeView& v);
+Lowering ConcatRule(const NodeView& v);
+Lowering SplitRule(const NodeView& v);
+Lowering SliceRule(const NodeView& v);
+Lowering UnsqueezeRule(const NodeView& v);
+Lowering ReduceRule(const NodeView& v, const std::string& frugal_op);
+Lowering DropoutRule(const NodeView& v);
+
+// Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
+// and pads, given the input's spatial dims (needed for SAME_*). Returns ""
+// and sets *pad, or the reason frugal cannot express them.
+std::string SymmetricPads(const NodeView& v, const Shape& x, const std::vector<int64_t>& kernel,
+                          const std::vector<int64_t>& stride, const std::vector<int64_t>& dilate,
+                          std::vector<int64_t>* pad);
+
+}  // namespace frugal::onnx_map

@@ -1,0 +1,348 @@
+// The ONNX importer on models built here with the generated onnx.proto
+// classes: variables and their kinds, values, unsupported detection, and
+// `frugal import-onnx` round trips (config + params loaded back and run).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "frugal/config.h"
+#include "frugal/engine.h"
+#include "frugal/executor.h"
+#include "frugal/onnx.h"
+#include "frugal/params_file.h"
+#include "frugal/passes.h"
+#include "onnx.pb.h"
+#include "test_util.h"
+
+namespace frugal::test {
+namespace {
+
+// A model under construction.
+struct ModelBuilder {
+  onnx::ModelProto m;
+  explicit ModelBuilder(int64_t opset = 13) {
+    m.set_ir_version(7);
+    auto* op = m.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+  }
+  onnx::GraphProto* g() { return m.mutable_graph(); }
+  void Value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name,
+             std::vector<int64_t> dims, int type) {
+    auto* v = list->Add();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  void Input(const std::string& name, std::vector<int64_t> dims, int type = onnx::TensorProto::FLOAT) {
+    Value(g()->mutable_input(), name, dims, type);
+  }
+  void Output(const std::string& name, std::vector<int64_t> dims = {}) {
+    Value(g()->mutable_output(), name, dims, onnx::TensorProto::FLOAT);
+  }
+  void Init(const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
+    auto* t = g()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float x : v) t->add_float_data(x);
+  }
+  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
+    auto* n = g()->add_node();
+    n->set_op_type(op);
+    for (auto& s : in) n->add_input(s);
+    for (auto& s : out) n->add_output(s);
+    return n;
+  }
+  static void IntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name), a->set_type(onnx::AttributeProto::INT), a->set_i(v);
+  }
+};
+
+std::vector<float> Ramp(int64_t n, float scale, float offset) {
+  std::vector<float> v(n);
+  for (int64_t k = 0; k < n; ++k) v[k] = std::sin(scale * k + offset);
+  return v;
+}
+
+// x (2,3,2) -> Flatten -> Gemm(W1 (6,5) initializer, transB=0; b1 (5)) -> Relu
+//   -> Gemm(W2 (3,5), transB=1; c2 (1,3)) -> y (2,3)
+struct Mlp {
+  std::vector<float> w1 = Ramp(30, 0.7f, 0.1f), b1 = Ramp(5, 1.3f, 0.2f), w2 = Ramp(15, 0.9f, 0.3f),
+                     c2 = Ramp(3, 2.1f, 0.4f), x = Ramp(12, 0.5f, 0.0f);
+  ModelBuilder b;
+  Mlp() {
+    b.Input("x:0", {2, 3, 2});  // a name a config cannot carry as is
+    b.Init("W1", {6, 5}, w1);
+    b.Init("b1", {5}, b1);
+    b.Init("W2", {3, 5}, w2);
+    b.Init("c2", {1, 3}, c2);
+    b.Node("Flatten", {"x:0"}, {"flat"});
+    b.Node("Gemm", {"flat", "W1", "b1"}, {"h"});
+    b.Node("Relu", {"h"}, {"r"});
+    ModelBuilder::IntAttr(b.Node("Gemm", {"r", "W2", "c2"}, {"y"}), "transB", 1);
+    b.Output("y", {2, 3});
+  }
+  // y computed the obvious way, in double.
+  std::vector<float> Expected() const {
+    std::vector<float> y(6);
+    for (int i = 0; i < 2; ++i) {
+      double h[5];
+      for (int j = 0; j < 5; ++j) {
+        double s = b1[j];
+        for (int k = 0; k < 6; ++k) s += static_cast<double>(x[i * 6 + k]) * w1[k * 5 + j];
+        h[j] = std::max(s, 0.0);
+      }
+      for (int j = 0; j < 3; ++j) {
+        double s = c2[j];
+        for (int k = 0; k < 5; ++k) s += h[k] * w2[j * 5 + k];
+        y[i * 3 + j] = static_cast<float>(s);
+      }
+    }
+    return y;
+  }
+};
+
+// Runs a forward graph on the given variables; returns output 0.
+std::vector<float> RunGraph(Graph g, const std::map<std::string, Tensor>& vars) {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  Bindings b;
+  for (const auto& [name, t] : vars) {
+    shapes.push_back({name, t.shape()});
+    b.vars[name] = t;
+  }
+  InferShapes(&g, shapes);
+  MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
+  std::unique_ptr<Engine> engine = MakeEngine("naive");
+  Executor exec(g, plan, b, engine.get());
+  exec.Run(false, 0, 1);
+  const Tensor& y = exec.output(0);
+  return std::vector<float>(y.f(), y.f() + y.size());
+}
+
+Tensor FromVector(Shape s, const std::vector<float>& v) {
+  Tensor t = Tensor::Empty(s);
+  std::copy(v.begin(), v.end(), t.f());
+  return t;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-5 + 1e-4 * std::fabs(want[k])) << k;
+}
+
+TEST(OnnxImport, MlpVariablesKindsAndValues) {
+  Mlp mlp;
+  OnnxImport imp = ImportOnnx(mlp.b.m);
+  ASSERT_TRUE(imp.unsupported.empty()) << DescribeUnsupported(imp.unsupported);
+  EXPECT_EQ(imp.opset, 13);
+  ASSERT_EQ(imp.inputs.size(), 1u);
+  EXPECT_EQ(imp.inputs[0].onnx_name, "x:0");
+  EXPECT_EQ(imp.graph.node(imp.inputs[0].node).name, "x_0");
+  EXPECT_EQ(imp.graph.node(imp.inputs[0].node).var, VarKind::kInput);
+  EXPECT_EQ(imp.inputs[0].shape, (Shape{2, 3, 2}));
+  // W1 is used transposed (transB=0): only W1_T exists, with W1's values transposed.
+  EXPECT_EQ(imp.graph.FindNode("W1"), -1);
+  int w1t = imp.graph.FindNode("W1_T");
+  ASSERT_GE(w1t, 0);
+  EXPECT_EQ(imp.graph.node(w1t).var, VarKind::kParam);
+  const Tensor& t = imp.values.at("W1_T");
+  ASSERT_EQ(t.shape(), (Shape{5, 6}));
+  EXPECT_EQ(t.f()[1 * 6 + 4], mlp.w1[4 * 5 + 1]);
+  // c2 (1,3) is given to fully_connected as its (3,) bias.
+  EXPECT_EQ(imp.values.at("c2_row").shape(), (Shape{3}));
+  EXPECT_EQ(imp.graph.node(imp.graph.FindNode("b1")).var, VarKind::kParam);
+  ASSERT_EQ(imp.output_names, std::vector<std::string>{"y"});
+  EXPECT_EQ(imp.graph.node(imp.graph.outputs[0].node).op->name(), "fully_connected");
+
+  std::map<std::string, Tensor> vars = imp.values;
+  vars["x_0"] = FromVector(Shape{2, 3, 2}, mlp.x);
+  ExpectNear(RunGraph(imp.graph, vars), mlp.Expected());
+}
+
+TEST(OnnxImport, UnsupportedNodesAreCountedNotThrown) {
+  ModelBuilder b;
+  b.Input("x", {2, 3});
+  b.Node("Relu", {"x"}, {"r"});
+  b.Node("Frobnicate", {"r"}, {"f"});
+  b.Node("Relu", {"f"}, {"y"});  // depends on an unsupported node: not reported again
+  b.Output("y");
+  OnnxImport imp = ImportOnnx(b.m);
+  ASSERT_EQ(imp.unsupported.size(), 1u);
+  EXPECT_EQ(imp.unsupported[0].op_type, "Frobnicate");
+  EXPECT_EQ(imp.unsupported[0].reason, "no mapping to a frugal op");
+  EXPECT_TRUE(imp.graph.outputs.empty());
+
+  // A mapped op whose frugal op is missing: here relu, left out by the options.
+  ModelBuilder r;
+  r.Input("x", {2});
+  r.Node("Relu", {"x"}, {"y"});
+  r.Output("y");
+  OnnxImportOptions opts;
+  opts.op_available = [](const std::string& op) { return op != "relu"; };
+  OnnxImport missing = ImportOnnx(r.m, opts);
+  ASSERT_EQ(missing.unsupported.size(), 1u);
+  EXPECT_NE(missing.unsupported[0].reason.find("frugal op 'relu'"), std::string::npos);
+  EXPECT_TRUE(ImportOnnx(r.m).unsupported.empty());
+}
+
+TEST(OnnxImport, NonFloatTensorsAndDomainsAreUnsupported) {
+  ModelBuilder b;
+  b.Input("x", {2}, onnx::TensorProto::INT64);
+  b.Node("Relu", {"x"}, {"y"});
+  b.Output("y");
+  OnnxImport imp = ImportOnnx(b.m);
+  ASSERT_EQ(imp.unsupported.size(), 1u);
+  EXPECT_EQ(imp.unsupported[0].reason, "'x' is INT64; frugal computes in float32 only");
+
+  ModelBuilder d;
+  d.Input("x", {2});
+  d.Node("Relu", {"x"}, {"y"})->set_domain("com.example");
+  d.Output("y");
+  EXPECT_NE(ImportOnnx(d.m).unsupported.at(0).reason.find("com.example"), std::string::npos);
+}
+
+TEST(OnnxImport, ConstantsAndKnownValuesFeedAttributes) {
+  // Reshape's shape from a Constant node; a float Constant read as a tensor
+  // becomes aux state (not learned).
+  ModelBuilder b;
+  b.Input("x", {2, 3});
+  auto* c = b.Node("Constant", {}, {"shape"});
+  auto* a = c->add_attribute();
+  a->set_name("value_ints"), a->set_type(onnx::AttributeProto::INTS), a->add_ints(3), a->add_ints(-1);
+  b.Node("Reshape", {"x", "shape"}, {"r"});
+  auto* k = b.Node("Constant", {}, {"k"});
+  auto* t = k->add_attribute()->mutable_t();
+  k->mutable_attribute(0)->set_name("value"), k->mutable_attribute(0)->set_type(onnx::AttributeProto::TENSOR);
+  t->set_data_type(onnx::TensorProto::FLOAT), t->add_dims(3), t->add_dims(2);
+  for (int i = 0; i < 6; ++i) t->add_float_data(static_cast<float>(i));
+  b.Node("Sum", {"r", "k"}, {"y"});
+  b.Output("y");
+  OnnxImport imp = ImportOnnx(b.m);
+  ASSERT_TRUE(imp.unsupported.empty()) << DescribeUnsupported(imp.unsupported);
+  EXPECT_EQ(imp.graph.FindNode("shape"), -1) << "a value read as an attribute is no variable";
+  ASSERT_GE(imp.graph.FindNode("k"), 0);
+  EXPECT_EQ(imp.graph.node(imp.graph.FindNode("k")).var, VarKind::kAux);
+  const Node& r = imp.graph.node(imp.graph.FindNode("r"));
+  EXPECT_EQ(r.attrs.at("shape"), "(3,-1)");
+  std::map<std::string, Tensor> vars = imp.values;
+  vars["x"] = FromVector(Shape{2, 3}, {10, 20, 30, 40, 50, 60});
+  ExpectNear(RunGraph(imp.graph, vars), {10, 21, 32, 43, 54, 65});
+
+  // The same shape given as a graph input whose value is known at import.
+  ModelBuilder fed;
+  fed.Input("x", {2, 3});
+  fed.Input("shape", {2}, onnx::TensorProto::INT64);
+  fed.Node("Reshape", {"x", "shape"}, {"y"});
+  fed.Output("y");
+  EXPECT_NE(ImportOnnx(fed.m).unsupported.at(0).reason.find("must be known at import"), std::string::npos);
+  OnnxImportOptions opts;
+  OnnxTensor s;
+  s.kind = OnnxTensor::Kind::kInt, s.type_name = "INT64", s.dims = {2}, s.i = {6, 1};
+  opts.known_values["shape"] = s;
+  OnnxImport known = ImportOnnx(fed.m, opts);
+  ASSERT_TRUE(known.unsupported.empty()) << DescribeUnsupported(known.unsupported);
+  EXPECT_EQ(known.inputs.size(), 1u) << "'shape' is read only as a value";
+}
+
+TEST(OnnxImport, MalformedModelsThrow) {
+  ModelBuilder b;
+  b.Input("x", {2});
+  b.Node("Relu", {"nowhere"}, {"y"});
+  b.Output("y");
+  try {
+    ImportOnnx(b.m);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'nowhere' is not a graph input"), std::string::npos) << e.what();
+  }
+  ModelBuilder bad;
+  bad.Input("x", {2});
+  bad.Init("w", {2, 2}, {1, 2, 3});  // 3 values for 4
+  bad.Node("Relu", {"x"}, {"y"});
+  bad.Output("y");
+  EXPECT_THROW(ImportOnnx(bad.m), Error);
+}
+
+// Writes a model to dir/name and returns the path.
+std::string WriteModel(const TempDir& dir, const std::string& name, const onnx::ModelProto& m) {
+  std::ofstream out(dir.File(name), std::ios::binary);
+  m.SerializeToOstream(&out);
+  return dir.File(name);
+}
+
+// Loads PREFIX.prototxt and PREFIX.params as a user would and runs the graph.
+std::vector<float> RunExported(const std::string& prefix, const Tensor& x) {
+  ConfigFile cfg = LoadConfig(prefix + ".prototxt", {});
+  Graph g = BuildGraph(cfg);
+  std::map<std::string, Tensor> vars;
+  for (auto& [name, t] : LoadParams(prefix + ".params")) vars[name] = t;
+  vars[cfg.net.data().data_name()] = x;
+  return RunGraph(g, vars);
+}
+
+TEST(OnnxImport, ImportOnnxCommandRoundTrips) {
+  TempDir dir;
+  Mlp mlp;
+  std::string model = WriteModel(dir, "mlp.onnx", mlp.b.m);
+  RunResult r = RunFrugal("import-onnx " + model + " --out " + dir.File("mlp"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("mlp.params (4 tensors, 53 values)"), std::string::npos) << r.output;
+  std::ifstream cfg(dir.File("mlp.prototxt"));
+  std::string text((std::istreambuf_iterator<char>(cfg)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("version: 1"), std::string::npos);
+  EXPECT_NE(text.find("data_name: \"x_0\""), std::string::npos) << text;
+  EXPECT_NE(text.find("# The data section is yours"), std::string::npos);
+  NamedTensors params = LoadParams(dir.File("mlp.params"));
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_EQ(params[0].first, "h_weight");  // W1_T, renamed to what BuildGraph makes
+  ExpectNear(RunExported(dir.File("mlp"), FromVector(Shape{2, 3, 2}, mlp.x)), mlp.Expected());
+}
+
+TEST(OnnxImport, ImportOnnxCommandOnPyTorchExport) {
+  // PyTorch's nn.Linear export (opset 6, initializers listed as inputs) with
+  // the output ONNX recorded for it.
+  const std::string test = std::string(ONNX_TESTDATA_DIR) + "/pytorch-converted/test_Linear";
+  TempDir dir;
+  RunResult r = RunFrugal("import-onnx " + test + "/model.onnx --out " + dir.File("linear"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  OnnxTensor x = ReadOnnxTensorFile(test + "/test_data_set_0/input_0.pb");
+  OnnxTensor want = ReadOnnxTensorFile(test + "/test_data_set_0/output_0.pb");
+  std::vector<float> got = RunExported(dir.File("linear"), ToTensor(x));
+  ASSERT_EQ(got.size(), want.f.size());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want.f[k], 1e-7 + 1e-3 * std::fabs(want.f[k]));
+}
+
+TEST(OnnxImport, ImportOnnxCommandErrors) {
+  TempDir dir;
+  ModelBuilder b;
+  b.Input("x", {2, 3});
+  b.Node("Frobnicate", {"x"}, {"y"});
+  b.Output("y");
+  RunResult r = RunFrugal("import-onnx " + WriteModel(dir, "f.onnx", b.m) + " --out " + dir.File("f"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("1 node(s) cannot be imported: Frobnicate 'y': no mapping to a frugal op"),
+            std::string::npos)
+      << r.output;
+
+  // A parameter where the op takes none (add_n's second input): no config can say that.
+  ModelBuilder s;
+  s.Input("x", {3});
+  s.Init("k", {3}, {1, 2, 3});
+  s.Node("Sum", {"x", "k"}, {"y"});
+  s.Output("y");
+  r = RunFrugal("import-onnx " + WriteModel(dir, "s.onnx", s.m) + " --out " + dir.File("s"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("reads parameter 'k' as input 'x'"), std::string::npos) << r.output;
+
+  r = RunFrugal("import-onnx " + dir.File("f.onnx"));
+  EXPECT_NE(r.output.find("needs --out PREFIX"), std::string::npos) << r.output;
+  r = RunFrugal("import-onnx " + dir.File("missing.onnx") + " --out " + dir.File("m"));
+  EXPECT_NE(r.output.find("cannot open the ONNX model"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace frugal::test

@@ -1,0 +1,390 @@
+// The ONNX -> frugal op table, rule by rule: attribute conversion, what is
+// unsupported (and why), pads, and the choice of lowering by which frugal
+// ops exist. Rules are called directly, so these tests hold for the ops
+// that are mapped but not registered yet.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "onnx.pb.h"
+#include "onnx/op_table.h"
+
+namespace frugal::onnx_map {
+namespace {
+
+struct NodeBuilder {
+  onnx::NodeProto n;
+  NodeBuilder(const std::string& op, std::vector<std::string> in, std::vector<std::string> out = {"y"}) {
+    n.set_op_type(op);
+    for (auto& s : in) n.add_input(s);
+    for (auto& s : out) n.add_output(s);
+  }
+  NodeBuilder& Int(const std::string& name, int64_t v) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(onnx::AttributeProto::INT), a->set_i(v);
+    return *this;
+  }
+  NodeBuilder& Float(const std::string& name, float v) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(onnx::AttributeProto::FLOAT), a->set_f(v);
+    return *this;
+  }
+  NodeBuilder& Str(const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(onnx::AttributeProto::STRING), a->set_s(v);
+    return *this;
+  }
+  NodeBuilder& Ints(const std::string& name, std::vector<int64_t> v) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+    return *this;
+  }
+};
+
+ValueFacts Facts(Shape s) { return {s, nullptr, false}; }
+ValueFacts Known(const OnnxTensor& t, bool init = false) { return {t.shape(), &t, init}; }
+OnnxTensor IntsTensor(std::vector<int64_t> v) {
+  OnnxTensor t;
+  t.kind = OnnxTensor::Kind::kInt, t.type_name = "INT64", t.dims = {static_cast<int64_t>(v.size())}, t.i = v;
+  return t;
+}
+OnnxTensor FloatTensor(std::vector<int64_t> dims, std::vector<float> v) {
+  OnnxTensor t;
+  t.kind = OnnxTensor::Kind::kFloat, t.type_name = "FLOAT", t.dims = dims, t.f = v;
+  return t;
+}
+
+// Lowers with every frugal op available (or only those in `ops`).
+Lowering Lower(const NodeBuilder& b, int64_t opset, std::vector<ValueFacts> facts,
+               std::vector<std::string> ops = {}) {
+  const OpMapping* m = FindMapping(b.n.op_type());
+  EXPECT_NE(m, nullptr) << b.n.op_type();
+  if (!m) return Unsupported("no mapping");
+  facts.resize(b.n.input_size());
+  OpAvailableFn avail = [ops](const std::string& op) {
+    return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();
+  };
+  return m->rule(NodeView(b.n, opset, facts, avail));
+}
+
+// The single node of a lowering (fails the test otherwise).
+NewNode Single(const Lowering& l) {
+  EXPECT_EQ(l.unsupported, "");
+  EXPECT_EQ(l.nodes.size(), 1u);
+  return l.nodes.empty() ? NewNode{} : l.nodes[0];
+}
+
+TEST(OnnxTable, LookupFindsEveryLine) {
+  for (const OpMapping& m : OpTable()) {
+    const OpMapping* found = FindMapping(m.onnx_op);
+    ASSERT_NE(found, nullptr) << m.onnx_op;
+    EXPECT_STREQ(found->onnx_op, m.onnx_op);
+  }
+  EXPECT_EQ(FindMapping("NoSuchOp"), nullptr);
+  EXPECT_GE(OpTable().size(), 39u);
+}
+
+TEST(OnnxMap, ValueForms) {
+  EXPECT_EQ(TupleStr({2, 2}), "(2,2)");
+  EXPECT_EQ(TupleStr({}), "()");
+  EXPECT_EQ(FloatStr(0.5), "0.5");
+  EXPECT_EQ(FloatStr(static_cast<float>(0.1)), "0.100000001");  // the float itself, round-trippable
+  EXPECT_EQ(BoolStr(false), "false");
+}
+
+TEST(OnnxMap, ConvAttributes) {
+  NodeBuilder b("Conv", {"x", "w", "b"});
+  b.Ints("kernel_shape", {3, 3}).Ints("pads", {1, 1, 1, 1}).Ints("strides", {2, 2}).Int("group", 1);
+  NewNode n = Single(Lower(b, 11, {Facts(Shape{1, 3, 8, 8}), Facts(Shape{8, 3, 3, 3}), Facts(Shape{8})}));
+  EXPECT_EQ(n.op, "convolution");
+  EXPECT_EQ(n.attrs, (AttrMap{{"kernel", "(3,3)"}, {"stride", "(2,2)"}, {"pad", "(1,1)"}, {"dilate", "(1,1)"},
+                              {"num_filter", "8"}, {"num_group", "1"}, {"no_bias", "false"}}));
+  ASSERT_EQ(n.inputs.size(), 3u);
+  EXPECT_EQ(n.inputs[2].kind, Operand::kInput);
+  EXPECT_EQ(n.inputs[2].index, 2);
+}
+
+TEST(OnnxMap, ConvKernelFromWeightWithoutBias) {
+  NodeBuilder b("Conv", {"x", "w"});
+  b.Ints("dilations", {2, 1}).Int("group", 4);
+  NewNode n = Single(Lower(b, 11, {Facts(Shape{1, 8, 9, 9}), Facts(Shape{16, 2, 5, 3})}));
+  EXPECT_EQ(n.attrs.at("kernel"), "(5,3)");
+  EXPECT_EQ(n.attrs.at("dilate"), "(2,1)");
+  EXPECT_EQ(n.attrs.at("pad"), "(0,0)");
+  EXPECT_EQ(n.attrs.at("num_group"), "4");
+  EXPECT_EQ(n.attrs.at("no_bias"), "true");
+  EXPECT_EQ(n.inputs.size(), 2u);
+}
+
+TEST(OnnxMap, AsymmetricPadsAreUnsupported) {
+  NodeBuilder b("Conv", {"x", "w"});
+  b.Ints("pads", {0, 0, 1, 1});
+  Lowering l = Lower(b, 11, {Facts(Shape{1, 1, 5, 5}), Facts(Shape{1, 1, 3, 3})});
+  EXPECT_TRUE(l.nodes.empty());
+  EXPECT_NE(l.unsupported.find("pads (0,0,1,1) differ at the start and end"), std::string::npos) << l.unsupported;
+}
+
+TEST(OnnxMap, SamePaddingIsSymmetricOrUnsupported) {
+  NodeBuilder even("Conv", {"x", "w"});
+  even.Str("auto_pad", "SAME_UPPER");
+  NewNode n = Single(Lower(even, 11, {Facts(Shape{1, 1, 5, 5}), Facts(Shape{1, 1, 3, 3})}));
+  EXPECT_EQ(n.attrs.at("pad"), "(1,1)");  // out 5: total pad 2 = 1 + 1
+
+  NodeBuilder odd("Conv", {"x", "w"});
+  odd.Str("auto_pad", "SAME_LOWER").Ints("strides", {2, 2});
+  Lowering l = Lower(odd, 11, {Facts(Shape{1, 1, 4, 4}), Facts(Shape{1, 1, 3, 3})});  // total (2-1)*2+3-4 = 1
+  EXPECT_NE(l.unsupported.find("pads spatial dim 0 by 1"), std::string::npos) << l.unsupported;
+
+  Lowering unknown = Lower(even, 11, {Facts(Shape()), Facts(Shape{1, 1, 3, 3})});
+  EXPECT_NE(unknown.unsupported.find("needs the input's shape"), std::string::npos) << unknown.unsupported;
+
+  NodeBuilder valid("Conv", {"x", "w"});
+  valid.Str("auto_pad", "VALID");
+  EXPECT_EQ(Single(Lower(valid, 11, {Facts(Shape()), Facts(Shape{1, 1, 3, 3})})).attrs.at("pad"), "(0,0)");
+}
+
+TEST(OnnxMap, ConvTranspose) {
+  NodeBuilder b("ConvTranspose", {"x", "w"});
+  b.Ints("strides", {2, 2}).Ints("pads", {1, 1, 1, 1}).Ints("output_padding", {1, 1}).Int("group", 2);
+  NewNode n = Single(Lower(b, 11, {Facts(Shape{1, 4, 3, 3}), Facts(Shape{4, 3, 3, 3})}));
+  EXPECT_EQ(n.op, "deconvolution");
+  EXPECT_EQ(n.attrs.at("num_filter"), "6");  // W (C, M/group, ...)
+  EXPECT_EQ(n.attrs.at("adj"), "(1,1)");
+  // frugal's adj trims padding (oneDNN pads the right side by pad - adj).
+  NodeBuilder beyond("ConvTranspose", {"x", "w"});
+  beyond.Ints("strides", {2, 2}).Ints("output_padding", {1, 1});
+  EXPECT_NE(Lower(beyond, 11, {Facts(Shape{1, 4, 3, 3}), Facts(Shape{4, 3, 3, 3})}).unsupported.find("output_padding"),
+            std::string::npos);
+  NodeBuilder shaped("ConvTranspose", {"x", "w"});
+  shaped.Ints("output_shape", {10, 8});
+  EXPECT_NE(Lower(shaped, 11, {Facts(Shape{1, 4, 3, 3}), Facts(Shape{4, 3, 3, 3})}).unsupported, "");
+}
+
+TEST(OnnxMap, Pooling) {
+  NodeBuilder max("MaxPool", {"x"});
+  max.Ints("kernel_shape", {2, 2}).Ints("strides", {2, 2});
+  NewNode m = Single(Lower(max, 12, {Facts(Shape{1, 1, 4, 4})}));
+  EXPECT_EQ(m.op, "pooling");
+  EXPECT_EQ(m.attrs, (AttrMap{{"pool_type", "max"}, {"kernel", "(2,2)"}, {"stride", "(2,2)"}, {"pad", "(0,0)"}}));
+
+  NodeBuilder avg("AveragePool", {"x"});
+  avg.Ints("kernel_shape", {3, 3}).Ints("pads", {1, 1, 1, 1});
+  NewNode a = Single(Lower(avg, 11, {Facts(Shape{1, 1, 4, 4})}));
+  EXPECT_EQ(a.attrs.at("pool_type"), "avg");
+  EXPECT_EQ(a.attrs.at("count_include_pad"), "false");  // ONNX's default, not MXNet's
+  avg.Int("count_include_pad", 1);
+  EXPECT_EQ(Single(Lower(avg, 11, {Facts(Shape{1, 1, 4, 4})})).attrs.at("count_include_pad"), "true");
+
+  NodeBuilder ceil("MaxPool", {"x"});
+  ceil.Ints("kernel_shape", {2, 2}).Int("ceil_mode", 1);
+  EXPECT_NE(Lower(ceil, 12, {Facts(Shape{1, 1, 5, 5})}).unsupported.find("ceil_mode"), std::string::npos);
+  NodeBuilder indices("MaxPool", {"x"}, {"y", "i"});
+  indices.Ints("kernel_shape", {2, 2});
+  EXPECT_NE(Lower(indices, 12, {Facts(Shape{1, 1, 4, 4})}).unsupported.find("Indices"), std::string::npos);
+
+  NewNode g = Single(Lower(NodeBuilder("GlobalAveragePool", {"x"}), 11, {Facts(Shape{1, 3, 4, 4})}));
+  EXPECT_EQ(g.attrs, (AttrMap{{"pool_type", "avg"}, {"global_pool", "true"}}));
+}
+
+TEST(OnnxMap, BatchNorm) {
+  NodeBuilder b("BatchNormalization", {"x", "s", "b", "m", "v"});
+  b.Float("epsilon", 1e-3f);
+  NewNode n = Single(Lower(b, 14, {}));
+  EXPECT_EQ(n.op, "batch_norm");
+  EXPECT_EQ(n.attrs, (AttrMap{{"eps", "0.00100000005"}, {"momentum", "0.9"}, {"fix_gamma", "false"}}));
+  EXPECT_EQ(n.inputs.size(), 5u);
+  b.Int("training_mode", 1);
+  EXPECT_NE(Lower(b, 14, {}).unsupported.find("training mode"), std::string::npos);
+}
+
+TEST(OnnxMap, SimpleRulesConvertAndRejectUnknownAttributes) {
+  EXPECT_EQ(Single(Lower(NodeBuilder("LeakyRelu", {"x"}), 6, {})).attrs, (AttrMap{{"slope", "0.01"}}));
+  NodeBuilder lrelu("LeakyRelu", {"x"});
+  lrelu.Float("alpha", 0.25f);
+  EXPECT_EQ(Single(Lower(lrelu, 6, {})).attrs, (AttrMap{{"slope", "0.25"}}));
+  EXPECT_EQ(Single(Lower(NodeBuilder("Sigmoid", {"x"}), 13, {})).attrs, (AttrMap{{"act_type", "sigmoid"}}));
+  EXPECT_EQ(Single(Lower(NodeBuilder("Softplus", {"x"}), 1, {})).attrs, (AttrMap{{"act_type", "softrelu"}}));
+  EXPECT_EQ(Single(Lower(NodeBuilder("Neg", {"x"}), 13, {})).op, "negative");
+  NodeBuilder perm("Transpose", {"x"});
+  perm.Ints("perm", {0, 2, 1});
+  EXPECT_EQ(Single(Lower(perm, 13, {})).attrs, (AttrMap{{"axes", "(0,2,1)"}}));
+  NodeBuilder odd("Relu", {"x"});
+  odd.Int("unknown_knob", 1);
+  EXPECT_EQ(Lower(odd, 14, {}).unsupported, "attribute 'unknown_knob' is not supported");
+}
+
+TEST(OnnxMap, Clip) {
+  NodeBuilder old("Clip", {"x"});
+  old.Float("min", -1).Float("max", 2);
+  EXPECT_EQ(Single(Lower(old, 6, {})).attrs, (AttrMap{{"a_min", "-1"}, {"a_max", "2"}}));
+  OnnxTensor lo = FloatTensor({}, {-0.5f});
+  NewNode n = Single(Lower(NodeBuilder("Clip", {"x", "lo"}), 13, {Facts(Shape{2}), Known(lo)}));
+  EXPECT_EQ(n.attrs.at("a_min"), "-0.5");
+  EXPECT_EQ(static_cast<float>(std::stod(n.attrs.at("a_max"))), std::numeric_limits<float>::max());
+  EXPECT_EQ(n.inputs.size(), 1u);
+  EXPECT_NE(Lower(NodeBuilder("Clip", {"x", "lo"}), 13, {Facts(Shape{2}), Facts(Shape{})}).unsupported.find(
+                "must be known at import"),
+            std::string::npos);
+}
+
+TEST(OnnxMap, GemmLowerings) {
+  // transB=1, C (N,): one fully_connected reading A, B, C.
+  NodeBuilder tb("Gemm", {"a", "b", "c"});
+  tb.Int("transB", 1);
+  NewNode fc = Single(Lower(tb, 13, {Facts(Shape{2, 7}), Facts(Shape{4, 7}), Facts(Shape{4})}));
+  EXPECT_EQ(fc.op, "fully_connected");
+  EXPECT_EQ(fc.attrs, (AttrMap{{"num_hidden", "4"}, {"flatten", "true"}}));
+  EXPECT_EQ(fc.inputs.size(), 3u);
+
+  // transB=0 with B an initializer: B^T becomes a new parameter.
+  OnnxTensor b = FloatTensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  Lowering l = Lower(NodeBuilder("Gemm", {"a", "b"}), 13, {Facts(Shape{1, 2}), Known(b, true)});
+  ASSERT_EQ(l.unsupported, "");
+  ASSERT_EQ(l.constants.size(), 1u);
+  EXPECT_EQ(l.constants[0].value.shape(), (Shape{3, 2}));
+  std::vector<float> bt(l.constants[0].value.f(), l.constants[0].value.f() + 6);
+  EXPECT_EQ(bt, (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(Single(l).attrs.at("no_bias"), "true");
+  EXPECT_EQ(Single(l).inputs[1].kind, Operand::kConst);
+
+  // transB=0 with B a data input: a transpose node, or unsupported without one.
+  std::vector<ValueFacts> data_b = {Facts(Shape{1, 2}), Facts(Shape{2, 3})};
+  Lowering none = Lower(NodeBuilder("Gemm", {"a", "b"}), 13, data_b, {"fully_connected"});
+  EXPECT_NE(none.unsupported.find("transpose"), std::string::npos);
+  Lowering with = Lower(NodeBuilder("Gemm", {"a", "b"}), 13, data_b, {"fully_connected", "transpose"});
+  ASSERT_EQ(with.nodes.size(), 2u);
+  EXPECT_EQ(with.nodes[0].op, "transpose");
+  EXPECT_EQ(with.nodes[1].inputs[1].kind, Operand::kNode);
+
+  // C of shape (M, N): fully_connected without bias, then a broadcasting add.
+  NodeBuilder full("Gemm", {"a", "b", "c"});
+  full.Int("transB", 1);
+  std::vector<ValueFacts> mn = {Facts(Shape{2, 7}), Facts(Shape{4, 7}), Facts(Shape{2, 4})};
+  Lowering add = Lower(full, 13, mn, {"fully_connected", "add"});
+  ASSERT_EQ(add.nodes.size(), 2u);
+  EXPECT_EQ(add.nodes[1].op, "add");
+  EXPECT_NE(Lower(full, 13, mn, {"fully_connected"}).unsupported.find("add"), std::string::npos);
+
+  NodeBuilder alpha("Gemm", {"a", "b"});
+  alpha.Float("alpha", 2).Int("transB", 1);
+  EXPECT_NE(Lower(alpha, 13, {Facts(Shape{2, 7}), Facts(Shape{4, 7})}).unsupported.find("alpha"), std::string::npos);
+}
+
+TEST(OnnxMap, MatMul) {
+  OnnxTensor b = FloatTensor({3, 2}, {1, 2, 3, 4, 5, 6});
+  Lowering fc = Lower(NodeBuilder("MatMul", {"a", "b"}), 13, {Facts(Shape{4, 5, 3}), Known(b, true)});
+  EXPECT_EQ(Single(fc).attrs, (AttrMap{{"num_hidden", "2"}, {"flatten", "false"}, {"no_bias", "true"}}));
+  EXPECT_EQ(fc.constants.at(0).value.shape(), (Shape{2, 3}));
+  std::vector<ValueFacts> data = {Facts(Shape{4, 3}), Facts(Shape{3, 2})};
+  EXPECT_EQ(Single(Lower(NodeBuilder("MatMul", {"a", "b"}), 13, data, {"matmul"})).op, "matmul");
+  EXPECT_NE(Lower(NodeBuilder("MatMul", {"a", "b"}), 13, data, {"fully_connected"}).unsupported, "");
+}
+
+TEST(OnnxMap, FlattenAndReshape) {
+  std::vector<ValueFacts> x = {Facts(Shape{2, 3, 4, 5})};
+  NodeBuilder f2("Flatten", {"x"});
+  f2.Int("axis", 2);
+  EXPECT_EQ(Single(Lower(f2, 13, x)).attrs, (AttrMap{{"shape", "(-1,20)"}}));
+  NodeBuilder f0("Flatten", {"x"});
+  f0.Int("axis", 0);
+  EXPECT_EQ(Single(Lower(f0, 13, x)).attrs, (AttrMap{{"shape", "(1,-1)"}}));
+  NodeBuilder fneg("Flatten", {"x"});
+  fneg.Int("axis", -3);
+  EXPECT_EQ(Single(Lower(fneg, 13, x)).op, "flatten");
+
+  OnnxTensor shape = IntsTensor({2, 0, -1});
+  EXPECT_EQ(Single(Lower(NodeBuilder("Reshape", {"x", "s"}), 14, {x[0], Known(shape)})).attrs,
+            (AttrMap{{"shape", "(2,0,-1)"}}));
+  EXPECT_NE(Lower(NodeBuilder("Reshape", {"x", "s"}), 14, {x[0], Facts(Shape{3})}).unsupported, "");
+  NodeBuilder zero("Reshape", {"x", "s"});
+  zero.Int("allowzero", 1);
+  EXPECT_NE(Lower(zero, 14, {x[0], Known(shape)}).unsupported.find("allowzero"), std::string::npos);
+}
+
+TEST(OnnxMap, SoftmaxOldOpsetCoercesTo2D) {
+  NewNode s = Single(Lower(NodeBuilder("Softmax", {"x"}), 13, {Facts(Shape{2, 3, 4})}));
+  EXPECT_EQ(s.attrs, (AttrMap{{"axis", "2"}}));
+  NodeBuilder old("LogSoftmax", {"x"});
+  old.Int("axis", 1);
+  Lowering l = Lower(old, 11, {Facts(Shape{2, 3, 4})});
+  ASSERT_EQ(l.nodes.size(), 3u);
+  EXPECT_EQ(l.nodes[0].attrs.at("shape"), "(0,-1)");
+  EXPECT_EQ(l.nodes[1].op, "log_softmax");
+  EXPECT_EQ(l.nodes[1].attrs.at("axis"), "-1");
+  EXPECT_EQ(l.nodes[2].attrs.at("shape"), "(0,3,4)");
+  EXPECT_EQ(Single(Lower(NodeBuilder("Softmax", {"x"}), 11, {Facts(Shape{2, 3})})).attrs.at("axis"), "1");
+}
+
+TEST(OnnxMap, SumAndAdd) {
+  std::vector<ValueFacts> same = {Facts(Shape{3}), Facts(Shape{3}), Facts(Shape{3})};
+  EXPECT_EQ(Single(Lower(NodeBuilder("Sum", {"a", "b", "c"}), 13, same)).attrs, (AttrMap{{"num_args", "3"}}));
+  EXPECT_TRUE(Lower(NodeBuilder("Sum", {"a"}), 13, {Facts(Shape{3})}).alias.has_value());
+  std::vector<ValueFacts> bcast = {Facts(Shape{2, 3}), Facts(Shape{3})};
+  EXPECT_NE(Lower(NodeBuilder("Sum", {"a", "b"}), 13, bcast, {"add_n"}).unsupported, "");
+  EXPECT_EQ(Lower(NodeBuilder("Sum", {"a", "b"}), 13, bcast, {"add_n", "add"}).nodes.at(0).op, "add");
+  EXPECT_EQ(Single(Lower(NodeBuilder("Add", {"a", "b"}), 13, same, {"add_n"})).op, "add_n");
+  EXPECT_EQ(Single(Lower(NodeBuilder("Add", {"a", "b"}), 13, same, {"add_n", "add"})).op, "add");
+  EXPECT_EQ(Single(Lower(NodeBuilder("Add", {"a", "b"}), 13, bcast, {"add_n"})).op, "add");  // waits for add
+  NodeBuilder legacy("Mul", {"a", "b"});
+  legacy.Int("broadcast", 1).Int("axis", 0);
+  EXPECT_NE(Lower(legacy, 6, bcast).unsupported.find("axis"), std::string::npos);
+}
+
+TEST(OnnxMap, ConcatSplitSlice) {
+  NodeBuilder cat("Concat", {"a", "b"});
+  cat.Int("axis", -1);
+  EXPECT_EQ(Single(Lower(cat, 13, {Facts(Shape{2, 3, 4}), Facts(Shape{2, 3, 5})})).attrs,
+            (AttrMap{{"dim", "2"}, {"num_args", "2"}}));
+
+  NodeBuilder split("Split", {"x"}, {"a", "b", "c"});
+  split.Int("axis", 1);
+  EXPECT_EQ(Single(Lower(split, 11, {Facts(Shape{2, 6})})).attrs, (AttrMap{{"num_outputs", "3"}, {"axis", "1"}}));
+  OnnxTensor parts = IntsTensor({2, 4});
+  EXPECT_NE(Lower(NodeBuilder("Split", {"x", "s"}, {"a", "b"}), 13, {Facts(Shape{6}), Known(parts)})
+                .unsupported.find("unequal"),
+            std::string::npos);
+
+  OnnxTensor starts = IntsTensor({1}), ends = IntsTensor({std::numeric_limits<int64_t>::max()}),
+             axes = IntsTensor({-1}), steps = IntsTensor({2});
+  NewNode s = Single(Lower(NodeBuilder("Slice", {"x", "s", "e", "a", "t"}), 13,
+                           {Facts(Shape{3, 10}), Known(starts), Known(ends), Known(axes), Known(steps)}));
+  EXPECT_EQ(s.attrs, (AttrMap{{"begin", "(0,1)"}, {"end", "(3,10)"}, {"step", "(1,2)"}}));
+  EXPECT_EQ(s.inputs.size(), 1u);
+  OnnxTensor back = IntsTensor({-1}), to_start = IntsTensor({std::numeric_limits<int64_t>::min()});
+  Lowering rev = Lower(NodeBuilder("Slice", {"x", "s", "e", "a", "t"}), 13,
+                       {Facts(Shape{3, 10}), Known(back), Known(to_start), Known(axes), Known(back)});
+  EXPECT_NE(rev.unsupported.find("open end"), std::string::npos) << rev.unsupported;
+}
+
+TEST(OnnxMap, UnsqueezeReduceDropout) {
+  OnnxTensor axes = IntsTensor({3, 0});
+  Lowering u = Lower(NodeBuilder("Unsqueeze", {"x", "a"}), 13, {Facts(Shape{2, 3}), Known(axes)});
+  ASSERT_EQ(u.nodes.size(), 2u);
+  EXPECT_EQ(u.nodes[0].attrs.at("axis"), "0");
+  EXPECT_EQ(u.nodes[1].attrs.at("axis"), "3");
+  EXPECT_EQ(u.nodes[1].inputs[0].kind, Operand::kNode);
+
+  NodeBuilder mean("ReduceMean", {"x"});
+  mean.Ints("axes", {1, -1});
+  EXPECT_EQ(Single(Lower(mean, 13, {})).attrs, (AttrMap{{"axis", "(1,-1)"}, {"keepdims", "true"}}));
+  NodeBuilder noop("ReduceSum", {"x"});
+  noop.Int("noop_with_empty_axes", 1).Int("keepdims", 0);
+  EXPECT_TRUE(Lower(noop, 13, {}).alias.has_value());
+  NodeBuilder all("ReduceMax", {"x"});
+  all.Int("keepdims", 0);
+  EXPECT_EQ(Single(Lower(all, 13, {})).attrs, (AttrMap{{"keepdims", "false"}}));
+
+  OnnxTensor ratio = FloatTensor({}, {0.25f});
+  EXPECT_EQ(Single(Lower(NodeBuilder("Dropout", {"x", "r"}), 13, {Facts(Shape{2}), Known(ratio)})).attrs,
+            (AttrMap{{"p", "0.25"}}));
+  EXPECT_NE(Lower(NodeBuilder("Dropout", {"x"}, {"y", "mask"}), 13, {}).unsupported.find("mask"), std::string::npos);
+  OnnxTensor yes = IntsTensor({1});
+  yes.dims = {};
+  EXPECT_NE(Lower(NodeBuilder("Dropout", {"x", "r", "t"}), 13, {Facts(Shape{2}), Known(ratio), Known(yes)})
+                .unsupported.find("training_mode"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace frugal::onnx_map
