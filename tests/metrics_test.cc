@@ -41,11 +41,14 @@ TEST(Metrics, ClassificationValues) {
 }
 
 TEST(Metrics, TiesGoToTheLowerClass) {
+  // As argmax taking the first maximum: class 0 wins a tie with class 1.
   Tensor p = Make(Shape{2, 2}, {0.5f, 0.5f, 0.5f, 0.5f});
-  Tensor y = Make(Shape{2}, {0, 1});
   auto acc = MakeMetric("accuracy");
-  acc->Update(p, y, 2);
-  EXPECT_DOUBLE_EQ(acc->Get(), 0.5);
+  acc->Update(p, Make(Shape{2}, {0, 0}), 2);
+  EXPECT_DOUBLE_EQ(acc->Get(), 1.0);
+  acc->Reset();
+  acc->Update(p, Make(Shape{2}, {1, 1}), 2);
+  EXPECT_DOUBLE_EQ(acc->Get(), 0.0);
 }
 
 TEST(Metrics, MeanSquaredError) {

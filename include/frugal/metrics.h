@@ -8,9 +8,9 @@
 //   mse                mean over elements of (output - label)^2
 //
 // The classification metrics read outputs (N, K) of class probabilities and
-// labels (N) holding class indices; mse reads outputs and labels with the
-// same number of values per row. Only the first num_valid rows of a batch
-// count (the rest of a last, wrapped batch are repeats).
+// labels (N) holding class indices; mse reads outputs and labels of the same
+// size (N rows each). Only the first num_valid rows of a batch count (the
+// rest of a last, wrapped batch are repeats).
 #pragma once
 
 #include <cstdint>

@@ -97,7 +97,8 @@ double GlobalNorm(const std::vector<const Tensor*>& grads);
 // Multiplies every gradient by `rescale` (e.g. 1 / iter_size) and then, if
 // max_norm > 0 and the global norm of the rescaled gradients exceeds it,
 // scales them all by max_norm / norm, in one pass. Returns the global norm
-// of the rescaled gradients before clipping (for logging).
+// of the rescaled gradients before clipping (for logging), or 0 when
+// max_norm is 0 (no norm is computed then).
 double RescaleAndClip(const std::vector<Tensor*>& grads, float rescale, float max_norm);
 
 }  // namespace frugal
