@@ -74,27 +74,28 @@ std::vector<std::vector<float>> TrainSteps(MemoryStrategy strategy, int steps, i
   auto engine = MakeEngine("naive");
   Rng rng(cfg.net.solver().seed());
   Bindings b;
-  std::map<std::string, Tensor> grads, moms;
+  std::map<std::string, Tensor> grads;
+  std::map<std::string, OptState> moms;
   for (int id : m.params) {
     const Node& n = m.train.node(id);
     Tensor w = Tensor::Empty(m.train.shape({id, 0}));
     InitParam(n.init, n.name, &w, &rng);
     b.vars[n.name] = w;
     b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
-    moms[n.name] = Tensor::Empty(w.shape());
+    moms[n.name] = {Tensor::Empty(w.shape())};
   }
   Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
   Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
   int64_t before = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
   Executor exec(m.train, m.train_plan, b, engine.get());
   *arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena) - before;
-  SgdOptions sgd{0.1f, 0.9f, 0.001f};
+  const auto sgd = MakeOptimizer({OptimizerKind::kSgd, 0.9f, 0.001f});
   std::vector<std::vector<float>> result;
   for (int step = 0; step < steps; ++step) {
     for (int64_t i = 0; i < data.size(); ++i) data.f()[i] = static_cast<float>(rng.Uniform());
     for (int64_t i = 0; i < label.size(); ++i) label.f()[i] = static_cast<float>(rng.Next() % 10);
     exec.Run(true, step, 3);
-    for (auto& [name, g] : grads) SgdUpdate(sgd, &b.vars[name], g, &moms[name]);
+    for (auto& [name, g] : grads) sgd->Update(&b.vars[name], g, &moms[name], 0.1f, step + 1);
   }
   for (auto& [name, t] : b.vars)
     if (name != "data" && name != "label") result.emplace_back(t.f(), t.f() + t.size());

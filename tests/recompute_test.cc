@@ -38,23 +38,25 @@ std::vector<std::vector<float>> Train(const ConfigFile& cfg, const MemoryStrateg
   auto engine = MakeEngine("naive");
   Rng rng(cfg.net.solver().seed());
   Bindings b;
-  std::map<std::string, Tensor> grads, moms;
+  std::map<std::string, Tensor> grads;
+  std::map<std::string, OptState> moms;
   for (int id : m.params) {
     const Node& n = m.train.node(id);
     Tensor w = Tensor::Empty(m.train.shape({id, 0}));
     InitParam(n.init, n.name, &w, &rng);
     b.vars[n.name] = w;
     b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
-    moms[n.name] = Tensor::Empty(w.shape());
+    moms[n.name] = {Tensor::Empty(w.shape())};
   }
   Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
   Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
   Executor exec(m.train, m.train_plan, b, engine.get());
+  const auto sgd = MakeOptimizer({OptimizerKind::kSgd, 0.9f, 0.f});
   for (int step = 0; step < steps; ++step) {
     for (int64_t i = 0; i < data.size(); ++i) data.f()[i] = static_cast<float>(2 * rng.Uniform() - 1);
     for (int64_t i = 0; i < label.size(); ++i) label.f()[i] = static_cast<float>(rng.Next() % 10);
     exec.Run(true, step, 5);
-    for (auto& [name, g] : grads) SgdUpdate({0.05f, 0.9f, 0.f}, &b.vars[name], g, &moms[name]);
+    for (auto& [name, g] : grads) sgd->Update(&b.vars[name], g, &moms[name], 0.05f, step + 1);
   }
   std::vector<std::vector<float>> params;
   for (auto& [name, t] : b.vars)

@@ -54,7 +54,8 @@ struct Node {
   // Config annotations for the recompute planner.
   enum class Keep : uint8_t { kAuto, kCheckpoint, kMirror } keep = Keep::kAuto;
   bool stage = false;         // a segment boundary for sqrt / logn plans
-  std::string init;           // params: initializer name ("xavier", "zero", ...)
+  std::string init;           // params: initializer spec ("xavier", "msra", ...; frugal/init.h)
+  float lr_mult = 1, wd_mult = 1;  // params: multipliers of the solver's lr and weight decay
   Shape shape;                // variables: the shape declared in the config, if any
   SourceLoc loc;
 

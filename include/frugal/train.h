@@ -1,10 +1,11 @@
-// Training: the model (train and eval graphs bound to shared parameters),
-// initializers, the SGD optimizer, metrics and the fit loop.
+// Training: the model (train and eval graphs bound to shared parameters)
+// and the fit loop. Its building blocks have their own headers, included
+// here: rng.h, init.h, optimizer.h, lr_schedule.h, metrics.h (and, not
+// included, checkpoint.h, tensorboard.h, trace.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -12,51 +13,15 @@
 #include "frugal/engine.h"
 #include "frugal/executor.h"
 #include "frugal/graph.h"
+#include "frugal/init.h"
+#include "frugal/lr_schedule.h"
+#include "frugal/metrics.h"
+#include "frugal/optimizer.h"
 #include "frugal/passes.h"
+#include "frugal/rng.h"
 #include "frugal/tensor.h"
 
 namespace frugal {
-
-// A deterministic random source: the same seed gives the same numbers on
-// every platform (std:: distributions do not promise that).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : gen_(seed) {}
-  double Uniform() { return static_cast<double>(gen_() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double Normal();
-  uint64_t Next() { return gen_(); }
-
- private:
-  std::mt19937_64 gen_;
-};
-
-// Fills a parameter: "xavier" (uniform, MXNet's magnitude 3 over the average
-// fan), "zero", "one". Throws Error naming the parameter for an unknown name.
-void InitParam(const std::string& init, const std::string& name, Tensor* t, Rng* rng);
-
-// SGD with momentum and weight decay (MXNet's form):
-//   m = momentum * m - lr * (g + wd * w);   w = w + m
-struct SgdOptions {
-  float lr = 0.01f, momentum = 0.9f, weight_decay = 0.f;
-};
-void SgdUpdate(const SgdOptions& o, Tensor* w, const Tensor& g, Tensor* m);
-
-// Running metrics over batches of class probabilities and labels; only the
-// first num_valid rows of a batch count.
-class Metrics {
- public:
-  void Reset() { n_ = 0; correct_ = 0; ce_ = 0; }
-  void Update(const Tensor& prob, const Tensor& label, int64_t num_valid);
-  double accuracy() const { return n_ ? static_cast<double>(correct_) / n_ : 0; }
-  double cross_entropy() const { return n_ ? ce_ / n_ : 0; }
-  int64_t count() const { return n_; }
-  // "accuracy=0.912300 cross_entropy=0.251000", with an optional prefix on names.
-  std::string ToString(const std::string& prefix = "") const;
-
- private:
-  int64_t n_ = 0, correct_ = 0;
-  double ce_ = 0;
-};
 
 // The graphs a config defines at a batch size: training (forward, gradient,
 // shapes) and evaluation (forward, shapes), with their memory plans.

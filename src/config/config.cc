@@ -234,6 +234,22 @@ void AddConfigVariable(Graph* g, const config::Node& nc, Node n) {
   g->AddNode(std::move(n));
 }
 
+// Every key of the node's init / lr_mult / wd_mult maps must name a
+// parameter the node made ("<node>_<key>").
+void CheckParamKeys(const config::Node& nc, const Graph& g, const Node& n) {
+  auto check = [&](const char* field, const std::string& key) {
+    int id = g.FindNode(n.name + "_" + key);
+    bool made = false;
+    for (const Entry& e : n.inputs) made |= e.node == id && id >= 0 && g.node(id).var != VarKind::kInput;
+    FRUGAL_REQUIRE(made, n.Where(), ": ", field, " names '", key,
+                   "', which is not a parameter this node makes (keys are the op's parameter inputs left out of "
+                   "`input`, e.g. weight, bias)");
+  };
+  for (const auto& kv : nc.init()) check("init", kv.first);
+  for (const auto& kv : nc.lr_mult()) check("lr_mult", kv.first);
+  for (const auto& kv : nc.wd_mult()) check("wd_mult", kv.first);
+}
+
 }  // namespace
 
 Graph BuildGraph(const ConfigFile& cfg) {
@@ -273,11 +289,16 @@ Graph BuildGraph(const ConfigFile& cfg) {
         std::string pname = n.name + "_" + spec.name;
         int id = g.FindNode(pname);
         FRUGAL_REQUIRE(id < 0, n.Where(), ": parameter name '", pname, "' is already taken by another node");
-        n.inputs.push_back({g.AddVariable(pname, spec.made_as, spec.init), 0});
+        auto init = nc.init().find(spec.name);
+        n.inputs.push_back({g.AddVariable(pname, spec.made_as, init == nc.init().end() ? spec.init : init->second), 0});
+        Node& var = g.mutable_node(n.inputs.back().node);
+        var.lr_mult = nc.lr_mult().count(spec.name) ? nc.lr_mult().at(spec.name) : 1.f;
+        var.wd_mult = nc.wd_mult().count(spec.name) ? nc.wd_mult().at(spec.name) : 1.f;
       } else {
         throw Error(Fmt(n.Where(), ": input '", spec.name, "' (number ", i + 1, ") is missing"));
       }
     }
+    CheckParamKeys(nc, g, n);
     g.AddNode(std::move(n));
   }
 

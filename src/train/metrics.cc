@@ -1,29 +1,164 @@
+// Metrics (definitions in frugal/metrics.h).
+#include "frugal/metrics.h"
+
 #include <algorithm>
 #include <cmath>
-
-#include "frugal/train.h"
+#include <cstdlib>
 
 namespace frugal {
+namespace {
 
-void Metrics::Update(const Tensor& prob, const Tensor& label, int64_t num_valid) {
-  const int64_t k = prob.shape()[1];
-  const float* p = prob.f();
-  const float* y = label.f();
-  for (int64_t i = 0; i < num_valid; ++i) {
-    const float* pi = p + i * k;
-    int64_t truth = static_cast<int64_t>(y[i]);
-    int64_t guess = std::max_element(pi, pi + k) - pi;
-    correct_ += guess == truth;
-    ce_ -= std::log(std::max(pi[truth], 1e-12f));
-  }
-  n_ += num_valid;
+constexpr const char* kKnown = "accuracy, top_k_accuracy_K (e.g. top_k_accuracy_5), cross_entropy, perplexity, mse";
+
+// The class index in label row i, checked against k classes.
+int64_t ClassOf(const std::string& metric, const float* y, int64_t i, int64_t k) {
+  float v = y[i];
+  int64_t c = static_cast<int64_t>(v);
+  FRUGAL_REQUIRE(v >= 0 && static_cast<float>(c) == v && c < k, "metric ", metric, ": label ", v, " of row ", i,
+                 " is not a class index in [0, ", k, ") (do the labels match the number of outputs?)");
+  return c;
 }
 
-std::string Metrics::ToString(const std::string& prefix) const {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%saccuracy=%.6f %scross_entropy=%.6f", prefix.c_str(), accuracy(),
-                prefix.c_str(), cross_entropy());
-  return buf;
+int64_t Classes(const Tensor& outputs) { return outputs.shape().ndim() > 1 ? outputs.size() / outputs.shape()[0] : 1; }
+
+// Rows ranked above the label: larger outputs, or equal ones at a lower index.
+int64_t RankOfLabel(const float* p, int64_t k, int64_t truth) {
+  int64_t rank = 0;
+  for (int64_t j = 0; j < k; ++j) rank += p[j] > p[truth] || (p[j] == p[truth] && j < truth);
+  return rank;
+}
+
+class TopK : public Metric {
+ public:
+  explicit TopK(int64_t k) : k_(k) {}
+  std::string name() const override { return k_ == 1 ? "accuracy" : Fmt("top_k_accuracy_", k_); }
+  void Reset() override { n_ = correct_ = 0; }
+  void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
+    const int64_t k = Classes(out);
+    for (int64_t i = 0; i < num_valid; ++i) {
+      const float* p = out.f() + i * k;
+      correct_ += RankOfLabel(p, k, ClassOf(name(), label.f(), i, k)) < k_;
+    }
+    n_ += num_valid;
+  }
+  double Get() const override { return n_ ? static_cast<double>(correct_) / n_ : 0; }
+  int64_t count() const override { return n_; }
+
+ private:
+  int64_t k_, n_ = 0, correct_ = 0;
+};
+
+class CrossEntropy : public Metric {
+ public:
+  explicit CrossEntropy(bool perplexity) : perplexity_(perplexity) {}
+  std::string name() const override { return perplexity_ ? "perplexity" : "cross_entropy"; }
+  void Reset() override { n_ = 0; ce_ = 0; }
+  void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
+    const int64_t k = Classes(out);
+    for (int64_t i = 0; i < num_valid; ++i)
+      ce_ -= std::log(std::max(out.f()[i * k + ClassOf(name(), label.f(), i, k)], 1e-12f));
+    n_ += num_valid;
+  }
+  double Get() const override {
+    double mean = n_ ? ce_ / n_ : 0;
+    return perplexity_ ? std::exp(mean) : mean;
+  }
+  int64_t count() const override { return n_; }
+
+ private:
+  bool perplexity_;
+  int64_t n_ = 0;
+  double ce_ = 0;
+};
+
+class Mse : public Metric {
+ public:
+  std::string name() const override { return "mse"; }
+  void Reset() override { n_ = values_ = 0; sum_ = 0; }
+  void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
+    const int64_t rows = out.shape().ndim() ? out.shape()[0] : 1;
+    FRUGAL_REQUIRE(label.size() == out.size(), "metric mse: outputs ", out.shape(), " and labels ", label.shape(),
+                   " do not have the same number of values");
+    const int64_t d = out.size() / rows;
+    for (int64_t i = 0; i < num_valid * d; ++i) {
+      double e = static_cast<double>(out.f()[i]) - label.f()[i];
+      sum_ += e * e;
+    }
+    n_ += num_valid;
+    values_ += num_valid * d;
+  }
+  double Get() const override { return values_ ? sum_ / values_ : 0; }
+  int64_t count() const override { return n_; }
+
+ private:
+  int64_t n_ = 0, values_ = 0;
+  double sum_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Metric> MakeMetric(const std::string& name) {
+  if (name == "accuracy") return std::make_unique<TopK>(1);
+  if (name == "cross_entropy") return std::make_unique<CrossEntropy>(false);
+  if (name == "perplexity") return std::make_unique<CrossEntropy>(true);
+  if (name == "mse") return std::make_unique<Mse>();
+  const std::string top = "top_k_accuracy_";
+  if (name.compare(0, top.size(), top) == 0) {
+    const std::string digits = name.substr(top.size());
+    char* end = nullptr;
+    long k = std::strtol(digits.c_str(), &end, 10);
+    FRUGAL_REQUIRE(!digits.empty() && *end == '\0' && k >= 1 && k <= 1000000, "metric '", name,
+                   "': K must be a positive integer (e.g. top_k_accuracy_5)");
+    return std::make_unique<TopK>(k);
+  }
+  throw Error(Fmt("unknown metric '", name, "' (known: ", kKnown, ")"));
+}
+
+MetricSet::MetricSet() : MetricSet(std::vector<std::string>{"accuracy", "cross_entropy"}) {}
+
+MetricSet::MetricSet(const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    FRUGAL_REQUIRE(!Has(n), "metric '", n, "' is listed twice");
+    m_.push_back(MakeMetric(n));
+  }
+}
+
+void MetricSet::Reset() {
+  for (auto& m : m_) m->Reset();
+}
+
+void MetricSet::Update(const Tensor& outputs, const Tensor& labels, int64_t num_valid) {
+  for (auto& m : m_) m->Update(outputs, labels, num_valid);
+}
+
+bool MetricSet::Has(const std::string& name) const {
+  for (const auto& m : m_)
+    if (m->name() == name) return true;
+  return false;
+}
+
+double MetricSet::Get(const std::string& name) const {
+  for (const auto& m : m_)
+    if (m->name() == name) return m->Get();
+  throw Error(Fmt("metric '", name, "' is not among the metrics of this run"));
+}
+
+int64_t MetricSet::count() const { return m_.empty() ? 0 : m_[0]->count(); }
+
+std::vector<std::pair<std::string, double>> MetricSet::Values() const {
+  std::vector<std::pair<std::string, double>> v;
+  for (const auto& m : m_) v.emplace_back(m->name(), m->Get());
+  return v;
+}
+
+std::string MetricSet::ToString(const std::string& prefix) const {
+  std::string s;
+  char buf[64];
+  for (const auto& m : m_) {
+    std::snprintf(buf, sizeof(buf), "%.6f", m->Get());
+    s += (s.empty() ? "" : " ") + prefix + m->name() + "=" + buf;
+  }
+  return s;
 }
 
 }  // namespace frugal

@@ -80,9 +80,9 @@ void CheckSampleShape(const Dataset& ds, const Model& m, const std::string& path
                  ds.sample_shape);
 }
 
-Metrics Evaluate(Session* s, const Dataset& ds, int64_t batch) {
+MetricSet Evaluate(Session* s, const Dataset& ds, int64_t batch) {
   BatchIter it(ds, batch, /*shuffle=*/false, 0);
-  Metrics m;
+  MetricSet m;
   int64_t valid = 0;
   while (it.Next(s->data.f(), s->label.f(), &valid)) {
     s->eval->Run(/*is_train=*/false, 0, 0);
@@ -113,7 +113,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG(INFO) << "data: " << train_set.num_samples << " training samples, " << val_set.num_samples
             << " validation samples, batch " << s.model.batch;
 
-  const SgdOptions sgd{sc.lr(), sc.momentum(), sc.weight_decay()};
+  const auto sgd = MakeOptimizer({OptimizerKind::kSgd, sc.momentum(), sc.weight_decay()});
   BatchIter it(train_set, s.model.batch, dc.shuffle(), sc.seed());
   std::ofstream json;
   if (!opts.log_json.empty()) {
@@ -126,12 +126,15 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   bool done = false;
   for (int epoch = 0; epoch < sc.epochs() && !done; ++epoch) {
     auto t_epoch = Clock::now(), t_window = Clock::now();
-    Metrics epoch_m, window_m;
+    MetricSet epoch_m, window_m;
     it.BeginEpoch(epoch);
     int64_t valid = 0, batch_no = 0, window_samples = 0;
     while (it.Next(s.data.f(), s.label.f(), &valid)) {
       s.train->Run(/*is_train=*/true, iter, sc.seed());
-      for (const auto& [name, g] : s.grads) SgdUpdate(sgd, &s.params[name], g, &s.moms[name]);
+      for (const auto& [name, g] : s.grads) {
+        OptState mom{s.moms[name]};
+        sgd->Update(&s.params[name], g, &mom, sc.lr(), iter + 1);
+      }
       epoch_m.Update(s.train->output(0), s.label, valid);
       window_m.Update(s.train->output(0), s.label, valid);
       window_samples += valid;
@@ -151,18 +154,18 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     double speed = epoch_m.count() / secs;
     LOG(INFO) << "Epoch[" << epoch << "] " << epoch_m.ToString("Train-");
     LOG(INFO) << "Epoch[" << epoch << "] Time cost=" << std::setprecision(3) << secs;
-    last_acc = epoch_m.accuracy();
-    Metrics val_m;
+    last_acc = epoch_m.Get("accuracy");
+    MetricSet val_m;
     if (val_set.num_samples > 0) {
       val_m = Evaluate(&s, val_set, s.model.batch);
       LOG(INFO) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
-      last_acc = val_m.accuracy();
+      last_acc = val_m.Get("accuracy");
     }
     if (json.is_open()) {
-      json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter << ",\"train_accuracy\":" << epoch_m.accuracy()
-           << ",\"train_cross_entropy\":" << epoch_m.cross_entropy();
+      json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter << ",\"train_accuracy\":" << epoch_m.Get("accuracy")
+           << ",\"train_cross_entropy\":" << epoch_m.Get("cross_entropy");
       if (val_m.count() > 0)
-        json << ",\"val_accuracy\":" << val_m.accuracy() << ",\"val_cross_entropy\":" << val_m.cross_entropy();
+        json << ",\"val_accuracy\":" << val_m.Get("accuracy") << ",\"val_cross_entropy\":" << val_m.Get("cross_entropy");
       json << ",\"samples_per_s\":" << speed << ",\"time_s\":" << secs
            << ",\"arena_bytes\":" << s.train->arena_bytes() + s.eval->arena_bytes()
            << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(Device{})

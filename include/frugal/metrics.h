@@ -1,0 +1,62 @@
+// Evaluation metrics behind one interface, chosen by name:
+//
+//   accuracy           rows whose largest output is the label
+//   top_k_accuracy_K   rows whose label is among the K largest outputs
+//                      (ties broken towards the lower class index, as accuracy)
+//   cross_entropy      mean of -log(max(p[label], 1e-12))
+//   perplexity         exp(cross_entropy)
+//   mse                mean over elements of (output - label)^2
+//
+// The classification metrics read outputs (N, K) of class probabilities and
+// labels (N) holding class indices; mse reads outputs and labels of the same
+// size (N rows each). Only the first num_valid rows of a batch count (the
+// rest of a last, wrapped batch are repeats).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frugal/tensor.h"
+
+namespace frugal {
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  virtual std::string name() const = 0;
+  virtual void Reset() = 0;
+  // Throws Error for a label that is not a class index of the outputs, or
+  // for outputs and labels whose rows do not match.
+  virtual void Update(const Tensor& outputs, const Tensor& labels, int64_t num_valid) = 0;
+  virtual double Get() const = 0;  // 0 before any row
+  virtual int64_t count() const = 0;  // rows seen since Reset
+};
+
+// Throws Error naming the known metrics for an unknown name.
+std::unique_ptr<Metric> MakeMetric(const std::string& name);
+
+// The metrics a run reports, updated together.
+class MetricSet {
+ public:
+  // The default set is accuracy and cross_entropy.
+  MetricSet();
+  explicit MetricSet(const std::vector<std::string>& names);
+
+  void Reset();
+  void Update(const Tensor& outputs, const Tensor& labels, int64_t num_valid);
+  // The value of the named metric; throws Error if the set lacks it.
+  double Get(const std::string& name) const;
+  bool Has(const std::string& name) const;
+  int64_t count() const;  // rows seen since Reset
+  std::vector<std::pair<std::string, double>> Values() const;
+  // "accuracy=0.912300 cross_entropy=0.251000", with an optional prefix on names.
+  std::string ToString(const std::string& prefix = "") const;
+
+ private:
+  std::vector<std::unique_ptr<Metric>> m_;
+};
+
+}  // namespace frugal

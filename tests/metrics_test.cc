@@ -1,0 +1,103 @@
+// Metrics on small hand-made batches: values, num_valid, names, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frugal/metrics.h"
+
+namespace frugal {
+namespace {
+
+Tensor Make(Shape shape, const std::vector<float>& v) {
+  Tensor t = Tensor::Empty(shape);
+  for (size_t i = 0; i < v.size(); ++i) t.f()[i] = v[i];
+  return t;
+}
+
+// Four rows of three class probabilities; the last row is padding (num_valid 3).
+Tensor Prob() {
+  return Make(Shape{4, 3}, {0.7f, 0.2f, 0.1f,   // label 0: top-1
+                            0.3f, 0.5f, 0.2f,   // label 0: second
+                            0.1f, 0.3f, 0.6f,   // label 0: third
+                            0.0f, 1.0f, 0.0f});
+}
+Tensor Label() { return Make(Shape{4}, {0, 0, 0, 2}); }
+
+double Value(const std::string& name, int64_t valid = 3) {
+  auto m = MakeMetric(name);
+  m->Update(Prob(), Label(), valid);
+  return m->Get();
+}
+
+TEST(Metrics, ClassificationValues) {
+  EXPECT_DOUBLE_EQ(Value("accuracy"), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(Value("top_k_accuracy_2"), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(Value("top_k_accuracy_3"), 1.0);
+  const double ce = -(std::log(0.7f) + std::log(0.3f) + std::log(0.1f)) / 3;
+  EXPECT_NEAR(Value("cross_entropy"), ce, 1e-6);
+  EXPECT_NEAR(Value("perplexity"), std::exp(ce), 1e-5);
+  // The padding row (p[label] = 0) would count as 1e-12 if num_valid were ignored.
+  EXPECT_GT(Value("cross_entropy", 4), 5.0);
+}
+
+TEST(Metrics, TiesGoToTheLowerClass) {
+  // As argmax taking the first maximum: class 0 wins a tie with class 1.
+  Tensor p = Make(Shape{2, 2}, {0.5f, 0.5f, 0.5f, 0.5f});
+  auto acc = MakeMetric("accuracy");
+  acc->Update(p, Make(Shape{2}, {0, 0}), 2);
+  EXPECT_DOUBLE_EQ(acc->Get(), 1.0);
+  acc->Reset();
+  acc->Update(p, Make(Shape{2}, {1, 1}), 2);
+  EXPECT_DOUBLE_EQ(acc->Get(), 0.0);
+}
+
+TEST(Metrics, MeanSquaredError) {
+  Tensor out = Make(Shape{3, 2}, {1, 2, 3, 4, 100, 100});
+  Tensor y = Make(Shape{3, 2}, {1, 0, 0, 4, 0, 0});
+  auto mse = MakeMetric("mse");
+  mse->Update(out, y, 2);  // the third row is padding
+  EXPECT_DOUBLE_EQ(mse->Get(), (4.0 + 9.0) / 4);
+  EXPECT_EQ(mse->count(), 2);
+  mse->Reset();
+  EXPECT_EQ(mse->Get(), 0);
+}
+
+TEST(Metrics, SetAccumulatesOverBatchesAndPrints) {
+  MetricSet set;  // accuracy, cross_entropy
+  set.Update(Prob(), Label(), 1);
+  set.Update(Prob(), Label(), 2);
+  EXPECT_EQ(set.count(), 3);
+  EXPECT_DOUBLE_EQ(set.Get("accuracy"), 2.0 / 3);  // rows 0, 0, 1
+  std::string s = set.ToString("Validation-");
+  EXPECT_EQ(s.rfind("Validation-accuracy=0.666667 Validation-cross_entropy=", 0), 0u) << s;
+  MetricSet custom({"top_k_accuracy_2", "perplexity", "mse"});
+  EXPECT_TRUE(custom.Has("mse"));
+  EXPECT_THROW(custom.Get("accuracy"), Error);
+  EXPECT_EQ(custom.Values().size(), 3u);
+  EXPECT_EQ(custom.Values()[0].first, "top_k_accuracy_2");
+}
+
+TEST(Metrics, BadNamesAndLabelsAreErrors) {
+  try {
+    MakeMetric("acc");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown metric 'acc' (known: accuracy, top_k_accuracy_K"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(MakeMetric("top_k_accuracy_0"), Error);
+  EXPECT_THROW(MakeMetric("top_k_accuracy_x"), Error);
+  EXPECT_THROW(MetricSet({"mse", "mse"}), Error);
+  auto acc = MakeMetric("accuracy");
+  try {
+    acc->Update(Prob(), Make(Shape{4}, {0, 3, 0, 0}), 3);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("label 3 of row 1 is not a class index in [0, 3)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(MakeMetric("mse")->Update(Prob(), Label(), 3), Error);
+}
+
+}  // namespace
+}  // namespace frugal
