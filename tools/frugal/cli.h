@@ -18,5 +18,6 @@ ConfigFile LoadConfigFromFlags();
 
 int Train();
 int Plan();
+int Im2Rec();
 
 }  // namespace frugal::cli

@@ -1,6 +1,7 @@
 // frugal: train and inspect networks written as protobuf text configs.
 //   frugal train --config models/mlp/fashion_mnist.prototxt
 //   frugal plan  --config ... [--memory all] [--json]
+//   frugal im2rec --input DIR|LIST --output PREFIX [--resize N] [--quality Q] [--center-crop]
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -48,6 +49,7 @@ const std::map<std::string, Command>& Commands() {
   static const std::map<std::string, Command> commands = {
       {"train", {frugal::cli::Train, "train the config's model on its data"}},
       {"plan", {frugal::cli::Plan, "print the memory plan without training"}},
+      {"im2rec", {frugal::cli::Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx"}},
   };
   return commands;
 }
