@@ -29,7 +29,7 @@ DEFINE_string(input, "", "im2rec: a folder of class subfolders, or a .lst file")
 DEFINE_string(output, "", "im2rec: output prefix: writes PREFIX.rec and PREFIX.idx");
 DEFINE_string(root, "", "im2rec: folder the .lst paths are relative to (default: the list's folder)");
 DEFINE_int32(resize, 0, "im2rec: resize the shorter side to this many pixels (0: keep)");
-DEFINE_int32(quality, 95, "im2rec: JPEG quality 1-100 (PNG: compression 0-9)");
+DEFINE_int32(quality, -1, "im2rec: JPEG quality 1-100 (default 95), or PNG compression 0-9 (default 3)");
 DEFINE_bool(center_crop, false, "im2rec: crop the centre square before resizing");
 DEFINE_string(encoding, ".jpg", "im2rec: .jpg or .png");
 DEFINE_bool(pass_through, false, "im2rec: store the files' bytes without decoding or re-encoding");
@@ -132,9 +132,9 @@ std::string Encode(const std::string& file) {
     cv::resize(img, out, size, 0, 0, size.width < w ? cv::INTER_AREA : cv::INTER_LINEAR);
     img = out;
   }
-  std::vector<int> params;
-  if (FLAGS_encoding == ".jpg") params = {cv::IMWRITE_JPEG_QUALITY, FLAGS_quality};
-  if (FLAGS_encoding == ".png") params = {cv::IMWRITE_PNG_COMPRESSION, FLAGS_quality};
+  const bool jpeg = FLAGS_encoding == ".jpg";
+  const int quality = FLAGS_quality >= 0 ? FLAGS_quality : jpeg ? 95 : 3;
+  const std::vector<int> params = {jpeg ? cv::IMWRITE_JPEG_QUALITY : cv::IMWRITE_PNG_COMPRESSION, quality};
   std::vector<uint8_t> buf;
   FRUGAL_REQUIRE(cv::imencode(FLAGS_encoding, img, buf, params), file, ": OpenCV cannot encode it as ",
                  FLAGS_encoding);
@@ -146,10 +146,10 @@ void CheckFlags() {
                  "im2rec needs --input (a folder of class subfolders, or a .lst file) and --output PREFIX");
   FRUGAL_REQUIRE(FLAGS_encoding == ".jpg" || FLAGS_encoding == ".png", "--encoding is '", FLAGS_encoding,
                  "' but must be .jpg or .png");
-  FRUGAL_REQUIRE(FLAGS_encoding != ".jpg" || (FLAGS_quality >= 1 && FLAGS_quality <= 100), "--quality ",
-                 FLAGS_quality, " must be 1 to 100 for JPEG");
-  FRUGAL_REQUIRE(FLAGS_encoding != ".png" || (FLAGS_quality >= 0 && FLAGS_quality <= 9), "--quality ",
-                 FLAGS_quality, " must be 0 to 9 (compression) for PNG");
+  FRUGAL_REQUIRE(FLAGS_quality == -1 || FLAGS_encoding != ".jpg" || (FLAGS_quality >= 1 && FLAGS_quality <= 100),
+                 "--quality ", FLAGS_quality, " must be 1 to 100 for JPEG");
+  FRUGAL_REQUIRE(FLAGS_quality == -1 || FLAGS_encoding != ".png" || (FLAGS_quality >= 0 && FLAGS_quality <= 9),
+                 "--quality ", FLAGS_quality, " must be 0 to 9 (compression) for PNG");
   FRUGAL_REQUIRE(FLAGS_resize >= 0, "--resize ", FLAGS_resize, " must be >= 0");
   FRUGAL_REQUIRE(FLAGS_threads >= 1 && FLAGS_threads <= 256, "--threads ", FLAGS_threads, " must be 1 to 256");
   FRUGAL_REQUIRE(!FLAGS_pass_through || (FLAGS_resize == 0 && !FLAGS_center_crop),
