@@ -9,7 +9,8 @@ packages=(
   libgoogle-glog-dev libgflags-dev
   libgtest-dev
   libopenblas-dev libdnnl-dev zlib1g-dev
-  dataset-fashion-mnist
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  dataset-fashion-mnist fortunes
 )
 
 missing=()

@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "frugal/base.h"
+
 namespace frugal {
 
 constexpr uint32_t kRecordIOMagic = 0xced7230a;
