@@ -317,6 +317,12 @@ TEST(Im2Rec, ListWithLabelsResizeCropAndQuality) {
   ImageRecord rec = UnpackImageRecord(s, "b.rec");
   EXPECT_EQ(cv::imdecode(std::vector<uint8_t>(rec.image.begin(), rec.image.end()), cv::IMREAD_COLOR).size(),
             cv::Size(16, 16));
+  // --pass-through stores the file's bytes unchanged.
+  ASSERT_EQ(RunFrugal("im2rec --input " + dir.File("x.lst") + " --output " + dir.File("p") + " --pass-through").exit_code, 0);
+  RecordReader p(dir.File("p.rec"));
+  ASSERT_TRUE(p.Next(&s));
+  std::ifstream png(dir.File("wide.png"), std::ios::binary);
+  EXPECT_EQ(UnpackImageRecord(s, "p.rec").image, std::string(std::istreambuf_iterator<char>(png), {}));
   // Lower JPEG quality, smaller file.
   ASSERT_EQ(RunFrugal("im2rec --input " + dir.File("x.lst") + " --output " + dir.File("q") + " --quality 10").exit_code, 0);
   ASSERT_EQ(RunFrugal("im2rec --input " + dir.File("x.lst") + " --output " + dir.File("h")).exit_code, 0);
@@ -334,6 +340,8 @@ TEST(Im2Rec, ErrorsAreOneLine) {
   EXPECT_NE(r.output.find(dir.File("y.lst") + ":1: the index must be an integer"), std::string::npos) << r.output;
   r = RunFrugal("im2rec --input " + dir.File("y.lst") + " --output " + dir.File("o") + " --quality 0 --threads 1");
   EXPECT_NE(r.output.find("--quality 0 must be 1 to 100"), std::string::npos) << r.output;
+  r = RunFrugal("im2rec --input " + dir.File("y.lst") + " --output " + dir.File("o") + " --pass-through --resize 8");
+  EXPECT_NE(r.output.find("--pass_through stores files as they are"), std::string::npos) << r.output;
 }
 
 }  // namespace
