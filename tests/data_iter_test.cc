@@ -205,7 +205,9 @@ TEST(TextIter, ShuffledSequencesCoverTheCorpus) {
     starts.insert(e.data[r * 6]);
     for (int k = 0; k < 6; ++k) {
       EXPECT_EQ(e.label[r * 6 + k], e.data[r * 6 + k] + 1) << "the label is the next character";
-      if (k) EXPECT_EQ(e.data[r * 6 + k], e.data[r * 6 + k - 1] + 1) << "a sequence is contiguous";
+      if (k) {
+        EXPECT_EQ(e.data[r * 6 + k], e.data[r * 6 + k - 1] + 1) << "a sequence is contiguous";
+      }
     }
   }
   EXPECT_EQ(starts.size(), 10u) << "every sequence once per epoch";

@@ -306,7 +306,9 @@ TEST(Im2Rec, ListWithLabelsResizeCropAndQuality) {
     ImageRecord rec = UnpackImageRecord(s, "a.rec");
     EXPECT_EQ(rec.flag, 2u);
     sizes.push_back(cv::imdecode(std::vector<uint8_t>(rec.image.begin(), rec.image.end()), cv::IMREAD_COLOR).size());
-    if (sizes.size() == 1) EXPECT_EQ(rec.labels, (std::vector<float>{1.f, 2.5f}));
+    if (sizes.size() == 1) {
+      EXPECT_EQ(rec.labels, (std::vector<float>{1.f, 2.5f}));
+    }
   }
   EXPECT_EQ(sizes, (std::vector<cv::Size>{{40, 20}, {20, 40}})) << "shorter side 20, aspect kept";
   EXPECT_EQ(ReadRecordIndex(dir.File("a.idx"))[1].key, 11);
