@@ -42,7 +42,7 @@ TEST(TensorBoard, ScalarsReadBack) {
     w.AddScalar("val/accuracy", 0.875, 100);
   }
   EXPECT_NE(std::filesystem::path(path).filename().string().find("events.out.tfevents."), std::string::npos);
-  RecordReader reader(path);
+  EventRecordReader reader(path);
   std::string data;
   std::vector<tb::Event> events;
   while (reader.Next(&data)) {
@@ -74,7 +74,7 @@ TEST(TensorBoard, ReaderRefusesDamage) {
   auto error_of = [&](const std::string& contents) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << contents;
     try {
-      RecordReader r(path);
+      EventRecordReader r(path);
       std::string d;
       while (r.Next(&d)) {}
     } catch (const Error& e) {

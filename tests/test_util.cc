@@ -8,6 +8,10 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
+#include "frugal/base.h"
+
 namespace frugal::test {
 
 TempDir::TempDir() {
@@ -33,6 +37,17 @@ RunResult RunFrugal(const std::string& args) {
   while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& needles) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected frugal::Error containing '" << (needles.empty() ? "" : needles.front()) << "'";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& needle : needles) EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
+  }
 }
 
 }  // namespace frugal::test

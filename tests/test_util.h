@@ -1,7 +1,9 @@
 // Helpers for tests: scratch directories and running the frugal binary.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace frugal::test {
 
@@ -25,5 +27,9 @@ struct RunResult {
 };
 // Runs the frugal CLI with the given arguments from the source directory.
 RunResult RunFrugal(const std::string& args);
+
+// Runs fn and expects a frugal::Error of one line that contains every needle
+// (a test failure otherwise).
+void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& needles);
 
 }  // namespace frugal::test

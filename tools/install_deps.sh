@@ -10,7 +10,8 @@ packages=(
   libgtest-dev
   libopenblas-dev libdnnl-dev zlib1g-dev
   libonnx-dev libonnx-testdata
-  dataset-fashion-mnist
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  dataset-fashion-mnist fortunes
 )
 
 missing=()

@@ -1,6 +1,14 @@
-// Data input: reading IDX files (the MNIST / Fashion-MNIST format), turning
-// an image file plus a label file into an in-memory Dataset, and cutting a
-// Dataset into (optionally shuffled) fixed-size batches.
+// Data input: readers for IDX (MNIST / Fashion-MNIST) and CIFAR binary files
+// into an in-memory Dataset; BatchIter, which cuts a Dataset into (optionally
+// shuffled) fixed-size batches; and the DataIter interface the trainer reads
+// batches through, with its iterators: in-memory datasets (with CHW
+// augmentation), images in RecordIO files (OpenCV decoding and augmentation on
+// a thread pool), text for language models, and synthetic data. MakeDataIter
+// builds one from the config's DataSource.
+//
+// Randomness is reproducible everywhere: an epoch's order is a pure function
+// of (seed, epoch), a sample's augmentation of (seed, epoch, sample index),
+// whatever the platform, thread count or scheduling.
 //
 // Every problem the user can cause (missing file, corrupt or truncated data,
 // image/label count mismatch, bad batch size) throws frugal::Error with a
@@ -8,12 +16,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "frugal/base.h"
 
 namespace frugal {
+namespace config {
+class DataSource;
+}
 
 // The contents of one IDX file (the MNIST/Fashion-MNIST format): dims and raw
 // unsigned bytes. bytes.size() is the product of dims; bytes are row-major.
@@ -91,5 +104,280 @@ class BatchIter {
   int64_t position_ = 0;         // batches returned in this epoch
   std::vector<int64_t> order_;   // this epoch's sample order
 };
+
+// ------------------------------------------------------------------ CIFAR
+
+// Which label a CIFAR record carries: CIFAR-10 records have one label byte
+// (10 classes); CIFAR-100 records have a coarse (20 classes) and a fine (100
+// classes) label byte, and kCoarse / kFine picks one.
+enum class CifarLabel { kCifar10, kCoarse, kFine };
+
+// Reads CIFAR binary batches (CIFAR-10: data_batch_1.bin .. data_batch_5.bin,
+// test_batch.bin; CIFAR-100: train.bin, test.bin) in the order given into one
+// Dataset: sample_shape (3,32,32) CHW, RGB, each pixel byte p as p * scale,
+// labels as float class indices.
+//
+// Throws Error naming the file for: a missing or empty file, a size that is
+// not a whole number of records (naming the record that is cut short and the
+// record and file sizes, and saying when the size would fit the other CIFAR
+// variant), a label out of range (naming the record), a non-finite scale.
+Dataset LoadCifar(const std::vector<std::string>& files, CifarLabel which = CifarLabel::kCifar10,
+                  float scale = 1.0f / 255.0f);
+
+// ------------------------------------------------------------------ DataIter
+
+// What the trainer reads batches from. A batch is batch_size() samples: data
+// is batch_size() * sample_shape().Size() floats (sample-major, each sample in
+// sample_shape's row-major layout), label is batch_size() *
+// label_shape().Size() floats. The epoch's last batch is filled up by
+// wrapping to the start of the epoch's order, and num_valid says how many
+// rows are real.
+class DataIter {
+ public:
+  virtual ~DataIter() = default;
+  // Starts epoch `epoch` (>= 0) at its first batch. A new iterator is at the
+  // start of epoch 0.
+  virtual void Reset(int64_t epoch) = 0;
+  // Writes the next batch and sets *num_valid (if non-null); returns false,
+  // writing nothing, at the end of the epoch.
+  virtual bool Next(float* data, float* label, int64_t* num_valid) = 0;
+  virtual int64_t batch_size() const = 0;
+  // One sample's data shape, without the batch dim.
+  virtual Shape sample_shape() const = 0;
+  // One sample's label shape: () (a scalar class index) or e.g. (T).
+  virtual Shape label_shape() const = 0;
+  // Samples (or sequences) in one epoch of this iterator's part.
+  virtual int64_t num_samples() const = 0;
+  virtual int64_t batches_per_epoch() const = 0;
+  // One line for the log: what is read, how, and how much.
+  virtual std::string Describe() const = 0;
+};
+
+// Which part of the data an iterator reads: part `part_index` of `num_parts`
+// contiguous, equal (up to rounding) ranges of the samples, for
+// multi-process training. ShardRange (recordio.h) gives the cut.
+struct Shard {
+  int part_index = 0;
+  int num_parts = 1;
+};
+
+// ------------------------------------------------------------------ augmentation
+
+// Augmentation of image samples, applied per sample in this order:
+//   1. resize: the shorter side to `resize` pixels (0: keep)       [images]
+//   2. crop to the output (h,w):
+//      rand_resized_crop: a random region of area fraction in
+//        [min_area, max_area] and aspect ratio (w/h, log-uniform) in
+//        [min_ratio, max_ratio], resized to (h,w) (ten tries, then the
+//        centre crop as a fallback)                                 [images]
+//      otherwise pad by `pad` zero pixels on every side, then a random
+//        (rand_crop) or centre crop of (h,w)
+//   3. mirror: a horizontal flip with probability 1/2
+//   4. per channel c: out = (pixel * scale - mean[c]) / std[c]
+// mean and std are empty (0 and 1) or have one value per channel. Items
+// marked [images] exist for RecordIO images only.
+struct Augment {
+  int resize = 0;
+  int pad = 0;
+  bool rand_crop = false;
+  bool rand_resized_crop = false;
+  float min_area = 0.08f, max_area = 1.0f;
+  float min_ratio = 3.0f / 4.0f, max_ratio = 4.0f / 3.0f;
+  bool mirror = false;
+  float scale = 1.0f / 255.0f;
+  std::vector<float> mean, std;
+};
+
+// ------------------------------------------------------------------ iterators
+
+// A DataIter over an in-memory Dataset (IDX, CIFAR). For CHW samples it can
+// pad and crop (random or centre) back to the sample's (h,w), mirror, and
+// normalise per channel (mean/std, on the stored values: scale is ignored,
+// the loaders already scaled); resize and rand_resized_crop throw. The
+// dataset's pixel values are read as they are; label_shape is ().
+class DatasetIter : public DataIter {
+ public:
+  // Throws Error for an empty or inconsistent dataset, batch_size < 1, a bad
+  // shard, or augmentation the dataset cannot take (naming `name`).
+  DatasetIter(Dataset ds, const std::string& name, int64_t batch_size, bool shuffle, uint64_t seed,
+              const Augment& aug = {}, Shard shard = {});
+  void Reset(int64_t epoch) override;
+  bool Next(float* data, float* label, int64_t* num_valid) override;
+  int64_t batch_size() const override { return batch_; }
+  Shape sample_shape() const override { return ds_.sample_shape; }
+  Shape label_shape() const override { return Shape(std::vector<int64_t>{}); }
+  int64_t num_samples() const override { return end_ - begin_; }
+  int64_t batches_per_epoch() const override { return (num_samples() + batch_ - 1) / batch_; }
+  std::string Describe() const override;
+
+ private:
+  void Fill(int64_t sample, float* out) const;  // one sample, augmented
+  Dataset ds_;
+  std::string name_;
+  int64_t batch_;
+  bool shuffle_;
+  uint64_t seed_;
+  Augment aug_;
+  int64_t begin_ = 0, end_ = 0;  // this part's samples
+  int64_t epoch_ = 0, position_ = 0;
+  std::vector<int64_t> order_;   // this epoch's order over [begin_, end_)
+};
+
+struct ImageRecordIterOptions {
+  std::string path;        // the .rec file
+  std::string index_path;  // its .idx (optional: without it the .rec is scanned once)
+  Shape data_shape;        // (c,h,w) of a sample; c is 1 (grey) or 3 (RGB)
+  int64_t batch_size = 1;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  int threads = 2;         // decoding threads
+  int prefetch = 1;        // batches decoded ahead of the one Next() returns
+  int label_width = 1;     // labels per sample: label_shape () if 1, else (label_width)
+  Augment aug;
+  Shard shard;
+};
+
+// Images in a RecordIO file (MXNet image records, as `frugal im2rec` writes
+// them): each is decoded with OpenCV, augmented (see Augment) and written as
+// float CHW RGB (or grey for c = 1). Decoding runs on `threads` worker
+// threads, `prefetch` batches ahead; a sample's result depends only on (seed,
+// epoch, its record number), never on threads or timing.
+//
+// Throws Error at construction for a missing or malformed file or index, a
+// bad shape, option or shard; from Next() for a record that does not decode
+// or is smaller than the crop (naming the file, the record and the sizes).
+class ImageRecordIter : public DataIter {
+ public:
+  explicit ImageRecordIter(const ImageRecordIterOptions& opts);
+  ~ImageRecordIter() override;
+  void Reset(int64_t epoch) override;
+  bool Next(float* data, float* label, int64_t* num_valid) override;
+  int64_t batch_size() const override;
+  Shape sample_shape() const override;
+  Shape label_shape() const override;
+  int64_t num_samples() const override;
+  int64_t batches_per_epoch() const override;
+  std::string Describe() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Decodes, augments and normalises one encoded image into out (c*h*w floats
+// in data_shape's layout), as ImageRecordIter does for each sample, drawing
+// from the stream of (seed, epoch, sample). `where` names the image in errors.
+void DecodeAugmentImage(const std::string& encoded, const Shape& data_shape, const Augment& aug, uint64_t seed,
+                        int64_t epoch, int64_t sample, const std::string& where, float* out);
+
+// Tokens of a text corpus: bytes (kChar) or whitespace-separated words with
+// an "<eos>" token at the end of every line (kWord, as PyTorch's
+// word_language_model example).
+enum class TextLevel { kChar, kWord };
+
+// A token vocabulary. Id 0 is "<unk>" (tokens of other files that this
+// vocabulary has not seen); the others follow in order of first appearance.
+struct Vocabulary {
+  TextLevel level = TextLevel::kChar;
+  std::vector<std::string> tokens;  // id -> token
+  std::unordered_map<std::string, int64_t> ids;  // token -> id
+  int64_t Id(const std::string& token) const;  // 0 if unknown
+  int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+};
+
+// Reads a text file; throws Error naming it if missing, unreadable or empty.
+std::string ReadTextFile(const std::string& path);
+Vocabulary BuildVocabulary(const std::string& text, TextLevel level);
+std::vector<int64_t> Tokenize(const std::string& text, const Vocabulary& vocab);
+
+struct TextIterOptions {
+  std::string path;        // the corpus
+  std::string vocab_path;  // the text to build the vocabulary from (default: path)
+  TextLevel level = TextLevel::kChar;
+  int64_t seq_len = 35;    // T
+  int64_t batch_size = 20;
+  // true: the corpus is cut into batch_size contiguous streams, and batch i
+  // holds tokens [i*T, (i+1)*T) of every stream, so each row continues the
+  // same row of the previous batch (truncated BPTT; no shuffle, no
+  // wrapping). false: the corpus is cut into sequences at multiples of T,
+  // which are shuffled (if shuffle) and batched like any data set.
+  bool bptt = true;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  Shard shard;
+};
+
+// Language-model batches: data (batch, T) token ids and labels (batch, T) the
+// next token of each (the input shifted by one), both as floats.
+class TextIter : public DataIter {
+ public:
+  explicit TextIter(const TextIterOptions& opts);
+  void Reset(int64_t epoch) override;
+  bool Next(float* data, float* label, int64_t* num_valid) override;
+  int64_t batch_size() const override { return o_.batch_size; }
+  Shape sample_shape() const override { return Shape{o_.seq_len}; }
+  Shape label_shape() const override { return Shape{o_.seq_len}; }
+  int64_t num_samples() const override;
+  int64_t batches_per_epoch() const override;
+  std::string Describe() const override;
+  const Vocabulary& vocab() const { return vocab_; }
+
+ private:
+  TextIterOptions o_;
+  Vocabulary vocab_;
+  std::vector<int64_t> tokens_;  // this part's tokens
+  int64_t stream_len_ = 0;       // bptt: tokens per stream
+  int64_t position_ = 0;
+  std::vector<int64_t> order_;   // !bptt: this epoch's sequence order
+};
+
+struct SyntheticIterOptions {
+  Shape sample_shape;      // any shape
+  int64_t num_classes = 10;  // labels uniform in [0, num_classes)
+  int64_t num_samples = 1024;  // per epoch
+  int64_t batch_size = 1;
+  float min = 0.f, max = 1.f;  // data uniform in [min, max)
+  uint64_t seed = 0;
+};
+
+// Random data for benchmarks: one batch of uniform data and labels, drawn
+// once from the seed, returned ceil(num_samples / batch_size) times per
+// epoch (so reading costs a copy, not a random-number generator).
+class SyntheticIter : public DataIter {
+ public:
+  explicit SyntheticIter(const SyntheticIterOptions& opts);
+  void Reset(int64_t epoch) override { position_ = 0; }
+  bool Next(float* data, float* label, int64_t* num_valid) override;
+  int64_t batch_size() const override { return o_.batch_size; }
+  Shape sample_shape() const override { return o_.sample_shape; }
+  Shape label_shape() const override { return Shape(std::vector<int64_t>{}); }
+  int64_t num_samples() const override { return o_.num_samples; }
+  int64_t batches_per_epoch() const override { return (o_.num_samples + o_.batch_size - 1) / o_.batch_size; }
+  std::string Describe() const override;
+
+ private:
+  SyntheticIterOptions o_;
+  std::vector<float> data_, label_;
+  int64_t position_ = 0;
+};
+
+// ------------------------------------------------------------------ from the config
+
+struct DataIterOptions {
+  int64_t batch_size = 1;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  // The config's data.sample_shape (the shape RecordIO images are cropped
+  // to, and synthetic data's default shape); may be unknown for the others.
+  Shape sample_shape;
+  Shard shard;
+  // Names the source in errors, e.g. "models/x.prototxt: data.train".
+  std::string where;
+};
+
+// The iterator for one DataSource of the config (idx, cifar, recordio, text,
+// synthetic). Throws Error naming `where` for an empty source or settings
+// that do not fit it, and whatever the iterator throws.
+std::unique_ptr<DataIter> MakeDataIter(const config::DataSource& src, const DataIterOptions& opts);
 
 }  // namespace frugal

@@ -23,10 +23,10 @@ uint32_t MaskCrc32c(uint32_t crc);
 std::string EncodeRecord(const std::string& data);
 
 // Reads the records of a tfevents file back, checking both CRCs of each.
-class RecordReader {
+class EventRecordReader {
  public:
   // Throws Error if the file cannot be opened.
-  explicit RecordReader(const std::string& path);
+  explicit EventRecordReader(const std::string& path);
   // The next record's data; false at a clean end of file. Throws Error
   // naming the file and the record's offset for a truncated record or a CRC
   // mismatch.

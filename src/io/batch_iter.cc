@@ -1,35 +1,11 @@
 // BatchIter: cuts a Dataset into fixed-size batches with a reproducible,
 // platform-independent shuffle. See frugal/io.h for the contract.
 #include <algorithm>
-#include <numeric>
-#include <random>
 
 #include "frugal/io.h"
+#include "io/order.h"
 
 namespace frugal {
-namespace {
-
-// SplitMix64 finaliser: spreads nearby seeds/epochs over the whole 64-bit space.
-uint64_t Mix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-// A uniform integer in [0, n), n >= 1, without modulo bias. Unlike
-// std::uniform_int_distribution its output is the same on every library.
-uint64_t UniformBelow(std::mt19937_64& rng, uint64_t n) {
-  // threshold = 2^64 mod n; draws below it are rejected so the remaining
-  // 2^64 - threshold values split evenly into n classes.
-  const uint64_t threshold = (0 - n) % n;
-  for (;;) {
-    uint64_t r = rng();
-    if (r >= threshold) return r % n;
-  }
-}
-
-}  // namespace
 
 BatchIter::BatchIter(const Dataset& ds, int64_t batch_size, bool shuffle, uint64_t seed)
     : ds_(&ds), batch_size_(batch_size), shuffle_(shuffle), seed_(seed) {
@@ -52,18 +28,9 @@ BatchIter::BatchIter(const Dataset& ds, int64_t batch_size, bool shuffle, uint64
 
 void BatchIter::BeginEpoch(int64_t epoch) {
   FRUGAL_REQUIRE(epoch >= 0, "BatchIter::BeginEpoch: epoch is ", epoch, " but must be >= 0");
-  // 1. Start from the identity order.
-  order_.resize(ds_->num_samples);
-  std::iota(order_.begin(), order_.end(), int64_t{0});
+  // The order is a pure function of (seed, epoch): see io/order.h.
+  order_ = io::EpochOrder(ds_->num_samples, shuffle_, seed_, epoch);
   position_ = 0;
-  if (!shuffle_) return;
-  // 2. Seed from (seed, epoch) only, so the order is a pure function of them.
-  std::mt19937_64 rng(Mix64(seed_ ^ Mix64(static_cast<uint64_t>(epoch))));
-  // 3. Fisher-Yates, back to front: swap each slot with a uniform earlier-or-same slot.
-  for (int64_t i = ds_->num_samples - 1; i > 0; --i) {
-    int64_t j = static_cast<int64_t>(UniformBelow(rng, static_cast<uint64_t>(i) + 1));
-    std::swap(order_[i], order_[j]);
-  }
 }
 
 bool BatchIter::Next(float* data, float* label, int64_t* num_valid) {

@@ -17,7 +17,9 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy) {
   std::vector<int64_t> dims{m.batch};
   dims.insert(dims.end(), data.sample_shape().begin(), data.sample_shape().end());
   m.data_shape = Shape(dims);
-  m.label_shape = Shape{m.batch};
+  std::vector<int64_t> label_dims{m.batch};
+  label_dims.insert(label_dims.end(), data.label_shape().begin(), data.label_shape().end());
+  m.label_shape = Shape(label_dims);
 
   Graph fwd = BuildGraph(cfg);
   std::vector<std::pair<std::string, Shape>> inputs;

@@ -60,11 +60,11 @@ std::string EncodeRecord(const std::string& data) {
   return r;
 }
 
-RecordReader::RecordReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+EventRecordReader::EventRecordReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
   FRUGAL_REQUIRE(in_, "event file ", path, ": cannot open");
 }
 
-bool RecordReader::Next(std::string* data) {
+bool EventRecordReader::Next(std::string* data) {
   char head[12];
   in_.read(head, 12);
   if (in_.gcount() == 0) return false;

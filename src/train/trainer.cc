@@ -18,9 +18,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-Dataset LoadSource(const config::DataSource& src, const std::string& what, const std::string& path) {
-  FRUGAL_REQUIRE(src.has_idx(), path, ": data.", what, " has no source (write idx { images: ... labels: ... })");
-  return LoadIdxDataset(src.idx().images(), src.idx().labels());
+// The iterator of data.train or data.val, reading batches of the model's size.
+std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSource& src, const std::string& what,
+                                     const Model& m, bool shuffle) {
+  DataIterOptions o;
+  o.batch_size = m.batch;
+  o.shuffle = shuffle;
+  o.seed = cfg.net.solver().seed();
+  o.sample_shape = Shape(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
+  o.where = cfg.path + ": data." + what;
+  return MakeDataIter(src, o);
 }
 
 // Peak resident memory of this process (VmHWM), in bytes.
@@ -74,17 +81,20 @@ struct Session {
   }
 };
 
-void CheckSampleShape(const Dataset& ds, const Model& m, const std::string& path) {
+void CheckSampleShape(const DataIter& it, const Model& m, const std::string& path) {
   Shape want(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
-  FRUGAL_REQUIRE(ds.sample_shape == want, path, ": data.sample_shape is ", want, " but the data has samples of ",
-                 ds.sample_shape);
+  FRUGAL_REQUIRE(it.sample_shape() == want, path, ": data.sample_shape is ", want, " but the data has samples of ",
+                 it.sample_shape());
+  Shape label(std::vector<int64_t>(m.label_shape.dims().begin() + 1, m.label_shape.dims().end()));
+  FRUGAL_REQUIRE(it.label_shape() == label, path, ": data.label_shape is ", label, " but the data has labels of ",
+                 it.label_shape(), " (set data.label_shape)");
 }
 
-MetricSet Evaluate(Session* s, const Dataset& ds, int64_t batch) {
-  BatchIter it(ds, batch, /*shuffle=*/false, 0);
+MetricSet Evaluate(Session* s, DataIter* it) {
+  it->Reset(0);
   MetricSet m;
   int64_t valid = 0;
-  while (it.Next(s->data.f(), s->label.f(), &valid)) {
+  while (it->Next(s->data.f(), s->label.f(), &valid)) {
     s->eval->Run(/*is_train=*/false, 0, 0);
     m.Update(s->eval->output(0), s->label, valid);
   }
@@ -103,18 +113,18 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG(INFO) << "graph:\n" << GraphSummary(s.model.eval);
   LOG(INFO) << PlanSummary(s.model.train_plan, s.model.batch);
 
-  Dataset train_set = LoadSource(dc.train(), "train", cfg.path);
-  CheckSampleShape(train_set, s.model, cfg.path);
-  Dataset val_set;
+  std::unique_ptr<DataIter> train_it = LoadSource(cfg, dc.train(), "train", s.model, dc.shuffle());
+  CheckSampleShape(*train_it, s.model, cfg.path);
+  LOG(INFO) << train_it->Describe();
+  std::unique_ptr<DataIter> val_it;
   if (dc.has_val()) {
-    val_set = LoadSource(dc.val(), "val", cfg.path);
-    CheckSampleShape(val_set, s.model, cfg.path);
+    val_it = LoadSource(cfg, dc.val(), "val", s.model, /*shuffle=*/false);
+    CheckSampleShape(*val_it, s.model, cfg.path);
+    LOG(INFO) << val_it->Describe();
   }
-  LOG(INFO) << "data: " << train_set.num_samples << " training samples, " << val_set.num_samples
-            << " validation samples, batch " << s.model.batch;
 
   const auto sgd = MakeOptimizer({OptimizerKind::kSgd, sc.momentum(), sc.weight_decay()});
-  BatchIter it(train_set, s.model.batch, dc.shuffle(), sc.seed());
+  DataIter& it = *train_it;
   std::ofstream json;
   if (!opts.log_json.empty()) {
     json.open(opts.log_json);
@@ -127,7 +137,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   for (int epoch = 0; epoch < sc.epochs() && !done; ++epoch) {
     auto t_epoch = Clock::now(), t_window = Clock::now();
     MetricSet epoch_m, window_m;
-    it.BeginEpoch(epoch);
+    it.Reset(epoch);
     int64_t valid = 0, batch_no = 0, window_samples = 0;
     while (it.Next(s.data.f(), s.label.f(), &valid)) {
       s.train->Run(/*is_train=*/true, iter, sc.seed());
@@ -156,8 +166,8 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     LOG(INFO) << "Epoch[" << epoch << "] Time cost=" << std::setprecision(3) << secs;
     last_acc = epoch_m.Get("accuracy");
     MetricSet val_m;
-    if (val_set.num_samples > 0) {
-      val_m = Evaluate(&s, val_set, s.model.batch);
+    if (val_it) {
+      val_m = Evaluate(&s, val_it.get());
       LOG(INFO) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
       last_acc = val_m.Get("accuracy");
     }

@@ -24,5 +24,6 @@ int Time();
 int Ops();
 int OnnxTest();
 int ImportOnnx();
+int Im2Rec();
 
 }  // namespace frugal::cli

@@ -5,6 +5,7 @@
 //   frugal ops [--json]
 //   frugal onnx-test DIR...
 //   frugal import-onnx MODEL.onnx --out PREFIX
+//   frugal im2rec --input DIR|LIST --output PREFIX [--resize N] [--quality Q] [--center-crop]
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -58,6 +59,7 @@ const std::map<std::string, Command>& Commands() {
       {"ops", {frugal::cli::Ops, "list the registered ops and what each declares"}},
       {"onnx-test", {frugal::cli::OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...", true}},
       {"import-onnx", {frugal::cli::ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", true}},
+      {"im2rec", {frugal::cli::Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx"}},
   };
   return commands;
 }

@@ -1,0 +1,110 @@
+// Reading CIFAR-10 / CIFAR-100 binary batches into a Dataset. See frugal/io.h
+// for the contract.
+//
+// Format (https://www.cs.toronto.edu/~kriz/cifar.html, the "binary version"):
+// a file is a plain sequence of records, no header. A CIFAR-10 record is one
+// label byte (0..9) then 3072 pixel bytes; a CIFAR-100 record is a coarse
+// label byte (0..19), a fine label byte (0..99), then 3072 pixel bytes. The
+// pixels are the 1024 red, then green, then blue values of a 32x32 image, rows
+// top to bottom: exactly the (3,32,32) CHW layout.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "frugal/io.h"
+
+namespace frugal {
+namespace {
+
+constexpr int64_t kPixels = 3 * 32 * 32;
+constexpr const char* kFix =
+    "re-extract the data set (cifar-10-batches-bin / cifar-100-binary), or pick the right label option";
+
+const char* LabelName(CifarLabel which) {
+  switch (which) {
+    case CifarLabel::kCifar10: return "CIFAR-10 label";
+    case CifarLabel::kCoarse: return "CIFAR-100 coarse label";
+    case CifarLabel::kFine: return "CIFAR-100 fine label";
+  }
+  return "label";
+}
+
+int LabelCount(CifarLabel which) {
+  switch (which) {
+    case CifarLabel::kCifar10: return 10;
+    case CifarLabel::kCoarse: return 20;
+    case CifarLabel::kFine: return 100;
+  }
+  return 0;
+}
+
+// Reads a whole file; throws Error naming it if it is missing or unreadable.
+std::string ReadFile(const std::string& path) {
+  struct stat st;
+  FRUGAL_REQUIRE(stat(path.c_str(), &st) == 0, path, ": cannot open CIFAR file: ", std::strerror(errno),
+                 " (check the path: CIFAR-10 has data_batch_1.bin .. data_batch_5.bin and test_batch.bin, ",
+                 "CIFAR-100 train.bin and test.bin)");
+  FRUGAL_REQUIRE(!S_ISDIR(st.st_mode), path, ": cannot open CIFAR file: it is a directory (list the .bin files)");
+  std::ifstream in(path, std::ios::binary);
+  FRUGAL_REQUIRE(in.is_open(), path, ": cannot open CIFAR file: ", std::strerror(errno));
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  FRUGAL_REQUIRE(in.gcount() == static_cast<std::streamsize>(bytes.size()), path, ": cannot read CIFAR file: got ",
+                 in.gcount(), " of ", bytes.size(), " bytes (the file changed while reading?)");
+  return bytes;
+}
+
+int64_t RecordBytes(CifarLabel which) { return (which == CifarLabel::kCifar10 ? 1 : 2) + kPixels; }
+
+// Appends the records of one file's bytes to *ds.
+void AppendCifar(const std::string& path, const std::string& bytes, CifarLabel which, float scale, Dataset* ds) {
+  const int64_t rec = RecordBytes(which);
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  const int64_t whole = size / rec, rest = size % rec;
+  FRUGAL_REQUIRE(size > 0, path, ": empty CIFAR file: 0 bytes (", kFix, ")");
+  if (rest != 0) {
+    // The commonest mix-up: a CIFAR-100 file read as CIFAR-10 or the reverse.
+    const CifarLabel other = which == CifarLabel::kCifar10 ? CifarLabel::kFine : CifarLabel::kCifar10;
+    const bool other_fits = size % RecordBytes(other) == 0;
+    throw Error(Fmt(path, ": truncated or wrong-size CIFAR file: ", size, " bytes is ", whole, " records of ", rec,
+                    " bytes (", which == CifarLabel::kCifar10 ? "CIFAR-10" : "CIFAR-100", ") and ", rest,
+                    " bytes more: record ", whole, " is cut short (needs ", rec, " bytes, has ", rest, ")",
+                    other_fits ? Fmt("; the size fits ", RecordBytes(other), "-byte records: is this ",
+                                     other == CifarLabel::kCifar10 ? "CIFAR-10" : "CIFAR-100", "?")
+                               : std::string(),
+                    " (", kFix, ")"));
+  }
+  const int64_t first = ds->num_samples;
+  ds->num_samples += whole;
+  ds->x.resize(ds->num_samples * kPixels);
+  ds->y.resize(ds->num_samples);
+  const int labels = LabelCount(which);
+  for (int64_t i = 0; i < whole; ++i) {
+    const uint8_t* r = reinterpret_cast<const uint8_t*>(bytes.data()) + i * rec;
+    // CIFAR-100: byte 0 coarse, byte 1 fine.
+    const int label = which == CifarLabel::kFine ? r[1] : r[0];
+    FRUGAL_REQUIRE(label < labels, path, ": record ", i, " (byte offset ", i * rec, ") has ", LabelName(which), " ",
+                   label, " but there are only ", labels, " classes (", kFix, ")");
+    ds->y[first + i] = static_cast<float>(label);
+    const uint8_t* px = r + (rec - kPixels);
+    float* x = ds->x.data() + (first + i) * kPixels;
+    for (int64_t p = 0; p < kPixels; ++p) x[p] = px[p] * scale;
+  }
+}
+
+}  // namespace
+
+Dataset LoadCifar(const std::vector<std::string>& files, CifarLabel which, float scale) {
+  FRUGAL_REQUIRE(!files.empty(), "LoadCifar: no files given (list the .bin batches, e.g. data_batch_1.bin)");
+  FRUGAL_REQUIRE(std::isfinite(scale), "LoadCifar(", files[0], "): scale ", scale,
+                 " is not finite (pass a finite scale such as 1/255)");
+  Dataset ds;
+  ds.sample_shape = Shape{3, 32, 32};
+  for (const std::string& f : files) AppendCifar(f, ReadFile(f), which, scale, &ds);
+  return ds;
+}
+
+}  // namespace frugal

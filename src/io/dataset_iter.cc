@@ -1,0 +1,106 @@
+// DatasetIter: the DataIter over an in-memory Dataset, with CHW pad/crop,
+// mirror and per-channel normalisation. See frugal/io.h for the contract.
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "frugal/io.h"
+#include "frugal/recordio.h"
+#include "io/order.h"
+
+namespace frugal {
+
+DatasetIter::DatasetIter(Dataset ds, const std::string& name, int64_t batch_size, bool shuffle, uint64_t seed,
+                         const Augment& aug, Shard shard)
+    : ds_(std::move(ds)), name_(name), batch_(batch_size), shuffle_(shuffle), seed_(seed), aug_(aug) {
+  FRUGAL_REQUIRE(batch_size >= 1, name, ": batch_size is ", batch_size, " but must be >= 1");
+  FRUGAL_REQUIRE(ds_.num_samples >= 1, name, ": the dataset is empty");
+  const int64_t sample = ds_.sample_shape.known() ? ds_.sample_shape.Size() : 0;
+  FRUGAL_REQUIRE(sample >= 1 && static_cast<int64_t>(ds_.x.size()) == ds_.num_samples * sample &&
+                     static_cast<int64_t>(ds_.y.size()) == ds_.num_samples,
+                 name, ": inconsistent dataset: ", ds_.num_samples, " samples of shape ", ds_.sample_shape, " but ",
+                 ds_.x.size(), " x values and ", ds_.y.size(), " labels");
+  // Which augmentations an in-memory CHW dataset can take.
+  FRUGAL_REQUIRE(aug.resize == 0 && !aug.rand_resized_crop, name,
+                 ": resize and rand_resized_crop work on RecordIO images only (use pad and rand_crop here)");
+  const bool spatial = aug.pad > 0 || aug.rand_crop || aug.mirror || !aug.mean.empty() || !aug.std.empty();
+  FRUGAL_REQUIRE(!spatial || ds_.sample_shape.ndim() == 3, name, ": augmentation needs (c,h,w) samples but they are ",
+                 ds_.sample_shape);
+  FRUGAL_REQUIRE(aug.pad >= 0, name, ": augment.pad is ", aug.pad, " but must be >= 0");
+  const int64_t c = ds_.sample_shape.ndim() == 3 ? ds_.sample_shape[0] : 1;
+  for (const auto* v : {&aug.mean, &aug.std}) {
+    FRUGAL_REQUIRE(v->empty() || static_cast<int64_t>(v->size()) == c, name, ": augment.", v == &aug.mean ? "mean" : "std",
+                   " has ", v->size(), " values but the samples have ", c, " channels (give one per channel)");
+  }
+  for (float s : aug.std) FRUGAL_REQUIRE(s > 0 && std::isfinite(s), name, ": augment.std ", s, " must be positive");
+  std::tie(begin_, end_) = ShardRange(ds_.num_samples, shard.part_index, shard.num_parts);
+  FRUGAL_REQUIRE(end_ > begin_, name, ": part ", shard.part_index, " of ", shard.num_parts, " of ", ds_.num_samples,
+                 " samples is empty (use fewer parts)");
+  Reset(0);
+}
+
+void DatasetIter::Reset(int64_t epoch) {
+  FRUGAL_REQUIRE(epoch >= 0, name_, ": epoch is ", epoch, " but must be >= 0");
+  epoch_ = epoch;
+  position_ = 0;
+  order_ = io::EpochOrder(end_ - begin_, shuffle_, seed_, epoch);
+  for (int64_t& i : order_) i += begin_;
+}
+
+void DatasetIter::Fill(int64_t sample, float* out) const {
+  const int64_t size = ds_.sample_shape.Size();
+  const float* src = ds_.x.data() + sample * size;
+  const bool spatial = aug_.pad > 0 || aug_.rand_crop || aug_.mirror || !aug_.mean.empty() || !aug_.std.empty();
+  if (!spatial) {
+    std::copy(src, src + size, out);
+    return;
+  }
+  // Draws in a fixed order: crop offset (y, x), then mirror.
+  std::mt19937_64 rng = io::SampleRng(seed_, epoch_, sample);
+  const int64_t c = ds_.sample_shape[0], h = ds_.sample_shape[1], w = ds_.sample_shape[2], p = aug_.pad;
+  int64_t dy = p, dx = p;  // crop offset in the padded image; centre by default
+  if (aug_.rand_crop) {
+    dy = static_cast<int64_t>(io::UniformBelow(rng, 2 * p + 1));
+    dx = static_cast<int64_t>(io::UniformBelow(rng, 2 * p + 1));
+  }
+  const bool flip = aug_.mirror && (rng() >> 63) != 0;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const float mean = aug_.mean.empty() ? 0.f : aug_.mean[ch];
+    const float inv_std = aug_.std.empty() ? 1.f : 1.f / aug_.std[ch];
+    for (int64_t y = 0; y < h; ++y) {
+      const int64_t sy = y + dy - p;  // source row; outside the image is padding (0)
+      for (int64_t x = 0; x < w; ++x) {
+        const int64_t sx = (flip ? w - 1 - x : x) + dx - p;
+        const float v = (sy >= 0 && sy < h && sx >= 0 && sx < w) ? src[(ch * h + sy) * w + sx] : 0.f;
+        out[(ch * h + y) * w + x] = (v - mean) * inv_std;
+      }
+    }
+  }
+}
+
+bool DatasetIter::Next(float* data, float* label, int64_t* num_valid) {
+  if (position_ >= batches_per_epoch()) return false;
+  FRUGAL_REQUIRE(data != nullptr && label != nullptr, name_, ": Next needs data and label buffers");
+  const int64_t n = end_ - begin_, first = position_ * batch_, size = ds_.sample_shape.Size();
+  // Rows past the end wrap to the start of this epoch's order.
+  for (int64_t r = 0; r < batch_; ++r) {
+    const int64_t idx = order_[(first + r) % n];
+    Fill(idx, data + r * size);
+    label[r] = ds_.y[idx];
+  }
+  if (num_valid != nullptr) *num_valid = std::min(batch_, n - first);
+  ++position_;
+  return true;
+}
+
+std::string DatasetIter::Describe() const {
+  std::string aug;
+  if (aug_.pad > 0) aug += Fmt(" pad ", aug_.pad);
+  if (aug_.rand_crop) aug += " rand_crop";
+  if (aug_.mirror) aug += " mirror";
+  if (!aug_.mean.empty() || !aug_.std.empty()) aug += " normalise";
+  return Fmt(name_, ": ", num_samples(), " samples of ", ds_.sample_shape, " in memory, batch ", batch_,
+             shuffle_ ? ", shuffled" : "", aug.empty() ? "" : ", augment:" + aug);
+}
+
+}  // namespace frugal

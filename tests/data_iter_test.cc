@@ -1,0 +1,298 @@
+// The DataIter family: DatasetIter (CHW augmentation, shards), TextIter
+// (vocabularies, BPTT streams, shuffled sequences), SyntheticIter, and
+// MakeDataIter from config messages.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "frugal.pb.h"
+#include "frugal/io.h"
+#include "test_util.h"
+
+namespace frugal::test {
+namespace {
+
+// All batches of one epoch, concatenated.
+struct Epoch {
+  std::vector<float> data, label;
+  std::vector<int64_t> valid;
+};
+Epoch ReadEpoch(DataIter* it, int64_t epoch) {
+  it->Reset(epoch);
+  Epoch e;
+  std::vector<float> d(it->batch_size() * it->sample_shape().Size()), l(it->batch_size() * it->label_shape().Size());
+  int64_t v = 0;
+  while (it->Next(d.data(), l.data(), &v)) {
+    e.data.insert(e.data.end(), d.begin(), d.end());
+    e.label.insert(e.label.end(), l.begin(), l.end());
+    e.valid.push_back(v);
+  }
+  return e;
+}
+
+// n samples of (c,h,w); sample i's values are 1000 i + its flat index.
+Dataset Chw(int64_t n, int64_t c, int64_t h, int64_t w) {
+  Dataset ds;
+  ds.sample_shape = Shape{c, h, w};
+  ds.num_samples = n;
+  for (int64_t i = 0; i < n * c * h * w; ++i) ds.x.push_back(static_cast<float>(1000 * (i / (c * h * w)) + i % (c * h * w)));
+  for (int64_t i = 0; i < n; ++i) ds.y.push_back(static_cast<float>(i));
+  return ds;
+}
+
+// ---------------------------------------------------------------- DatasetIter
+
+TEST(DatasetIter, PlainBatchesMatchBatchIter) {
+  Dataset ds = Chw(10, 1, 2, 2);
+  DatasetIter it(ds, "t", 4, true, 7);
+  BatchIter ref(ds, 4, true, 7);
+  for (int e : {0, 3}) {
+    ref.BeginEpoch(e);
+    Epoch got = ReadEpoch(&it, e);
+    std::vector<float> d(16), l(4), want_d, want_l;
+    int64_t v;
+    while (ref.Next(d.data(), l.data(), &v)) {
+      want_d.insert(want_d.end(), d.begin(), d.end());
+      want_l.insert(want_l.end(), l.begin(), l.end());
+    }
+    EXPECT_EQ(got.data, want_d);
+    EXPECT_EQ(got.label, want_l);
+    EXPECT_EQ(got.valid, (std::vector<int64_t>{4, 4, 2}));
+  }
+  EXPECT_EQ(it.label_shape(), Shape(std::vector<int64_t>{}));
+}
+
+TEST(DatasetIter, PadCropMirrorNormalise) {
+  const int64_t c = 2, h = 3, w = 4;
+  Dataset ds = Chw(40, c, h, w);
+  Augment aug;
+  aug.pad = 1;
+  aug.rand_crop = true;
+  aug.mirror = true;
+  aug.mean = {1.f, 2.f};
+  aug.std = {2.f, 0.5f};
+  DatasetIter it(ds, "t", 40, false, 3, aug);
+  Epoch e = ReadEpoch(&it, 0);
+  std::set<std::tuple<int, int, bool>> seen;
+  for (int64_t i = 0; i < 40; ++i) {
+    const float* q = e.data.data() + i * c * h * w;
+    bool found = false;
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx)
+        for (bool flip : {false, true}) {
+          bool ok = true;
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t y = 0; y < h; ++y)
+              for (int64_t x = 0; x < w; ++x) {
+                const int64_t sy = y + dy, sx = (flip ? w - 1 - x : x) + dx;
+                const float v = (sy < 0 || sy >= h || sx < 0 || sx >= w) ? 0.f : ds.x[((i * c + ch) * h + sy) * w + sx];
+                ok &= q[(ch * h + y) * w + x] == (v - aug.mean[ch]) / aug.std[ch];
+              }
+          if (ok && !found) seen.insert({dy, dx, flip}), found = true;
+        }
+    EXPECT_TRUE(found) << "sample " << i << " is no shifted, maybe mirrored window of its padded self";
+  }
+  EXPECT_GE(seen.size(), 8u) << "crops and flips should vary";
+  // Centre crop with padding is the identity (before normalisation).
+  Augment centre;
+  centre.pad = 2;
+  DatasetIter id(ds, "t", 40, false, 3, centre);
+  EXPECT_EQ(ReadEpoch(&id, 0).data, ds.x);
+}
+
+TEST(DatasetIter, AugmentationIsAFunctionOfSeedEpochAndSample) {
+  Dataset ds = Chw(9, 1, 4, 4);
+  Augment aug;
+  aug.pad = 2;
+  aug.rand_crop = true;
+  aug.mirror = true;
+  DatasetIter a(ds, "t", 3, true, 11, aug), b(ds, "t", 9, true, 11, aug), c(ds, "t", 3, true, 12, aug);
+  // Different batch sizes, same samples in the same order: same values.
+  EXPECT_EQ(ReadEpoch(&a, 1).data, ReadEpoch(&b, 1).data);
+  EXPECT_NE(ReadEpoch(&a, 1).data, ReadEpoch(&c, 1).data);
+  EXPECT_NE(ReadEpoch(&a, 1).data, ReadEpoch(&a, 2).data);
+}
+
+TEST(DatasetIter, ShardsAndErrors) {
+  Dataset ds = Chw(5, 1, 1, 1);
+  DatasetIter p0(ds, "t", 2, false, 0, {}, {0, 2}), p1(ds, "t", 2, false, 0, {}, {1, 2});
+  EXPECT_EQ(ReadEpoch(&p0, 0).label, (std::vector<float>{0, 1, 2, 0}));
+  EXPECT_EQ(ReadEpoch(&p1, 0).label, (std::vector<float>{3, 4}));
+  EXPECT_EQ(p1.num_samples(), 2);
+  Augment resize;
+  resize.resize = 8;
+  ExpectError([&] { DatasetIter x(ds, "cfg: data.train", 2, false, 0, resize); },
+              {"cfg: data.train", "RecordIO images only"});
+  Augment mean;
+  mean.mean = {0.f, 0.f};
+  ExpectError([&] { DatasetIter x(ds, "t", 2, false, 0, mean); }, {"augment.mean has 2 values", "1 channels"});
+  Dataset flat = Chw(3, 1, 1, 1);
+  flat.sample_shape = Shape{1};
+  Augment mirror;
+  mirror.mirror = true;
+  ExpectError([&] { DatasetIter x(flat, "t", 1, false, 0, mirror); }, {"needs (c,h,w) samples"});
+  ExpectError([&] { DatasetIter x(ds, "t", 1, false, 0, {}, {5, 6}); }, {"part 5 of 6 of 5 samples is empty"});
+}
+
+// ---------------------------------------------------------------- TextIter
+
+TEST(TextIter, CharVocabularyAndBpttStreams) {
+  TempDir dir;
+  TextIterOptions o;
+  o.path = dir.Write("c.txt", "abcdefghijklmnopqrstuvwxyz");
+  o.batch_size = 2;
+  o.seq_len = 3;
+  TextIter it(o);
+  EXPECT_EQ(it.vocab().size(), 27) << "<unk> and 26 letters";
+  EXPECT_EQ(it.vocab().tokens[0], "<unk>");
+  EXPECT_EQ(it.vocab().Id("a"), 1);
+  EXPECT_EQ(it.vocab().Id("?"), 0);
+  EXPECT_EQ(it.sample_shape(), Shape{3});
+  EXPECT_EQ(it.label_shape(), Shape{3});
+  // Streams "abcdefghijklm" and "nopqrstuvwxyz"; (13 - 1) / 3 = 4 batches.
+  EXPECT_EQ(it.batches_per_epoch(), 4);
+  Epoch e = ReadEpoch(&it, 0);
+  auto id = [](char c) { return static_cast<float>(c - 'a' + 1); };
+  // Batch 0: rows "abc" and "nop"; batch 1 continues them: "def" and "qrs".
+  EXPECT_EQ(std::vector<float>(e.data.begin(), e.data.begin() + 12),
+            (std::vector<float>{id('a'), id('b'), id('c'), id('n'), id('o'), id('p'), id('d'), id('e'), id('f'),
+                                id('q'), id('r'), id('s')}));
+  EXPECT_EQ(std::vector<float>(e.label.begin(), e.label.begin() + 6),
+            (std::vector<float>{id('b'), id('c'), id('d'), id('o'), id('p'), id('q')}));
+  EXPECT_EQ(e.label.back(), id('z')) << "the last label is stream 2's last token";
+  EXPECT_EQ(e.label[3 * 6 + 2], id('m')) << "and row 0 of the last batch ends with stream 1's";
+  EXPECT_EQ(e.valid, (std::vector<int64_t>(4, 2)));
+  EXPECT_EQ(ReadEpoch(&it, 1).data, e.data) << "BPTT epochs are all the same";
+}
+
+TEST(TextIter, WordVocabularyWithEosAndUnknowns) {
+  TempDir dir;
+  std::string text = "the cat sat\n\nthe  dog\n";
+  Vocabulary v = BuildVocabulary(text, TextLevel::kWord);
+  EXPECT_EQ(v.tokens, (std::vector<std::string>{"<unk>", "the", "cat", "sat", "<eos>", "dog"}));
+  EXPECT_EQ(Tokenize(text, v), (std::vector<int64_t>{1, 2, 3, 4, 4, 1, 5, 4}));
+  EXPECT_EQ(Tokenize("a cat", v), (std::vector<int64_t>{0, 2, 4})) << "unterminated last line still ends in <eos>";
+  TextIterOptions o;
+  o.path = dir.Write("val.txt", "the bird sat\n");
+  o.vocab_path = dir.Write("train.txt", text);
+  o.level = TextLevel::kWord;
+  o.batch_size = 1;
+  o.seq_len = 3;
+  TextIter it(o);
+  Epoch e = ReadEpoch(&it, 0);
+  EXPECT_EQ(e.data, (std::vector<float>{1, 0, 3}));
+  EXPECT_EQ(e.label, (std::vector<float>{0, 3, 4}));
+}
+
+TEST(TextIter, ShuffledSequencesCoverTheCorpus) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 61; ++i) text.push_back(static_cast<char>('!' + i));
+  TextIterOptions o;
+  o.path = dir.Write("t.txt", text);
+  o.bptt = false;
+  o.shuffle = true;
+  o.seed = 9;
+  o.batch_size = 4;
+  o.seq_len = 6;
+  TextIter it(o);
+  EXPECT_EQ(it.num_samples(), 10) << "(61 - 1) / 6 sequences";
+  EXPECT_EQ(it.batches_per_epoch(), 3);
+  Epoch e = ReadEpoch(&it, 0);
+  EXPECT_EQ(e.valid, (std::vector<int64_t>{4, 4, 2}));
+  std::set<float> starts;
+  for (int r = 0; r < 10; ++r) {
+    starts.insert(e.data[r * 6]);
+    for (int k = 0; k < 6; ++k) {
+      EXPECT_EQ(e.label[r * 6 + k], e.data[r * 6 + k] + 1) << "the label is the next character";
+      if (k) {
+        EXPECT_EQ(e.data[r * 6 + k], e.data[r * 6 + k - 1] + 1) << "a sequence is contiguous";
+      }
+    }
+  }
+  EXPECT_EQ(starts.size(), 10u) << "every sequence once per epoch";
+  EXPECT_NE(ReadEpoch(&it, 1).data, e.data) << "each epoch has its own order";
+}
+
+TEST(TextIter, ErrorsNameTheFile) {
+  TempDir dir;
+  TextIterOptions o;
+  o.path = dir.Write("small.txt", "abcdef");
+  o.batch_size = 3;
+  o.seq_len = 2;
+  ExpectError([&] { TextIter it(o); }, {"small.txt", "3 streams give 2 tokens each", "seq_len + 1 = 3"});
+  o.path = dir.File("none.txt");
+  ExpectError([&] { TextIter it(o); }, {"none.txt", "cannot open", "prepare.sh"});
+  o.path = dir.Write("empty.txt", "");
+  ExpectError([&] { TextIter it(o); }, {"empty.txt", "empty"});
+}
+
+// ---------------------------------------------------------------- SyntheticIter
+
+TEST(SyntheticIter, SeededRangesAndBatches) {
+  SyntheticIterOptions o;
+  o.sample_shape = Shape{2, 3};
+  o.num_classes = 5;
+  o.num_samples = 10;
+  o.batch_size = 4;
+  o.min = -1.f;
+  o.max = 2.f;
+  o.seed = 3;
+  SyntheticIter a(o), b(o);
+  Epoch ea = ReadEpoch(&a, 0);
+  EXPECT_EQ(ea.valid, (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(ea.data, ReadEpoch(&b, 0).data);
+  EXPECT_EQ(ea.data, ReadEpoch(&a, 5).data);
+  std::set<float> labels(ea.label.begin(), ea.label.end());
+  for (float l : labels) EXPECT_TRUE(l >= 0 && l < 5 && l == static_cast<int>(l)) << l;
+  for (float x : ea.data) EXPECT_TRUE(x >= -1.f && x < 2.f) << x;
+  EXPECT_GT(std::set<float>(ea.data.begin(), ea.data.end()).size(), 20u);
+  o.seed = 4;
+  EXPECT_NE(ReadEpoch(std::make_unique<SyntheticIter>(o).get(), 0).data, ea.data);
+  o.min = 3.f;
+  ExpectError([&] { SyntheticIter x(o); }, {"range [3, 2) is empty"});
+}
+
+// ---------------------------------------------------------------- MakeDataIter
+
+TEST(MakeDataIter, BuildsEachSourceFromTheConfig) {
+  TempDir dir;
+  DataIterOptions o;
+  o.batch_size = 2;
+  o.where = "cfg: data.train";
+  config::DataSource src;
+  ExpectError([&] { MakeDataIter(src, o); }, {"cfg: data.train has no source"});
+
+  src.mutable_synthetic()->set_num_samples(6);
+  ExpectError([&] { MakeDataIter(src, o); }, {"cfg: data.train", "needs a shape"});
+  o.sample_shape = Shape{3, 2, 2};
+  auto it = MakeDataIter(src, o);
+  EXPECT_EQ(it->sample_shape(), (Shape{3, 2, 2}));
+  EXPECT_EQ(it->batches_per_epoch(), 3);
+
+  std::string text(100, 'x');
+  src.mutable_text()->set_path(dir.Write("t.txt", text));
+  src.mutable_text()->set_seq_len(5);
+  it = MakeDataIter(src, o);
+  EXPECT_EQ(it->sample_shape(), Shape{5});
+  EXPECT_NE(it->Describe().find("BPTT"), std::string::npos) << it->Describe();
+
+  std::string cifar(2 * 3073, '\1');
+  src.mutable_cifar()->add_path(dir.Write("c.bin", cifar));
+  src.mutable_cifar()->mutable_augment()->set_pad(4);
+  src.mutable_cifar()->mutable_augment()->set_rand_crop(true);
+  it = MakeDataIter(src, o);
+  EXPECT_EQ(it->num_samples(), 2);
+  EXPECT_NE(it->Describe().find("pad 4 rand_crop"), std::string::npos) << it->Describe();
+  src.mutable_cifar()->mutable_augment()->set_rand_resized_crop(true);
+  ExpectError([&] { MakeDataIter(src, o); }, {"cfg: data.train", "RecordIO images only"});
+
+  src.mutable_recordio();
+  ExpectError([&] { MakeDataIter(src, o); }, {"cfg: data.train", "recordio needs a path"});
+  src.mutable_recordio()->set_path(dir.File("none.rec"));
+  o.sample_shape = Shape{3};
+  ExpectError([&] { MakeDataIter(src, o); }, {"data.sample_shape [c, h, w]"});
+}
+
+}  // namespace
+}  // namespace frugal::test
