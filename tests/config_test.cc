@@ -234,3 +234,30 @@ node { name: "prob" op: "softmax_cross_entropy" input: "steps" input: "label" }
 
 }  // namespace
 }  // namespace frugal
+
+namespace frugal {
+namespace {
+
+TEST(ConfigBlocks, WildcardInputsGatherEveryMatch) {
+  const char* text = R"cfg(version: 1
+block { name: "b" node { name: "h" op: "relu" input: "@{in}" } }
+node { name: "s" block: "b" repeat: 3 input: "data" }
+node { name: "all" op: "add_n" input: "s/*/h" attr { key: "num_args" value: "3" } }
+node { name: "none" op: "relu" input: "s/*/x" }
+)cfg";
+  std::string e;
+  try {
+    BuildGraph(ParseConfig(text, "w.prototxt", {}));
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("input pattern 's/*/x' matches no node above"), std::string::npos) << e;
+  std::string ok = std::string(text).substr(0, std::string(text).find("node { name: \"none\""));
+  Graph g = BuildGraph(ParseConfig(ok, "w.prototxt", {}));
+  const Node& all = g.node(g.FindNode("all"));
+  ASSERT_EQ(all.inputs.size(), 3u);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(g.node(all.inputs[k].node).name, Fmt("s/", k, "/h"));
+}
+
+}  // namespace
+}  // namespace frugal

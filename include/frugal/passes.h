@@ -72,6 +72,9 @@ KeepLevels DropCheapLevels(const Graph& fwd);
 std::vector<int> SplitCandidates(const Graph& fwd);
 // The paper's greedy segmentation with segment budget b bytes: checkpoints at
 // candidates where the bytes since the last one exceed b; the rest dropped.
+// A checkpoint keeps every forward result that crosses the boundary after it
+// (the node itself at an articulation point; all layers' state at a stage
+// mark of an unrolled RNN).
 KeepLevels SqrtLevels(const Graph& fwd, int64_t b);
 // Recursive halving of the candidate list: O(log n) checkpoints alive at once.
 KeepLevels LognLevels(const Graph& fwd);

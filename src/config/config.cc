@@ -218,6 +218,37 @@ Entry ResolveInput(Graph& g, const config::Data& data, const std::string& text, 
   return {id, index};
 }
 
+// Whether name matches pattern, where '*' stands for any run of characters
+// other than '/' (one path component or part of one).
+bool Matches(const char* pattern, const char* name) {
+  if (*pattern == '\0') return *name == '\0';
+  if (*pattern == '*') {
+    for (const char* n = name;; ++n) {
+      if (Matches(pattern + 1, n)) return true;
+      if (*n == '\0' || *n == '/') return false;
+    }
+  }
+  return *pattern == *name && Matches(pattern + 1, name + 1);
+}
+
+// The node's inputs with every name holding '*' replaced by the names of all
+// nodes above that match it, in graph order (e.g. "lstm/3/steps/*/h": the
+// last layer's output at every step).
+std::vector<std::string> ExpandWildcards(const Graph& g, const config::Node& nc, const std::string& where) {
+  std::vector<std::string> out;
+  for (const std::string& in : nc.input()) {
+    if (in.find('*') == std::string::npos) {
+      out.push_back(in);
+      continue;
+    }
+    size_t before = out.size();
+    for (const Node& n : g.nodes())
+      if (Matches(in.c_str(), n.name.c_str())) out.push_back(n.name);
+    FRUGAL_REQUIRE(out.size() > before, where, ": input pattern '", in, "' matches no node above");
+  }
+  return out;
+}
+
 // A node with op "variable": a parameter or aux state named in the config.
 void AddConfigVariable(Graph* g, const config::Node& nc, Node n) {
   FRUGAL_REQUIRE(nc.input_size() == 0, n.Where(), ": a variable takes no inputs");
@@ -279,12 +310,13 @@ Graph BuildGraph(const ConfigFile& cfg) {
 
     const int n_in = n.op->NumInputs(n.params);
     const auto& specs = n.op->inputs();
-    FRUGAL_REQUIRE(nc.input_size() <= n_in, n.Where(), ": ", nc.input_size(), " inputs given but ", nc.op(),
-                   " takes ", n_in);
+    const std::vector<std::string> given = ExpandWildcards(g, nc, n.Where());
+    const int n_given = static_cast<int>(given.size());
+    FRUGAL_REQUIRE(n_given <= n_in, n.Where(), ": ", n_given, " inputs given but ", nc.op(), " takes ", n_in);
     for (int i = 0; i < n_in; ++i) {
       const InputSpec& spec = specs[std::min<size_t>(i, specs.size() - 1)];
-      if (i < nc.input_size()) {
-        n.inputs.push_back(ResolveInput(g, data, nc.input(i), n.Where()));
+      if (i < n_given) {
+        n.inputs.push_back(ResolveInput(g, data, given[i], n.Where()));
       } else if (spec.made_as != VarKind::kNone) {
         std::string pname = n.name + "_" + spec.name;
         int id = g.FindNode(pname);
@@ -303,10 +335,13 @@ Graph BuildGraph(const ConfigFile& cfg) {
   }
 
   if (cfg.net.output_size() > 0) {
+    config::Node outputs;  // the output names, wildcards expanded like inputs
     for (const std::string& o : cfg.net.output()) {
       auto alias = flat.alias.find(o);
-      g.outputs.push_back(ResolveInput(g, data, alias == flat.alias.end() ? o : alias->second, cfg.path + ": output"));
+      outputs.add_input(alias == flat.alias.end() ? o : alias->second);
     }
+    for (const std::string& o : ExpandWildcards(g, outputs, cfg.path + ": output"))
+      g.outputs.push_back(ResolveInput(g, data, o, cfg.path + ": output"));
   } else {
     std::set<std::pair<int, int>> read;
     for (const Node& n : g.nodes())

@@ -1,7 +1,9 @@
 // gradient: reverse-mode differentiation as a graph rewrite. Walks the forward
 // nodes from last to first; a node gets gradient nodes when it lies on a path
 // from a parameter to a loss head. The gradient of an entry read by several
-// nodes is the add_n of its parts; an output that gets no gradient while
+// nodes is the sum of its parts, folded in as each part appears (so a weight
+// shared by the T steps of an unrolled RNN holds one running sum, not T
+// parts waiting for one add_n); an output that gets no gradient while
 // other outputs of its node do is given zeros_like.
 //
 // Recomputation: a forward result whose keep level is not 0 is not read by
@@ -33,11 +35,15 @@ std::vector<bool> DependsOnParams(const Graph& g) {
   return needs;
 }
 
-// The sum of the parts of one entry's gradient (invalid if none).
-Entry Sum(Graph& g, const std::string& name, const std::vector<Entry>& parts) {
-  if (parts.size() <= 1) return parts.empty() ? Entry{} : parts[0];
-  int id = g.AddOp("add_n", name + "_grad_sum", {{"num_args", std::to_string(parts.size())}}, parts);
-  return {id, 0};
+// Adds one part to the running sum of an entry's gradient (invalid: none
+// yet). The sum runs left to right in the order parts appear, as add_n of
+// all parts would.
+void AddPart(Graph& g, const std::string& name, Entry* sum, Entry part) {
+  if (!sum->valid()) {
+    *sum = part;
+    return;
+  }
+  *sum = {g.AddOp("add_n", name + "_grad_sum", {{"num_args", "2"}}, {*sum, part}), 0};
 }
 
 // Zeros in the shape of output k of forward node i: the gradient of an
@@ -96,8 +102,8 @@ void Gradient(Graph* graph, const KeepLevels& keep) {
   g.EndForward();
   std::vector<bool> needs = DependsOnParams(g);
   Mirrors mirrors(&g, keep);
-  // parts[entry id]: the gradient contributions to that forward entry.
-  std::vector<std::vector<Entry>> parts(g.num_entries());
+  // grad[entry id]: the sum of the gradient parts of that forward entry so far.
+  std::vector<Entry> grad(g.num_entries());
   bool has_loss = false;
   for (int i = num_fwd - 1; i >= 0; --i) {
     // Copies, not references: adding nodes may move the node vector.
@@ -108,7 +114,7 @@ void Gradient(Graph* graph, const KeepLevels& keep) {
     bool any = op->is_loss();
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       c.outputs.push_back({i, k});
-      c.out_grads.push_back(Sum(g, Fmt(name, "_out", k), parts[g.EntryId({i, k})]));
+      c.out_grads.push_back(grad[g.EntryId({i, k})]);
       any = any || c.out_grads.back().valid();
     }
     has_loss = has_loss || op->is_loss();
@@ -126,13 +132,14 @@ void Gradient(Graph* graph, const KeepLevels& keep) {
     const std::vector<Entry> inputs = g.node(i).inputs;
     CHECK_EQ(in_grads.size(), inputs.size()) << op->name() << ": gradient count";
     for (size_t k = 0; k < inputs.size(); ++k) {
-      if (in_grads[k].valid() && needs[inputs[k].node]) parts[g.EntryId(inputs[k])].push_back(in_grads[k]);
+      if (in_grads[k].valid() && needs[inputs[k].node])
+        AddPart(g, g.node(inputs[k].node).name, &grad[g.EntryId(inputs[k])], in_grads[k]);
     }
   }
   FRUGAL_REQUIRE(has_loss, "the graph has no loss op on a path from a parameter (add e.g. softmax_cross_entropy)");
   std::vector<Entry> grad_of(num_fwd);
   for (int i = 0; i < num_fwd; ++i) {
-    if (g.node(i).var == VarKind::kParam) grad_of[i] = Sum(g, g.node(i).name, parts[g.EntryId({i, 0})]);
+    if (g.node(i).var == VarKind::kParam) grad_of[i] = grad[g.EntryId({i, 0})];
   }
   grad_of.resize(g.num_nodes());
   g.grad_of = std::move(grad_of);

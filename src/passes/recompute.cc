@@ -5,6 +5,8 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 
 #include "frugal/passes.h"
 
@@ -17,13 +19,14 @@ int64_t OutputBytes(const Graph& g, int i) {
   return b;
 }
 
-// Nodes that are never dropped: variables, loss heads, producers of graph
-// outputs, and nodes marked checkpoint.
+// Nodes that are never dropped: variables, producers of graph outputs, and
+// nodes marked checkpoint. (A loss head whose output nobody sees, one of the
+// per-step losses of an unrolled RNN, may be recomputed like any node.)
 std::vector<bool> Protected(const Graph& g) {
   std::vector<bool> p(g.num_nodes(), false);
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
-    p[i] = n.is_variable() || n.op->is_loss() || n.keep == Node::Keep::kCheckpoint;
+    p[i] = n.is_variable() || n.keep == Node::Keep::kCheckpoint;
   }
   for (const Entry& e : g.outputs) p[e.node] = true;
   return p;
@@ -115,33 +118,68 @@ std::vector<int> SplitCandidates(const Graph& g) {
   return cands;
 }
 
+namespace {
+// For each candidate c (in order): the producers of the forward results
+// that cross the boundary after c (made at or before c, read after it).
+// Keeping them is what a checkpoint at c means: for an articulation point,
+// c itself; for a stage mark in an unrolled RNN, every layer's state.
+std::vector<std::vector<int>> CrossingProducers(const Graph& g, const std::vector<int>& cands) {
+  std::vector<int> last_read(g.num_entries(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs) last_read[g.EntryId(e)] = i;
+  std::vector<std::vector<int>> out;
+  std::map<int, int> live;  // entry -> its last reader, for entries made so far
+  size_t next = 0;
+  for (int i = 0; i < g.num_nodes() && next < cands.size(); ++i) {
+    if (!g.node(i).is_variable())
+      for (int k = 0; k < g.NumOutputs(i); ++k)
+        if (last_read[g.EntryId({i, k})] > i) live[g.EntryId({i, k})] = last_read[g.EntryId({i, k})];
+    for (auto it = live.begin(); it != live.end();) it = it->second <= i ? live.erase(it) : std::next(it);
+    if (cands[next] != i) continue;
+    std::vector<int> producers;
+    for (const auto& [e, last] : live) {
+      int p = g.EntryOf(e).node;
+      if (producers.empty() || producers.back() != p) producers.push_back(p);
+    }
+    out.push_back(std::move(producers));
+    ++next;
+  }
+  out.resize(cands.size());
+  return out;
+}
+}  // namespace
+
 KeepLevels SqrtLevels(const Graph& g, int64_t b) {
   KeepLevels levels(g.num_nodes(), 0);
   std::vector<int> cands = SplitCandidates(g);
-  std::vector<bool> is_cand(g.num_nodes(), false);
-  for (int c : cands) is_cand[c] = true;
+  std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
+  std::vector<int> cand_index(g.num_nodes(), -1);
+  for (size_t c = 0; c < cands.size(); ++c) cand_index[cands[c]] = static_cast<int>(c);
+  std::vector<int> checkpoints;
   int64_t temp = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
     if (g.node(i).is_variable()) continue;
     temp += OutputBytes(g, i);
-    if (is_cand[i] && temp > b) {
-      temp = 0;  // a checkpoint: kept
-    } else {
-      levels[i] = kDropped;
+    levels[i] = kDropped;
+    if (cand_index[i] >= 0 && temp > b) {
+      temp = 0;  // a checkpoint: what crosses it is kept
+      checkpoints.push_back(cand_index[i]);
     }
   }
+  for (int c : checkpoints)
+    for (int p : crossing[c]) levels[p] = 0;
   return ApplyAnnotations(g, levels);
 }
 
 namespace {
-// Candidates [lo, hi): the middle one is a checkpoint of this level; each
-// half recurses one level deeper.
-void Halve(const std::vector<int>& cands, int lo, int hi, int level, KeepLevels* levels) {
+// Candidates [lo, hi): the middle one is a checkpoint of this level (what
+// crosses it gets the level); each half recurses one level deeper.
+void Halve(const std::vector<std::vector<int>>& crossing, int lo, int hi, int level, KeepLevels* levels) {
   if (lo >= hi) return;
   int mid = lo + (hi - lo) / 2;
-  (*levels)[cands[mid]] = level;
-  Halve(cands, lo, mid, level + 1, levels);
-  Halve(cands, mid + 1, hi, level + 1, levels);
+  for (int p : crossing[mid]) (*levels)[p] = std::min((*levels)[p], level);
+  Halve(crossing, lo, mid, level + 1, levels);
+  Halve(crossing, mid + 1, hi, level + 1, levels);
 }
 }  // namespace
 
@@ -150,7 +188,7 @@ KeepLevels LognLevels(const Graph& g) {
   for (int i = 0; i < g.num_nodes(); ++i)
     if (g.node(i).is_variable()) levels[i] = 0;
   std::vector<int> cands = SplitCandidates(g);
-  Halve(cands, 0, static_cast<int>(cands.size()), 0, &levels);
+  Halve(CrossingProducers(g, cands), 0, static_cast<int>(cands.size()), 0, &levels);
   return ApplyAnnotations(g, levels);
 }
 
