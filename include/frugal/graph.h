@@ -6,6 +6,7 @@
 
 #include <any>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,7 @@ class Graph {
 
  private:
   std::vector<Node> nodes_;
+  std::unordered_map<std::string, int> by_name_;  // the first node of each name
   std::vector<int> entry_start_{0};
   int num_forward_ = -1;
 };

@@ -27,6 +27,7 @@ int Graph::AddNode(Node node) {
     CHECK(e.index < NumOutputs(e.node)) << "node " << node.name << " reads a missing output";
   }
   int n_out = node.op ? node.op->NumOutputs(node.params) : 1;
+  by_name_.emplace(node.name, id);
   nodes_.push_back(std::move(node));
   entry_start_.push_back(entry_start_.back() + n_out);
   return id;
@@ -54,9 +55,8 @@ int Graph::AddVariable(const std::string& name, VarKind kind, const std::string&
 }
 
 int Graph::FindNode(const std::string& name) const {
-  for (int i = 0; i < num_nodes(); ++i)
-    if (nodes_[i].name == name) return i;
-  return -1;
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
 }
 
 int Graph::NumOutputs(int node) const { return entry_start_[node + 1] - entry_start_[node]; }
