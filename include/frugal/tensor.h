@@ -41,6 +41,9 @@ class MemoryAccounting {
   std::array<std::array<Counters, kKinds + 1>, 2 * kMaxDevices> c_;  // [.., kKinds] = total
 };
 
+// Peak resident memory of this process (VmHWM), in bytes; 0 where unknown.
+int64_t ProcessPeakBytes();
+
 // An owned block of memory, 64-byte aligned, zero-filled at allocation so
 // that its pages are touched once here rather than inside a training step.
 class Storage {

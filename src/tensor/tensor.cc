@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 
 namespace frugal {
@@ -61,6 +62,20 @@ int64_t MemoryAccounting::Peak(Device dev, MemKind kind) const {
 void MemoryAccounting::ResetPeaks() {
   for (auto& row : c_)
     for (auto& c : row) c.peak = c.current.load();
+}
+
+int64_t ProcessPeakBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  int64_t kb = 0;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      in >> kb;
+      return kb * 1024;
+    }
+    in.ignore(1 << 20, '\n');
+  }
+  return 0;
 }
 
 Storage::Storage(Device dev, int64_t bytes, MemKind kind) : bytes_(bytes), dev_(dev), kind_(kind) {

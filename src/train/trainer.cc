@@ -30,18 +30,6 @@ std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSo
   return MakeDataIter(src, o);
 }
 
-// Peak resident memory of this process (VmHWM), in bytes.
-int64_t ProcessPeakBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  int64_t kb = 0;
-  while (in >> key) {
-    if (key == "VmHWM:") { in >> kb; return kb * 1024; }
-    in.ignore(1 << 20, '\n');
-  }
-  return 0;
-}
-
 // Everything bound for one run: parameters, their gradients and momenta,
 // input tensors, the executors.
 struct Session {

@@ -38,19 +38,22 @@ void Build(const ConfigFile& cfg, Timed* t) {
   const int64_t batch = dc.batch_size();
   std::vector<int64_t> dims{batch};
   dims.insert(dims.end(), dc.sample_shape().begin(), dc.sample_shape().end());
-  t->g = BuildGraph(cfg);
-  Graph& g = t->g;
+  std::vector<int64_t> label_dims{batch};
+  label_dims.insert(label_dims.end(), dc.label_shape().begin(), dc.label_shape().end());
+  Graph fwd = BuildGraph(cfg);
   std::vector<std::pair<std::string, Shape>> inputs;
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    Node& n = g.mutable_node(i);
+  for (int i = 0; i < fwd.num_nodes(); ++i) {
+    Node& n = fwd.mutable_node(i);
     if (n.var != VarKind::kInput) continue;
     const bool is_label = n.name == dc.label_name();
-    inputs.push_back({n.name, is_label ? Shape{batch} : Shape(dims)});
+    inputs.push_back({n.name, is_label ? Shape(label_dims) : Shape(dims)});
     if (!is_label && FLAGS_data_grad) n.var = VarKind::kParam;
   }
-  Gradient(&g);
-  InferShapes(&g, inputs);
-  t->plan = PlanMemory(g, ParseMemoryStrategy(cfg.net.memory().strategy()));
+  InferShapes(&fwd, inputs);
+  TrainingPlan plan = PlanTraining(fwd, inputs, ParseMemoryStrategy(cfg.net.memory().strategy()));
+  t->g = std::move(plan.graph);
+  t->plan = std::move(plan.plan);
+  const Graph& g = t->g;
   Rng rng(cfg.net.solver().seed());
   for (int i = 0; i < g.num_forward(); ++i) {
     const Node& n = g.node(i);
@@ -88,7 +91,10 @@ int Time() {
   for (int i = 0; i < FLAGS_iters; ++i) exec.Run(true, FLAGS_warmup + i, seed);
   const double step_ms = Ms(Clock::now() - t0) / FLAGS_iters;
 
-  // Per-op times: backward nodes count for the forward node they differentiate.
+  const int64_t arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
+
+  // Per-op times: backward nodes and recomputations count for the forward
+  // node they differentiate or recompute.
   exec.SetProfiling(true);
   for (int i = 0; i < FLAGS_iters; ++i) exec.Run(true, FLAGS_warmup + FLAGS_iters + i, seed);
   const Graph& g = t.g;
@@ -99,6 +105,7 @@ int Time() {
     const Node& n = g.node(i);
     if (i < g.num_forward()) fwd[i] += ms;
     else if (n.fwd >= 0) bwd[n.fwd] += ms;
+    else if (n.mirror_of >= 0) bwd[n.mirror_of] += ms;
     else other += ms;  // gradient sums (add_n)
   }
   std::printf("%-20s %-24s %-20s %12s %12s\n", "node", "op", "output", "forward ms", "backward ms");
@@ -116,8 +123,11 @@ int Time() {
   std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (average of %d after %d warm-up)\n",
               cfg.net.data().batch_size(), step_ms, cfg.net.data().batch_size() * 1e3 / step_ms, FLAGS_iters,
               FLAGS_warmup);
-  std::printf("memory: arena %s, data gradient %s\n", HumanBytes(t.plan.arena_bytes).c_str(),
-              FLAGS_data_grad ? "on" : "off");
+  std::printf("memory (%s): arena planned %s, allocated %s; %d nodes recomputed (+%.1f%% FLOPs); process peak %s; "
+              "data gradient %s\n",
+              t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(),
+              HumanBytes(arena_allocated).c_str(), t.plan.num_recomputed, 100 * t.plan.extra_flops_ratio(),
+              HumanBytes(ProcessPeakBytes()).c_str(), FLAGS_data_grad ? "on" : "off");
   return 0;
 }
 
