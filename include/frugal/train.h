@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -79,10 +80,17 @@ std::string PlanSummary(const MemoryPlan& p, int64_t batch);
 
 struct TrainOptions {
   std::string log_json;  // one JSON line per epoch, if set
+  // If set, filled with every parameter's values after training (tests).
+  std::map<std::string, std::vector<float>>* final_params = nullptr;
 };
 
 // Trains the config's model on its data and reports progress and validation
-// metrics per epoch. Returns the last validation accuracy (or training
+// metrics per epoch. Everything is pushed to the engine the config names:
+// per batch the forward and backward ops, then one SGD update per parameter
+// (reading its gradient, writing the parameter and its momentum, so it runs
+// as soon as that gradient is ready), then the metrics, then the load of the
+// next batch on the engine's I/O thread. The loop runs at most one batch
+// ahead of the metrics. Returns the last validation accuracy (or training
 // accuracy without validation data).
 double Train(const ConfigFile& cfg, const TrainOptions& opts);
 
