@@ -137,5 +137,40 @@ TEST(Cli, UnknownCommandAndFlag) {
   EXPECT_NE(r.output.find("no_such_flag"), std::string::npos) << r.output;
 }
 
+TEST(Cli, PrintsTheEngineAtStart) {
+  TempDir dir;
+  WriteToyData(dir, "train", 32);
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg + " --max-iters 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", engine threaded (cpu: 1 worker x "), std::string::npos) << "the default\n" << r.output;
+  r = RunFrugal("train --config " + cfg + " --max-iters 2 --engine-workers 2 --engine-kernel-threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", engine threaded (cpu: 2 workers x 1 kernel thread, io: 1 thread"), std::string::npos)
+      << r.output;
+  r = RunFrugal("train --config " + cfg + " --max-iters 2 --engine naive");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", engine naive ("), std::string::npos) << r.output;
+  r = RunFrugal("train --config " + cfg + " --engine turbo");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("unknown engine 'turbo' (built: naive, threaded)"), std::string::npos) << r.output;
+}
+
+TEST(Cli, AnOpErrorDuringTrainingIsOneLineNamingTheOp) {
+  TempDir dir;
+  WriteToyData(dir, "train", 32);
+  WriteToyData(dir, "val", 8);
+  WriteIdx(dir.File("train-labels"), {32}, std::vector<uint8_t>(32, 9));  // the net has 4 classes
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  for (const char* engine : {"threaded", "naive"}) {
+    RunResult r = RunFrugal("train --config " + cfg + " --engine " + engine);
+    EXPECT_EQ(r.exit_code, 1) << engine;
+    EXPECT_NE(ErrorLine(r).find("frugal: error: prob: label 9 of sample 0 is not a class index in [0, 4)"),
+              std::string::npos)
+        << engine << "\n" << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace frugal::test

@@ -96,10 +96,8 @@ class Completer {
     thread_.join();
   }
   void Later(std::function<void()> f) {
-    {
-      std::lock_guard<std::mutex> completer_lock(mu_);
-      queue_.push_back(std::move(f));
-    }
+    std::lock_guard<std::mutex> completer_lock(mu_);  // notify under it: see WorkerPool::Enqueue
+    queue_.push_back(std::move(f));
     cv_.notify_all();
   }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -135,6 +136,25 @@ TEST_P(EngineTest, OnlyTheFirstErrorIsKept) {
   e->WaitAll();
 }
 
+// Calls the done handed to it from a thread of its own, after a delay.
+class LateCompleter {
+ public:
+  LateCompleter(std::exception_ptr error = nullptr)
+      : thread_([this, error] {
+          Done done = handed_.get_future().get();
+          std::this_thread::sleep_for(10ms);
+          if (note) note("done");
+          done(error);
+        }) {}
+  ~LateCompleter() { thread_.join(); }
+  void Hand(Done done) { handed_.set_value(std::move(done)); }
+  std::function<void(const std::string&)> note;  // set before Hand
+
+ private:
+  std::promise<Done> handed_;
+  std::thread thread_;
+};
+
 TEST_P(EngineTest, AsyncFunctionHoldsItsVariablesUntilDone) {
   Var v = e->NewVar();
   std::vector<std::string> log;
@@ -143,20 +163,16 @@ TEST_P(EngineTest, AsyncFunctionHoldsItsVariablesUntilDone) {
     std::lock_guard<std::mutex> log_lock(log_mu);
     log.push_back(s);
   };
-  std::thread completer;
+  LateCompleter completer;
+  completer.note = note;
   e->PushAsync(
       [&](Done done) {
         note("start");
-        completer = std::thread([&, done] {
-          std::this_thread::sleep_for(10ms);
-          note("done");
-          done(nullptr);
-        });
+        completer.Hand(done);
       },
       {}, {v}, {});
   e->Push([&] { note("reader"); }, {v}, {}, {});
   e->WaitAll();
-  completer.join();
   EXPECT_EQ(log, (std::vector<std::string>{"start", "done", "reader"}));
 }
 
@@ -164,19 +180,14 @@ TEST_P(EngineTest, AsyncFunctionReportsAnError) {
   Var v = e->NewVar();
   PushOptions opts;
   opts.name = "allreduce";
-  std::thread completer;
-  e->PushAsync(
-      [&](Done done) {
-        completer = std::thread([done] { done(std::make_exception_ptr(Error("peer 3 hung up"))); });
-      },
-      {}, {v}, opts);
+  LateCompleter completer(std::make_exception_ptr(Error("peer 3 hung up")));
+  e->PushAsync([&](Done done) { completer.Hand(done); }, {}, {v}, opts);
   try {
     e->WaitForVar(v);
     FAIL() << "no error";
   } catch (const Error& err) {
     EXPECT_STREQ(err.what(), "allreduce: peer 3 hung up");
   }
-  completer.join();
 }
 
 TEST_P(EngineTest, DeleteVarRunsPendingWorkFirst) {
@@ -314,6 +325,27 @@ TEST(ThreadedEngine, WorkersAndKernelThreadsShareTheCores) {
   set->WaitAll();
   EXPECT_EQ(seen, 3);
   EXPECT_EQ(omp, 3) << "a worker's OpenMP default team follows its kernel threads";
+}
+
+// As on the naive engine, nothing pushed before the wait that reports an
+// error runs after the failure: here C waits on a slow P while F fails.
+TEST(ThreadedEngine, FunctionsPushedBeforeTheReportingWaitAreSkipped) {
+  auto e = MakeEngine("threaded", {2, 1});
+  Var p = e->NewVar(), a = e->NewVar();
+  Gate gate;
+  std::atomic<bool> c_ran{false}, d_ran{false};
+  e->Push([&] { gate.Wait(); }, {}, {p}, {});
+  PushOptions f;
+  f.name = "F";
+  e->Push([] { throw Error("failed"); }, {}, {a}, f);
+  e->Push([&] { c_ran = true; }, {p}, {}, {});
+  EXPECT_THROW(e->WaitForVar(a), Error);
+  gate.Open();
+  e->WaitAll();
+  EXPECT_FALSE(c_ran) << "C was pushed before the wait that reported F's error";
+  e->Push([&] { d_ran = true; }, {p}, {}, {});
+  e->WaitAll();
+  EXPECT_TRUE(d_ran) << "functions pushed after the wait run";
 }
 
 TEST(ThreadedEngine, DestroyedWithWorkInFlight) {

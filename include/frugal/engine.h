@@ -15,8 +15,10 @@
 // Errors: an exception thrown by a function (or reported by an asynchronous
 // one) is kept, prefixed with the function's name ("fc1: ..."), and rethrown
 // as frugal::Error by the next WaitForVar or WaitAll. Only the first error is
-// kept; from the failure until that wait reports it, functions that have not
-// started are skipped (their variables are released as if they had run).
+// kept. Every function pushed before that wait returns which had not started
+// when the error happened is skipped (its variables are released as if it had
+// run), as with the naive engine, where nothing pushed after a failure runs
+// until a wait reports it. Functions pushed after the wait run normally.
 // Worker threads survive errors.
 //
 // Functions must not call WaitForVar or WaitAll (they may Push).
@@ -56,8 +58,10 @@ using Done = std::function<void(std::exception_ptr error)>;
 // a communication request) and then calls done.
 using AsyncFn = std::function<void(Done done)>;
 
-// How the threaded engine spends the CPU cores (the naive engine runs
-// everything on the caller's thread with every core).
+// How an engine spends the CPU cores. The naive engine runs everything on
+// the caller's thread and honours only kernel_threads (0: every core).
+// Kernels give the same bits on both engines at equal kernel threads (BLAS
+// results may depend on its thread count).
 struct EngineOptions {
   int cpu_workers = 0;     // threads running CPU functions; 0: 1
   int kernel_threads = 0;  // threads one kernel may use; 0: cores / cpu_workers (at least 1)

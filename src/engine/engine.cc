@@ -24,7 +24,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& name, const EngineOptions&
   FRUGAL_REQUIRE(opts.cpu_workers >= 0 && opts.kernel_threads >= 0, "engine options: cpu_workers (",
                  opts.cpu_workers, ") and kernel_threads (", opts.kernel_threads,
                  ") must be >= 0 (0 chooses from the cores)");
-  if (name == "naive") return engine_internal::MakeNaiveEngine();
+  if (name == "naive") return engine_internal::MakeNaiveEngine(opts);
   if (name == "threaded") return engine_internal::MakeThreadedEngine(opts);
   throw Error(Fmt("unknown engine '", name, "' (built: naive, threaded)"));
 }

@@ -12,7 +12,7 @@ namespace frugal::engine_internal {
 // frugal::Error, whatever the function threw.
 std::exception_ptr NamedError(const char* name, std::exception_ptr thrown);
 
-std::unique_ptr<Engine> MakeNaiveEngine();
+std::unique_ptr<Engine> MakeNaiveEngine(const EngineOptions& opts);
 std::unique_ptr<Engine> MakeThreadedEngine(const EngineOptions& opts);
 
 }  // namespace frugal::engine_internal

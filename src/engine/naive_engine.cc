@@ -11,14 +11,30 @@
 namespace frugal::engine_internal {
 namespace {
 
+// Sets the calling thread's kernel threads for one function, then restores them.
+class KernelThreadsScope {
+ public:
+  explicit KernelThreadsScope(int n) : saved_(n > 0 ? cpu::KernelThreads() : 0) {
+    if (n > 0) cpu::SetKernelThreads(n);
+  }
+  ~KernelThreadsScope() {
+    if (saved_ > 0) cpu::SetKernelThreads(saved_);
+  }
+
+ private:
+  int saved_;
+};
+
 class NaiveEngine : public Engine {
  public:
+  explicit NaiveEngine(int kernel_threads) : kernel_threads_(kernel_threads) {}
   Var NewVar() override { return next_var_++; }
   void DeleteVar(Var) override {}
 
   void Push(std::function<void()> fn, const std::vector<Var>&, const std::vector<Var>&,
             const PushOptions& opts) override {
     if (error_) return;  // after a failure, nothing more runs until a wait reports it
+    KernelThreadsScope threads(kernel_threads_);
     try {
       fn();
     } catch (...) {
@@ -36,6 +52,7 @@ class NaiveEngine : public Engine {
       std::exception_ptr error;
     };
     auto state = std::make_shared<State>();  // done may outlive this call if fn throws after handing it out
+    KernelThreadsScope threads(kernel_threads_);
     try {
       fn([state](std::exception_ptr e) {
         std::lock_guard<std::mutex> state_lock(state->mu);
@@ -54,11 +71,11 @@ class NaiveEngine : public Engine {
 
   void WaitForVar(Var) override { Rethrow(); }
   void WaitAll() override { Rethrow(); }
-  int KernelThreads(Device) const override { return cpu::KernelThreads(); }
+  int KernelThreads(Device) const override { return kernel_threads_ > 0 ? kernel_threads_ : cpu::KernelThreads(); }
   const char* name() const override { return "naive"; }
   std::string Describe() const override {
-    return Fmt("naive (each function runs at push time on the calling thread; kernels use ", cpu::KernelThreads(),
-               " threads)");
+    return Fmt("naive (each function runs at push time on the calling thread; kernels use ",
+               KernelThreads(Device{}), " threads)");
   }
 
  private:
@@ -68,12 +85,15 @@ class NaiveEngine : public Engine {
     error_ = nullptr;
     std::rethrow_exception(e);
   }
+  const int kernel_threads_;  // 0: the caller's
   Var next_var_ = 0;
   std::exception_ptr error_;
 };
 
 }  // namespace
 
-std::unique_ptr<Engine> MakeNaiveEngine() { return std::make_unique<NaiveEngine>(); }
+std::unique_ptr<Engine> MakeNaiveEngine(const EngineOptions& opts) {
+  return std::make_unique<NaiveEngine>(opts.kernel_threads);
+}
 
 }  // namespace frugal::engine_internal

@@ -54,6 +54,9 @@ class ThreadedEngine : public Engine {
   uint64_t next_seq_ = 0;
   std::exception_ptr error_;       // the first error since the last wait
   std::atomic<bool> failed_{false};  // error_ is set: skip functions that have not started
+  // A wait reported an error: functions pushed before it that have not
+  // started are skipped too (seq below this).
+  std::atomic<uint64_t> skip_below_{0};
   std::unique_ptr<WorkerPool> cpu_, io_;
   std::map<int, std::unique_ptr<WorkerPool>> device_pools_;  // other devices, made on first use
 };
@@ -228,7 +231,8 @@ void ThreadedEngine::Dispatch(const std::vector<Op*>& ready) {
 }
 
 void ThreadedEngine::Run(Op* op) {
-  if (failed_.load(std::memory_order_acquire)) {  // skipped: an earlier function failed
+  if (failed_.load(std::memory_order_acquire) || op->seq < skip_below_.load(std::memory_order_acquire)) {
+    // Skipped: a function failed after this one was pushed.
     Finish(op, nullptr);
     return;
   }
@@ -242,10 +246,12 @@ void ThreadedEngine::Run(Op* op) {
     Finish(op, error);
     return;
   }
-  // Asynchronous: whichever comes first of done and a throw finishes it.
+  // Asynchronous: whichever comes first of done and a throw finishes it. The
+  // function is moved out first: done may delete the op while fn still runs.
   auto finished = std::make_shared<std::atomic<bool>>(false);
+  AsyncFn fn = std::move(op->async_fn);
   try {
-    op->async_fn([this, op, finished](std::exception_ptr error) {
+    fn([this, op, finished](std::exception_ptr error) {
       if (!finished->exchange(true)) Finish(op, error);
     });
   } catch (...) {
@@ -277,7 +283,9 @@ void ThreadedEngine::Finish(Op* op, std::exception_ptr error) {
 
 std::exception_ptr ThreadedEngine::TakeError() {
   std::exception_ptr e = error_;
+  if (!e) return e;
   error_ = nullptr;
+  skip_below_.store(next_seq_, std::memory_order_release);  // before failed_ clears
   failed_.store(false, std::memory_order_release);
   return e;
 }

@@ -20,13 +20,12 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::Enqueue(Op* op) {
-  bool wake;
-  {
-    std::lock_guard<std::mutex> pool_lock(mu_);
-    ready_.push(op);
-    wake = idle_ > 0;  // busy workers look at the queue before they sleep
-  }
-  if (wake) cv_.notify_one();
+  std::lock_guard<std::mutex> pool_lock(mu_);
+  ready_.push(op);
+  // Busy workers look at the queue before they sleep. Notify under the lock:
+  // once it is released, the op may run and finish, the last wait return and
+  // the pool be destroyed.
+  if (idle_ > 0) cv_.notify_one();
 }
 
 void WorkerPool::Loop(int index) {

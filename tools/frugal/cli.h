@@ -13,7 +13,8 @@ namespace frugal::cli {
 extern std::vector<std::string> g_defines;
 
 // Loads --config with --define values, then applies the flags that override
-// config fields (--epochs, --max-iters, --batch, --seed, --engine, --memory).
+// config fields (--epochs, --max-iters, --batch, --seed, --engine,
+// --engine-workers, --engine-kernel-threads, --memory).
 ConfigFile LoadConfigFromFlags();
 
 int Train();

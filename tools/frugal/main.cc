@@ -15,7 +15,9 @@ DEFINE_int32(epochs, -1, "override solver.epochs");
 DEFINE_int64(max_iters, -1, "override solver.max_iters (0: no limit)");
 DEFINE_int32(batch, -1, "override data.batch_size");
 DEFINE_int64(seed, -1, "override solver.seed");
-DEFINE_string(engine, "", "override solver.engine (naive)");
+DEFINE_string(engine, "", "override solver.engine (threaded, naive)");
+DEFINE_int32(engine_workers, -1, "override solver.engine_workers (threaded engine: CPU worker threads; 0: 1)");
+DEFINE_int32(engine_kernel_threads, -1, "override solver.engine_kernel_threads (threads per kernel; 0: cores / workers)");
 DEFINE_string(memory, "", "override memory.strategy (none, inplace, share; 'all' in plan)");
 
 namespace frugal::cli {
@@ -31,6 +33,8 @@ ConfigFile LoadConfigFromFlags() {
   if (FLAGS_batch >= 0) net.mutable_data()->set_batch_size(FLAGS_batch);
   if (FLAGS_seed >= 0) net.mutable_solver()->set_seed(FLAGS_seed);
   if (!FLAGS_engine.empty()) net.mutable_solver()->set_engine(FLAGS_engine);
+  if (FLAGS_engine_workers >= 0) net.mutable_solver()->set_engine_workers(FLAGS_engine_workers);
+  if (FLAGS_engine_kernel_threads >= 0) net.mutable_solver()->set_engine_kernel_threads(FLAGS_engine_kernel_threads);
   if (!FLAGS_memory.empty() && FLAGS_memory != "all") net.mutable_memory()->set_strategy(FLAGS_memory);
   return cfg;
 }

@@ -36,6 +36,12 @@ void SetKernelThreads(int n) {
 }
 
 void SetBlasThreads(int n) {
+#ifndef _OPENMP
+  // Built without OpenMP (the ThreadSanitizer build), kernels run on one
+  // thread, OpenBLAS too: TSan cannot see how OpenBLAS's own threads
+  // synchronise and would report its writes as races.
+  n = 1;
+#endif
   static std::atomic<int> current{0};
   static std::mutex mu;
   if (current.load(std::memory_order_acquire) == n) return;

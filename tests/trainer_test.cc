@@ -1,0 +1,186 @@
+// The fit loop on the engine: with the naive engine it gives the bits of the
+// plain sequential loop (load, run, SGD per parameter); the threaded engine
+// gives the same bits with any split of workers and kernel threads; an op's
+// error during training reaches the caller, named, on both engines.
+#include <glog/logging.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "frugal/config.h"
+#include "frugal/io.h"
+#include "frugal/train.h"
+#include "test_util.h"
+
+namespace frugal {
+namespace {
+
+// Writes an IDX file of unsigned bytes (plain, big-endian header).
+void WriteIdxFile(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
+  bytes.append(data.begin(), data.end());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A learnable toy problem: side x side images of 4 classes, class c
+// brightening quarter c of the pixels; `bad_label` >= 0 puts that label on
+// sample 37.
+void WriteToyData(const test::TempDir& dir, const std::string& prefix, int n, int bad_label = -1, int side = 6) {
+  const int pixels = side * side;
+  std::vector<uint8_t> images(n * pixels), labels(n);
+  for (int i = 0; i < n; ++i) {
+    labels[i] = static_cast<uint8_t>(i % 4);
+    for (int p = 0; p < pixels; ++p)
+      images[i * pixels + p] = (p * 4 / pixels == labels[i]) ? 180 + (i * 7 + p) % 70 : (i * 13 + p) % 90;
+  }
+  if (bad_label >= 0) labels[37] = static_cast<uint8_t>(bad_label);
+  WriteIdxFile(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), static_cast<uint32_t>(side),
+                                              static_cast<uint32_t>(side)}, images);
+  WriteIdxFile(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
+}
+
+ConfigFile ToyConfig(const test::TempDir& dir, const std::string& engine, int workers = 0, int kernel_threads = 0) {
+  std::string text =
+      "version: 1\n"
+      "node { name: \"flat\" op: \"flatten\" input: \"data\" }\n"
+      "node { name: \"fc1\" op: \"fully_connected\" input: \"flat\" attr { key: \"num_hidden\" value: \"40\" } }\n"
+      "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
+      "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"24\" } }\n"
+      "node { name: \"relu2\" op: \"relu\" input: \"fc2\" }\n"
+      "node { name: \"fc3\" op: \"fully_connected\" input: \"relu2\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+      "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc3\" input: \"label\" }\n"
+      "data { train { idx { images: \"" + dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
+      "\" } }\n"
+      "       val { idx { images: \"" + dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") + "\" } }\n"
+      "       batch_size: 8 sample_shape: [1, 6, 6] }\n"
+      "solver { lr: 0.05 momentum: 0.9 weight_decay: 0.001 epochs: 3 seed: 11 display: 4 engine: \"" + engine +
+      "\" engine_workers: " + std::to_string(workers) + " engine_kernel_threads: " + std::to_string(kernel_threads) +
+      " }\n";
+  return ParseConfig(text, dir.File("toy.prototxt"), {});
+}
+
+using Params = std::map<std::string, std::vector<float>>;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = FLAGS_minloglevel;
+    FLAGS_minloglevel = 2;  // quiet: no progress lines
+    WriteToyData(dir_, "train", 100);
+    WriteToyData(dir_, "val", 20);
+  }
+  void TearDown() override { FLAGS_minloglevel = saved_; }
+  Params TrainParams(const ConfigFile& cfg) {
+    Params p;
+    TrainOptions opts;
+    opts.final_params = &p;
+    Train(cfg, opts);
+    return p;
+  }
+  test::TempDir dir_;
+  int saved_ = 0;
+};
+
+// The loop before the engine ran it: load, run and wait, update every
+// parameter in name order, in the caller's thread.
+Params SequentialReference(const ConfigFile& cfg) {
+  const config::Solver& sc = cfg.net.solver();
+  Model m = BuildModel(cfg, MemoryStrategy::kShare);
+  auto engine = MakeEngine("naive");
+  Rng rng(sc.seed());
+  Bindings b;
+  std::map<std::string, Tensor> grads, moms;
+  for (int id : m.params) {
+    const Node& n = m.train.node(id);
+    Tensor w = Tensor::Empty(m.train.shape({id, 0}));
+    InitParam(n.init, n.name, &w, &rng);
+    b.vars[n.name] = w;
+    b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
+    moms[n.name] = Tensor::Empty(w.shape());
+  }
+  Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
+  Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
+  Executor exec(m.train, m.train_plan, b, engine.get());
+  Dataset ds = LoadIdxDataset(cfg.net.data().train().idx().images(), cfg.net.data().train().idx().labels());
+  BatchIter it(ds, m.batch, cfg.net.data().shuffle(), sc.seed());
+  const SgdOptions sgd{sc.lr(), sc.momentum(), sc.weight_decay()};
+  int64_t iter = 0;
+  for (int epoch = 0; epoch < sc.epochs(); ++epoch) {
+    it.BeginEpoch(epoch);
+    while (it.Next(data.f(), label.f(), nullptr)) {
+      exec.Run(true, iter++, sc.seed());
+      for (auto& [name, g] : grads) SgdUpdate(sgd, &b.vars[name], g, &moms[name]);
+    }
+  }
+  Params p;
+  for (int id : m.params) {
+    const Tensor& w = b.vars[m.train.node(id).name];
+    p[m.train.node(id).name].assign(w.f(), w.f() + w.size());
+  }
+  return p;
+}
+
+TEST_F(TrainerTest, NaiveEngineGivesTheBitsOfTheSequentialLoop) {
+  Params want = SequentialReference(ToyConfig(dir_, "naive"));
+  ASSERT_EQ(want.size(), 6u);
+  EXPECT_EQ(TrainParams(ToyConfig(dir_, "naive")), want);
+}
+
+TEST_F(TrainerTest, ThreadedEngineGivesTheBitsOfTheNaiveOne) {
+  Params want = TrainParams(ToyConfig(dir_, "naive"));
+  for (auto [workers, threads] : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {2, 1}, {3, 2}}) {
+    for (int round = 0; round < 3; ++round) {
+      EXPECT_EQ(TrainParams(ToyConfig(dir_, "threaded", workers, threads)), want)
+          << workers << " workers x " << threads << " kernel threads, round " << round;
+    }
+  }
+}
+
+// The MLP of models/mlp at its real shapes (784-512-512-10, batch 64), on
+// synthetic 28x28 data so that the test stays fast.
+TEST_F(TrainerTest, MlpOnTheThreadedEngineGivesTheBitsOfTheNaiveOne) {
+  WriteToyData(dir_, "mlp-train", 64 * 12, -1, 28);
+  auto config = [&](const std::string& engine, int workers, int threads) {
+    ConfigFile cfg = LoadConfig(std::string(FRUGAL_SOURCE_DIR) + "/models/mlp/fashion_mnist.prototxt", {});
+    config::NetConfig& net = cfg.net;
+    net.mutable_data()->mutable_train()->mutable_idx()->set_images(dir_.File("mlp-train-images"));
+    net.mutable_data()->mutable_train()->mutable_idx()->set_labels(dir_.File("mlp-train-labels"));
+    net.mutable_data()->clear_val();
+    net.mutable_solver()->set_epochs(2);
+    net.mutable_solver()->set_engine(engine);
+    net.mutable_solver()->set_engine_workers(workers);
+    net.mutable_solver()->set_engine_kernel_threads(threads);
+    return cfg;
+  };
+  // The defaults: one worker whose kernels use every core, as the naive engine's do.
+  Params want = TrainParams(config("naive", 0, 0));
+  EXPECT_EQ(want.size(), 6u);
+  EXPECT_EQ(TrainParams(config("threaded", 0, 0)), want) << "default engines";
+  // Other splits, against the naive engine with the same kernel threads
+  // (OpenBLAS's bits may depend on its thread count).
+  for (auto [workers, threads] : std::vector<std::pair<int, int>>{{2, 1}, {3, 2}}) {
+    EXPECT_EQ(TrainParams(config("threaded", workers, threads)), TrainParams(config("naive", 0, threads)))
+        << workers << " workers x " << threads << " kernel threads";
+  }
+}
+
+TEST_F(TrainerTest, TrainingLearnsTheToyProblem) {
+  EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9);
+}
+
+TEST_F(TrainerTest, AnOpErrorStopsTrainingWithTheOpName) {
+  WriteToyData(dir_, "train", 100, /*bad_label=*/9);
+  for (const char* engine : {"naive", "threaded"}) {
+    try {
+      Train(ToyConfig(dir_, engine), {});
+      ADD_FAILURE() << engine << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("prob: label 9 of sample ", 0), 0u) << engine << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frugal
