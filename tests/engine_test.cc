@@ -308,8 +308,12 @@ TEST(ThreadedEngine, WorkersAndKernelThreadsShareTheCores) {
   auto e = MakeEngine("threaded", {2, 0});
   EXPECT_EQ(e->KernelThreads(Device{}), std::max(1, cores / 2));
   EXPECT_NE(e->Describe().find("2 workers"), std::string::npos) << e->Describe();
-  auto one = MakeEngine("threaded");
-  EXPECT_EQ(one->KernelThreads(Device{}), cores);
+  auto dflt = MakeEngine("threaded");
+  const int workers = std::min(2, cores);
+  EXPECT_EQ(dflt->KernelThreads(Device{}), cores / workers);
+  EXPECT_NE(dflt->Describe().find(Fmt("cpu: ", workers, workers == 1 ? " worker x " : " workers x ", cores / workers)),
+            std::string::npos)
+      << dflt->Describe();
   auto set = MakeEngine("threaded", {1, 3});
   int seen = 0, omp = 0;
   set->Push(

@@ -63,7 +63,7 @@ using AsyncFn = std::function<void(Done done)>;
 // Kernels give the same bits on both engines at equal kernel threads (BLAS
 // results may depend on its thread count).
 struct EngineOptions {
-  int cpu_workers = 0;     // threads running CPU functions; 0: 1
+  int cpu_workers = 0;     // threads running CPU functions; 0: min(2, cores)
   int kernel_threads = 0;  // threads one kernel may use; 0: cores / cpu_workers (at least 1)
 };
 
@@ -89,7 +89,7 @@ class Engine {
   // engine's workers times this never exceeds the cores it was given.
   virtual int KernelThreads(Device dev) const = 0;
   virtual const char* name() const = 0;
-  // One line for the start-up log: "threaded (cpu: 1 worker x 2 kernel threads, io: 1 thread)".
+  // One line for the start-up log: "threaded (cpu: 2 workers x 1 kernel thread, io: 1 thread; 2 cores)".
   virtual std::string Describe() const = 0;
 };
 

@@ -63,7 +63,10 @@ class ThreadedEngine : public Engine {
 
 ThreadedEngine::ThreadedEngine(const EngineOptions& o)
     : cores_(cpu::NumCores()),
-      cpu_workers_(o.cpu_workers > 0 ? o.cpu_workers : 1),
+      // Two workers by default: one op's kernels rarely use many cores well
+      // at these sizes, and a second worker runs updates, metrics and
+      // independent ops beside the critical path (docs/benchmarks.md).
+      cpu_workers_(o.cpu_workers > 0 ? o.cpu_workers : std::min(2, cores_)),
       kernel_threads_(o.kernel_threads > 0 ? o.kernel_threads : std::max(1, cores_ / cpu_workers_)) {
   auto run = [this](Op* op) { Run(op); };
   cpu_ = std::make_unique<WorkerPool>("frugal-cpu", cpu_workers_, kernel_threads_, run);

@@ -5,6 +5,8 @@
 //   independent:  function i writes variable i % 64 (64 chains side by side)
 //   graph:        function i reads variables i-1 and i-2 of a ring of 32 and
 //                 writes variable i (the shape of an executor's pushes)
+//   round trip:   push one function, WaitForVar on it, repeat (N / 20 times):
+//                 the latency of waking an idle worker and being woken
 // Usage: frugal_bench_engine [N] [repeats]; prints a Markdown table.
 #include <algorithm>
 #include <chrono>
@@ -30,6 +32,18 @@ Figures Measure(Engine* e, const std::string& pattern, int n) {
   for (Var& v : vars) v = e->NewVar();
   const std::vector<Var> none;
   const frugal::PushOptions opts;
+  if (pattern == "round trip") {
+    n /= 20;
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      e->Push([] {}, none, {vars[0]}, opts);
+      e->WaitForVar(vars[0]);
+    }
+    auto t1 = Clock::now();
+    for (Var v : vars) e->DeleteVar(v);
+    double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+    return {us, us};
+  }
   auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) {
     if (pattern == "chain") {
@@ -64,10 +78,10 @@ int main(int argc, char** argv) {
       {"threaded, 2 workers", "threaded", {2, 0}},
   };
   std::printf("%d empty functions per run, best of %d runs; microseconds per function\n\n", n, repeats);
-  std::printf("| engine | pattern | per function (push to WaitAll) | per Push call |\n|---|---|---|---|\n");
+  std::printf("| engine | pattern | per function (push to end of wait) | per Push call |\n|---|---|---|---|\n");
   for (const Config& c : configs) {
     auto e = frugal::MakeEngine(c.engine, c.opts);
-    for (const char* pattern : {"chain", "independent", "graph"}) {
+    for (const char* pattern : {"chain", "independent", "graph", "round trip"}) {
       Figures best{1e9, 1e9};
       for (int r = 0; r < repeats; ++r) {
         Figures f = Measure(e.get(), pattern, n);

@@ -22,6 +22,7 @@ settings=(
   "naive|--engine naive"
   "threaded, 1 worker x 2 kernel threads|--engine threaded --engine-workers 1 --engine-kernel-threads 2"
   "threaded, 2 workers x 1 kernel thread|--engine threaded --engine-workers 2 --engine-kernel-threads 1"
+  "threaded, 2 workers x 2 kernel threads (oversubscribed)|--engine threaded --engine-workers 2 --engine-kernel-threads 2"
 )
 echo "config $config, $iters iterations, median of $repeats runs; $(nproc) cores"
 echo

@@ -16,8 +16,10 @@ DEFINE_int64(max_iters, -1, "override solver.max_iters (0: no limit)");
 DEFINE_int32(batch, -1, "override data.batch_size");
 DEFINE_int64(seed, -1, "override solver.seed");
 DEFINE_string(engine, "", "override solver.engine (threaded, naive)");
-DEFINE_int32(engine_workers, -1, "override solver.engine_workers (threaded engine: CPU worker threads; 0: 1)");
-DEFINE_int32(engine_kernel_threads, -1, "override solver.engine_kernel_threads (threads per kernel; 0: cores / workers)");
+DEFINE_int32(engine_workers, -1,
+             "override solver.engine_workers (threaded engine: CPU worker threads; 0: min(2, cores))");
+DEFINE_int32(engine_kernel_threads, -1,
+             "override solver.engine_kernel_threads (threads per kernel; 0: cores / workers)");
 DEFINE_string(memory, "", "override memory.strategy (none, inplace, share; 'all' in plan)");
 
 namespace frugal::cli {
