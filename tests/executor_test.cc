@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "frugal/train.h"
+#include "test_util.h"
 
 namespace frugal {
 namespace {
@@ -75,39 +76,6 @@ std::vector<std::vector<Access>> ArenaAccesses(const Graph& g, const MemoryPlan&
   return out;
 }
 
-// hb[i][j]: op i finishes before op j starts under the engine's rules, for
-// ops pushed in this order with these variables.
-std::vector<std::vector<bool>> HappensBefore(const std::vector<Executor::OpSchedule>& ops) {
-  const size_t n = ops.size();
-  std::vector<std::vector<bool>> hb(n, std::vector<bool>(n, false));
-  std::map<Var, int> last_write;
-  std::map<Var, std::vector<int>> reads_since;
-  for (size_t j = 0; j < n; ++j) {
-    std::vector<int> deps;
-    auto is_write = [&](Var v) { return std::count(ops[j].writes.begin(), ops[j].writes.end(), v) > 0; };
-    for (Var v : ops[j].reads) {
-      if (is_write(v)) continue;
-      if (last_write.count(v)) deps.push_back(last_write[v]);
-    }
-    for (Var v : ops[j].writes) {
-      if (last_write.count(v)) deps.push_back(last_write[v]);
-      for (int r : reads_since[v]) deps.push_back(r);
-    }
-    for (int d : deps) {
-      hb[d][j] = true;
-      for (size_t x = 0; x < n; ++x)
-        if (hb[x][d]) hb[x][j] = true;
-    }
-    for (Var v : ops[j].reads)
-      if (!is_write(v)) reads_since[v].push_back(static_cast<int>(j));
-    for (Var v : ops[j].writes) {
-      last_write[v] = static_cast<int>(j);
-      reads_since[v].clear();
-    }
-  }
-  return hb;
-}
-
 // Binds the training graph with fresh tensors for variables and gradients,
 // and engine variables for data, label and gradients.
 struct Bound {
@@ -144,7 +112,9 @@ TEST(Executor, EveryConflictingArenaAccessIsOrdered) {
       std::vector<Executor::OpSchedule> ops = bound.exec->schedule();
       ops.insert(ops.end(), bound.exec->schedule().begin(), bound.exec->schedule().end());
       auto acc = ArenaAccesses(g, bound.m.train_plan, ops);
-      auto hb = HappensBefore(ops);
+      std::vector<test::PushRecord> pushes;
+      for (const auto& op : ops) pushes.push_back({g.node(op.node).name, op.reads, op.writes});
+      auto hb = test::HappensBefore(pushes);
       int conflicts = 0, reuse = 0;
       for (size_t i = 0; i < ops.size(); ++i) {
         for (size_t j = i + 1; j < ops.size(); ++j) {

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "frugal/engine.h"
 
 namespace frugal::test {
 
@@ -25,5 +28,15 @@ struct RunResult {
 };
 // Runs the frugal CLI with the given arguments from the source directory.
 RunResult RunFrugal(const std::string& args);
+
+// One push to an engine, as a test records it.
+struct PushRecord {
+  std::string name;
+  std::vector<Var> reads, writes;
+};
+// hb[i][j]: push i finishes before push j starts, on any engine, for pushes
+// made in this order (reads after a write wait for it; a write waits for
+// every earlier access; a variable both read and written is written).
+std::vector<std::vector<bool>> HappensBefore(const std::vector<PushRecord>& pushes);
 
 }  // namespace frugal::test

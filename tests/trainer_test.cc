@@ -170,6 +170,66 @@ TEST_F(TrainerTest, MlpOnTheThreadedEngineGivesTheBitsOfTheNaiveOne) {
   }
 }
 
+// Runs everything on a naive engine and records every push.
+class RecordingEngine : public Engine {
+ public:
+  Var NewVar() override { return inner_->NewVar(); }
+  void DeleteVar(Var v) override { inner_->DeleteVar(v); }
+  void Push(std::function<void()> fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
+            const PushOptions& opts) override {
+    pushes.push_back({opts.name, reads, writes});
+    inner_->Push(std::move(fn), reads, writes, opts);
+  }
+  void PushAsync(AsyncFn fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
+                 const PushOptions& opts) override {
+    pushes.push_back({opts.name, reads, writes});
+    inner_->PushAsync(std::move(fn), reads, writes, opts);
+  }
+  void WaitForVar(Var v) override { inner_->WaitForVar(v); }
+  void WaitAll() override { inner_->WaitAll(); }
+  int KernelThreads(Device d) const override { return inner_->KernelThreads(d); }
+  const char* name() const override { return "recording"; }
+  std::string Describe() const override { return "recording"; }
+  std::vector<test::PushRecord> pushes;
+
+ private:
+  std::unique_ptr<Engine> inner_ = MakeEngine("naive");
+};
+
+// What the trainer's pushes allow any engine to overlap, and what they order.
+TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
+  RecordingEngine engine;
+  TrainOptions opts;
+  opts.engine = &engine;
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  cfg.net.mutable_solver()->set_max_iters(3);
+  Train(cfg, opts);
+  const auto& p = engine.pushes;
+  auto hb = test::HappensBefore(p);
+  // The index of the k-th push (from 0) with this name.
+  auto find = [&](const std::string& name, int k) {
+    for (size_t i = 0; i < p.size(); ++i)
+      if (p[i].name == name && k-- == 0) return static_cast<int>(i);
+    ADD_FAILURE() << "no push '" << name << "' #" << k;
+    return 0;
+  };
+  // Step 1 (the second), and the steps around it.
+  const int fc3_grad = find("fc3_backward", 1), fc1_grad = find("fc1_backward", 1);
+  const int sgd_fc3 = find("sgd_update(fc3_weight)", 1), sgd_fc1 = find("sgd_update(fc1_weight)", 1);
+  const int load_next = find("load_batch", 2), metrics = find("metrics", 1);
+  EXPECT_TRUE(hb[fc3_grad][sgd_fc3]) << "an update waits for its gradient";
+  EXPECT_FALSE(hb[fc1_grad][sgd_fc3]) << "fc3's update may run while backward goes on below it";
+  EXPECT_FALSE(hb[sgd_fc3][fc1_grad]);
+  EXPECT_TRUE(hb[fc1_grad][sgd_fc1]);
+  EXPECT_FALSE(hb[fc1_grad][load_next]) << "the next batch may load during backward";
+  EXPECT_TRUE(hb[find("fc1", 1)][load_next]) << "but only after forward has read this one";
+  EXPECT_TRUE(hb[metrics][load_next]) << "and the metrics have read its label";
+  EXPECT_TRUE(hb[sgd_fc1][find("fc1", 2)]) << "the next forward reads the updated weights";
+  EXPECT_TRUE(hb[find("fc2_backward", 1)][find("fc2_backward", 2)]);
+  // Validation (the eval graph's fc1 comes after the three training ones) reads the last weights.
+  EXPECT_TRUE(hb[find("sgd_update(fc1_weight)", 2)][find("fc1", 3)]);
+}
+
 TEST_F(TrainerTest, TrainingLearnsTheToyProblem) {
   EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9);
 }

@@ -82,6 +82,8 @@ struct TrainOptions {
   std::string log_json;  // one JSON line per epoch, if set
   // If set, filled with every parameter's values after training (tests).
   std::map<std::string, std::vector<float>>* final_params = nullptr;
+  // If set, runs on this engine instead of making the config's (tests).
+  Engine* engine = nullptr;
 };
 
 // Trains the config's model on its data and reports progress and validation

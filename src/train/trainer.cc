@@ -42,7 +42,8 @@ int64_t ProcessPeakBytes() {
 // access to them.
 struct Session {
   Model model;
-  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Engine> owned_engine;
+  Engine* engine = nullptr;
   std::map<std::string, Tensor> params, grads, moms, aux;
   std::map<std::string, Var> param_vars, grad_vars, mom_vars;
   std::map<std::string, std::string> update_names;  // "sgd_update(fc1_weight)": names of pushed updates
@@ -50,13 +51,15 @@ struct Session {
   Var data_var = -1, label_var = -1;
   Var metrics_var = -1;  // the Metrics being filled by pushed functions
   std::unique_ptr<Executor> train, eval;
+  std::vector<Var> vars;  // every engine variable made here
 
-  Session(const ConfigFile& cfg, MemoryStrategy strategy) : model(BuildModel(cfg, strategy)) {
+  Session(const ConfigFile& cfg, MemoryStrategy strategy, Engine* given) : model(BuildModel(cfg, strategy)) {
     const config::Solver& sc = cfg.net.solver();
     EngineOptions eo;
     eo.cpu_workers = sc.engine_workers();
     eo.kernel_threads = sc.engine_kernel_threads();
-    engine = MakeEngine(sc.engine(), eo);
+    if (!given) owned_engine = MakeEngine(sc.engine(), eo);
+    engine = given ? given : owned_engine.get();
     Rng rng(sc.seed());
     Bindings b;
     for (int id : model.params) {
@@ -64,15 +67,15 @@ struct Session {
       Tensor w = Tensor::Empty(model.train.shape({id, 0}), DType::kFloat32, {}, MemKind::kParam);
       InitParam(n.init, n.name, &w, &rng);
       params[n.name] = b.vars[n.name] = w;
-      param_vars[n.name] = b.var_vars[n.name] = engine->NewVar();
+      param_vars[n.name] = b.var_vars[n.name] = NewVar();
       if (!model.train.grad_of[id].valid()) {
         LOG(WARNING) << "parameter " << n.name << " gets no gradient and will not be trained";
         continue;
       }
       grads[n.name] = b.grads[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
-      grad_vars[n.name] = b.grad_vars[n.name] = engine->NewVar();
+      grad_vars[n.name] = b.grad_vars[n.name] = NewVar();
       moms[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
-      mom_vars[n.name] = engine->NewVar();
+      mom_vars[n.name] = NewVar();
       update_names[n.name] = "sgd_update(" + n.name + ")";
     }
     for (int id : model.aux) {
@@ -80,16 +83,27 @@ struct Session {
       Tensor a = Tensor::Empty(model.train.shape({id, 0}), DType::kFloat32, {}, MemKind::kParam);
       InitParam(n.init, n.name, &a, &rng);
       aux[n.name] = b.vars[n.name] = a;
-      b.var_vars[n.name] = engine->NewVar();
+      b.var_vars[n.name] = NewVar();
     }
     const config::Data& dc = cfg.net.data();
     data = b.vars[dc.data_name()] = Tensor::Empty(model.data_shape, DType::kFloat32, {}, MemKind::kInput);
     label = b.vars[dc.label_name()] = Tensor::Empty(model.label_shape, DType::kFloat32, {}, MemKind::kInput);
-    data_var = b.var_vars[dc.data_name()] = engine->NewVar();
-    label_var = b.var_vars[dc.label_name()] = engine->NewVar();
-    metrics_var = engine->NewVar();
-    train = std::make_unique<Executor>(model.train, model.train_plan, b, engine.get());
-    eval = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine.get());
+    data_var = b.var_vars[dc.data_name()] = NewVar();
+    label_var = b.var_vars[dc.label_name()] = NewVar();
+    metrics_var = NewVar();
+    train = std::make_unique<Executor>(model.train, model.train_plan, b, engine);
+    eval = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine);
+  }
+
+  ~Session() {
+    train.reset();  // the executors wait for the engine
+    eval.reset();
+    for (Var v : vars) engine->DeleteVar(v);
+  }
+
+  Var NewVar() {
+    vars.push_back(engine->NewVar());
+    return vars.back();
   }
 
   // On the I/O thread: the next batch of `it` into data and label, and its
@@ -157,7 +171,7 @@ Metrics Evaluate(Session* s, const Dataset& ds, int64_t batch) {
   BatchIter it(ds, batch, /*shuffle=*/false, 0);
   Metrics m;
   int64_t valid = 0;
-  DrainOnUnwind drain(s->engine.get());
+  DrainOnUnwind drain(s->engine);
   for (int64_t b = 0; b < it.batches_per_epoch(); ++b) {
     s->PushLoad(&it, -1, &valid);
     s->eval->Push(/*is_train=*/false, 0, 0);
@@ -173,7 +187,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Solver& sc = cfg.net.solver();
   const config::Data& dc = cfg.net.data();
   MemoryStrategy strategy = ParseMemoryStrategy(cfg.net.memory().strategy());
-  Session s(cfg, strategy);
+  Session s(cfg, strategy, opts.engine);
   LOG(INFO) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device cpu(0), memory strategy "
             << MemoryStrategyName(strategy);
   LOG(INFO) << "graph:\n" << GraphSummary(s.model.eval);
@@ -203,7 +217,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   // Filled by pushed functions: valid under data/label, the rest under s.metrics_var.
   Metrics epoch_m, window_m;
   int64_t valid = 0, window_samples = 0;
-  DrainOnUnwind drain(s.engine.get());
+  DrainOnUnwind drain(s.engine);
   for (int epoch = 0; epoch < sc.epochs() && !done; ++epoch) {
     auto t_epoch = Clock::now(), t_window = Clock::now();
     epoch_m.Reset();
