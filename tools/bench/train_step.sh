@@ -19,15 +19,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 settings=(
-  "naive|--engine naive"
+  "naive (kernels: every core)|--engine naive"
+  "naive, 1 kernel thread|--engine naive --engine-kernel-threads 1"
+  "threaded, default split|--engine threaded"
   "threaded, 1 worker x 2 kernel threads|--engine threaded --engine-workers 1 --engine-kernel-threads 2"
+  "threaded, 1 worker x 1 kernel thread|--engine threaded --engine-workers 1 --engine-kernel-threads 1"
   "threaded, 2 workers x 1 kernel thread|--engine threaded --engine-workers 2 --engine-kernel-threads 1"
   "threaded, 2 workers x 2 kernel threads (oversubscribed)|--engine threaded --engine-workers 2 --engine-kernel-threads 2"
 )
-echo "config $config, $iters iterations, median of $repeats runs; $(nproc) cores"
+echo "config $config, $iters iterations, median of $repeats runs; $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| engine | step time (ms) | samples/s | runs (ms) |"
-echo "|---|---|---|---|"
+echo "| engine | step time (ms) | samples/s | runs (ms) | load |"
+echo "|---|---|---|---|---|"
 for s in "${settings[@]}"; do
   label=${s%%|*}
   flags=${s#*|}
@@ -39,10 +42,10 @@ for s in "${settings[@]}"; do
     times+=("$(python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); print(1000*d["time_s"]/d["iterations"])' "$tmp/log.json")")
   done
   batch=$(grep -o 'batch [0-9]*' "$tmp/out.txt" | head -1 | cut -d' ' -f2)
-  python3 - "$label" "$batch" "${times[@]}" <<'PY'
+  python3 - "$label" "$batch" "$(cut -d' ' -f1 /proc/loadavg)" "${times[@]}" <<'PY'
 import statistics, sys
-label, batch, times = sys.argv[1], int(sys.argv[2]), [float(t) for t in sys.argv[3:]]
+label, batch, load, times = sys.argv[1], int(sys.argv[2]), sys.argv[3], [float(t) for t in sys.argv[4:]]
 m = statistics.median(times)
-print(f"| {label} | {m:.2f} | {batch * 1000 / m:.0f} | {', '.join(f'{t:.2f}' for t in times)} |")
+print(f"| {label} | {m:.2f} | {batch * 1000 / m:.0f} | {', '.join(f'{t:.2f}' for t in times)} | {load} |")
 PY
 done
