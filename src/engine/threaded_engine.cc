@@ -63,9 +63,10 @@ class ThreadedEngine : public Engine {
 
 ThreadedEngine::ThreadedEngine(const EngineOptions& o)
     : cores_(cpu::NumCores()),
-      // Two workers by default: one op's kernels rarely use many cores well
-      // at these sizes, and a second worker runs updates, metrics and
-      // independent ops beside the critical path (docs/benchmarks.md).
+      // At most two workers by default: on 2 shared cores, one-thread
+      // kernels on two workers beat one worker with two-thread kernels
+      // (docs/benchmarks.md), and a second worker runs updates, metrics and
+      // independent ops beside the critical path.
       cpu_workers_(o.cpu_workers > 0 ? o.cpu_workers : std::min(2, cores_)),
       kernel_threads_(o.kernel_threads > 0 ? o.kernel_threads : std::max(1, cores_ / cpu_workers_)) {
   auto run = [this](Op* op) { Run(op); };
@@ -115,7 +116,7 @@ void ThreadedEngine::FreeVar(VarState* v) {
   CHECK(v->queue.empty() && v->running_reads == 0 && !v->running_write);
   v->alive = false;
   v->delete_pending = false;
-  ++v->generation;
+  v->generation = (v->generation + 1) & 0x7fffffffu;  // a Var stays non-negative
   free_slots_.push_back(v->slot);
 }
 
