@@ -86,9 +86,8 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
     }
     for (Var v : reuse_writes_[i]) AddOnce(&s.writes, v);
     // A variable both read and written counts as written.
-    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(),
-                                 [&](Var v) { return std::find(s.writes.begin(), s.writes.end(), v) != s.writes.end(); }),
-                  s.reads.end());
+    auto written = [&](Var v) { return std::find(s.writes.begin(), s.writes.end(), v) != s.writes.end(); };
+    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(), written), s.reads.end());
     runs_.push_back(std::move(r));
     schedule_.push_back(std::move(s));
   }
