@@ -66,9 +66,17 @@ TEST(Cli, TrainsAndWritesJsonLog) {
   EXPECT_NE(r.output.find("Epoch[2] Validation-accuracy="), std::string::npos) << r.output;
   std::ifstream log(dir.File("log.json"));
   std::string line, last;
-  int lines = 0;
-  while (std::getline(log, line)) { ++lines; last = line; }
-  EXPECT_EQ(lines, 3);
+  int epochs = 0, intervals = 0;
+  while (std::getline(log, line)) {
+    if (line.find("\"time_s\":") != std::string::npos) {
+      ++epochs;
+      last = line;
+    } else if (line.find("\"batch\":") != std::string::npos) {
+      ++intervals;
+    }
+  }
+  EXPECT_EQ(epochs, 3) << "one line per epoch";
+  EXPECT_GT(intervals, 0) << "and one per logged interval";
   std::smatch m;
   ASSERT_TRUE(std::regex_search(last, m, std::regex("\"val_accuracy\":([0-9.]+)"))) << last;
   EXPECT_GT(std::stod(m[1]), 0.9) << "the toy problem is separable";
@@ -135,6 +143,41 @@ TEST(Cli, UnknownCommandAndFlag) {
   r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --no-such-flag");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("no_such_flag"), std::string::npos) << r.output;
+}
+
+TEST(Cli, PrintsTheEngineAtStart) {
+  TempDir dir;
+  WriteToyData(dir, "train", 32);
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg + " --max-iters 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", engine threaded (cpu: "), std::string::npos) << "the default\n" << r.output;
+  r = RunFrugal("train --config " + cfg + " --max-iters 2 --engine-workers 2 --engine-kernel-threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", engine threaded (cpu: 2 workers x 1 kernel thread, io: 1 thread"), std::string::npos)
+      << r.output;
+  r = RunFrugal("train --config " + cfg + " --max-iters 2 --engine naive");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", engine naive ("), std::string::npos) << r.output;
+  r = RunFrugal("train --config " + cfg + " --engine turbo");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("unknown engine 'turbo' (built: naive, threaded)"), std::string::npos) << r.output;
+}
+
+TEST(Cli, AnOpErrorDuringTrainingIsOneLineNamingTheOp) {
+  TempDir dir;
+  WriteToyData(dir, "train", 32);
+  WriteToyData(dir, "val", 8);
+  WriteIdx(dir.File("train-labels"), {32}, std::vector<uint8_t>(32, 9));  // the net has 4 classes
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  for (const char* engine : {"threaded", "naive"}) {
+    RunResult r = RunFrugal("train --config " + cfg + " --engine " + engine);
+    EXPECT_EQ(r.exit_code, 1) << engine;
+    EXPECT_NE(ErrorLine(r).find("node 'prob' (softmax_cross_entropy): label 9 of sample 0 is not a class index in [0, 4)"),
+              std::string::npos)
+        << engine << "\n" << r.output;
+  }
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -48,6 +50,35 @@ void ExpectError(const std::function<void()>& fn, const std::vector<std::string>
     for (const auto& needle : needles) EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
   }
+}
+
+std::vector<std::vector<bool>> HappensBefore(const std::vector<PushRecord>& ops) {
+  const size_t n = ops.size();
+  std::vector<std::vector<bool>> hb(n, std::vector<bool>(n, false));
+  std::map<Var, int> last_write;
+  std::map<Var, std::vector<int>> reads_since;
+  for (size_t j = 0; j < n; ++j) {
+    auto is_write = [&](Var v) { return std::count(ops[j].writes.begin(), ops[j].writes.end(), v) > 0; };
+    std::vector<int> deps;
+    for (Var v : ops[j].reads)
+      if (!is_write(v) && last_write.count(v)) deps.push_back(last_write[v]);
+    for (Var v : ops[j].writes) {
+      if (last_write.count(v)) deps.push_back(last_write[v]);
+      for (int r : reads_since[v]) deps.push_back(r);
+    }
+    for (int d : deps) {
+      hb[d][j] = true;
+      for (size_t x = 0; x < n; ++x)
+        if (hb[x][d]) hb[x][j] = true;
+    }
+    for (Var v : ops[j].reads)
+      if (!is_write(v)) reads_since[v].push_back(static_cast<int>(j));
+    for (Var v : ops[j].writes) {
+      last_write[v] = static_cast<int>(j);
+      reads_since[v].clear();
+    }
+  }
+  return hb;
 }
 
 }  // namespace frugal::test

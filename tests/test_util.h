@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "frugal/engine.h"
+
 namespace frugal::test {
 
 // A fresh directory under /tmp, removed when the object dies.
@@ -31,5 +33,14 @@ RunResult RunFrugal(const std::string& args);
 // Runs fn and expects a frugal::Error of one line that contains every needle
 // (a test failure otherwise).
 void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& needles);
+// One push to an engine, as a test records it.
+struct PushRecord {
+  std::string name;
+  std::vector<Var> reads, writes;
+};
+// hb[i][j]: push i finishes before push j starts, on any engine, for pushes
+// made in this order (reads after a write wait for it; a write waits for
+// every earlier access; a variable both read and written is written).
+std::vector<std::vector<bool>> HappensBefore(const std::vector<PushRecord>& pushes);
 
 }  // namespace frugal::test

@@ -2,6 +2,14 @@
 // engine. All activation, gradient and workspace bytes come from one arena
 // of exactly plan.arena_bytes per device; variables (data inputs,
 // parameters) and parameter gradients are bound from outside by name.
+//
+// Each node becomes one engine function, pushed in plan order, reading and
+// writing engine variables: one per arena block, one per op workspace, one
+// per bound tensor. Blocks that share bytes at different times (memory
+// strategy share) are ordered too: the function that first writes a block
+// also writes the variables of the blocks that held its bytes before, so it
+// waits for their last readers. Buffer reuse is thus write-after-read
+// ordering, and any engine runs the graph safely.
 #pragma once
 
 #include <map>
@@ -13,12 +21,18 @@
 #include "frugal/graph.h"
 #include "frugal/passes.h"
 #include "frugal/tensor.h"
+#include "frugal/trace.h"
 
 namespace frugal {
 
 struct Bindings {
   std::map<std::string, Tensor> vars;   // every variable node, by name
   std::map<std::string, Tensor> grads;  // gradient buffers of parameters, by name
+  // Engine variables of bound tensors, by the same names. Share them with
+  // whatever else touches the tensors (optimizer updates, data loading,
+  // another executor); a tensor without one gets a variable of its own.
+  std::map<std::string, Var> var_vars;
+  std::map<std::string, Var> grad_vars;
 };
 
 class Executor {
@@ -26,37 +40,64 @@ class Executor {
   // Throws Error if a variable is unbound or has the wrong shape, or if an op
   // has no kernel for the device.
   Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& bindings, Engine* engine);
+  // Waits for everything pushed to the engine.
   ~Executor();
 
-  // Pushes every node in plan order and waits for the graph outputs.
-  // step and seed key the counter-based RNG of random ops.
+  // Pushes every node in plan order and returns without waiting. step and
+  // seed key the counter-based RNG of random ops; they are copied into each
+  // function, so the next Push may follow at once.
+  void Push(bool is_train, int64_t step, uint64_t seed);
+  // Blocks until the graph outputs of the pushed runs are written; rethrows
+  // an op's error.
+  void WaitForOutputs();
+  // Push, then wait for everything pushed to the engine (outputs, gradients,
+  // updated aux state).
   void Run(bool is_train, int64_t step, uint64_t seed);
 
   // With profiling on, Run adds each node's kernel wall time (seconds) to
   // node_seconds()[node]; for `frugal time`. Off by default.
   void SetProfiling(bool on) { profiling_ = on; node_seconds_.assign(graph_.num_nodes(), 0.0); }
+  // Records every kernel run as a trace event (category forward, backward or
+  // recompute) while set; nullptr stops.
+  void SetTrace(TraceWriter* trace) { trace_ = trace; }
   const std::vector<double>& node_seconds() const { return node_seconds_; }
 
   const Tensor& output(int i) const { return outputs_[i]; }
+  // The engine variable of graph output i: read it in a pushed function, or
+  // wait for it, before reading output(i).
+  Var output_var(int i) const { return output_vars_[i]; }
   const Graph& graph() const { return graph_; }
   const MemoryPlan& plan() const { return plan_; }
   int64_t arena_bytes() const { return arena_ ? arena_->bytes() : 0; }
 
+  // What Push gives the engine for each op node, in push order (for tests
+  // and tools).
+  struct OpSchedule {
+    int node;
+    std::vector<Var> reads, writes;
+  };
+  const std::vector<OpSchedule>& schedule() const { return schedule_; }
+
  private:
-  struct OpRun;  // one node's tensors, requests and engine variables
+  struct OpRun;  // one node's tensors and requests
+  void BindExternal(const Bindings& b);
+  void BindArena();
   const Graph& graph_;
   MemoryPlan plan_;
   Engine* engine_;
   std::shared_ptr<Storage> arena_;
   std::vector<Tensor> entries_;  // per entry id
+  std::vector<Var> entry_var_;   // per entry id; -1 if it has no memory
+  std::vector<Var> workspace_var_;  // per node; -1 if it has no workspace
+  std::vector<std::vector<Var>> reuse_writes_;  // per node: variables of the blocks whose bytes it takes over
   std::vector<Tensor> outputs_;
+  std::vector<Var> output_vars_;
   std::vector<OpRun> runs_;
-  std::vector<Var> vars_;  // every engine variable this executor created
-  bool is_train_ = false;
+  std::vector<OpSchedule> schedule_;  // parallel to runs_
+  std::vector<Var> owned_vars_;  // engine variables this executor made
   bool profiling_ = false;
-  std::vector<double> node_seconds_;
-  int64_t step_ = 0;
-  uint64_t seed_ = 0;
+  std::vector<double> node_seconds_;  // per node, while profiling
+  TraceWriter* trace_ = nullptr;
 };
 
 }  // namespace frugal

@@ -98,6 +98,11 @@ struct KernelCtx {
   uint64_t node_key;
   uint64_t seed;
   int64_t step;
+  // Threads this kernel may use (OpenMP teams, BLAS), set from the engine so
+  // that engine workers and kernel threads do not oversubscribe the cores.
+  // The engine's workers also make it their OpenMP default, so plain
+  // `#pragma omp parallel` follows it; pass it to num_threads() to be explicit.
+  int num_threads = 1;
   template <typename P>
   const P& params() const { return std::any_cast<const P&>(node.params); }
 };

@@ -56,6 +56,10 @@ class TraceWriter {
 };
 
 // Records [construction, destruction) as one event on `w` (if non-null).
+// A small stable number for the calling thread (1, 2, ... in order of first
+// call), for the "tid" of events.
+int TraceThreadId();
+
 class ScopedTrace {
  public:
   ScopedTrace(TraceWriter* w, std::string name, std::string category, int tid);

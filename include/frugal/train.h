@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,12 +44,30 @@ std::string GraphSummary(const Graph& g);
 std::string PlanSummary(const MemoryPlan& p, int64_t batch);
 
 struct TrainOptions {
-  std::string log_json;  // one JSON line per epoch, if set
+  std::string log_json;     // one JSON line per logged interval and per epoch, if set
+  std::string resume;       // a checkpoint file, or a directory (its latest), to continue from
+  std::string weights;      // a checkpoint whose parameters initialise the model by name
+  std::string tensorboard;  // a directory for TensorBoard event files
+  std::string profile;      // a Chrome trace (JSON) of the ops of the first profile_steps steps
+  int profile_steps = 3;
+  // If set, filled with every parameter's values after training (tests).
+  std::map<std::string, std::vector<float>>* final_params = nullptr;
+  // If set, runs on this engine instead of making the config's (tests).
+  Engine* engine = nullptr;
 };
 
 // Trains the config's model on its data and reports progress and validation
-// metrics per epoch. Returns the last validation accuracy (or training
-// accuracy without validation data).
+// metrics per epoch. Everything is pushed to the engine the config names:
+// per batch the forward and backward ops, then one SGD update per parameter
+// (reading its gradient, writing the parameter and its momentum, so it runs
+// as soon as that gradient is ready), then the metrics, then the load of the
+// next batch on the engine's I/O thread. The loop runs at most one batch
+// ahead of the metrics. The solver section chooses the optimizer, the
+// learning-rate schedule, clipping, gradient accumulation (iter_size),
+// validation and checkpoint intervals; SIGINT and SIGTERM write a checkpoint
+// (when a checkpoint directory is set) and stop after the current step.
+// Returns the last validation accuracy (or training accuracy without
+// validation data).
 double Train(const ConfigFile& cfg, const TrainOptions& opts);
 
 }  // namespace frugal

@@ -4,8 +4,46 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+
+#include "frugal/op.h"
 
 namespace frugal {
+namespace {
+
+// Which claimant last held each byte of the arena, kept as breakpoints: the
+// bytes from one key to the next belong to the key's value (-1: nobody yet).
+class ArenaOwners {
+ public:
+  ArenaOwners() { owner_[0] = -1; }
+  // Gives [begin, end) to `owner`; appends to *before the distinct earlier
+  // holders of any of those bytes, other than `owner` itself.
+  void Claim(int64_t begin, int64_t end, int owner, std::vector<int>* before) {
+    if (begin >= end) return;
+    Split(begin);
+    Split(end);
+    auto it = owner_.find(begin);
+    while (it->first < end) {
+      int o = it->second;
+      if (o >= 0 && o != owner && std::find(before->begin(), before->end(), o) == before->end()) before->push_back(o);
+      it = owner_.erase(it);
+    }
+    owner_.emplace_hint(it, begin, owner);
+  }
+
+ private:
+  void Split(int64_t x) {
+    auto it = std::prev(owner_.upper_bound(x));
+    if (it->first != x) owner_.emplace_hint(std::next(it), x, it->second);
+  }
+  std::map<int64_t, int> owner_;
+};
+
+void AddOnce(std::vector<Var>* vars, Var v) {
+  if (std::find(vars->begin(), vars->end(), v) == vars->end()) vars->push_back(v);
+}
+
+}  // namespace
 
 struct Executor::OpRun {
   int node;
@@ -14,41 +52,17 @@ struct Executor::OpRun {
   std::vector<Tensor> in, out;
   std::vector<OpReq> req;
   Tensor workspace;
-  std::vector<Var> reads, writes;
 };
 
 Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& bindings, Engine* engine)
     : graph_(graph), plan_(plan), engine_(engine) {
   const Graph& g = graph_;
-  const Device cpu;
-  arena_ = std::make_shared<Storage>(cpu, plan_.arena_bytes, MemKind::kArena);
-
-  // One engine variable per arena block, one per external tensor.
-  std::vector<Var> block_var(plan_.num_blocks);
-  for (Var& v : block_var) vars_.push_back(v = engine_->NewVar());
-  std::vector<Var> entry_var(g.num_entries(), -1);
+  arena_ = std::make_shared<Storage>(Device{}, plan_.arena_bytes, MemKind::kArena);
   entries_.resize(g.num_entries());
-
-  auto bind_external = [&](const std::map<std::string, Tensor>& map, const std::string& name, Entry e,
-                           const char* what) {
-    auto it = map.find(name);
-    FRUGAL_REQUIRE(it != map.end() && it->second.defined(), "no tensor bound for ", what, " '", name, "'");
-    FRUGAL_REQUIRE(it->second.shape() == g.shape(e), what, " '", name, "' is bound to a tensor of shape ",
-                   it->second.shape(), " but the graph needs ", g.shape(e));
-    entries_[g.EntryId(e)] = it->second;
-    vars_.push_back(entry_var[g.EntryId(e)] = engine_->NewVar());
-  };
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    const Node& n = g.node(i);
-    if (n.is_variable()) bind_external(bindings.vars, n.name, {i, 0}, "variable");
-    if (i < static_cast<int>(g.grad_of.size()) && g.grad_of[i].valid())
-      bind_external(bindings.grads, n.name, g.grad_of[i], "gradient of");
-  }
-  for (int e = 0; e < g.num_entries(); ++e) {
-    if (plan_.entry_offset[e] < 0) continue;
-    entries_[e] = Tensor(arena_, plan_.entry_offset[e], g.shapes[e], DType::kFloat32);
-    entry_var[e] = block_var[plan_.entry_block[e]];
-  }
+  entry_var_.assign(g.num_entries(), -1);
+  workspace_var_.assign(g.num_nodes(), -1);
+  BindExternal(bindings);
+  BindArena();
 
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
@@ -58,53 +72,156 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
     // gradient node keys on the node it differentiates.
     const Node& origin = g.node(n.mirror_of >= 0 ? n.mirror_of : n.fwd >= 0 ? n.fwd : i);
     OpRun r{i, n.mirror_of >= 0, StableHash(origin.name)};
+    OpSchedule s{i};
+    const auto& mutates = n.op->mutates();
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       int e = g.EntryId(n.inputs[k]);
       r.in.push_back(entries_[e]);
-      const auto& m = n.op->mutates();
-      bool written = std::find(m.begin(), m.end(), static_cast<int>(k)) != m.end();
-      (written ? r.writes : r.reads).push_back(entry_var[e]);
+      bool written = std::find(mutates.begin(), mutates.end(), static_cast<int>(k)) != mutates.end();
+      AddOnce(written ? &s.writes : &s.reads, entry_var_[e]);
     }
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       int e = g.EntryId({i, k});
       r.out.push_back(entries_[e]);
       r.req.push_back(plan_.entry_req[e]);
-      if (entry_var[e] >= 0) r.writes.push_back(entry_var[e]);
+      if (entry_var_[e] >= 0) AddOnce(&s.writes, entry_var_[e]);
     }
     if (plan_.workspace_offset[i] >= 0) {
       r.workspace = Tensor(arena_, plan_.workspace_offset[i], Shape{plan_.workspace_bytes[i]}, DType::kUInt8);
+      AddOnce(&s.writes, workspace_var_[i]);
     }
+    for (Var v : reuse_writes_[i]) AddOnce(&s.writes, v);
+    // A variable both read and written counts as written.
+    auto written = [&](Var v) { return std::find(s.writes.begin(), s.writes.end(), v) != s.writes.end(); };
+    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(), written), s.reads.end());
     runs_.push_back(std::move(r));
+    schedule_.push_back(std::move(s));
   }
-  for (const Entry& e : g.outputs) outputs_.push_back(entries_[g.EntryId(e)]);
+  for (const Entry& e : g.outputs) {
+    outputs_.push_back(entries_[g.EntryId(e)]);
+    output_vars_.push_back(entry_var_[g.EntryId(e)]);
+  }
+}
+
+void Executor::BindExternal(const Bindings& b) {
+  const Graph& g = graph_;
+  auto bind = [&](const std::map<std::string, Tensor>& tensors, const std::map<std::string, Var>& vars,
+                  const std::string& name, Entry e, const char* what) {
+    auto it = tensors.find(name);
+    FRUGAL_REQUIRE(it != tensors.end() && it->second.defined(), "no tensor bound for ", what, " '", name, "'");
+    FRUGAL_REQUIRE(it->second.shape() == g.shape(e), what, " '", name, "' is bound to a tensor of shape ",
+                   it->second.shape(), " but the graph needs ", g.shape(e));
+    entries_[g.EntryId(e)] = it->second;
+    auto v = vars.find(name);
+    if (v != vars.end()) {
+      entry_var_[g.EntryId(e)] = v->second;
+    } else {
+      owned_vars_.push_back(entry_var_[g.EntryId(e)] = engine_->NewVar());
+    }
+  };
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) bind(b.vars, b.var_vars, n.name, {i, 0}, "variable");
+    if (i < static_cast<int>(g.grad_of.size()) && g.grad_of[i].valid())
+      bind(b.grads, b.grad_vars, n.name, g.grad_of[i], "gradient of");
+  }
+}
+
+// Arena tensors, one engine variable per block and per workspace, and the
+// ordering of blocks that reuse each other's bytes.
+void Executor::BindArena() {
+  const Graph& g = graph_;
+  const int num_blocks = plan_.num_blocks;
+  std::vector<Var> block_var(num_blocks, -1);
+  std::vector<int64_t> block_offset(num_blocks, 0), block_bytes(num_blocks, 0);
+  for (int e = 0; e < g.num_entries(); ++e) {
+    if (plan_.entry_offset[e] < 0) continue;
+    const int b = plan_.entry_block[e];
+    entries_[e] = Tensor(arena_, plan_.entry_offset[e], g.shapes[e], DType::kFloat32);
+    if (block_var[b] < 0) owned_vars_.push_back(block_var[b] = engine_->NewVar());
+    entry_var_[e] = block_var[b];
+    block_offset[b] = plan_.entry_offset[e];
+    block_bytes[b] = std::max(block_bytes[b], entries_[e].bytes());
+  }
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (plan_.workspace_offset[i] >= 0) owned_vars_.push_back(workspace_var_[i] = engine_->NewVar());
+
+  // Reuse: the op that first writes a block (its producer; a workspace's
+  // node) must wait for the last readers of every block that held those
+  // bytes before. It declares a write of their variables. Claimants are
+  // blocks [0, num_blocks) and workspaces num_blocks + node.
+  auto claimant_var = [&](int c) { return c < num_blocks ? block_var[c] : workspace_var_[c - num_blocks]; };
+  ArenaOwners owners;
+  reuse_writes_.assign(g.num_nodes(), {});
+  // The first pass leaves the owners at the end of a run, which is where
+  // the next run starts; the second pass records what each op waits for.
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<bool> claimed(num_blocks, false);
+    for (int i = 0; i < g.num_nodes(); ++i) {
+      if (g.node(i).is_variable()) continue;
+      std::vector<int> before;
+      for (int k = 0; k < g.NumOutputs(i); ++k) {
+        const int e = g.EntryId({i, k});
+        const int b = plan_.entry_offset[e] >= 0 ? plan_.entry_block[e] : -1;
+        if (b < 0 || claimed[b]) continue;  // in place: the block was claimed by its first producer
+        claimed[b] = true;
+        owners.Claim(block_offset[b], block_offset[b] + block_bytes[b], b, &before);
+      }
+      if (plan_.workspace_offset[i] >= 0) {
+        owners.Claim(plan_.workspace_offset[i], plan_.workspace_offset[i] + plan_.workspace_bytes[i],
+                     num_blocks + i, &before);
+      }
+      if (pass == 1)
+        for (int c : before) reuse_writes_[i].push_back(claimant_var(c));
+    }
+  }
 }
 
 Executor::~Executor() {
-  engine_->WaitAll();
-  for (Var v : vars_) engine_->DeleteVar(v);
+  std::string error = WaitAllNoThrow(engine_);
+  if (!error.empty()) LOG(ERROR) << "executor destroyed with an unreported error: " << error;
+  for (Var v : owned_vars_) engine_->DeleteVar(v);
 }
 
-void Executor::Run(bool is_train, int64_t step, uint64_t seed) {
-  is_train_ = is_train;
-  step_ = step;
-  seed_ = seed;
-  for (const OpRun& r : runs_) {
+void Executor::Push(bool is_train, int64_t step, uint64_t seed) {
+  const int threads = engine_->KernelThreads(Device{});
+  for (size_t j = 0; j < runs_.size(); ++j) {
+    const OpRun& r = runs_[j];
     const Node& n = graph_.node(r.node);
     PushOptions opts;
     opts.name = n.name.c_str();
+    // Everything the kernel needs is captured by value or lives as long as
+    // the executor: a later Push with other arguments cannot change it.
     engine_->Push(
-        [this, &r, &n] {
-          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train_, r.is_recompute, r.node_key, seed_, step_};
-          if (!profiling_) {
+        [&r, &n, is_train, step, seed, threads, seconds = profiling_ ? &node_seconds_[r.node] : nullptr,
+         trace = trace_] {
+          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step, threads};
+          if (trace) {
+            const char* category = r.is_recompute ? "recompute" : n.fwd >= 0 ? "backward" : "forward";
+            ScopedTrace t(trace, n.name, category, TraceThreadId());
+            t.event().Arg("step", step);
+            if (r.is_recompute) t.event().Arg("recompute", true);
+            n.op->cpu_kernel()(ctx);
+            return;
+          }
+          if (!seconds) {
             n.op->cpu_kernel()(ctx);
             return;
           }
           auto t0 = std::chrono::steady_clock::now();
           n.op->cpu_kernel()(ctx);
-          node_seconds_[r.node] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         },
-        r.reads, r.writes, opts);
+        schedule_[j].reads, schedule_[j].writes, opts);
   }
+}
+
+void Executor::WaitForOutputs() {
+  for (Var v : output_vars_) engine_->WaitForVar(v);
+}
+
+void Executor::Run(bool is_train, int64_t step, uint64_t seed) {
+  Push(is_train, step, seed);
   engine_->WaitAll();
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/parallel.h"
 #include "frugal/op.h"
 
 namespace frugal {
@@ -21,15 +22,18 @@ inline float* Out(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ?
 // Elementwise loops at or below this size run on one thread.
 constexpr int64_t kParallelGrain = 32768;
 
-// y[i] = f(i) for i in [0, n), honouring req; parallel over elements.
+// y[i] = f(i) for i in [0, n), honouring req; parallel over elements with
+// at most the kernel threads the engine gave this thread.
 template <typename F>
 void ForEach(int64_t n, float* y, OpReq req, F f) {
   if (req == OpReq::kNull) return;
+  const int threads = cpu::KernelThreads();
+  (void)threads;  // unused where OpenMP is off (the ThreadSanitizer build)
   if (req == OpReq::kAdd) {
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+#pragma omp parallel for num_threads(threads) if (n > kParallelGrain) schedule(static)
     for (int64_t i = 0; i < n; ++i) y[i] += f(i);
   } else {
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+#pragma omp parallel for num_threads(threads) if (n > kParallelGrain) schedule(static)
     for (int64_t i = 0; i < n; ++i) y[i] = f(i);
   }
 }

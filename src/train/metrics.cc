@@ -114,9 +114,13 @@ std::unique_ptr<Metric> MakeMetric(const std::string& name) {
   throw Error(Fmt("unknown metric '", name, "' (known: ", kKnown, ")"));
 }
 
-MetricSet::MetricSet() : MetricSet(std::vector<std::string>{"accuracy", "cross_entropy"}) {}
+MetricSet::MetricSet() : MetricSet(std::vector<std::string>{}) {}
 
 MetricSet::MetricSet(const std::vector<std::string>& names) {
+  if (names.empty()) {  // the default set
+    for (const char* n : {"accuracy", "cross_entropy"}) m_.push_back(MakeMetric(n));
+    return;
+  }
   for (const std::string& n : names) {
     FRUGAL_REQUIRE(!Has(n), "metric '", n, "' is listed twice");
     m_.push_back(MakeMetric(n));

@@ -1,6 +1,8 @@
 // The Chrome trace writer (format in frugal/trace.h).
 #include "frugal/trace.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -107,6 +109,12 @@ void TraceWriter::Write(const std::string& path) const {
   out << ToJson();
   out.close();
   FRUGAL_REQUIRE(out, "cannot write the trace file ", path);
+}
+
+int TraceThreadId() {
+  static std::atomic<int> next{1};
+  thread_local int id = next++;
+  return id;
 }
 
 ScopedTrace::ScopedTrace(TraceWriter* w, std::string name, std::string category, int tid) : w_(w) {

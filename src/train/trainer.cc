@@ -1,15 +1,22 @@
-// The fit loop: bind the model, then per epoch run training batches (forward,
-// backward, SGD) with a progress line every `display` batches, then evaluate
-// on the validation data.
+// The fit loop: bind the model, then per epoch push training batches (load,
+// forward, backward, gradient combination, one optimizer update per
+// parameter, metrics) to the engine with a progress line every `display`
+// batches; validate every val_interval updates or epoch; checkpoint as the
+// solver asks. See Train in frugal/train.h for how the pushes overlap.
 #include <glog/logging.h>
+#include <google/protobuf/text_format.h>
 
+#include <atomic>
 #include <chrono>
-#include <cstdio>
+#include <csignal>
+#include <exception>
 #include <fstream>
 #include <iomanip>
 #include <map>
 
+#include "frugal/checkpoint.h"
 #include "frugal/io.h"
+#include "frugal/tensorboard.h"
 #include "frugal/train.h"
 
 namespace frugal {
@@ -17,6 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+// Set by SIGINT / SIGTERM; the loop checkpoints and stops after the step.
+std::atomic<bool> g_stop{false};
+extern "C" void OnStopSignal(int) { g_stop = true; }
 
 // The iterator of data.train or data.val, reading batches of the model's size.
 std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSource& src, const std::string& what,
@@ -27,66 +38,230 @@ std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSo
   o.seed = cfg.net.solver().seed();
   o.sample_shape = Shape(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
   o.where = cfg.path + ": data." + what;
-  return MakeDataIter(src, o);
+  std::unique_ptr<DataIter> it = MakeDataIter(src, o);
+  Shape want(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
+  FRUGAL_REQUIRE(it->sample_shape() == want, cfg.path, ": data.sample_shape is ", want,
+                 " but the data has samples of ", it->sample_shape());
+  Shape label(std::vector<int64_t>(m.label_shape.dims().begin() + 1, m.label_shape.dims().end()));
+  FRUGAL_REQUIRE(it->label_shape() == label, cfg.path, ": data.label_shape is ", label,
+                 " but the data has labels of ", it->label_shape(), " (set data.label_shape)");
+  return it;
 }
 
-// Everything bound for one run: parameters, their gradients and momenta,
-// input tensors, the executors.
+// Everything bound for one run: parameters, gradients (and their sums over
+// iter_size batches), optimizer state, input tensors, the executors, and the
+// engine variables that order every access to them.
 struct Session {
   Model model;
-  std::unique_ptr<Engine> engine;
-  std::map<std::string, Tensor> params, grads, moms, aux;
+  std::unique_ptr<Engine> owned_engine;
+  Engine* engine = nullptr;
+  std::unique_ptr<Optimizer> opt;
+  Rng rng;
+  std::map<std::string, Tensor> params, grads, sums, aux;
+  std::map<std::string, OptState> states;
+  std::map<std::string, ParamMult> mults;
+  std::map<std::string, Var> param_vars, grad_vars;
+  std::map<std::string, std::string> update_names;  // "update(fc1_weight)"
   Tensor data, label;
+  Var data_var = -1, label_var = -1;
+  Var metrics_var = -1;  // the metrics being filled by pushed functions
   std::unique_ptr<Executor> train, eval;
+  std::vector<Var> vars;  // every engine variable made here
 
-  Session(const ConfigFile& cfg, const MemoryStrategy& strategy) : model(BuildModel(cfg, strategy)) {
-    engine = MakeEngine(cfg.net.solver().engine());
-    Rng rng(cfg.net.solver().seed());
+  Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given)
+      : model(BuildModel(cfg, strategy)), rng(cfg.net.solver().seed()) {
+    const config::Solver& sc = cfg.net.solver();
+    EngineOptions eo;
+    eo.cpu_workers = sc.engine_workers();
+    eo.kernel_threads = sc.engine_kernel_threads();
+    if (!given) owned_engine = MakeEngine(sc.engine(), eo);
+    engine = given ? given : owned_engine.get();
+    opt = MakeOptimizer(OptimizerOptionsFromConfig(sc, cfg.path));
     Bindings b;
     for (int id : model.params) {
       const Node& n = model.train.node(id);
       Tensor w = Tensor::Empty(model.train.shape({id, 0}), DType::kFloat32, {}, MemKind::kParam);
       InitParam(n.init, n.name, &w, &rng);
       params[n.name] = b.vars[n.name] = w;
+      param_vars[n.name] = b.var_vars[n.name] = NewVar();
       if (!model.train.grad_of[id].valid()) {
         LOG(WARNING) << "parameter " << n.name << " gets no gradient and will not be trained";
         continue;
       }
       grads[n.name] = b.grads[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
-      moms[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
+      grad_vars[n.name] = b.grad_vars[n.name] = NewVar();
+      if (sc.iter_size() > 1) sums[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
+      states[n.name] = opt->CreateState(w);
+      mults[n.name] = {n.lr_mult, n.wd_mult};
+      update_names[n.name] = "update(" + n.name + ")";
     }
     for (int id : model.aux) {
       const Node& n = model.train.node(id);
       Tensor a = Tensor::Empty(model.train.shape({id, 0}), DType::kFloat32, {}, MemKind::kParam);
       InitParam(n.init, n.name, &a, &rng);
       aux[n.name] = b.vars[n.name] = a;
+      b.var_vars[n.name] = NewVar();
     }
     const config::Data& dc = cfg.net.data();
     data = b.vars[dc.data_name()] = Tensor::Empty(model.data_shape, DType::kFloat32, {}, MemKind::kInput);
     label = b.vars[dc.label_name()] = Tensor::Empty(model.label_shape, DType::kFloat32, {}, MemKind::kInput);
-    train = std::make_unique<Executor>(model.train, model.train_plan, b, engine.get());
-    eval = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine.get());
+    data_var = b.var_vars[dc.data_name()] = NewVar();
+    label_var = b.var_vars[dc.label_name()] = NewVar();
+    metrics_var = NewVar();
+    train = std::make_unique<Executor>(model.train, model.train_plan, b, engine);
+    eval = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine);
+  }
+
+  ~Session() {
+    train.reset();  // the executors wait for the engine
+    eval.reset();
+    for (Var v : vars) engine->DeleteVar(v);
+  }
+
+  Var NewVar() {
+    vars.push_back(engine->NewVar());
+    return vars.back();
+  }
+
+  std::vector<Var> AllGradVars() const {
+    std::vector<Var> v;
+    for (const auto& [name, var] : grad_vars) v.push_back(var);
+    return v;
+  }
+
+  // On the I/O thread: the next batch of `it` into data and label, and its
+  // number of real rows into *num_valid (read by the metrics of that batch).
+  // With begin_epoch >= 0, starts that epoch first.
+  void PushLoad(DataIter* it, int64_t begin_epoch, int64_t* num_valid) {
+    PushOptions o;
+    o.kind = FnKind::kIO;
+    o.name = "load_batch";
+    engine->Push(
+        [this, it, begin_epoch, num_valid] {
+          if (begin_epoch >= 0) it->Reset(begin_epoch);
+          CHECK(it->Next(data.f(), label.f(), num_valid)) << "a batch was loaded past the end of the epoch";
+        },
+        {}, {data_var, label_var}, o);
+  }
+
+  // After batch `micro` of iter_size: adds the gradients to their sums; after
+  // the last one, scales them by 1/iter_size and clips their global norm
+  // (one function over every gradient, since the norm needs them all).
+  void PushCombine(int micro, int iter_size, float clip) {
+    const bool last = micro == iter_size - 1;
+    if (iter_size == 1 && clip <= 0) return;
+    PushOptions o;
+    o.name = "combine_gradients";
+    std::vector<Var> gv = AllGradVars();
+    engine->Push(
+        [this, micro, iter_size, clip, last] {
+          std::vector<Tensor*> all;
+          for (auto& [name, g] : grads) {
+            if (iter_size > 1) {
+              AccumulateGrad(&sums[name], g, micro == 0);
+              if (last) g.CopyFrom(sums[name]);
+            }
+            all.push_back(&g);
+          }
+          if (last) RescaleAndClip(all, 1.f / static_cast<float>(iter_size), clip);
+        },
+        gv, gv, o);
+  }
+
+  // One update per parameter, each waiting only for its own gradient.
+  void PushUpdates(float lr, int64_t step) {
+    for (const auto& [name, g] : grads) {
+      PushOptions o;
+      o.name = update_names[name].c_str();
+      Tensor w = params[name], gt = g;
+      OptState* state = &states[name];
+      const Optimizer* optimizer = opt.get();
+      ParamMult mult = mults[name];
+      engine->Push([optimizer, w, gt, state, lr, step, mult]() mutable { optimizer->Update(&w, gt, state, lr, step, mult); },
+                   {grad_vars[name]}, {param_vars[name]}, o);
+    }
+  }
+
+  // Adds the batch's predictions (output 0 of exec) to every metric in ms.
+  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, const int64_t* num_valid,
+                   int64_t* samples = nullptr) {
+    PushOptions o;
+    o.name = "metrics";
+    Tensor prob = exec.output(0), y = label;
+    engine->Push(
+        [ms, prob, y, num_valid, samples] {
+          for (MetricSet* m : ms) m->Update(prob, y, *num_valid);
+          if (samples) *samples += *num_valid;
+        },
+        {exec.output_var(0), label_var}, {metrics_var}, o);
+  }
+
+  // Everything a checkpoint holds (views, no copies). The engine must be idle.
+  CheckpointState State(const ConfigFile& cfg, int64_t epoch, int64_t iteration, int64_t position) const {
+    CheckpointState c;
+    google::protobuf::TextFormat::PrintToString(cfg.net, &c.config_text);
+    c.epoch = epoch;
+    c.iteration = iteration;
+    c.data_position = position;
+    c.rng_state = rng.Save();
+    c.optimizer = opt->name();
+    c.params = params;
+    c.aux = aux;
+    c.opt_state = NamedStates(*opt, states);
+    return c;
   }
 };
 
-void CheckSampleShape(const DataIter& it, const Model& m, const std::string& path) {
-  Shape want(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
-  FRUGAL_REQUIRE(it.sample_shape() == want, path, ": data.sample_shape is ", want, " but the data has samples of ",
-                 it.sample_shape());
-  Shape label(std::vector<int64_t>(m.label_shape.dims().begin() + 1, m.label_shape.dims().end()));
-  FRUGAL_REQUIRE(it.label_shape() == label, path, ": data.label_shape is ", label, " but the data has labels of ",
-                 it.label_shape(), " (set data.label_shape)");
+// Waits for the engine when the scope is left by an exception, so that no
+// pushed function outlives the locals it points to.
+class DrainOnUnwind {
+ public:
+  explicit DrainOnUnwind(Engine* e) : engine_(e), exceptions_(std::uncaught_exceptions()) {}
+  ~DrainOnUnwind() {
+    if (std::uncaught_exceptions() > exceptions_) WaitAllNoThrow(engine_);
+  }
+
+ private:
+  Engine* engine_;
+  int exceptions_;
+};
+
+MetricSet Evaluate(Session* s, DataIter* it, const std::vector<std::string>& names) {
+  MetricSet m(names);
+  int64_t valid = 0;
+  DrainOnUnwind drain(s->engine);
+  for (int64_t b = 0; b < it->batches_per_epoch(); ++b) {
+    s->PushLoad(it, b == 0 ? 0 : -1, &valid);
+    s->eval->Push(/*is_train=*/false, 0, 0);
+    s->PushMetrics(*s->eval, {&m}, &valid);
+  }
+  s->engine->WaitAll();
+  return m;
 }
 
-MetricSet Evaluate(Session* s, DataIter* it) {
-  it->Reset(0);
-  MetricSet m;
-  int64_t valid = 0;
-  while (it->Next(s->data.f(), s->label.f(), &valid)) {
-    s->eval->Run(/*is_train=*/false, 0, 0);
-    m.Update(s->eval->output(0), s->label, valid);
+// Restores a checkpoint into the session; returns {epoch, iteration, data position}.
+std::array<int64_t, 3> Resume(Session* s, const std::string& where) {
+  std::string path = where;
+  if (std::ifstream(path + "/.").good() || (!path.empty() && path.back() == '/')) {
+    path = CheckpointManager(where, 0, 0).Latest();
+    FRUGAL_REQUIRE(!path.empty(), where, ": no checkpoint in this directory to resume from");
   }
-  return m;
+  CheckpointState c = LoadCheckpoint(path);
+  FRUGAL_REQUIRE(c.optimizer == s->opt->name(), path, ": the checkpoint was written by optimizer ", c.optimizer,
+                 " but the config uses ", s->opt->name());
+  RestoreTensors(c.params, s->params, "parameters", path);
+  RestoreTensors(c.aux, s->aux, "aux state", path);
+  RestoreTensors(c.opt_state, NamedStates(*s->opt, s->states), "optimizer state", path);
+  s->rng.Load(c.rng_state);
+  LOG(INFO) << "resumed from " << path << ": epoch " << c.epoch << ", iteration " << c.iteration << ", batch "
+            << c.data_position;
+  return {c.epoch, c.iteration, c.data_position};
+}
+
+std::string JsonMetrics(const std::string& prefix, const MetricSet& m) {
+  std::string out;
+  for (const auto& [name, v] : m.Values()) out += Fmt(",\"", prefix, name, "\":", v);
+  return out;
 }
 
 }  // namespace
@@ -94,82 +269,170 @@ MetricSet Evaluate(Session* s, DataIter* it) {
 double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Solver& sc = cfg.net.solver();
   const config::Data& dc = cfg.net.data();
-  MemoryStrategy strategy = ParseMemoryStrategy(cfg.net.memory().strategy());
-  LOG(INFO) << "config " << cfg.path << ", engine " << sc.engine() << ", device cpu(0), memory strategy "
+  const MemoryStrategy strategy = ParseMemoryStrategy(cfg.net.memory().strategy());
+  const std::vector<std::string> metric_names(sc.metric().begin(), sc.metric().end());
+  MetricSet probe(metric_names);  // a bad metric name fails before anything runs
+  FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
+  Session s(cfg, strategy, opts.engine);
+  LOG(INFO) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device cpu(0), memory strategy "
             << strategy.Name();
-  Session s(cfg, strategy);
   LOG(INFO) << "graph:\n" << GraphSummary(s.model.eval);
   LOG(INFO) << PlanSummary(s.model.train_plan, s.model.batch);
 
   std::unique_ptr<DataIter> train_it = LoadSource(cfg, dc.train(), "train", s.model, dc.shuffle());
-  CheckSampleShape(*train_it, s.model, cfg.path);
-  LOG(INFO) << train_it->Describe();
   std::unique_ptr<DataIter> val_it;
-  if (dc.has_val()) {
-    val_it = LoadSource(cfg, dc.val(), "val", s.model, /*shuffle=*/false);
-    CheckSampleShape(*val_it, s.model, cfg.path);
-    LOG(INFO) << val_it->Describe();
-  }
+  if (dc.has_val()) val_it = LoadSource(cfg, dc.val(), "val", s.model, /*shuffle=*/false);
+  LOG(INFO) << "data: " << train_it->Describe() << (val_it ? "; validation: " + val_it->Describe() : "")
+            << "; batch " << s.model.batch;
 
-  const auto sgd = MakeOptimizer({OptimizerKind::kSgd, sc.momentum(), sc.weight_decay()});
-  DataIter& it = *train_it;
+  const int64_t batches = train_it->batches_per_epoch();
+  const int iter_size = sc.iter_size();
+  int64_t total_updates = sc.epochs() * batches / iter_size;
+  if (sc.max_iters() > 0) total_updates = std::min(total_updates, sc.max_iters() / iter_size);
+  const LrSchedule lr = LrScheduleFromConfig(sc, std::max<int64_t>(1, total_updates), cfg.path);
+  LOG(INFO) << "optimizer " << s.opt->name() << ", learning rate " << lr.ToString() << ", iter_size " << iter_size
+            << (sc.clip_gradient() > 0 ? Fmt(", gradient norm clipped at ", sc.clip_gradient()) : "");
+
+  if (!opts.weights.empty()) {
+    std::map<std::string, Tensor> model_tensors = s.params;
+    model_tensors.insert(s.aux.begin(), s.aux.end());
+    LOG(INFO) << LoadWeights(opts.weights, model_tensors).ToString(opts.weights);
+  }
+  int64_t start_epoch = 0, iter = 0, skip = 0;  // iter counts batches
+  if (!opts.resume.empty()) {
+    auto [e, it, pos] = Resume(&s, opts.resume);
+    start_epoch = e;
+    iter = it * iter_size;
+    skip = pos;
+  }
+  std::unique_ptr<CheckpointManager> ckpt;
+  if (!sc.checkpoint_dir().empty())
+    ckpt = std::make_unique<CheckpointManager>(sc.checkpoint_dir(), sc.checkpoint_interval(), sc.keep_checkpoints());
+  std::unique_ptr<EventWriter> tb;
+  if (!opts.tensorboard.empty()) tb = std::make_unique<EventWriter>(opts.tensorboard);
+  TraceWriter trace;
+  if (!opts.profile.empty()) s.train->SetTrace(&trace);
   std::ofstream json;
   if (!opts.log_json.empty()) {
     json.open(opts.log_json);
     FRUGAL_REQUIRE(json, opts.log_json, ": cannot write the JSON log");
   }
+  g_stop = false;
+  auto old_int = std::signal(SIGINT, OnStopSignal);
+  auto old_term = std::signal(SIGTERM, OnStopSignal);
+
   const int display = std::max(1, sc.display());
-  int64_t iter = 0;
   double last_acc = 0;
   bool done = false;
-  for (int epoch = 0; epoch < sc.epochs() && !done; ++epoch) {
+  // Filled by pushed functions: valid under data/label, the rest under s.metrics_var.
+  MetricSet epoch_m(metric_names), window_m(metric_names);
+  int64_t valid = 0, window_samples = 0;
+  DrainOnUnwind drain(s.engine);
+  auto save = [&](int64_t epoch, int64_t position) {
+    s.engine->WaitAll();
+    std::string path = ckpt->Save(s.State(cfg, epoch, iter / iter_size, position));
+    LOG(INFO) << "checkpoint " << path;
+  };
+  auto validate = [&](int64_t epoch) {
+    MetricSet val_m = Evaluate(&s, val_it.get(), metric_names);
+    LOG(INFO) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
+    if (tb)
+      for (const auto& [name, v] : val_m.Values()) tb->AddScalar("val/" + name, v, iter / iter_size);
+    if (val_m.Has("accuracy")) last_acc = val_m.Get("accuracy");
+    return val_m;
+  };
+  for (int64_t epoch = start_epoch; epoch < sc.epochs() && !done; ++epoch) {
     auto t_epoch = Clock::now(), t_window = Clock::now();
-    MetricSet epoch_m, window_m;
-    it.Reset(epoch);
-    int64_t valid = 0, batch_no = 0, window_samples = 0;
-    while (it.Next(s.data.f(), s.label.f(), &valid)) {
-      s.train->Run(/*is_train=*/true, iter, sc.seed());
-      for (const auto& [name, g] : s.grads) {
-        OptState mom{s.moms[name]};
-        sgd->Update(&s.params[name], g, &mom, sc.lr(), iter + 1);
+    epoch_m.Reset();
+    window_m.Reset();
+    window_samples = 0;
+    int64_t batch_no = skip, logged = skip;
+    float rate = static_cast<float>(lr.At(iter / iter_size));
+    // The metrics of batches [0, batch_no) are in; prints the window if it is full.
+    auto log_window = [&] {
+      if (batch_no == logged || batch_no % display != 0) return;
+      const double speed = window_samples / Seconds(t_window);
+      LOG(INFO) << Fmt("Epoch[", epoch, "] Batch [", batch_no - display, "-", batch_no, "]  Speed: ") << std::fixed
+                << std::setprecision(2) << speed << " samples/sec  " << window_m.ToString() << " lr=" << rate;
+      if (tb) {
+        for (const auto& [name, v] : window_m.Values()) tb->AddScalar("train/" + name, v, iter / iter_size);
+        tb->AddScalar("train/lr", rate, iter / iter_size);
+        tb->AddScalar("train/samples_per_s", speed, iter / iter_size);
+        tb->AddScalar("memory/peak_bytes", static_cast<double>(MemoryAccounting::Get().Peak(Device{})), iter / iter_size);
+        tb->Flush();
       }
-      epoch_m.Update(s.train->output(0), s.label, valid);
-      window_m.Update(s.train->output(0), s.label, valid);
-      window_samples += valid;
+      if (json.is_open())
+        json << "{\"epoch\":" << epoch << ",\"batch\":" << batch_no << ",\"iterations\":" << iter / iter_size
+             << JsonMetrics("train_", window_m) << ",\"lr\":" << rate << ",\"samples_per_s\":" << speed << "}\n";
+      window_m.Reset();
+      window_samples = 0;
+      t_window = Clock::now();
+      logged = batch_no;
+    };
+    // Resuming inside an epoch: the batches already used are read and dropped.
+    train_it->Reset(epoch);
+    for (int64_t b = 0; b < skip; ++b) train_it->Next(s.data.f(), s.label.f(), &valid);
+    if (batch_no < batches) s.PushLoad(train_it.get(), -1, &valid);
+    for (int64_t b = skip; b < batches; ++b) {
+      const int micro = static_cast<int>(iter % iter_size);
+      if (!opts.profile.empty() && iter / iter_size == opts.profile_steps) s.train->SetTrace(nullptr);
+      s.train->Push(/*is_train=*/true, iter, sc.seed());
+      s.PushCombine(micro, iter_size, sc.clip_gradient());
+      if (micro == iter_size - 1) {
+        rate = static_cast<float>(lr.At(iter / iter_size));
+        s.PushUpdates(rate, iter / iter_size + 1);
+      }
+      // Batch b-1's metrics: the loop stays at most one batch ahead.
+      s.engine->WaitForVar(s.metrics_var);
+      log_window();
+      s.PushMetrics(*s.train, {&epoch_m, &window_m}, &valid, &window_samples);
       ++batch_no;
       ++iter;
-      if (batch_no % display == 0) {
-        LOG(INFO) << Fmt("Epoch[", epoch, "] Batch [", batch_no - display, "-", batch_no, "]  Speed: ")
-                  << std::fixed << std::setprecision(2) << window_samples / Seconds(t_window) << " samples/sec  "
-                  << window_m.ToString();
-        window_m.Reset();
-        window_samples = 0;
-        t_window = Clock::now();
-      }
+      const bool updated = iter % iter_size == 0;
       if (sc.max_iters() > 0 && iter >= sc.max_iters()) { done = true; break; }
+      if (b + 1 < batches) s.PushLoad(train_it.get(), -1, &valid);
+      if (g_stop) break;
+      if (updated && val_it && sc.val_interval() > 0 && (iter / iter_size) % sc.val_interval() == 0) {
+        s.engine->WaitAll();
+        validate(epoch);
+      }
+      if (updated && ckpt && sc.checkpoint_interval() > 0 && ckpt->Due(iter / iter_size, false)) {
+        save(b + 1 < batches ? epoch : epoch + 1, b + 1 < batches ? b + 1 : 0);
+      }
     }
-    double secs = Seconds(t_epoch);
-    double speed = epoch_m.count() / secs;
+    skip = 0;
+    s.engine->WaitAll();
+    log_window();
+    if (g_stop) {
+      LOG(WARNING) << "stopped by a signal after " << iter / iter_size << " updates";
+      if (ckpt) save(batch_no < batches ? epoch : epoch + 1, batch_no < batches ? batch_no : 0);
+      else LOG(WARNING) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
+      break;
+    }
+    const double secs = Seconds(t_epoch);
+    const double speed = epoch_m.count() / secs;
     LOG(INFO) << "Epoch[" << epoch << "] " << epoch_m.ToString("Train-");
     LOG(INFO) << "Epoch[" << epoch << "] Time cost=" << std::setprecision(3) << secs;
-    last_acc = epoch_m.Get("accuracy");
-    MetricSet val_m;
-    if (val_it) {
-      val_m = Evaluate(&s, val_it.get());
-      LOG(INFO) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
-      last_acc = val_m.Get("accuracy");
-    }
+    if (epoch_m.Has("accuracy")) last_acc = epoch_m.Get("accuracy");
+    MetricSet val_m(metric_names);
+    if (val_it && sc.val_interval() == 0) val_m = validate(epoch);
     if (json.is_open()) {
-      json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter << ",\"train_accuracy\":" << epoch_m.Get("accuracy")
-           << ",\"train_cross_entropy\":" << epoch_m.Get("cross_entropy");
-      if (val_m.count() > 0)
-        json << ",\"val_accuracy\":" << val_m.Get("accuracy") << ",\"val_cross_entropy\":" << val_m.Get("cross_entropy");
+      json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter / iter_size << JsonMetrics("train_", epoch_m);
+      if (val_m.count() > 0) json << JsonMetrics("val_", val_m);
       json << ",\"samples_per_s\":" << speed << ",\"time_s\":" << secs
            << ",\"arena_bytes\":" << s.train->arena_bytes() + s.eval->arena_bytes()
            << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(Device{})
            << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
       json.flush();
     }
+    if (ckpt && ckpt->Due(iter / iter_size, true)) save(epoch + 1, 0);
+  }
+  s.engine->WaitAll();
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  if (!opts.profile.empty()) {
+    trace.Write(opts.profile);
+    LOG(INFO) << "trace of the first " << opts.profile_steps << " steps in " << opts.profile;
   }
   const int64_t planned = s.model.train_plan.arena_bytes + s.model.eval_plan.arena_bytes;
   const int64_t measured = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
@@ -178,6 +441,9 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
             << HumanBytes(s.model.eval_plan.arena_bytes) << "), peak of all tensors "
             << HumanBytes(MemoryAccounting::Get().Peak(Device{})) << ", process peak "
             << HumanBytes(ProcessPeakBytes());
+  if (opts.final_params) {
+    for (const auto& [name, w] : s.params) (*opts.final_params)[name].assign(w.f(), w.f() + w.size());
+  }
   return last_acc;
 }
 

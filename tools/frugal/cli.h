@@ -15,7 +15,8 @@ extern std::vector<std::string> g_defines;
 extern std::vector<std::string> g_args;
 
 // Loads --config with --define values, then applies the flags that override
-// config fields (--epochs, --max-iters, --batch, --seed, --engine, --memory).
+// config fields (--epochs, --max-iters, --batch, --seed, --engine,
+// --engine-workers, --engine-kernel-threads, --memory).
 ConfigFile LoadConfigFromFlags();
 
 int Train();

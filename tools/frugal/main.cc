@@ -20,8 +20,17 @@ DEFINE_int32(epochs, -1, "override solver.epochs");
 DEFINE_int64(max_iters, -1, "override solver.max_iters (0: no limit)");
 DEFINE_int32(batch, -1, "override data.batch_size");
 DEFINE_int64(seed, -1, "override solver.seed");
-DEFINE_string(engine, "", "override solver.engine (naive)");
-DEFINE_string(memory, "", "override memory.strategy (none, inplace, share; 'all' in plan)");
+DEFINE_string(engine, "", "override solver.engine (threaded, naive)");
+DEFINE_int32(engine_workers, -1,
+             "override solver.engine_workers (threaded engine: CPU worker threads; 0: min(2, cores))");
+DEFINE_int32(engine_kernel_threads, -1,
+             "override solver.engine_kernel_threads (threads per kernel; 0: cores / workers)");
+DEFINE_string(memory, "",
+              "override memory.strategy (none, inplace, share, drop_cheap, sqrt, logn, budget=SIZE; 'all' in plan)");
+DEFINE_double(lr, -1, "override solver.lr");
+DEFINE_string(checkpoint_dir, "", "override solver.checkpoint_dir (checkpoints every epoch or checkpoint_interval)");
+DEFINE_bool(deterministic, false,
+            "bit-identical runs: the naive engine with one kernel thread (fixed reduction orders)");
 
 namespace frugal::cli {
 
@@ -37,7 +46,16 @@ ConfigFile LoadConfigFromFlags() {
   if (FLAGS_batch >= 0) net.mutable_data()->set_batch_size(FLAGS_batch);
   if (FLAGS_seed >= 0) net.mutable_solver()->set_seed(FLAGS_seed);
   if (!FLAGS_engine.empty()) net.mutable_solver()->set_engine(FLAGS_engine);
+  if (FLAGS_engine_workers >= 0) net.mutable_solver()->set_engine_workers(FLAGS_engine_workers);
+  if (FLAGS_engine_kernel_threads >= 0) net.mutable_solver()->set_engine_kernel_threads(FLAGS_engine_kernel_threads);
   if (!FLAGS_memory.empty() && FLAGS_memory != "all") net.mutable_memory()->set_strategy(FLAGS_memory);
+  if (FLAGS_lr >= 0) net.mutable_solver()->set_lr(static_cast<float>(FLAGS_lr));
+  if (!FLAGS_checkpoint_dir.empty()) net.mutable_solver()->set_checkpoint_dir(FLAGS_checkpoint_dir);
+  if (FLAGS_deterministic) net.mutable_solver()->set_deterministic(true);
+  if (net.solver().deterministic()) {
+    net.mutable_solver()->set_engine("naive");
+    net.mutable_solver()->set_engine_kernel_threads(1);
+  }
   return cfg;
 }
 

@@ -2,10 +2,13 @@
 
 #include <cblas.h>
 
+#include "backend/cpu/parallel.h"
+
 namespace frugal::cpu {
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c) {
+  SetBlasThreads(KernelThreads());  // the engine's share of the cores for this kernel
   const int64_t lda = trans_a ? m : k;
   const int64_t ldb = trans_b ? k : n;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,

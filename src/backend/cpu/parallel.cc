@@ -1,0 +1,54 @@
+#include "backend/cpu/parallel.h"
+
+#include <cblas.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace frugal::cpu {
+namespace {
+thread_local int t_kernel_threads = 0;  // 0: not set on this thread
+}  // namespace
+
+int NumCores() {
+  static const int cores = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
+  return cores;
+}
+
+int KernelThreads() { return t_kernel_threads > 0 ? t_kernel_threads : NumCores(); }
+
+void SetKernelThreads(int n) {
+  t_kernel_threads = std::max(1, n);
+#ifdef _OPENMP
+  omp_set_num_threads(t_kernel_threads);  // this thread's ICV only
+#endif
+}
+
+void SetBlasThreads(int n) {
+#ifndef _OPENMP
+  // Built without OpenMP (the ThreadSanitizer build), kernels run on one
+  // thread, OpenBLAS too: TSan cannot see how OpenBLAS's own threads
+  // synchronise and would report its writes as races.
+  n = 1;
+#endif
+  static std::atomic<int> current{0};
+  static std::mutex mu;
+  if (current.load(std::memory_order_acquire) == n) return;
+  std::lock_guard<std::mutex> set_lock(mu);
+  if (current.load(std::memory_order_relaxed) == n) return;
+  openblas_set_num_threads(n);
+  current.store(n, std::memory_order_release);
+}
+
+}  // namespace frugal::cpu

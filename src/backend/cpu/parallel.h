@@ -1,0 +1,25 @@
+// How many threads a kernel may use on the calling thread. The threaded
+// engine sets this on each of its workers (cores / workers), so that engine
+// workers, OpenMP teams and OpenBLAS threads together never ask for more
+// cores than there are; any other thread (the naive engine runs kernels on
+// the caller's) may use every core.
+#pragma once
+
+namespace frugal::cpu {
+
+// CPUs this process may run on (its affinity mask at first call), at least 1.
+int NumCores();
+
+// Threads a kernel may use on this thread: what SetKernelThreads set here,
+// else NumCores().
+int KernelThreads();
+
+// Sets this thread's kernel threads, and its OpenMP default team size, so
+// that plain `#pragma omp parallel` regions in kernels follow it too.
+void SetKernelThreads(int n);
+
+// Makes OpenBLAS use n threads per call (a process-wide setting; changed
+// only when n differs from the current one).
+void SetBlasThreads(int n);
+
+}  // namespace frugal::cpu

@@ -1,0 +1,253 @@
+// The fit loop on the engine: with the naive engine it gives the bits of the
+// plain sequential loop (load, run, SGD per parameter); the threaded engine
+// gives the same bits with any split of workers and kernel threads; an op's
+// error during training reaches the caller, named, on both engines.
+#include <glog/logging.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "frugal/config.h"
+#include "frugal/io.h"
+#include "frugal/train.h"
+#include "test_util.h"
+
+namespace frugal {
+namespace {
+
+// Writes an IDX file of unsigned bytes (plain, big-endian header).
+void WriteIdxFile(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
+  bytes.append(data.begin(), data.end());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A learnable toy problem: side x side images of 4 classes, class c
+// brightening quarter c of the pixels; `bad_label` >= 0 puts that label on
+// sample 37.
+void WriteToyData(const test::TempDir& dir, const std::string& prefix, int n, int bad_label = -1, int side = 6) {
+  const int pixels = side * side;
+  std::vector<uint8_t> images(n * pixels), labels(n);
+  for (int i = 0; i < n; ++i) {
+    labels[i] = static_cast<uint8_t>(i % 4);
+    for (int p = 0; p < pixels; ++p)
+      images[i * pixels + p] = (p * 4 / pixels == labels[i]) ? 180 + (i * 7 + p) % 70 : (i * 13 + p) % 90;
+  }
+  if (bad_label >= 0) labels[37] = static_cast<uint8_t>(bad_label);
+  WriteIdxFile(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), static_cast<uint32_t>(side),
+                                              static_cast<uint32_t>(side)}, images);
+  WriteIdxFile(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
+}
+
+ConfigFile ToyConfig(const test::TempDir& dir, const std::string& engine, int workers = 0, int kernel_threads = 0) {
+  std::string text =
+      "version: 1\n"
+      "node { name: \"flat\" op: \"flatten\" input: \"data\" }\n"
+      "node { name: \"fc1\" op: \"fully_connected\" input: \"flat\" attr { key: \"num_hidden\" value: \"40\" } }\n"
+      "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
+      "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"24\" } }\n"
+      "node { name: \"relu2\" op: \"relu\" input: \"fc2\" }\n"
+      "node { name: \"fc3\" op: \"fully_connected\" input: \"relu2\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+      "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc3\" input: \"label\" }\n"
+      "data { train { idx { images: \"" + dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
+      "\" } }\n"
+      "       val { idx { images: \"" + dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") + "\" } }\n"
+      "       batch_size: 8 sample_shape: [1, 6, 6] }\n"
+      "solver { lr: 0.05 momentum: 0.9 weight_decay: 0.001 epochs: 3 seed: 11 display: 4 engine: \"" + engine +
+      "\" engine_workers: " + std::to_string(workers) + " engine_kernel_threads: " + std::to_string(kernel_threads) +
+      " }\n";
+  return ParseConfig(text, dir.File("toy.prototxt"), {});
+}
+
+using Params = std::map<std::string, std::vector<float>>;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = FLAGS_minloglevel;
+    FLAGS_minloglevel = 2;  // quiet: no progress lines
+    WriteToyData(dir_, "train", 100);
+    WriteToyData(dir_, "val", 20);
+  }
+  void TearDown() override { FLAGS_minloglevel = saved_; }
+  Params TrainParams(const ConfigFile& cfg) {
+    Params p;
+    TrainOptions opts;
+    opts.final_params = &p;
+    Train(cfg, opts);
+    return p;
+  }
+  test::TempDir dir_;
+  int saved_ = 0;
+};
+
+// The loop before the engine ran it: load, run and wait, update every
+// parameter in name order, in the caller's thread.
+Params SequentialReference(const ConfigFile& cfg) {
+  const config::Solver& sc = cfg.net.solver();
+  Model m = BuildModel(cfg, MemoryStrategy::kShare);
+  auto engine = MakeEngine("naive");
+  Rng rng(sc.seed());
+  Bindings b;
+  std::unique_ptr<Optimizer> opt = MakeOptimizer(OptimizerOptionsFromConfig(sc, cfg.path));
+  std::map<std::string, Tensor> grads;
+  std::map<std::string, OptState> states;
+  for (int id : m.params) {
+    const Node& n = m.train.node(id);
+    Tensor w = Tensor::Empty(m.train.shape({id, 0}));
+    InitParam(n.init, n.name, &w, &rng);
+    b.vars[n.name] = w;
+    b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
+    states[n.name] = opt->CreateState(w);
+  }
+  Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
+  Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
+  Executor exec(m.train, m.train_plan, b, engine.get());
+  Dataset ds = LoadIdxDataset(cfg.net.data().train().idx().images(), cfg.net.data().train().idx().labels());
+  BatchIter it(ds, m.batch, cfg.net.data().shuffle(), sc.seed());
+  int64_t iter = 0;
+  for (int epoch = 0; epoch < sc.epochs(); ++epoch) {
+    it.BeginEpoch(epoch);
+    while (it.Next(data.f(), label.f(), nullptr)) {
+      exec.Run(true, iter++, sc.seed());
+      for (auto& [name, g] : grads) opt->Update(&b.vars[name], g, &states[name], sc.lr(), iter);
+    }
+  }
+  Params p;
+  for (int id : m.params) {
+    const Tensor& w = b.vars[m.train.node(id).name];
+    p[m.train.node(id).name].assign(w.f(), w.f() + w.size());
+  }
+  return p;
+}
+
+TEST_F(TrainerTest, NaiveEngineGivesTheBitsOfTheSequentialLoop) {
+  Params want = SequentialReference(ToyConfig(dir_, "naive"));
+  ASSERT_EQ(want.size(), 6u);
+  EXPECT_EQ(TrainParams(ToyConfig(dir_, "naive")), want);
+}
+
+// Against the naive engine with the same kernel threads: OpenBLAS's bits
+// depend on its thread count.
+TEST_F(TrainerTest, ThreadedEngineGivesTheBitsOfTheNaiveOne) {
+  for (auto [workers, threads] : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {2, 1}, {3, 2}}) {
+    const int kernel_threads = MakeEngine("threaded", {workers, threads})->KernelThreads(Device{});
+    Params want = TrainParams(ToyConfig(dir_, "naive", 0, kernel_threads));
+    for (int round = 0; round < 3; ++round) {
+      EXPECT_EQ(TrainParams(ToyConfig(dir_, "threaded", workers, threads)), want)
+          << workers << " workers x " << threads << " kernel threads, round " << round;
+    }
+  }
+}
+
+// The MLP of models/mlp at its real shapes (784-512-512-10, batch 64), on
+// synthetic 28x28 data so that the test stays fast.
+TEST_F(TrainerTest, MlpOnTheThreadedEngineGivesTheBitsOfTheNaiveOne) {
+  WriteToyData(dir_, "mlp-train", 64 * 12, -1, 28);
+  auto config = [&](const std::string& engine, int workers, int threads) {
+    ConfigFile cfg = LoadConfig(std::string(FRUGAL_SOURCE_DIR) + "/models/mlp/fashion_mnist.prototxt", {});
+    config::NetConfig& net = cfg.net;
+    net.mutable_data()->mutable_train()->mutable_idx()->set_images(dir_.File("mlp-train-images"));
+    net.mutable_data()->mutable_train()->mutable_idx()->set_labels(dir_.File("mlp-train-labels"));
+    net.mutable_data()->clear_val();
+    net.mutable_solver()->set_epochs(2);
+    net.mutable_solver()->set_engine(engine);
+    net.mutable_solver()->set_engine_workers(workers);
+    net.mutable_solver()->set_engine_kernel_threads(threads);
+    return cfg;
+  };
+  // The default split, against the naive engine with the same kernel
+  // threads (OpenBLAS's bits depend on its thread count).
+  const int default_threads = MakeEngine("threaded")->KernelThreads(Device{});
+  Params want = TrainParams(config("naive", 0, default_threads));
+  EXPECT_EQ(want.size(), 6u);
+  EXPECT_EQ(TrainParams(config("threaded", 0, 0)), want) << "default threaded engine";
+  // Other splits.
+  for (auto [workers, threads] : std::vector<std::pair<int, int>>{{1, 2}, {3, 2}}) {
+    EXPECT_EQ(TrainParams(config("threaded", workers, threads)), TrainParams(config("naive", 0, threads)))
+        << workers << " workers x " << threads << " kernel threads";
+  }
+}
+
+// Runs everything on a naive engine and records every push.
+class RecordingEngine : public Engine {
+ public:
+  Var NewVar() override { return inner_->NewVar(); }
+  void DeleteVar(Var v) override { inner_->DeleteVar(v); }
+  void Push(std::function<void()> fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
+            const PushOptions& opts) override {
+    pushes.push_back({opts.name, reads, writes});
+    inner_->Push(std::move(fn), reads, writes, opts);
+  }
+  void PushAsync(AsyncFn fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
+                 const PushOptions& opts) override {
+    pushes.push_back({opts.name, reads, writes});
+    inner_->PushAsync(std::move(fn), reads, writes, opts);
+  }
+  void WaitForVar(Var v) override { inner_->WaitForVar(v); }
+  void WaitAll() override { inner_->WaitAll(); }
+  int KernelThreads(Device d) const override { return inner_->KernelThreads(d); }
+  const char* name() const override { return "recording"; }
+  std::string Describe() const override { return "recording"; }
+  std::vector<test::PushRecord> pushes;
+
+ private:
+  std::unique_ptr<Engine> inner_ = MakeEngine("naive");
+};
+
+// What the trainer's pushes allow any engine to overlap, and what they order.
+TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
+  RecordingEngine engine;
+  TrainOptions opts;
+  opts.engine = &engine;
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  cfg.net.mutable_solver()->set_max_iters(3);
+  Train(cfg, opts);
+  const auto& p = engine.pushes;
+  auto hb = test::HappensBefore(p);
+  // The index of the k-th push (from 0) with this name.
+  auto find = [&](const std::string& name, int k) {
+    for (size_t i = 0; i < p.size(); ++i)
+      if (p[i].name == name && k-- == 0) return static_cast<int>(i);
+    ADD_FAILURE() << "no push '" << name << "' #" << k;
+    return 0;
+  };
+  // Step 1 (the second), and the steps around it.
+  const int fc3_grad = find("fc3_backward", 1), fc1_grad = find("fc1_backward", 1);
+  const int sgd_fc3 = find("update(fc3_weight)", 1), sgd_fc1 = find("update(fc1_weight)", 1);
+  const int load_next = find("load_batch", 2), metrics = find("metrics", 1);
+  EXPECT_TRUE(hb[fc3_grad][sgd_fc3]) << "an update waits for its gradient";
+  EXPECT_FALSE(hb[fc1_grad][sgd_fc3]) << "fc3's update may run while backward goes on below it";
+  EXPECT_FALSE(hb[sgd_fc3][fc1_grad]);
+  EXPECT_TRUE(hb[fc1_grad][sgd_fc1]);
+  EXPECT_FALSE(hb[fc1_grad][load_next]) << "the next batch may load during backward";
+  EXPECT_TRUE(hb[find("fc1", 1)][load_next]) << "but only after forward has read this one";
+  EXPECT_TRUE(hb[metrics][load_next]) << "and the metrics have read its label";
+  EXPECT_TRUE(hb[sgd_fc1][find("fc1", 2)]) << "the next forward reads the updated weights";
+  EXPECT_TRUE(hb[find("fc2_backward", 1)][find("fc2_backward", 2)]);
+  // Validation (the eval graph's fc1 comes after the three training ones) reads the last weights.
+  EXPECT_TRUE(hb[find("update(fc1_weight)", 2)][find("fc1", 3)]);
+}
+
+TEST_F(TrainerTest, TrainingLearnsTheToyProblem) {
+  EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9);
+}
+
+TEST_F(TrainerTest, AnOpErrorStopsTrainingWithTheOpName) {
+  WriteToyData(dir_, "train", 100, /*bad_label=*/9);
+  for (const char* engine : {"naive", "threaded"}) {
+    try {
+      Train(ToyConfig(dir_, engine), {});
+      ADD_FAILURE() << engine << ": no error";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("prob: ", 0), 0u) << engine << ": " << msg;
+      EXPECT_NE(msg.find("label 9 of sample "), std::string::npos) << engine << ": " << msg;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frugal
