@@ -180,14 +180,14 @@ TEST(TrainCli, EveryOptimizerAndLrPolicyLearnsTheToyProblem) {
     std::string solver, lr_shown;
   };
   const std::vector<Case> cases = {
-      {"optimizer: SGD lr: 0.1 momentum: 0.9", "lr=0.1 "},
-      {"optimizer: NESTEROV lr: 0.1 momentum: 0.9", "lr=0.1 "},
+      {"optimizer: SGD lr: 0.1 momentum: 0.9", "lr=0.1\n"},
+      {"optimizer: NESTEROV lr: 0.1 momentum: 0.9", "lr=0.1\n"},
       {"optimizer: ADAM lr: 0.01", "lr=0.01"},
       {"optimizer: ADAMW lr: 0.01 weight_decay: 0.01", "lr=0.01"},
       {"optimizer: RMSPROP lr: 0.01", "lr=0.01"},
       // 75 updates: 0.1 until 30, then 0.05, then 0.025 from 60.
       {"optimizer: SGD lr: 0.1 lr_policy: STEP stepsize: 30 gamma: 0.5", "lr=0.025"},
-      {"optimizer: ADAM lr: 0.01 lr_policy: COSINE clip_gradient: 5 iter_size: 1", "lr=0.00"},
+      {"optimizer: ADAM lr: 0.01 lr_policy: COSINE clip_gradient: 5 iter_size: 2", "lr=0.00"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.solver);
@@ -386,7 +386,7 @@ TEST(TrainCli, ProfileWritesForwardAndBackwardEvents) {
     std::string fc = "h" + std::to_string(i), act = "a" + std::to_string(i);
     chain += "node { name: \"" + fc + "\" op: \"fully_connected\" input: \"" + prev +
              "\" attr { key: \"num_hidden\" value: \"16\" } }\n"
-             "node { name: \"" + act + "\" op: \"tanh\" input: \"" + fc + "\" }\n";
+             "node { name: \"" + act + "\" op: \"relu\" input: \"" + fc + "\" }\n";
     prev = act;
   }
   chain += "node { name: \"fc2\" op: \"fully_connected\" input: \"" + prev +
@@ -442,9 +442,11 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
                         "attr { key: \"num_hiden\" value: \"4\" } }\n"),
        "num_hiden"},
       {"train" + config("shape.prototxt", "",
-                        "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
-                        "attr { key: \"num_hidden\" value: \"5\" } }\n"),
-       "prob"},
+                        "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" "
+                        "attr { key: \"num_hidden\" value: \"16\" } }\n"
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"fc1\" input: \"fc1_weight\" "
+                        "attr { key: \"num_hidden\" value: \"4\" } }\n"),
+       "fc2"},
       {"train" + config("input.prototxt", "",
                         "node { name: \"fc2\" op: \"fully_connected\" input: \"dta\" "
                         "attr { key: \"num_hidden\" value: \"4\" } }\n"),
