@@ -456,7 +456,13 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
                         "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
                         "attr { key: \"num_hidden\" value: \"4\" } }\n"),
        "fc2"},
-      {"train" + toy + " --define batch", "--define"},
+      {"train" + config("attr2.prototxt", "",
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
+                        "attr { key: \"num_hidden\" value: \"4\" } attr { key: \"bias\" value: \"1\" } }\n"),
+       "unknown attribute 'bias'"},
+      {"train" + config("field.prototxt", "learning_rate: 0.1"), "no field named \"learning_rate\""},
+      {"train" + toy + " --define batch", "--define 'batch': expected name=value"},
+      {"train" + toy + " --define", "--define needs name=value"},
       {"train" + toy + " --define nosuch=3", "nosuch"},
       {"train" + toy + " --memory budget=1KB", "budget"},
       {"train" + toy + " --memory sqrtt", "unknown memory strategy 'sqrtt'"},
