@@ -353,7 +353,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       if (batch_no == logged || batch_no % display != 0) return;
       const double speed = window_samples / Seconds(t_window);
       LOG(INFO) << Fmt("Epoch[", epoch, "] Batch [", batch_no - display, "-", batch_no, "]  Speed: ") << std::fixed
-                << std::setprecision(2) << speed << " samples/sec  " << window_m.ToString() << " lr=" << rate;
+                << std::setprecision(2) << speed << " samples/sec  " << window_m.ToString() << " lr=" << std::defaultfloat << std::setprecision(6) << rate;
       if (tb) {
         for (const auto& [name, v] : window_m.Values()) tb->AddScalar("train/" + name, v, iter / iter_size);
         tb->AddScalar("train/lr", rate, iter / iter_size);

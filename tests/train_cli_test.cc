@@ -1,0 +1,486 @@
+// `frugal train` end to end through the features of the training tool:
+// deterministic resume (epoch boundary and mid-epoch), every optimizer and lr
+// policy, bad checkpoints, SIGTERM, TensorBoard events, traces, --weights,
+// and the one-line errors of docs/cli.md's bad-input table.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "event.pb.h"
+#include "frugal/checkpoint.h"
+#include "frugal/tensorboard.h"
+#include "mini_json.h"
+#include "test_util.h"
+
+namespace frugal::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
+  bytes.append(data.begin(), data.end());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A learnable toy problem: class c lights up pixel block c of a 4x4 image.
+void WriteToyData(const TempDir& dir, const std::string& prefix, int n) {
+  std::vector<uint8_t> images(n * 16), labels(n);
+  for (int i = 0; i < n; ++i) {
+    labels[i] = static_cast<uint8_t>(i % 4);
+    for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 200 + (i * 7 + p) % 50 : (i * 13 + p) % 60;
+  }
+  WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), 4, 4}, images);
+  WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
+}
+
+// 200 training samples in batches of 8: 25 updates per epoch.
+std::string WriteToy(const TempDir& dir) {
+  WriteToyData(dir, "train", 200);
+  WriteToyData(dir, "val", 40);
+  return dir.path();
+}
+
+const char* kMlp =
+    "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+    "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
+    "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n";
+
+// The toy config with the given nodes (ending in a node "fc2" of 4 outputs)
+// and solver fields.
+std::string ToyConfig(const TempDir& dir, const std::string& solver, const std::string& nodes = kMlp) {
+  return "version: 1\n" + nodes +
+         "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
+         "data { train { idx { images: \"" + dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
+         "\" } }\n"
+         "       val { idx { images: \"" + dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
+         "\" } }\n"
+         "       batch_size: 8 sample_shape: [1, 4, 4] }\n"
+         "solver { " + solver + " }\n";
+}
+
+std::string ErrorLine(const RunResult& r) {
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(r.output, m, std::regex("frugal: error: [^\n]*"))) << r.output;
+  EXPECT_EQ(r.output.find("Check failed"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("*** "), std::string::npos) << "no stack dump\n" << r.output;
+  return m.size() ? m.str(0) : "";
+}
+
+std::string Ckpt(const std::string& dir, int64_t iteration) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "/ckpt-%010lld.frugal", static_cast<long long>(iteration));
+  return dir + name;
+}
+
+// Every tensor of a and b (parameters, aux, optimizer state) bit-identical.
+void ExpectSameTensors(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b,
+                       const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (const auto& [name, t] : a) {
+    auto it = b.find(name);
+    ASSERT_NE(it, b.end()) << what << " " << name;
+    ASSERT_EQ(t.shape(), it->second.shape()) << name;
+    EXPECT_EQ(std::memcmp(t.f(), it->second.f(), t.size() * sizeof(float)), 0) << what << " " << name << " differs";
+  }
+}
+
+void ExpectSameState(const std::string& a_path, const std::string& b_path) {
+  CheckpointState a = LoadCheckpoint(a_path), b = LoadCheckpoint(b_path);
+  EXPECT_EQ(a.epoch, b.epoch);
+  EXPECT_EQ(a.iteration, b.iteration);
+  EXPECT_EQ(a.data_position, b.data_position);
+  ExpectSameTensors(a.params, b.params, "parameter");
+  ExpectSameTensors(a.aux, b.aux, "aux");
+  ExpectSameTensors(a.opt_state, b.opt_state, "optimizer state");
+}
+
+// The last "val_accuracy" of a --log-json file.
+double LastValAccuracy(const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::string line;
+  double acc = -1;
+  std::smatch m;
+  while (std::getline(log, line))
+    if (std::regex_search(line, m, std::regex("\"val_accuracy\":([0-9.e+-]+)"))) acc = std::stod(m[1]);
+  return acc;
+}
+
+TEST(TrainCli, DeterministicResumeAtAnEpochIsBitIdentical) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 momentum: 0.9 epochs: 2 keep_checkpoints: 0"));
+  RunResult a = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("a"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find(", engine naive ("), std::string::npos) << a.output;
+  ASSERT_TRUE(fs::exists(Ckpt(dir.File("a"), 25))) << a.output;
+  ASSERT_TRUE(fs::exists(Ckpt(dir.File("a"), 50))) << a.output;
+  CheckpointState first = LoadCheckpoint(Ckpt(dir.File("a"), 25));
+  EXPECT_EQ(first.epoch, 1);
+  EXPECT_EQ(first.data_position, 0);
+
+  RunResult b = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("b") +
+                          " --resume " + Ckpt(dir.File("a"), 25));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("resumed from " + Ckpt(dir.File("a"), 25) + ": epoch 1, iteration 25, batch 0"),
+            std::string::npos)
+      << b.output;
+  EXPECT_EQ(b.output.find("Epoch[0]"), std::string::npos) << "epoch 0 is not run again\n" << b.output;
+  ExpectSameState(Ckpt(dir.File("a"), 50), Ckpt(dir.File("b"), 50));
+
+  // The check can fail: the epoch-1 parameters differ from the final ones.
+  CheckpointState last = LoadCheckpoint(Ckpt(dir.File("a"), 50));
+  const Tensor& w0 = first.params.at("fc1_weight");
+  EXPECT_NE(std::memcmp(w0.f(), last.params.at("fc1_weight").f(), w0.size() * sizeof(float)), 0);
+}
+
+TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
+  TempDir dir;
+  WriteToy(dir);
+  // Adam: the optimizer state and the step count matter too.
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "optimizer: ADAM lr: 0.01 epochs: 2 "
+                                                             "checkpoint_interval: 5 keep_checkpoints: 0"));
+  RunResult a = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("a"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  CheckpointState mid = LoadCheckpoint(Ckpt(dir.File("a"), 10));
+  EXPECT_EQ(mid.epoch, 0);
+  EXPECT_EQ(mid.data_position, 10);
+  for (int64_t from : {10, 25, 35}) {
+    std::string out = dir.File("from" + std::to_string(from));
+    RunResult b = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + out + " --resume " +
+                            Ckpt(dir.File("a"), from));
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    SCOPED_TRACE("resumed from iteration " + std::to_string(from));
+    ExpectSameState(Ckpt(dir.File("a"), 50), Ckpt(out, 50));
+  }
+  // A directory resumes from its latest checkpoint.
+  RunResult c = RunFrugal("train --deterministic --config " + cfg + " --epochs 3 --checkpoint-dir " +
+                          dir.File("c") + " --resume " + dir.File("a"));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("resumed from " + Ckpt(dir.File("a"), 50)), std::string::npos) << c.output;
+  EXPECT_TRUE(fs::exists(Ckpt(dir.File("c"), 75))) << c.output;
+}
+
+TEST(TrainCli, EveryOptimizerAndLrPolicyLearnsTheToyProblem) {
+  TempDir dir;
+  WriteToy(dir);
+  struct Case {
+    std::string solver, lr_shown;
+  };
+  const std::vector<Case> cases = {
+      {"optimizer: SGD lr: 0.1 momentum: 0.9", "lr=0.1\n"},
+      {"optimizer: NESTEROV lr: 0.1 momentum: 0.9", "lr=0.1\n"},
+      {"optimizer: ADAM lr: 0.01", "lr=0.01"},
+      {"optimizer: ADAMW lr: 0.01 weight_decay: 0.01", "lr=0.01"},
+      {"optimizer: RMSPROP lr: 0.01", "lr=0.01"},
+      // 75 updates: 0.1 until 30, then 0.05, then 0.025 from 60.
+      {"optimizer: SGD lr: 0.1 lr_policy: STEP stepsize: 30 gamma: 0.5", "lr=0.025"},
+      {"optimizer: ADAM lr: 0.01 lr_policy: COSINE clip_gradient: 5 iter_size: 2", "lr=0.00"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.solver);
+    std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, c.solver + " epochs: 3 display: 10"));
+    RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(c.lr_shown), std::string::npos) << r.output;
+    EXPECT_GT(LastValAccuracy(dir.File("log.json")), 0.9) << r.output;
+  }
+}
+
+TEST(TrainCli, StepPolicyLowersTheLoggedLr) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 lr_policy: STEP stepsize: 30 gamma: 0.5 "
+                                                             "epochs: 3 display: 5"));
+  RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream log(dir.File("log.json"));
+  std::string line;
+  std::map<int64_t, double> lr;  // iterations -> lr
+  while (std::getline(log, line)) {
+    if (line.find("\"batch\":") == std::string::npos) continue;
+    Json j = JsonParser::Parse(line);
+    lr[static_cast<int64_t>(j["iterations"].num)] = j["lr"].num;
+  }
+  ASSERT_TRUE(lr.count(10) && lr.count(40) && lr.count(70)) << r.output;
+  EXPECT_FLOAT_EQ(lr[10], 0.1f);
+  EXPECT_FLOAT_EQ(lr[40], 0.05f);
+  EXPECT_FLOAT_EQ(lr[70], 0.025f);
+}
+
+// A checkpoint of the toy model after one epoch, in dir/a.
+std::string TrainOneEpoch(const TempDir& dir, std::string* cfg) {
+  WriteToy(dir);
+  *cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1"));
+  RunResult r = RunFrugal("train --config " + *cfg + " --checkpoint-dir " + dir.File("a"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return Ckpt(dir.File("a"), 25);
+}
+
+TEST(TrainCli, BadCheckpointsAreOneLineErrors) {
+  TempDir dir;
+  std::string cfg, good = TrainOneEpoch(dir, &cfg);
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u);
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x10;
+  std::ofstream(dir.File("flipped.frugal"), std::ios::binary) << flipped;
+  std::ofstream(dir.File("truncated.frugal"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  fs::create_directories(dir.File("empty"));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir.File("flipped.frugal"), "checksum"},
+      {dir.File("truncated.frugal"), "truncated"},
+      {dir.File("empty"), "no checkpoint in this directory"},
+      {dir.File("nope.frugal"), "nope.frugal"},
+  };
+  for (const auto& [path, why] : cases) {
+    RunResult r = RunFrugal("train --config " + cfg + " --resume " + path);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    std::string e = ErrorLine(r);
+    EXPECT_NE(e.find(path), std::string::npos) << r.output;
+    EXPECT_NE(e.find(why), std::string::npos) << r.output;
+    r = RunFrugal("train --config " + cfg + " --weights " + path);
+    if (path != dir.File("empty")) {
+      EXPECT_EQ(r.exit_code, 1) << r.output;
+      EXPECT_NE(ErrorLine(r).find(path), std::string::npos) << r.output;
+    }
+  }
+}
+
+TEST(TrainCli, SigtermCheckpointsAndExitsCleanly) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 100000 display: 5"));
+  const std::string log = dir.File("out.log");
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    if (chdir(FRUGAL_SOURCE_DIR) != 0) _exit(127);
+    execl(FRUGAL_BIN, FRUGAL_BIN, "train", "--config", cfg.c_str(), "--checkpoint-dir", dir.File("ck").c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto read_log = [&] {
+    std::ifstream in(log);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::steady_clock::now() - start; };
+  int status = 0;
+  bool exited = false, signalled = false;
+  while (elapsed() < std::chrono::seconds(20)) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      break;
+    }
+    if (!signalled && read_log().find("] Batch [") != std::string::npos) {
+      kill(pid, SIGTERM);
+      signalled = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "frugal train did not stop within 20 s of starting (SIGTERM sent: " << signalled << ")\n" << read_log();
+  }
+  const std::string out = read_log();
+  ASSERT_TRUE(signalled) << "exited before a progress line\n" << out;
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << "\n" << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("stopped by a signal after"), std::string::npos) << out;
+  std::string latest = CheckpointManager(dir.File("ck"), 0, 0).Latest();
+  ASSERT_FALSE(latest.empty()) << out;
+  EXPECT_NE(out.find("checkpoint " + latest), std::string::npos) << out;
+  CheckpointState s = LoadCheckpoint(latest);
+  EXPECT_GT(s.iteration, 0);
+  EXPECT_EQ(s.params.count("fc1_weight"), 1u);
+  // And it resumes.
+  RunResult r = RunFrugal("train --config " + cfg + " --resume " + latest + " --max-iters " +
+                          std::to_string(s.iteration + 2));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(TrainCli, TensorBoardEventsHoldTrainScalars) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1 display: 5"));
+  RunResult r = RunFrugal("train --config " + cfg + " --tensorboard " + dir.File("tb"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir.File("tb"))) files.push_back(e.path().string());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(files[0].find("events.out.tfevents."), std::string::npos) << files[0];
+  EventRecordReader reader(files[0]);
+  std::string data;
+  std::map<std::string, int> count;
+  std::vector<float> lrs;
+  bool version = false;
+  while (reader.Next(&data)) {
+    tb::Event e;
+    ASSERT_TRUE(e.ParseFromString(data));
+    if (e.file_version() == "brain.Event:2") version = true;
+    for (const auto& v : e.summary().value()) {
+      ++count[v.tag()];
+      if (v.tag() == "train/lr") lrs.push_back(v.simple_value());
+      if (v.tag() == "train/accuracy") EXPECT_TRUE(v.simple_value() >= 0 && v.simple_value() <= 1);
+    }
+  }
+  EXPECT_TRUE(version);
+  EXPECT_EQ(count["train/accuracy"], 5) << "25 batches, display 5";
+  EXPECT_EQ(count["train/lr"], 5);
+  EXPECT_EQ(count["val/accuracy"], 1);
+  for (float lr : lrs) EXPECT_FLOAT_EQ(lr, 0.1f);
+}
+
+// The trace of `frugal train --profile`, parsed.
+Json TraceOf(const std::string& args, const TempDir& dir) {
+  RunResult r = RunFrugal("train " + args + " --profile " + dir.File("trace.json") + " --profile-steps 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(dir.File("trace.json"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return JsonParser::Parse(text);
+}
+
+const std::vector<Json>& Events(const Json& trace) {
+  return trace.kind == Json::kArray ? trace.array : trace["traceEvents"].array;
+}
+
+TEST(TrainCli, ProfileWritesForwardAndBackwardEvents) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1"));
+  Json trace = TraceOf("--config " + cfg, dir);
+  std::map<std::string, int> cats;
+  int recomputed = 0;
+  for (const Json& e : Events(trace)) {
+    if (e.Has("cat")) ++cats[e["cat"].str];
+    if (e.Has("args") && e["args"].Has("recompute")) ++recomputed;
+  }
+  EXPECT_GT(cats["forward"], 0);
+  EXPECT_GT(cats["backward"], 0);
+  EXPECT_EQ(recomputed, 0) << "the default strategy recomputes nothing";
+  // Two steps of 4 forward nodes (fc1, relu1, fc2, prob).
+  EXPECT_EQ(cats["forward"], 8);
+
+  // A chain long enough for sqrt to drop activations and recompute them.
+  std::string chain;
+  std::string prev = "data";
+  for (int i = 0; i < 8; ++i) {
+    std::string fc = "h" + std::to_string(i), act = "a" + std::to_string(i);
+    chain += "node { name: \"" + fc + "\" op: \"fully_connected\" input: \"" + prev +
+             "\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+             "node { name: \"" + act + "\" op: \"relu\" input: \"" + fc + "\" }\n";
+    prev = act;
+  }
+  chain += "node { name: \"fc2\" op: \"fully_connected\" input: \"" + prev +
+           "\" attr { key: \"num_hidden\" value: \"4\" } }\n";
+  cfg = dir.Write("chain.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1", chain));
+  trace = TraceOf("--config " + cfg + " --memory sqrt", dir);
+  recomputed = 0;
+  for (const Json& e : Events(trace))
+    if (e.Has("args") && e["args"].Has("recompute") && e["args"]["recompute"].kind == Json::kBool &&
+        e["args"]["recompute"].b)
+      ++recomputed;
+  EXPECT_GT(recomputed, 0);
+}
+
+TEST(TrainCli, WeightsReportsMatchedAndMissing) {
+  TempDir dir;
+  std::string cfg, ckpt = TrainOneEpoch(dir, &cfg);
+  const std::string nodes =
+      "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+      "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
+      "node { name: \"fcx\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+      "node { name: \"relu2\" op: \"relu\" input: \"fcx\" }\n"
+      "node { name: \"fc2\" op: \"fully_connected\" input: \"relu2\" attr { key: \"num_hidden\" value: \"4\" } }\n";
+  std::string cfg2 = dir.Write("deeper.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1", nodes));
+  RunResult r = RunFrugal("train --config " + cfg2 + " --weights " + ckpt + " --max-iters 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("weights " + ckpt + ": 4 matched, 2 missing (fcx_bias, fcx_weight), 0 wrong shape, 0 unused"),
+            std::string::npos)
+      << r.output;
+}
+
+// Each row of docs/cli.md's bad-input table that has no other test at the
+// command line: exit 1 and one error line holding the needle.
+TEST(TrainCli, BadInputsAreOneLineErrors) {
+  TempDir dir;
+  WriteToy(dir);
+  auto config = [&](const std::string& name, const std::string& solver, const std::string& nodes = kMlp) {
+    return " --config " + dir.Write(name, ToyConfig(dir, solver, nodes));
+  };
+  const std::string toy = config("toy.prototxt", "lr: 0.1 epochs: 1");
+  struct Case {
+    std::string args, needle;
+  };
+  const std::vector<Case> cases = {
+      {"train" + config("op.prototxt", "", "node { name: \"fc2\" op: \"fully_conected\" input: \"data\" }\n"),
+       "unknown op 'fully_conected'"},
+      {"train" + config("attrtype.prototxt", "",
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
+                        "attr { key: \"num_hidden\" value: \"four\" } }\n"),
+       "num_hidden"},
+      {"train" + config("attr.prototxt", "",
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
+                        "attr { key: \"num_hiden\" value: \"4\" } }\n"),
+       "num_hiden"},
+      {"train" + config("shape.prototxt", "",
+                        "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" "
+                        "attr { key: \"num_hidden\" value: \"16\" } }\n"
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"fc1\" input: \"fc1_weight\" "
+                        "attr { key: \"num_hidden\" value: \"4\" } }\n"),
+       "fc2"},
+      {"train" + config("input.prototxt", "",
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"dta\" "
+                        "attr { key: \"num_hidden\" value: \"4\" } }\n"),
+       "dta"},
+      {"train" + config("dup.prototxt", "",
+                        "node { name: \"fc2\" op: \"relu\" input: \"data\" }\n"
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
+                        "attr { key: \"num_hidden\" value: \"4\" } }\n"),
+       "fc2"},
+      {"train" + config("attr2.prototxt", "",
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
+                        "attr { key: \"num_hidden\" value: \"4\" } attr { key: \"bias\" value: \"1\" } }\n"),
+       "unknown attribute 'bias'"},
+      {"train" + config("field.prototxt", "learning_rate: 0.1"), "no field named \"learning_rate\""},
+      {"train" + toy + " --define batch", "--define 'batch': expected name=value"},
+      {"train" + toy + " --define", "--define needs name=value"},
+      {"train" + toy + " --define nosuch=3", "nosuch"},
+      {"train" + toy + " --memory budget=1KB", "budget"},
+      {"train" + toy + " --memory sqrtt", "unknown memory strategy 'sqrtt'"},
+      {"train" + config("opt.prototxt", "optimizer: ADAGRAD"), "ADAGRAD"},
+      {"train" + config("policy.prototxt", "lr_policy: STEP"), "stepsize"},
+      {"train" + config("metric.prototxt", "metric: \"acuracy\""), "acuracy"},
+      {"train" + config("iter.prototxt", "iter_size: 0"), "iter_size"},
+      {"train --config " + dir.File("missing.prototxt"), "missing.prototxt"},
+      {"train", "no config given"},
+      {"train" + toy + " extra", "unexpected argument 'extra'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    RunResult r = RunFrugal(c.args);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(ErrorLine(r).find(c.needle), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace frugal::test
