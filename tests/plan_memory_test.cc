@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "frugal/train.h"
+#include "train_steps.h"
 
 namespace frugal {
 namespace {
@@ -66,56 +67,19 @@ TEST(PlanMemory, PlanScalesWithBatch) {
   EXPECT_EQ(b32.train_plan.param_bytes, b16.train_plan.param_bytes);
 }
 
-// Trains `steps` SGD steps on fixed pseudo-random data; returns every
-// parameter's values and the probabilities of the last step.
-std::vector<std::vector<float>> TrainSteps(MemoryStrategy strategy, int steps, int64_t* arena_allocated) {
-  ConfigFile cfg = Config();
-  Model m = BuildModel(cfg, strategy);
-  auto engine = MakeEngine("naive");
-  Rng rng(cfg.net.solver().seed());
-  Bindings b;
-  std::map<std::string, Tensor> grads;
-  std::map<std::string, OptState> moms;
-  for (int id : m.params) {
-    const Node& n = m.train.node(id);
-    Tensor w = Tensor::Empty(m.train.shape({id, 0}));
-    InitParam(n.init, n.name, &w, &rng);
-    b.vars[n.name] = w;
-    b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
-    moms[n.name] = {Tensor::Empty(w.shape())};
-  }
-  Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
-  Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
-  int64_t before = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
-  Executor exec(m.train, m.train_plan, b, engine.get());
-  *arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena) - before;
-  const auto sgd = MakeOptimizer({OptimizerKind::kSgd, 0.9f, 0.001f});
-  std::vector<std::vector<float>> result;
-  for (int step = 0; step < steps; ++step) {
-    for (int64_t i = 0; i < data.size(); ++i) data.f()[i] = static_cast<float>(rng.Uniform());
-    for (int64_t i = 0; i < label.size(); ++i) label.f()[i] = static_cast<float>(rng.Next() % 10);
-    exec.Run(true, step, 3);
-    for (auto& [name, g] : grads) sgd->Update(&b.vars[name], g, &moms[name], 0.1f, step + 1);
-  }
-  for (auto& [name, t] : b.vars)
-    if (name != "data" && name != "label") result.emplace_back(t.f(), t.f() + t.size());
-  result.emplace_back(exec.output(0).f(), exec.output(0).f() + exec.output(0).size());
-  return result;
-}
-
 TEST(PlanMemory, ExecutorAllocatesExactlyThePlannedArena) {
   for (MemoryStrategy s : AllMemoryStrategies()) {
     int64_t allocated = -1;
-    TrainSteps(s, 1, &allocated);
+    test::TrainSteps(Config(), s, 1, &allocated);
     EXPECT_EQ(allocated, BuildModel(Config(), s).train_plan.arena_bytes) << s.Name();
   }
 }
 
 TEST(PlanMemory, TrainingIsBitIdenticalUnderEveryStrategy) {
   int64_t unused;
-  auto reference = TrainSteps(MemoryStrategy::kNone, 4, &unused);
+  auto reference = test::TrainSteps(Config(), MemoryStrategy::kNone, 4, &unused);
   for (const MemoryStrategy& s : AllMemoryStrategies()) {
-    EXPECT_EQ(TrainSteps(s, 4, &unused), reference) << s.Name();
+    EXPECT_EQ(test::TrainSteps(Config(), s, 4, &unused), reference) << s.Name();
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "frugal/train.h"
+#include "train_steps.h"
 
 namespace frugal {
 namespace {
@@ -32,39 +33,6 @@ ConfigFile DeepChain(int depth, int hidden = 64, bool dropout = false) {
   return ParseConfig(text, "chain.prototxt", {});
 }
 
-// Parameters after `steps` SGD steps on fixed pseudo-random data.
-std::vector<std::vector<float>> Train(const ConfigFile& cfg, const MemoryStrategy& s, int steps) {
-  Model m = BuildModel(cfg, s);
-  auto engine = MakeEngine("naive");
-  Rng rng(cfg.net.solver().seed());
-  Bindings b;
-  std::map<std::string, Tensor> grads;
-  std::map<std::string, OptState> moms;
-  for (int id : m.params) {
-    const Node& n = m.train.node(id);
-    Tensor w = Tensor::Empty(m.train.shape({id, 0}));
-    InitParam(n.init, n.name, &w, &rng);
-    b.vars[n.name] = w;
-    b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
-    moms[n.name] = {Tensor::Empty(w.shape())};
-  }
-  Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
-  Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
-  Executor exec(m.train, m.train_plan, b, engine.get());
-  const auto sgd = MakeOptimizer({OptimizerKind::kSgd, 0.9f, 0.f});
-  for (int step = 0; step < steps; ++step) {
-    for (int64_t i = 0; i < data.size(); ++i) data.f()[i] = static_cast<float>(2 * rng.Uniform() - 1);
-    for (int64_t i = 0; i < label.size(); ++i) label.f()[i] = static_cast<float>(rng.Next() % 10);
-    exec.Run(true, step, 5);
-    for (auto& [name, g] : grads) sgd->Update(&b.vars[name], g, &moms[name], 0.05f, step + 1);
-  }
-  std::vector<std::vector<float>> params;
-  for (auto& [name, t] : b.vars)
-    if (name != "data" && name != "label") params.emplace_back(t.f(), t.f() + t.size());
-  params.emplace_back(exec.output(0).f(), exec.output(0).f() + exec.output(0).size());
-  return params;
-}
-
 std::vector<MemoryStrategy> StrategiesWithBudget(const ConfigFile& cfg) {
   std::vector<MemoryStrategy> all = AllMemoryStrategies();
   Model share = BuildModel(cfg, MemoryStrategy::kShare);
@@ -74,15 +42,15 @@ std::vector<MemoryStrategy> StrategiesWithBudget(const ConfigFile& cfg) {
 
 TEST(Recompute, EveryStrategyTrainsBitIdentically) {
   ConfigFile cfg = DeepChain(12);
-  auto reference = Train(cfg, MemoryStrategy::kNone, 3);
+  auto reference = test::TrainSteps(cfg, MemoryStrategy::kNone, 3);
   for (const MemoryStrategy& s : StrategiesWithBudget(cfg)) {
-    EXPECT_EQ(Train(cfg, s, 3), reference) << s.Name();
+    EXPECT_EQ(test::TrainSteps(cfg, s, 3), reference) << s.Name();
   }
 }
 
 TEST(Recompute, DropoutMasksAreReplayedExactly) {
   ConfigFile cfg = DeepChain(10, 64, /*dropout=*/true);
-  auto reference = Train(cfg, MemoryStrategy::kNone, 3);
+  auto reference = test::TrainSteps(cfg, MemoryStrategy::kNone, 3);
   for (const MemoryStrategy& s : StrategiesWithBudget(cfg)) {
     Model m = BuildModel(cfg, s);
     int dropout_mirrors = 0;
@@ -90,7 +58,7 @@ TEST(Recompute, DropoutMasksAreReplayedExactly) {
     if (s.kind == MemoryStrategy::kSqrt || s.kind == MemoryStrategy::kLogn) {
       EXPECT_GT(dropout_mirrors, 0) << s.Name() << " should recompute some dropout";
     }
-    EXPECT_EQ(Train(cfg, s, 3), reference) << s.Name();
+    EXPECT_EQ(test::TrainSteps(cfg, s, 3), reference) << s.Name();
   }
 }
 
@@ -234,8 +202,8 @@ TEST(Recompute, ResidualNetsRecomputeWithoutBlowUp) {
     EXPECT_EQ(VerifyPlan(m.train, m.train_plan), "") << s.Name();
   }
   ConfigFile small = ResidualChain(6);
-  auto reference = Train(small, MemoryStrategy::kNone, 2);
-  for (const MemoryStrategy& s : StrategiesWithBudget(small)) EXPECT_EQ(Train(small, s, 2), reference) << s.Name();
+  auto reference = test::TrainSteps(small, MemoryStrategy::kNone, 2);
+  for (const MemoryStrategy& s : StrategiesWithBudget(small)) EXPECT_EQ(test::TrainSteps(small, s, 2), reference) << s.Name();
 }
 
 }  // namespace
