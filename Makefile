@@ -37,7 +37,7 @@ test: build data
 tsan: deps data
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_TSAN=ON
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target frugal_tests
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(TSAN_BUILD)/tests/frugal_tests
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tools/tsan.supp" $(TSAN_BUILD)/tests/frugal_tests
 
 demo: build data
 	$(FRUGAL) plan --config $(DEMO_CONFIG) --memory all

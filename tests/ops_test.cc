@@ -11,7 +11,9 @@ namespace {
 // Requires that the harness really checked something.
 void ExpectCovered(const OpReport& r, bool grads = true) {
   EXPECT_GT(r.forward_checked, 0);
-  if (grads) EXPECT_GT(r.grads_checked, 0);
+  if (grads) {
+    EXPECT_GT(r.grads_checked, 0);
+  }
   EXPECT_GT(r.kernels_checked, 0);
 }
 

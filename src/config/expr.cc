@@ -69,9 +69,9 @@ class Parser {
   int64_t Term() {
     int64_t v = Factor();
     while (true) {
-      bool div = false, mod = false;
       if (Eat('*')) { v *= Factor(); continue; }
-      if (Eat('/')) div = true; else if (Eat('%')) mod = true; else return v;
+      bool div = Eat('/');
+      if (!div && !Eat('%')) return v;
       int64_t d = Factor();
       if (d == 0) Fail("division by zero");
       v = div ? v / d : v % d;
