@@ -19,4 +19,4 @@ run() {  # name, config, defines...
 }
 run "ResNet-56 (1x28x28, batch 64)" models/resnet/resnet_cifar.prototxt --define depth=56 --define channels=1 --define size=28 --define batch=64
 run "ResNet-164 (1x28x28, batch 32)" models/resnet/resnet_cifar.prototxt --define depth=164 --define channels=1 --define size=28 --define batch=32
-run "LSTM 2x256, 64 steps, batch 32, vocab 1000" models/lstm/lstm_lm.prototxt --define layers=2 --define hidden=256 --define seq_len=64 --define batch=32 --define vocab=1000 --define 'outputs=$(${seq_len} - 1)'
+run "LSTM 2x256, 64 steps, batch 32, vocab 1000" models/lstm/lstm_lm.prototxt --define layers=2 --define hidden=256 --define seq_len=64 --define batch=32 --define vocab=1000 --define 'outputs=$(${seq_len} - 1)' --token-data 1000

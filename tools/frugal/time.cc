@@ -18,6 +18,7 @@
 DEFINE_int32(iters, 20, "time: timed iterations (after the warm-up)");
 DEFINE_int32(warmup, 3, "time: untimed iterations first");
 DEFINE_bool(data_grad, true, "time: compute the gradient of the data input too");
+DEFINE_int64(token_data, 0, "time: data are whole numbers in [0, N) (token ids for an embedding) instead of [-1, 1)");
 
 namespace frugal::cli {
 namespace {
@@ -62,7 +63,10 @@ void Build(const ConfigFile& cfg, Timed* t) {
     if (n.var == VarKind::kInput && n.name == dc.label_name()) {
       v.Fill(0.f);
     } else if (n.init.empty()) {
-      for (int64_t k = 0; k < v.size(); ++k) v.f()[k] = static_cast<float>(2 * rng.Uniform() - 1);
+      for (int64_t k = 0; k < v.size(); ++k) {
+        v.f()[k] = FLAGS_token_data > 0 ? static_cast<float>(rng.Next() % FLAGS_token_data)
+                                        : static_cast<float>(2 * rng.Uniform() - 1);
+      }
     } else {
       InitParam(n.init, n.name, &v, &rng);
     }
