@@ -263,7 +263,9 @@ TEST(ThreadedEngine, WaitForVarWaitsOnlyForThatVariable) {
 TEST(ThreadedEngine, HigherPriorityRunsFirstAmongReadyFunctions) {
   auto e = MakeEngine("threaded", {1, 1});
   Gate gate;
-  e->Push([&] { gate.Wait(); }, {}, {e->NewVar()}, {});  // holds the only worker
+  std::atomic<bool> holding{false};
+  e->Push([&] { holding = true; gate.Wait(); }, {}, {e->NewVar()}, {});  // holds the only worker
+  while (!holding) std::this_thread::yield();  // else the worker may pick a prioritised one first
   std::vector<int> order;
   std::mutex mu;
   for (int p : {0, 5, -3, 9, 1}) {

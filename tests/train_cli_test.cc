@@ -484,3 +484,41 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
 
 }  // namespace
 }  // namespace frugal::test
+
+namespace frugal::test {
+namespace {
+
+TEST(TrainCli, TestSummaryAndViz) {
+  TempDir dir;
+  std::string cfg;
+  const std::string ckpt = TrainOneEpoch(dir, &cfg);
+  RunResult t = RunFrugal("test --config " + cfg + " --checkpoint " + ckpt);
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(t.output, m, std::regex("test-accuracy=([0-9.]+)"))) << t.output;
+  EXPECT_GT(std::stod(m[1]), 0.9) << "the trained toy model";
+  EXPECT_NE(t.output.find("(40 samples)"), std::string::npos) << t.output;
+  RunResult bad = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("nope.ckpt"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(ErrorLine(bad).find(dir.File("nope.ckpt")), std::string::npos) << bad.output;
+
+  RunResult s = RunFrugal("summary --config " + cfg);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  // fc1: 16 x 16 weights + 16 biases; its output (8 x 16 floats) is kept for relu's gradient? No: relu
+  // reads its own output, and fc2's gradient reads relu1's; fc1's output dies in the forward pass.
+  EXPECT_TRUE(std::regex_search(s.output, std::regex("fc1 +fully_connected +\\(8,16\\) +272 ")))
+      << s.output;
+  EXPECT_TRUE(std::regex_search(s.output, std::regex("relu1 +relu +\\(8,16\\) +0 +[0-9.e+]+ +512 B")))
+      << s.output;
+  EXPECT_NE(s.output.find("total (share, batch 8): 340 parameters"), std::string::npos) << s.output;
+
+  RunResult v = RunFrugal("viz --config " + cfg + " --memory share");
+  ASSERT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("digraph"), std::string::npos);
+  EXPECT_NE(v.output.find("n1 -> "), std::string::npos) << v.output;
+  EXPECT_EQ(v.output.find("style=\"dashed"), std::string::npos) << "share recomputes nothing";
+  EXPECT_NE(v.output.find("share: 0 nodes recomputed"), std::string::npos) << v.output;
+}
+
+}  // namespace
+}  // namespace frugal::test

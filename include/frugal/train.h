@@ -70,4 +70,9 @@ struct TrainOptions {
 // validation data).
 double Train(const ConfigFile& cfg, const TrainOptions& opts);
 
+// Evaluates the config's model with the parameters and aux state of a
+// checkpoint on data.val (data.train when the config has no val); returns
+// the solver's metrics. Throws Error naming the checkpoint or the data.
+MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint);
+
 }  // namespace frugal

@@ -447,4 +447,17 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   return last_acc;
 }
 
+MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {
+  const config::Data& dc = cfg.net.data();
+  Session s(cfg, ParseMemoryStrategy(cfg.net.memory().strategy()), nullptr);
+  CheckpointState c = LoadCheckpoint(checkpoint);
+  RestoreTensors(c.params, s.params, "parameters", checkpoint);
+  RestoreTensors(c.aux, s.aux, "aux state", checkpoint);
+  const bool val = dc.has_val();
+  std::unique_ptr<DataIter> it = LoadSource(cfg, val ? dc.val() : dc.train(), val ? "val" : "train", s.model, false);
+  LOG(INFO) << "test " << checkpoint << " on data." << (val ? "val" : "train") << ": " << it->Describe();
+  const config::Solver& sc = cfg.net.solver();
+  return Evaluate(&s, it.get(), std::vector<std::string>(sc.metric().begin(), sc.metric().end()));
+}
+
 }  // namespace frugal

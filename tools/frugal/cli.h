@@ -20,6 +20,9 @@ extern std::vector<std::string> g_args;
 ConfigFile LoadConfigFromFlags();
 
 int Train();
+int Test();
+int Summary();
+int Viz();
 int Plan();
 int Time();
 int Ops();

@@ -73,6 +73,9 @@ const std::map<std::string, Command>& Commands() {
   static const std::map<std::string, Command> commands = {
       {"train", {frugal::cli::Train, "train the config's model on its data"}},
       {"plan", {frugal::cli::Plan, "print the memory plan without training"}},
+      {"test", {frugal::cli::Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE"}},
+      {"summary", {frugal::cli::Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward"}},
+      {"viz", {frugal::cli::Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed"}},
       {"time", {frugal::cli::Time, "time each op's forward and backward pass and the whole step"}},
       {"ops", {frugal::cli::Ops, "list the registered ops and what each declares"}},
       {"onnx-test", {frugal::cli::OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...", true}},

@@ -1,0 +1,22 @@
+// frugal test: evaluate a checkpoint on the config's validation data.
+#include <gflags/gflags.h>
+
+#include <cstdio>
+
+#include "cli.h"
+#include "frugal/train.h"
+
+DEFINE_string(checkpoint, "", "test: the checkpoint whose parameters to evaluate");
+
+namespace frugal::cli {
+
+int Test() {
+  ConfigFile cfg = LoadConfigFromFlags();
+  FRUGAL_REQUIRE(!FLAGS_checkpoint.empty(), "no checkpoint given (use --checkpoint FILE)");
+  MetricSet m = frugal::Test(cfg, FLAGS_checkpoint);
+  std::printf("%s: %s (%lld samples)\n", FLAGS_checkpoint.c_str(), m.ToString("test-").c_str(),
+              static_cast<long long>(m.count()));
+  return 0;
+}
+
+}  // namespace frugal::cli
