@@ -2,16 +2,12 @@
 
 namespace frugal::test {
 
-std::vector<std::vector<float>> TrainSteps(const ConfigFile& cfg, const MemoryStrategy& strategy, int steps,
-                                           int64_t* arena_allocated) {
-  const config::Solver& sc = cfg.net.solver();
-  Model m = BuildModel(cfg, strategy);
-  auto engine = MakeEngine("naive");
-  Rng rng(sc.seed());
-  std::unique_ptr<Optimizer> opt = MakeOptimizer(OptimizerOptionsFromConfig(sc, cfg.path));
-  Bindings b;
-  std::map<std::string, Tensor> grads;
-  std::map<std::string, OptState> states;
+BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy)
+    : solver(cfg.net.solver()),
+      m(BuildModel(cfg, strategy)),
+      engine(MakeEngine("naive")),
+      rng(solver.seed()),
+      opt(MakeOptimizer(OptimizerOptionsFromConfig(solver, cfg.path))) {
   for (int id : m.params) {
     const Node& n = m.train.node(id);
     Tensor w = Tensor::Empty(m.train.shape({id, 0}));
@@ -20,21 +16,37 @@ std::vector<std::vector<float>> TrainSteps(const ConfigFile& cfg, const MemorySt
     b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
     states[n.name] = opt->CreateState(w);
   }
-  Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
-  Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
+  data = b.vars["data"] = Tensor::Empty(m.data_shape);
+  label = b.vars["label"] = Tensor::Empty(m.label_shape);
   const int64_t before = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
-  Executor exec(m.train, m.train_plan, b, engine.get());
-  if (arena_allocated) *arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena) - before;
-  for (int step = 0; step < steps; ++step) {
-    for (int64_t i = 0; i < data.size(); ++i) data.f()[i] = static_cast<float>(2 * rng.Uniform() - 1);
-    for (int64_t i = 0; i < label.size(); ++i) label.f()[i] = static_cast<float>(rng.Next() % 10);
-    exec.Run(true, step, sc.seed());
-    for (auto& [name, g] : grads) opt->Update(&b.vars[name], g, &states[name], sc.lr(), step + 1);
+  exec = std::make_unique<Executor>(m.train, m.train_plan, b, engine.get());
+  arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena) - before;
+}
+
+void BoundModel::Step(int64_t step) {
+  exec->Run(true, step - 1, solver.seed());
+  for (auto& [name, g] : grads) opt->Update(&b.vars[name], g, &states[name], solver.lr(), step);
+}
+
+std::vector<std::vector<float>> BoundModel::Params() const {
+  std::vector<std::vector<float>> out;
+  for (const auto& [name, t] : b.vars)
+    if (name != "data" && name != "label") out.emplace_back(t.f(), t.f() + t.size());
+  return out;
+}
+
+std::vector<std::vector<float>> TrainSteps(const ConfigFile& cfg, const MemoryStrategy& strategy, int steps,
+                                           int64_t* arena_allocated) {
+  BoundModel bm(cfg, strategy);
+  if (arena_allocated) *arena_allocated = bm.arena_allocated;
+  for (int step = 1; step <= steps; ++step) {
+    for (int64_t i = 0; i < bm.data.size(); ++i) bm.data.f()[i] = static_cast<float>(2 * bm.rng.Uniform() - 1);
+    for (int64_t i = 0; i < bm.label.size(); ++i) bm.label.f()[i] = static_cast<float>(bm.rng.Next() % 10);
+    bm.Step(step);
   }
-  std::vector<std::vector<float>> result;
-  for (auto& [name, t] : b.vars)
-    if (name != "data" && name != "label") result.emplace_back(t.f(), t.f() + t.size());
-  result.emplace_back(exec.output(0).f(), exec.output(0).f() + exec.output(0).size());
+  std::vector<std::vector<float>> result = bm.Params();
+  const Tensor& y = bm.exec->output(0);
+  result.emplace_back(y.f(), y.f() + y.size());
   return result;
 }
 

@@ -1,19 +1,44 @@
-// Training a config's model for a few steps outside the trainer: the
-// reference that memory strategies must reproduce bit for bit.
+// Training a config's model outside the trainer: the references that memory
+// strategies and engines must reproduce bit for bit.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "frugal/train.h"
 
 namespace frugal::test {
 
-// Runs `steps` steps of the config's optimizer (solver section) on the naive
-// engine, on pseudo-random data drawn from the solver's seed (data uniform in
-// [-1, 1), labels in [0, 10)). Returns every parameter's values, then the
-// last step's output 0. If arena_allocated is set, it gets the bytes the
-// executor allocated for its arena.
+// A config's model bound on the naive engine: parameters initialised from the
+// solver's seed, gradients, optimizer state, data and label tensors.
+struct BoundModel {
+  BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy);
+  // One step: run forward and backward, then update every parameter in name
+  // order with the solver's lr (step counts from 1).
+  void Step(int64_t step);
+  // Every parameter's values, in name order.
+  std::vector<std::vector<float>> Params() const;
+
+  const config::Solver& solver;
+  Model m;
+  std::unique_ptr<Engine> engine;
+  Rng rng;
+  std::unique_ptr<Optimizer> opt;
+  Bindings b;
+  std::map<std::string, Tensor> grads;
+  std::map<std::string, OptState> states;
+  Tensor data, label;
+  int64_t arena_allocated = 0;  // bytes the executor's arena took
+  std::unique_ptr<Executor> exec;
+};
+
+// Runs `steps` steps on pseudo-random data drawn from the solver's seed (data
+// uniform in [-1, 1), labels in [0, 10)). Returns every parameter's values,
+// then the last step's output 0. If arena_allocated is set, it gets the bytes
+// the executor allocated for its arena.
 std::vector<std::vector<float>> TrainSteps(const ConfigFile& cfg, const MemoryStrategy& strategy, int steps,
                                            int64_t* arena_allocated = nullptr);
 

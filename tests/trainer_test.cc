@@ -11,6 +11,7 @@
 #include "frugal/io.h"
 #include "frugal/train.h"
 #include "test_util.h"
+#include "train_steps.h"
 
 namespace frugal {
 namespace {
@@ -87,38 +88,18 @@ class TrainerTest : public ::testing::Test {
 // parameter in name order, in the caller's thread.
 Params SequentialReference(const ConfigFile& cfg) {
   const config::Solver& sc = cfg.net.solver();
-  Model m = BuildModel(cfg, MemoryStrategy::kShare);
-  auto engine = MakeEngine("naive");
-  Rng rng(sc.seed());
-  Bindings b;
-  std::unique_ptr<Optimizer> opt = MakeOptimizer(OptimizerOptionsFromConfig(sc, cfg.path));
-  std::map<std::string, Tensor> grads;
-  std::map<std::string, OptState> states;
-  for (int id : m.params) {
-    const Node& n = m.train.node(id);
-    Tensor w = Tensor::Empty(m.train.shape({id, 0}));
-    InitParam(n.init, n.name, &w, &rng);
-    b.vars[n.name] = w;
-    b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
-    states[n.name] = opt->CreateState(w);
-  }
-  Tensor data = b.vars["data"] = Tensor::Empty(m.data_shape);
-  Tensor label = b.vars["label"] = Tensor::Empty(m.label_shape);
-  Executor exec(m.train, m.train_plan, b, engine.get());
+  test::BoundModel bm(cfg, MemoryStrategy::kShare);
   Dataset ds = LoadIdxDataset(cfg.net.data().train().idx().images(), cfg.net.data().train().idx().labels());
-  BatchIter it(ds, m.batch, cfg.net.data().shuffle(), sc.seed());
-  int64_t iter = 0;
+  BatchIter it(ds, bm.m.batch, cfg.net.data().shuffle(), sc.seed());
+  int64_t step = 0;
   for (int epoch = 0; epoch < sc.epochs(); ++epoch) {
     it.BeginEpoch(epoch);
-    while (it.Next(data.f(), label.f(), nullptr)) {
-      exec.Run(true, iter++, sc.seed());
-      for (auto& [name, g] : grads) opt->Update(&b.vars[name], g, &states[name], sc.lr(), iter);
-    }
+    while (it.Next(bm.data.f(), bm.label.f(), nullptr)) bm.Step(++step);
   }
   Params p;
-  for (int id : m.params) {
-    const Tensor& w = b.vars[m.train.node(id).name];
-    p[m.train.node(id).name].assign(w.f(), w.f() + w.size());
+  for (int id : bm.m.params) {
+    const Tensor& w = bm.b.vars[bm.m.train.node(id).name];
+    p[bm.m.train.node(id).name].assign(w.f(), w.f() + w.size());
   }
   return p;
 }
