@@ -138,11 +138,45 @@ TEST(Cli, TruncatedIdxIsRefused) {
 
 TEST(Cli, UnknownCommandAndFlag) {
   RunResult r = RunFrugal("trian");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("unknown command 'trian'"), std::string::npos) << r.output;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "frugal: error: unknown command 'trian' (did you mean 'train'?); 'frugal help' lists the commands\n");
   r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --no-such-flag");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("no_such_flag"), std::string::npos) << r.output;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "frugal: error: --no-such-flag is not a flag of 'frugal plan'; 'frugal plan --help' lists its flags\n");
+  r = RunFrugal("train --confg models/mlp/fashion_mnist.prototxt");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--confg is not a flag of 'frugal train' (did you mean --config?)"), std::string::npos)
+      << r.output;
+  // A flag of another command is refused, not silently ignored.
+  r = RunFrugal("train --config models/mlp/fashion_mnist.prototxt --iters 3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--iters is a flag of 'frugal time', not of 'frugal train'"), std::string::npos) << r.output;
+  r = RunFrugal("ops --config models/mlp/fashion_mnist.prototxt");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--config does not apply to 'frugal ops'"), std::string::npos) << r.output;
+}
+
+// 'frugal CMD --help' and 'frugal help CMD': every flag of the command with its
+// default, and nothing of the other commands.
+TEST(Cli, CommandHelpListsEveryFlagWithItsDefault) {
+  RunResult r = RunFrugal("time --help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, RunFrugal("help time").output);
+  for (const char* line : {"usage: frugal time [flags]", "  --iters ", "timed iterations (after the warm-up) [20]",
+                           "  --memory ", "  --config ", "network config (.prototxt) [\"\"]", "--define NAME=VALUE"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  EXPECT_EQ(r.output.find("--resume"), std::string::npos) << "a flag of train\n" << r.output;
+  r = RunFrugal("train -h");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"--resume ", "--progress ", "[true]", "--max-iters ", "[-1]"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  r = RunFrugal("help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("  im2rec "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'frugal COMMAND --help'"), std::string::npos) << r.output;
+  r = RunFrugal("help nosuch");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("frugal: error: no command 'nosuch'"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PrintsTheEngineAtStart) {

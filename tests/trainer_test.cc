@@ -5,10 +5,12 @@
 #include <glog/logging.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "frugal/config.h"
 #include "frugal/io.h"
+#include "frugal/progress.h"
 #include "frugal/train.h"
 #include "test_util.h"
 #include "train_steps.h"
@@ -228,6 +230,38 @@ TEST_F(TrainerTest, AnOpErrorStopsTrainingWithTheOpName) {
       EXPECT_NE(msg.find("label 9 of sample "), std::string::npos) << engine << ": " << msg;
     }
   }
+}
+
+TEST(Progress, TextAndDurations) {
+  EXPECT_EQ(FormatDuration(0), "0:00");
+  EXPECT_EQ(FormatDuration(65.4), "1:05");
+  EXPECT_EQ(FormatDuration(3723), "1:02:03");
+  EXPECT_EQ(ProgressText({2, 10, 120, 938, 1234.56, "accuracy=0.900000", 0.1f, 245}),
+            "Epoch[2] of 10  batch 120/938  1234.6 samples/s  accuracy=0.900000  lr 0.1  ETA 4:05");
+  EXPECT_EQ(ProgressText({0, 1, 1, 5, 0, "", 0.5f, -1}), "Epoch[0] of 1  batch 1/5  0.0 samples/s  lr 0.5  ETA ?");
+}
+
+// Each batch redraws one line in place (rate-limited to none here), and the
+// line is erased before training ends, so log lines never run into it.
+TEST_F(TrainerTest, TheLiveLineIsRedrawnInPlaceAndErasedAtTheEnd) {
+  FILE* tty = std::tmpfile();
+  ASSERT_NE(tty, nullptr);
+  TrainOptions opts;
+  opts.progress = tty;
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  cfg.net.mutable_solver()->set_epochs(2);
+  Train(cfg, opts);
+  std::string out(static_cast<size_t>(std::ftell(tty)), '\0');
+  std::rewind(tty);
+  ASSERT_EQ(std::fread(out.data(), 1, out.size(), tty), out.size());
+  std::fclose(tty);
+  EXPECT_EQ(out.find('\n'), std::string::npos) << "one line, rewritten with \\r";
+  EXPECT_NE(out.find("\rEpoch[0] of 2  batch 1/13  "), std::string::npos) << out;
+  EXPECT_NE(out.find("\rEpoch[1] of 2  batch 12/13  "), std::string::npos) << out;
+  EXPECT_NE(out.find(" accuracy="), std::string::npos) << out;
+  EXPECT_NE(out.find("  ETA 0:0"), std::string::npos) << out;
+  const std::string erase = "\r\033[K";
+  EXPECT_EQ(out.compare(out.size() - erase.size(), erase.size(), erase), 0) << "erased at the end";
 }
 
 }  // namespace

@@ -91,4 +91,8 @@ std::string HumanBytes(int64_t bytes);
 // Parses "7GB", "512MiB", "1024" into bytes; throws Error on bad input.
 int64_t ParseBytes(const std::string& text);
 
+// The candidate nearest to `name` in edit distance (Levenshtein), or "" when
+// none is closer than `max_distance`: the "did you mean" of error messages.
+std::string Nearest(const std::string& name, const std::vector<std::string>& candidates, size_t max_distance = 4);
+
 }  // namespace frugal

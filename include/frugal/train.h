@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,9 @@ struct TrainOptions {
   std::string tensorboard;  // a directory for TensorBoard event files
   std::string profile;      // a Chrome trace (JSON) of the ops of the first profile_steps steps
   int profile_steps = 3;
+  // A terminal for the live progress line (the CLI passes stderr when it is
+  // one); null: log lines only.
+  FILE* progress = nullptr;
   // If set, filled with every parameter's values after training (tests).
   std::map<std::string, std::vector<float>>* final_params = nullptr;
   // If set, runs on this engine instead of making the config's (tests).

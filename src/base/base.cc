@@ -1,5 +1,6 @@
 #include "frugal/base.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -77,6 +78,36 @@ int64_t ParseBytes(const std::string& text) {
   }
   throw Error(Fmt("'", text, "': unknown unit '", unit,
                   "' (use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)"));
+}
+
+namespace {
+// Levenshtein distance.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::string Nearest(const std::string& name, const std::vector<std::string>& candidates, size_t max_distance) {
+  std::string best;
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(name, c);
+    if (d < max_distance) {
+      max_distance = d;
+      best = c;
+    }
+  }
+  return best;
 }
 
 }  // namespace frugal

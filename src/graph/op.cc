@@ -199,33 +199,13 @@ const OpDef* OpRegistry::Find(const std::string& name) const {
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
-namespace {
-// Levenshtein distance, for "did you mean".
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
 
 const OpDef& OpRegistry::Require(const std::string& name, const std::string& where) const {
   if (const OpDef* op = Find(name)) return *op;
-  std::string best;
-  size_t best_d = 4;
-  for (const auto& [n, op] : ops_) {
-    if (n[0] == '_') continue;  // backward ops are not for configs
-    size_t d = EditDistance(name, n);
-    if (d < best_d) { best_d = d; best = n; }
-  }
+  std::vector<std::string> names;
+  for (const auto& [n, op] : ops_)
+    if (n[0] != '_') names.push_back(n);  // backward ops are not for configs
+  const std::string best = Nearest(name, names);
   throw Error(Fmt(where, ": unknown op '", name, "'",
                   best.empty() ? " (run 'frugal ops' for the list)" : " (did you mean '" + best + "'?)"));
 }

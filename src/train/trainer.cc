@@ -16,6 +16,7 @@
 
 #include "frugal/checkpoint.h"
 #include "frugal/io.h"
+#include "frugal/progress.h"
 #include "frugal/tensorboard.h"
 #include "frugal/train.h"
 
@@ -322,6 +323,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   auto old_term = std::signal(SIGTERM, OnStopSignal);
 
   const int display = std::max(1, sc.display());
+  ProgressLine progress(opts.progress);
   double last_acc = 0;
   bool done = false;
   // Filled by pushed functions: valid under data/label, the rest under s.metrics_var.
@@ -330,11 +332,13 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   DrainOnUnwind drain(s.engine);
   auto save = [&](int64_t epoch, int64_t position) {
     s.engine->WaitAll();
+    progress.Clear();
     std::string path = ckpt->Save(s.State(cfg, epoch, iter / iter_size, position));
     LOG(INFO) << "checkpoint " << path;
   };
   auto validate = [&](int64_t epoch) {
     MetricSet val_m = Evaluate(&s, val_it.get(), metric_names);
+    progress.Clear();
     LOG(INFO) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
     if (tb)
       for (const auto& [name, v] : val_m.Values()) tb->AddScalar("val/" + name, v, iter / iter_size);
@@ -351,6 +355,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     // The metrics of batches [0, batch_no) are in; prints the window if it is full.
     auto log_window = [&] {
       if (batch_no == logged || batch_no % display != 0) return;
+      progress.Clear();
       const double speed = window_samples / Seconds(t_window);
       LOG(INFO) << Fmt("Epoch[", epoch, "] Batch [", batch_no - display, "-", batch_no, "]  Speed: ") << std::fixed
                 << std::setprecision(2) << speed << " samples/sec  " << window_m.ToString() << " lr=" << std::defaultfloat << std::setprecision(6) << rate;
@@ -369,6 +374,16 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       t_window = Clock::now();
       logged = batch_no;
     };
+    // The live line: the epoch's metrics so far, its speed, and the time left at that speed.
+    const int64_t first_batch = skip;
+    auto show_progress = [&] {
+      if (batch_no == first_batch) return;
+      const double secs_per_batch = Seconds(t_epoch) / static_cast<double>(batch_no - first_batch);
+      int64_t left = (batches - batch_no) + (sc.epochs() - epoch - 1) * batches;
+      if (sc.max_iters() > 0) left = std::min(left, sc.max_iters() - iter);
+      progress.Show({epoch, sc.epochs(), batch_no, batches, epoch_m.count() / Seconds(t_epoch), epoch_m.ToString(),
+                     rate, static_cast<double>(left) * secs_per_batch});
+    };
     // Resuming inside an epoch: the batches already used are read and dropped.
     train_it->Reset(epoch);
     for (int64_t b = 0; b < skip; ++b) train_it->Next(s.data.f(), s.label.f(), &valid);
@@ -385,6 +400,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       // Batch b-1's metrics: the loop stays at most one batch ahead.
       s.engine->WaitForVar(s.metrics_var);
       log_window();
+      show_progress();
       s.PushMetrics(*s.train, {&epoch_m, &window_m}, &valid, &window_samples);
       ++batch_no;
       ++iter;
@@ -402,6 +418,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     }
     skip = 0;
     s.engine->WaitAll();
+    progress.Clear();
     log_window();
     if (g_stop) {
       LOG(WARNING) << "stopped by a signal after " << iter / iter_size << " updates";

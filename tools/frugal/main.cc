@@ -9,9 +9,11 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "cli.h"
 
@@ -63,55 +65,123 @@ ConfigFile LoadConfigFromFlags() {
 
 namespace {
 
+using frugal::Error;
+using frugal::Fmt;
+
 struct Command {
   int (*run)();
   const char* help;
-  bool takes_args = false;  // positional arguments, in frugal::cli::g_args
+  std::vector<std::string> flag_files;  // the source files defining the flags it takes (its own first)
+  bool uses_config = true;   // takes --config, --define and main.cc's overrides
+  bool takes_args = false;   // positional arguments, in frugal::cli::g_args
 };
 
 const std::map<std::string, Command>& Commands() {
+  using namespace frugal::cli;
   static const std::map<std::string, Command> commands = {
-      {"train", {frugal::cli::Train, "train the config's model on its data"}},
-      {"plan", {frugal::cli::Plan, "print the memory plan without training"}},
-      {"test", {frugal::cli::Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE"}},
-      {"summary", {frugal::cli::Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward"}},
-      {"viz", {frugal::cli::Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed"}},
-      {"time", {frugal::cli::Time, "time each op's forward and backward pass and the whole step"}},
-      {"ops", {frugal::cli::Ops, "list the registered ops and what each declares"}},
-      {"onnx-test", {frugal::cli::OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...", true}},
-      {"import-onnx", {frugal::cli::ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", true}},
-      {"im2rec", {frugal::cli::Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx"}},
+      {"train", {Train, "train the config's model on its data", {"train.cc"}}},
+      {"plan", {Plan, "print the memory plan without training", {"plan.cc"}}},
+      {"test", {Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE", {"test.cc"}}},
+      {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {"summary.cc"}}},
+      {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {"viz.cc"}}},
+      {"time", {Time, "time each op's forward and backward pass and the whole step", {"time.cc"}}},
+      {"ops", {Ops, "list the registered ops and what each declares", {"ops.cc", "plan.cc"}, false}},
+      {"onnx-test", {OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...", {"onnx_test.cc"}, false, true}},
+      {"import-onnx", {ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", {"import_onnx.cc"}, false, true}},
+      {"im2rec", {Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx", {"im2rec.cc"}, false}},
   };
   return commands;
+}
+
+std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// Which command a flag belongs to: "" for the common flags of main.cc, the
+// name of the command whose own file defines it, nullopt for flags from
+// outside frugal (glog's), which every command accepts.
+std::optional<std::string> FlagOwner(const gflags::CommandLineFlagInfo& f) {
+  const std::string file = Basename(f.filename);
+  if (file == "main.cc") return std::string();
+  for (const auto& [name, c] : Commands())
+    if (file == c.flag_files[0]) return name;
+  return std::nullopt;
+}
+
+bool FlagApplies(const gflags::CommandLineFlagInfo& f, const std::string& cmd) {
+  const Command& c = Commands().at(cmd);
+  const std::string file = Basename(f.filename);
+  if (file == "main.cc") return c.uses_config;
+  return !FlagOwner(f) || std::find(c.flag_files.begin(), c.flag_files.end(), file) != c.flag_files.end();
+}
+
+std::string Dashed(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return "--" + name;
 }
 
 void Usage(FILE* out) {
   std::fprintf(out, "usage: frugal COMMAND [ARGS] [flags]\n\ncommands:\n");
   for (const auto& [name, c] : Commands()) std::fprintf(out, "  %-12s %s\n", name.c_str(), c.help);
-  std::fprintf(out, "\n'frugal COMMAND --helpshort' lists the flags.\n");
+  std::fprintf(out, "\n'frugal COMMAND --help' (or 'frugal help COMMAND') lists the command's flags with their defaults.\n");
 }
 
-// gflags wants underscores; users write --max-iters. Also pulls out every
-// --define, which may repeat.
-std::vector<std::string> NormaliseArgs(int argc, char** argv) {
+// Every flag the command takes, with its default.
+void CommandHelp(const std::string& cmd) {
+  const Command& c = Commands().at(cmd);
+  std::printf("usage: frugal %s%s [flags]\n%s\n\nflags (default in brackets):\n", cmd.c_str(),
+              c.takes_args ? " ARGS..." : "", c.help);
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& f : flags) {
+    if (!FlagOwner(f) || !FlagApplies(f, cmd)) continue;
+    const std::string value = f.type == "string" ? "\"" + f.default_value + "\"" : f.default_value;
+    std::printf("  %-26s %s [%s]\n", Dashed(f.name).c_str(), f.description.c_str(), value.c_str());
+  }
+  if (c.uses_config) std::printf("  %-26s %s\n", "--define NAME=VALUE", "set a variable the config declares (repeatable)");
+  std::printf("\nglog's flags apply too: --v=N (verbose logging), --minloglevel=N, --log_dir=DIR.\n");
+}
+
+// gflags wants underscores; users write --max-iters. Pulls out every
+// --define, which may repeat, and refuses flags the command does not take
+// (naming the nearest one it does), so a flag of another command is never
+// silently ignored.
+std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** argv) {
   std::vector<std::string> out{argv[0]};
+  const bool uses_config = Commands().at(cmd).uses_config;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--define" || a == "-define") {
-      if (i + 1 >= argc) throw frugal::Error("--define needs name=value");
+    if (uses_config && (a == "--define" || a == "-define")) {
+      if (i + 1 >= argc) throw Error("--define needs name=value");
       frugal::cli::g_defines.push_back(argv[++i]);
       continue;
     }
-    if (a.rfind("--define=", 0) == 0) {
+    if (uses_config && a.rfind("--define=", 0) == 0) {
       frugal::cli::g_defines.push_back(a.substr(9));
       continue;
     }
-    if (a.rfind("--", 0) == 0) {
-      size_t end = a.find('=');
-      for (size_t k = 2; k < std::min(end, a.size()); ++k)
-        if (a[k] == '-') a[k] = '_';
-    }
     out.push_back(a);
+    if (a.size() < 2 || a[0] != '-' || a == "--") continue;
+    const size_t dashes = a[1] == '-' ? 2 : 1, eq = a.find('=');
+    std::string name = a.substr(dashes, eq == std::string::npos ? std::string::npos : eq - dashes);
+    std::replace(name.begin(), name.end(), '-', '_');
+    out.back() = std::string(dashes, '-') + name + (eq == std::string::npos ? "" : a.substr(eq));
+    gflags::CommandLineFlagInfo f;
+    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &f);
+    if (!known && name.rfind("no", 0) == 0 && gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &f))
+      known = f.type == "bool";  // --nofoo
+    if (!known || !FlagApplies(f, cmd)) {
+      std::vector<std::string> candidates;
+      std::vector<gflags::CommandLineFlagInfo> all;
+      gflags::GetAllFlags(&all);
+      for (const auto& g : all)
+        if (FlagOwner(g) && FlagApplies(g, cmd)) candidates.push_back(g.name);
+      const std::string best = frugal::Nearest(name, candidates);
+      std::string why = " is not a flag of 'frugal " + cmd + "'";
+      if (known && FlagOwner(f)->empty()) why = " does not apply to 'frugal " + cmd + "'";
+      else if (known) why = " is a flag of 'frugal " + *FlagOwner(f) + "', not of 'frugal " + cmd + "'";
+      throw Error(Fmt(Dashed(name), why, best.empty() ? "" : " (did you mean " + Dashed(best) + "?)", "; 'frugal ",
+                      cmd, " --help' lists its flags"));
+    }
+    if (eq == std::string::npos && f.type != "bool" && i + 1 < argc) out.push_back(argv[++i]);  // the value
   }
   return out;
 }
@@ -123,27 +193,41 @@ int main(int argc, char** argv) {
   FLAGS_colorlogtostderr = false;
   google::InitGoogleLogging(argv[0]);
   gflags::SetUsageMessage("frugal COMMAND [ARGS] [flags]");
-  if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0) {
-    Usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  auto cmd = Commands().find(argv[1]);
-  if (cmd == Commands().end()) {
-    std::fprintf(stderr, "frugal: unknown command '%s'\n", argv[1]);
+  if (argc < 2) {
     Usage(stderr);
     return 2;
   }
+  const std::string first = argv[1];
   try {
-    std::vector<std::string> args = NormaliseArgs(argc - 1, argv + 1);
+    if (first == "help" || first == "--help" || first == "-h") {
+      if (argc < 3) Usage(stdout);
+      else if (Commands().count(argv[2])) CommandHelp(argv[2]);
+      else throw Error(Fmt("no command '", argv[2], "' to help with ('frugal help' lists the commands)"));
+      return 0;
+    }
+    auto cmd = Commands().find(first);
+    if (cmd == Commands().end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, c] : Commands()) names.push_back(name);
+      const std::string best = frugal::Nearest(first, names);
+      throw Error(Fmt("unknown command '", first, "'", best.empty() ? "" : " (did you mean '" + best + "'?)",
+                      "; 'frugal help' lists the commands"));
+    }
+    for (int i = 2; i < argc; ++i)
+      if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+        CommandHelp(first);
+        return 0;
+      }
+    std::vector<std::string> args = NormaliseArgs(first, argc - 1, argv + 1);
     std::vector<char*> ptrs;
     for (std::string& a : args) ptrs.push_back(a.data());
     int n = static_cast<int>(ptrs.size());
     char** p = ptrs.data();
     gflags::ParseCommandLineFlags(&n, &p, true);
-    if (n > 1 && !cmd->second.takes_args) throw frugal::Error(frugal::Fmt("unexpected argument '", p[1], "'"));
+    if (n > 1 && !cmd->second.takes_args) throw Error(Fmt("unexpected argument '", p[1], "'"));
     frugal::cli::g_args.assign(p + 1, p + n);
     return cmd->second.run();
-  } catch (const frugal::Error& e) {
+  } catch (const Error& e) {
     std::fprintf(stderr, "frugal: error: %s\n", e.what());
     return 1;
   }

@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "frugal/train.h"
 
-DEFINE_bool(json, false, "print one JSON object per strategy");
+DEFINE_bool(json, false, "print JSON: one object per strategy (plan) or per op (ops)");
 
 DECLARE_string(memory);
 

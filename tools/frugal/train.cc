@@ -1,6 +1,9 @@
 // frugal train: fit the config's model and report progress, validation,
 // checkpoints and events.
 #include <gflags/gflags.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "cli.h"
 #include "frugal/train.h"
@@ -11,6 +14,7 @@ DEFINE_string(weights, "", "initialise parameters by name from this checkpoint (
 DEFINE_string(tensorboard, "", "write TensorBoard scalar events into this directory");
 DEFINE_string(profile, "", "write a Chrome trace (JSON) of the ops of the first --profile-steps steps");
 DEFINE_int32(profile_steps, 3, "steps traced by --profile");
+DEFINE_bool(progress, true, "on a terminal, one live line: epoch, batch, samples/s, metrics, lr, ETA");
 
 namespace frugal::cli {
 
@@ -23,6 +27,7 @@ int Train() {
   opts.tensorboard = FLAGS_tensorboard;
   opts.profile = FLAGS_profile;
   opts.profile_steps = FLAGS_profile_steps;
+  if (FLAGS_progress && isatty(fileno(stderr))) opts.progress = stderr;
   frugal::Train(cfg, opts);
   return 0;
 }
