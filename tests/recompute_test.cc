@@ -206,5 +206,54 @@ TEST(Recompute, ResidualNetsRecomputeWithoutBlowUp) {
   for (const MemoryStrategy& s : StrategiesWithBudget(small)) EXPECT_EQ(test::TrainSteps(small, s, 2), reference) << s.Name();
 }
 
+// The chain program is exact on its model: on random chains it finds the
+// least FLOPs of all 2^L decisions whose peak fits (sizes in whole slots of
+// the memory, so its rounding loses nothing).
+TEST(ChainRecompute, FindsTheBestOfAllDecisions) {
+  Rng rng(7);
+  const int64_t memory = 1024 * 1000;  // slots of 1000 bytes
+  auto slots = [&](int lo, int hi) { return 1000 * (lo + static_cast<int64_t>(rng.Uniform() * (hi - lo))); };
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 2 + trial % 7;
+    std::vector<ChainBlock> chain(n);
+    for (ChainBlock& b : chain) {
+      b.boundary_bytes = slots(5, 40);
+      b.kept_bytes = slots(20, 150);
+      b.read_bytes = b.kept_bytes + slots(0, 50);
+      b.all_bytes = b.read_bytes + b.boundary_bytes + slots(0, 100);
+      b.cheap_flops = rng.Uniform() * 10;
+      b.inner_flops = b.cheap_flops + rng.Uniform() * 100;
+      b.boundary_flops = rng.Uniform() * 20;
+      b.cheap_keeps_boundary = rng.Uniform() < 0.5;
+    }
+    // Every plan: each block stored or dropped, each boundary cut or not,
+    // where cuts are as ChainPlan says: kept after a stored block where
+    // drop_cheap keeps it, and around every run.
+    double best = -1;
+    for (int mask = 0; mask < (1 << (2 * n)); ++mask) {
+      ChainPlan p{std::vector<bool>(n), std::vector<bool>(n)};
+      bool valid = true;
+      for (int j = 0; j < n; ++j) {
+        p.dropped[j] = mask >> j & 1;
+        p.cut[j] = mask >> (n + j) & 1;
+        valid = valid && (p.dropped[j] || !chain[j].cheap_keeps_boundary || p.cut[j]);
+        valid = valid && (j + 1 < n || p.cut[j]);  // nothing follows the last block
+      }
+      for (int j = 0; j + 1 < n; ++j)
+        valid = valid && (p.dropped[j] == p.dropped[j + 1] || p.cut[j]);  // runs start and end at cuts
+      if (valid && ChainPeak(chain, p) <= memory && (best < 0 || ChainFlops(chain, p) < best))
+        best = ChainFlops(chain, p);
+    }
+    const ChainPlan got = ChainRecompute(chain, memory);
+    if (best < 0) {
+      EXPECT_TRUE(got.empty()) << "trial " << trial << ": nothing fits";
+      continue;
+    }
+    ASSERT_EQ(got.dropped.size(), chain.size()) << "trial " << trial;
+    EXPECT_LE(ChainPeak(chain, got), memory) << "trial " << trial;
+    EXPECT_NEAR(ChainFlops(chain, got), best, 1e-9) << "trial " << trial;
+  }
+}
+
 }  // namespace
 }  // namespace frugal

@@ -252,18 +252,21 @@ std::vector<MemoryStrategy> AllMemoryStrategies() {
   return all;
 }
 
+double NodeFlops(const Graph& g, int i) {
+  const Node& n = g.node(i);
+  if (n.is_variable()) return 0;
+  std::vector<Shape> in, out;
+  for (const Entry& e : n.inputs) in.push_back(g.shape(e));
+  for (int k = 0; k < g.NumOutputs(i); ++k) out.push_back(g.shape({i, k}));
+  return n.op->Flops(n, in, out);
+}
+
 // FLOPs of the step without recomputation, and of the recomputations.
 void CountFlops(const Graph& g, MemoryPlan* plan) {
-  std::vector<Shape> in, out;
   for (int i = 0; i < g.num_nodes(); ++i) {
-    const Node& n = g.node(i);
-    if (n.is_variable()) continue;
-    in.clear();
-    out.clear();
-    for (const Entry& e : n.inputs) in.push_back(g.shape(e));
-    for (int k = 0; k < g.NumOutputs(i); ++k) out.push_back(g.shape({i, k}));
-    double f = n.op->Flops(n, in, out);
-    if (n.mirror_of >= 0) {
+    if (g.node(i).is_variable()) continue;
+    const double f = NodeFlops(g, i);
+    if (g.node(i).mirror_of >= 0) {
       plan->extra_flops += f;
       ++plan->num_recomputed;
     } else {

@@ -192,4 +192,52 @@ KeepLevels LognLevels(const Graph& g) {
   return ApplyAnnotations(g, levels);
 }
 
+std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap) {
+  const std::vector<int> cands = SplitCandidates(g);
+  std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
+  std::vector<ChainBlock> chain(cands.size() + 1);
+  size_t j = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (g.node(i).is_variable()) continue;
+    chain[j].nodes.push_back(i);
+    if (j < cands.size() && cands[j] == i) ++j;
+  }
+  for (size_t c = 0; c < cands.size(); ++c) chain[c].boundary = std::move(crossing[c]);
+  std::vector<bool> read = ReadByBackward(g);
+  for (ChainBlock& b : chain) {
+    for (int p : b.boundary) {
+      b.boundary_bytes += OutputBytes(g, p);
+      b.cheap_keeps_boundary = b.cheap_keeps_boundary && cheap[p] == 0;
+    }
+    for (int i : b.nodes) {
+      const int64_t bytes = OutputBytes(g, i);
+      const double flops = NodeFlops(g, i);
+      b.all_bytes += bytes;
+      if (std::find(b.boundary.begin(), b.boundary.end(), i) != b.boundary.end()) {
+        b.boundary_flops += flops;
+      } else {
+        b.inner_flops += flops;
+        for (int k = 0; k < g.NumOutputs(i); ++k)
+          if (read[g.EntryId({i, k})]) b.read_bytes += g.shape({i, k}).Size() * DTypeBytes(DType::kFloat32);
+        if (cheap[i] == 0) b.kept_bytes += bytes;
+        else b.cheap_flops += flops;
+      }
+    }
+  }
+  return chain;
+}
+
+KeepLevels ChainLevels(const Graph& g, const KeepLevels& cheap, const std::vector<ChainBlock>& chain,
+                       const ChainPlan& plan) {
+  CHECK_EQ(chain.size(), plan.dropped.size());
+  KeepLevels levels = cheap;
+  for (size_t j = 0; j < chain.size(); ++j)
+    if (plan.dropped[j])
+      for (int i : chain[j].nodes) levels[i] = kDropped;
+  for (size_t j = 0; j < chain.size(); ++j)
+    if (plan.cut[j])
+      for (int p : chain[j].boundary) levels[p] = 0;
+  return ApplyAnnotations(g, levels);
+}
+
 }  // namespace frugal

@@ -1,0 +1,132 @@
+// The chain model of one-level recomputation and its exact dynamic program
+// (the budget strategy's planner; passes.h states the model).
+//
+// Blocks 0..L-1 are stored or dropped; a run of dropped blocks i..k
+// between cuts is recomputed from the boundary before it, once, while
+// backward goes through it. With K = the bytes kept before a point:
+//   stored block j:   peak >= K + all_j (its forward pass),  K += kept_j,
+//                     FLOPs += cheap_j
+//   dropped run i..k: peak >= K + sum(read_m + boundary_m) + max(all_m),
+//                     FLOPs += sum(inner_i..inner_k)
+//   each boundary:    kept (a cut): K += boundary_j; else FLOPs += its FLOPs.
+// A stored block's boundary is cut where drop_cheap keeps it, and may be
+// cut where it does not; runs start and end at cuts. A run of one block,
+// cut on both sides everywhere, is the sqrt plan's shape. The state records
+// whether the boundary before the next block is kept (a run may start only
+// there).
+// and the peak is at least the final K (everything kept at the end of the
+// forward pass). The program runs over (block, K in 1/kSlots steps of the
+// memory): best[j][q] = the least FLOPs of blocks 0..j-1 keeping q slots, each
+// size rounded up, so any decision it returns keeps ChainPeak <= memory.
+// O(L^2 kSlots) in the worst case; runs stop growing when they no longer fit.
+#include <glog/logging.h>
+
+#include <cmath>
+#include <limits>
+
+#include "frugal/passes.h"
+
+namespace frugal {
+namespace {
+constexpr int kSlots = 1024;
+}  // namespace
+
+int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
+  int64_t kept = 0, peak = 0, run = 0, widest = 0;
+  for (size_t j = 0; j < chain.size(); ++j) {
+    if (plan.dropped[j]) {
+      run += chain[j].read_bytes + chain[j].boundary_bytes;
+      widest = std::max(widest, chain[j].all_bytes);
+      if (!plan.cut[j] && j + 1 < chain.size() && plan.dropped[j + 1]) continue;  // the run goes on
+      peak = std::max(peak, kept + run + widest);
+      run = widest = 0;
+    } else {
+      peak = std::max(peak, kept + chain[j].all_bytes);  // its forward pass
+      kept += chain[j].kept_bytes;
+    }
+    if (plan.cut[j]) kept += chain[j].boundary_bytes;
+  }
+  return std::max(peak, kept);
+}
+
+double ChainFlops(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
+  double flops = 0;
+  for (size_t j = 0; j < chain.size(); ++j)
+    flops += (plan.dropped[j] ? chain[j].inner_flops : chain[j].cheap_flops) + (plan.cut[j] ? 0 : chain[j].boundary_flops);
+  return flops;
+}
+
+ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
+  const size_t n = chain.size();
+  if (memory <= 0 || n == 0) return {};
+  const double slot = static_cast<double>(memory) / kSlots;
+  auto slots = [&](int64_t bytes) {
+    const double s = std::ceil(static_cast<double>(bytes) / slot);
+    return s > kSlots ? kSlots + 1 : static_cast<int>(s);
+  };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // best[c][j][q]: the least FLOPs of blocks 0..j-1 keeping q slots, with the
+  // boundary before block j kept (c = 1) or recomputed (c = 0).
+  std::vector<std::vector<double>> best[2];
+  // How (c, j, q) was reached: the last step began at block `start` in state (c, q).
+  struct Step {
+    int start = -1, c = 0, q = -1;
+    bool dropped = false;
+  };
+  std::vector<std::vector<Step>> from[2];
+  for (int c = 0; c < 2; ++c) {
+    best[c].assign(n + 1, std::vector<double>(kSlots + 1, kInf));
+    from[c].assign(n + 1, std::vector<Step>(kSlots + 1));
+  }
+  auto relax = [&](int c, size_t j, int q, double flops, Step step) {
+    if (q <= kSlots && flops < best[c][j][q]) {
+      best[c][j][q] = flops;
+      from[c][j][q] = step;
+    }
+  };
+  best[1][0][0] = 0;  // the data before block 0 is kept
+  for (size_t i = 0; i < n; ++i) {
+    const ChainBlock& b = chain[i];
+    for (int c = 0; c < 2; ++c) {
+      for (int q = 0; q <= kSlots; ++q) {
+        const double f = best[c][i][q];
+        if (f == kInf) continue;
+        // Block i stored, as drop_cheap does it, its boundary kept (a cut) or
+        // recomputed where drop_cheap recomputes it.
+        if (q + slots(b.all_bytes) <= kSlots) {
+          const Step stored{static_cast<int>(i), c, q, false};
+          relax(1, i + 1, q + slots(b.kept_bytes) + slots(b.boundary_bytes), f + b.cheap_flops, stored);
+          if (!b.cheap_keeps_boundary) relax(0, i + 1, q + slots(b.kept_bytes), f + b.cheap_flops + b.boundary_flops, stored);
+        }
+        // Blocks i..k dropped, as one run between kept boundaries.
+        if (c == 0) continue;
+        int64_t run_bytes = 0, widest = 0;
+        double run_flops = f;
+        for (size_t k = i; k < n; ++k) {
+          run_bytes += chain[k].read_bytes + chain[k].boundary_bytes;
+          widest = std::max(widest, chain[k].all_bytes);
+          if (q + slots(run_bytes + widest) > kSlots) break;
+          run_flops += chain[k].inner_flops + (k > i ? chain[k - 1].boundary_flops : 0);
+          relax(1, k + 1, q + slots(chain[k].boundary_bytes), run_flops, {static_cast<int>(i), c, q, true});
+        }
+      }
+    }
+  }
+  int c = -1, q = -1;
+  for (int cc = 0; cc < 2; ++cc)
+    for (int s = 0; s <= kSlots; ++s)
+      if (best[cc][n][s] < kInf && (q < 0 || best[cc][n][s] < best[c][n][q])) c = cc, q = s;
+  if (q < 0) return {};
+  ChainPlan plan{std::vector<bool>(n, false), std::vector<bool>(n, false)};
+  for (size_t j = n; j > 0;) {
+    const Step st = from[c][j][q];
+    for (size_t k = st.start; k < j; ++k) plan.dropped[k] = st.dropped;
+    plan.cut[j - 1] = c == 1;
+    j = st.start;
+    c = st.c;
+    q = st.q;
+  }
+  return plan;
+}
+
+}  // namespace frugal
