@@ -8,8 +8,10 @@
 //    input that dies at this very step, when the op allows it and the sizes
 //    match. Op workspaces are blocks that live for one step.
 // 3. Offsets: without sharing, blocks are laid end to end; with sharing,
-//    greedy by size: largest block first, each at the lowest offset that no
-//    block with an overlapping lifetime occupies.
+//    the best of several greedy placements (each block in turn at the
+//    lowest offset, or in the smallest gap, that no block with an
+//    overlapping lifetime occupies), online best fit, and a local search
+//    on the greedy order (PlaceShared).
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <climits>
 #include <iterator>
 #include <map>
+#include <random>
 
 #include "frugal/passes.h"
 
@@ -171,37 +174,72 @@ int64_t PlaceOnline(std::vector<Block>* blocks) {
   return top;
 }
 
-// Sharing: greedy by size (as in TFLite's arena planner) with first and best
-// fit, by start time with best fit, and online best fit; the smallest arena
-// wins. Greedy placement compares each block with every placed block whose
-// lifetime overlaps (quadratic), so past kGreedyLimit blocks only the online
-// placement runs.
-constexpr size_t kGreedyLimit = 4000;
+// Sharing: greedy placements in several orders (by size as in TFLite's
+// arena planner, by start, by lifetime, by size x lifetime; first and best
+// fit) and online best fit; the smallest arena wins. Greedy placement
+// compares each block with every placed block whose lifetime overlaps
+// (quadratic): past kManyBlocks only two orders run (by size and by
+// lifetime, first fit), past kGreedyLimit only the online placement.
+// Below kSearchLimit blocks a local search follows: the winning order with
+// one block moved to the front or two swapped, kept when the arena does not
+// grow, until the arena meets the lower bound or the trials run out (a
+// fixed-seed generator: plans stay deterministic).
+constexpr size_t kManyBlocks = 4000;
+constexpr size_t kGreedyLimit = 20000;
+constexpr size_t kSearchLimit = 2000;
 
-void PlaceShared(std::vector<Block>* blocks) {
+void PlaceShared(std::vector<Block>* blocks, int64_t lower_bound) {
   std::vector<Block> online = *blocks;
-  int64_t online_arena = PlaceOnline(&online);
-  if (blocks->size() > kGreedyLimit) {
+  const int64_t online_arena = PlaceOnline(&online);
+  const size_t n = blocks->size();
+  if (n > kGreedyLimit || online_arena <= lower_bound) {
     *blocks = std::move(online);
     return;
   }
-  std::vector<int> by_size(blocks->size());
-  for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = static_cast<int>(i);
-  std::vector<int> by_start = by_size;  // blocks are made in start order
-  std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) {
-    const Block &x = (*blocks)[a], &y = (*blocks)[b];
-    return x.size != y.size ? x.size > y.size : x.start < y.start;
-  });
-  struct Variant { const std::vector<int>* order; bool best_fit; };
-  const Variant variants[] = {{&by_size, false}, {&by_size, true}, {&by_start, true}};
-  std::vector<Block> best = std::move(online);
-  int64_t best_arena = online_arena;
-  for (const Variant& v : variants) {
-    std::vector<Block> trial = *blocks;
-    int64_t arena = PlaceInOrder(*v.order, v.best_fit, &trial);
-    if (arena < best_arena) { best_arena = arena; best = std::move(trial); }
+  const std::vector<Block>& bl = *blocks;
+  std::vector<int> by_size(n);
+  for (size_t i = 0; i < n; ++i) by_size[i] = static_cast<int>(i);
+  std::vector<int> by_start = by_size, by_life = by_size, by_area = by_size;  // blocks are made in start order
+  auto life = [&](int a) { return bl[a].end - bl[a].start + 1; };
+  auto area = [&](int a) { return static_cast<double>(bl[a].size) * life(a); };
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](int a, int b) { return bl[a].size != bl[b].size ? bl[a].size > bl[b].size : bl[a].start < bl[b].start; });
+  std::stable_sort(by_life.begin(), by_life.end(),
+                   [&](int a, int b) { return life(a) != life(b) ? life(a) > life(b) : bl[a].size > bl[b].size; });
+  std::stable_sort(by_area.begin(), by_area.end(), [&](int a, int b) { return area(a) > area(b); });
+  // The best greedy placement, its order and fit.
+  std::vector<Block> best;
+  std::vector<int> best_order;
+  int64_t best_arena = INT64_MAX;
+  bool best_fit = false;
+  auto consider = [&](std::vector<int> order, bool fit) {
+    std::vector<Block> trial = bl;
+    const int64_t arena = PlaceInOrder(order, fit, &trial);
+    if (arena >= best_arena && !(arena == best_arena && fit == best_fit)) return;
+    best_arena = arena;
+    best = std::move(trial);
+    best_order = std::move(order);
+    best_fit = fit;
+  };
+  if (n > kManyBlocks) {  // the two orders that win on large graphs, first fit
+    consider(by_size, false);
+    consider(by_life, false);
+  } else {
+    for (const std::vector<int>* order : {&by_size, &by_start, &by_life, &by_area})
+      for (bool fit : {false, true}) consider(*order, fit);
   }
-  *blocks = std::move(best);
+  if (n <= kSearchLimit) {
+    std::mt19937 gen(12345);
+    const size_t trials = std::min<size_t>(1000, 20000000 / (n * n + 1));
+    for (size_t t = 0; t < trials && best_arena > lower_bound; ++t) {
+      std::vector<int> order = best_order;
+      const size_t i = gen() % n, j = gen() % n;
+      if (t % 2 == 0) std::rotate(order.begin(), order.begin() + i, order.begin() + i + 1);  // block i to the front
+      else std::swap(order[i], order[j]);
+      consider(std::move(order), best_fit);
+    }
+  }
+  *blocks = best_arena < online_arena ? std::move(best) : std::move(online);
 }
 
 int64_t LowerBound(const std::vector<Block>& blocks, int num_steps) {
@@ -336,7 +374,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     CountFlops(g, &plan);
     return plan;
   }
-  if (strategy.shares()) PlaceShared(&blocks); else PlaceEndToEnd(&blocks);
+  if (strategy.shares()) PlaceShared(&blocks, plan.lower_bound_bytes); else PlaceEndToEnd(&blocks);
   for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
   plan.num_blocks = static_cast<int>(blocks.size());
   plan.entry_offset.assign(num_entries, -1);
