@@ -17,11 +17,7 @@ DEFINE_int32(profile_steps, 3, "steps traced by --profile");
 DEFINE_string(dist, "", "data-parallel training across processes: mpi (run under mpirun)");
 DEFINE_double(dist_timeout, 60,
               "--dist: seconds a collective may wait for the other ranks before every rank stops with an error");
-#ifdef NDEBUG
-DEFINE_int64(dist_check_every, 0, "--dist: compare parameter checksums across ranks every K updates (0: never)");
-#else
 DEFINE_int64(dist_check_every, 100, "--dist: compare parameter checksums across ranks every K updates (0: never)");
-#endif
 DEFINE_bool(dist_scale_lr, false, "--dist: multiply solver.lr by the number of ranks (warm-up still applies)");
 DEFINE_string(dist_bucket, "1MiB", "--dist: gradient bytes per all-reduce");
 

@@ -193,7 +193,7 @@ class MpiCommunicator : public Communicator {
         op.issued = Clock::now();
         int rc = op.start(&op.req);
         if (rc != MPI_SUCCESS) Abort(Fmt(op.what, " failed to start: ", MpiError(rc)));
-        if (op.async && in_flight_++ == 0) busy_since_ = op.issued;
+        if (op.async && in_flight_++ == 0) busy_since_ = std::max(op.requested, idle_since_);
         active.push_back(std::move(op));
       }
       for (auto it = active.begin(); it != active.end();) {
@@ -219,7 +219,10 @@ class MpiCommunicator : public Communicator {
     std::lock_guard<std::mutex> l(stats_mu_);
     ++reduces_;
     reduce_bytes_ += op.bytes;
-    if (--in_flight_ == 0) busy_s_ += Since(busy_since_);
+    if (--in_flight_ == 0) {
+      busy_s_ += Since(busy_since_);
+      idle_since_ = Clock::now();
+    }
     if (op.last) {
       exposed_s_ += Since(op.requested);
       ++steps_;
@@ -270,10 +273,11 @@ class MpiCommunicator : public Communicator {
   uint64_t next_reserve_ = 0, next_issue_ = 0;
   std::map<uint64_t, Op> pending_;  // requested, waiting for their turn
   std::thread thread_;
-  // Statistics of the gradient all-reduces (in_flight_ and busy_since_ belong to the thread).
+  // Statistics of the gradient all-reduces, each counted from its request
+  // (gradients ready) to its end (in_flight_ and busy_since_ belong to the thread).
   mutable std::mutex stats_mu_;
   int in_flight_ = 0;
-  Clock::time_point busy_since_;
+  Clock::time_point busy_since_, idle_since_;
   int64_t reduces_ = 0, reduce_bytes_ = 0, steps_ = 0;
   double busy_s_ = 0, exposed_s_ = 0;
 };
