@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "frugal/checkpoint.h"
-#include "test_util.h"
+#include "../test_util.h"
 
 namespace frugal::test {
 namespace {
@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 // batch: the gradient sums differ only in summation order (per-rank GEMM
 // sums, then the all-reduce, against one GEMM over the global batch).
 constexpr double kLossTol = 1e-5;   // relative, per logged step
-constexpr double kParamTol = 1e-5;  // absolute, per parameter value
+constexpr double kParamTol = 1e-6;  // absolute, per parameter value (measured: 1.2e-7 for 2 ranks, 2.4e-7 for 3)
 
 const char* kMpirunEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
 
@@ -134,7 +134,11 @@ void ExpectMatchesOneProcess(int ranks, const std::string& dist_flags, const std
   std::vector<double> a = LossCurve(dir.File("ref.json")), b = LossCurve(dir.File("dist.json"));
   ASSERT_EQ(a.size(), static_cast<size_t>(2 * steps));
   ASSERT_EQ(b.size(), a.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], kLossTol * std::abs(a[i])) << "step " << i;
+  double worst_loss = 0, worst_param = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i], a[i], kLossTol * std::abs(a[i])) << "step " << i;
+    worst_loss = std::max(worst_loss, std::abs(b[i] - a[i]) / std::abs(a[i]));
+  }
   EXPECT_LT(a.back(), a.front() * 0.9) << "the toy problem should be learnt";
 
   CheckpointState ra = LoadCheckpoint(Ckpt(dir.File("ref_ckpt"), 2 * steps));
@@ -146,7 +150,10 @@ void ExpectMatchesOneProcess(int ranks, const std::string& dist_flags, const std
     double worst = 0;
     for (int64_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::abs(double(v.f()[i]) - w.f()[i]));
     EXPECT_LE(worst, kParamTol) << name;
+    worst_param = std::max(worst_param, worst);
   }
+  std::printf("%d ranks against one process: largest relative loss difference %.3g, parameter difference %.3g\n",
+              ranks, worst_loss, worst_param);
 }
 
 TEST(DistMpi, TwoRanksMatchOneProcessThreadedEngine) {
@@ -177,11 +184,13 @@ TEST(DistMpi, TwoRanksResumeBitForBit) {
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
   CheckpointState a = LoadCheckpoint(Ckpt(dir.File("full"), 12)), b = LoadCheckpoint(Ckpt(dir.File("resumed"), 12));
   EXPECT_EQ(a.epoch, b.epoch);
-  for (auto* m : {&CheckpointState::params, &CheckpointState::opt_state}) {
-    ASSERT_EQ((a.*m).size(), (b.*m).size());
-    for (const auto& [name, t] : a.*m)
-      EXPECT_EQ(std::memcmp(t.f(), (b.*m).at(name).f(), t.size() * sizeof(float)), 0) << name << " differs";
-  }
+  auto same = [](const std::map<std::string, Tensor>& x, const std::map<std::string, Tensor>& y) {
+    ASSERT_EQ(x.size(), y.size());
+    for (const auto& [name, t] : x)
+      EXPECT_EQ(std::memcmp(t.f(), y.at(name).f(), t.size() * sizeof(float)), 0) << name << " differs";
+  };
+  same(a.params, b.params);
+  same(a.opt_state, b.opt_state);
 }
 
 TEST(DistMpi, ConsistencyCheckNamesTheDivergingRank) {
@@ -233,7 +242,7 @@ void ExpectStopsWhenRankGets(int sig, const std::string& needle_regex) {
   WriteToy(dir, "toy", order);
   std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", 4, "epochs: 1000"));
   const std::string out = dir.File("out.txt"), json = dir.File("log.json");
-  const std::string cmd = "exec " + Mpirun(2) + FRUGAL_BIN + " train --config " + cfg +
+  const std::string cmd = "exec env " + Mpirun(2) + FRUGAL_BIN + " train --config " + cfg +
                           " --dist mpi --dist-timeout 3 --engine naive --log-json " + json + " > " + out + " 2>&1";
   pid_t mpirun = fork();
   ASSERT_GE(mpirun, 0);
