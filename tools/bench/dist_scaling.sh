@@ -15,8 +15,8 @@
 set -euo pipefail
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mlp_iters=${1:-600}
-resnet_iters=${2:-60}
+mlp_iters=${1:-400}
+resnet_iters=${2:-30}
 frugal=${FRUGAL:-build/frugal}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,30 +32,35 @@ median_speed() {
     awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else printf "%.0f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 
-run() {  # name config iters defines...
-  local name=$1 config=$2 iters=$3
-  shift 3
-  local one="$tmp/$name-1.json" two="$tmp/$name-2.json"
+run() {  # key label config iters flags...
+  local name=$1 label=$2 config=$3 iters=$4
+  shift 4
+  local one="$tmp/$name-1.json" single="$tmp/$name-1x1.json" two="$tmp/$name-2.json"
   # shellcheck disable=SC2068
   "$frugal" train --config "$config" --epochs 1 --max-iters "$iters" $@ --log-json "$one" > "$tmp/$name-1.log" 2>&1
   # shellcheck disable=SC2068
+  "$frugal" train --config "$config" --epochs 1 --max-iters "$iters" $@ --engine-workers 1 --engine-kernel-threads 1 \
+    --log-json "$single" > "$tmp/$name-1x1.log" 2>&1
+  # shellcheck disable=SC2068
   mpirun --oversubscribe --bind-to none -np 2 "$frugal" train --config "$config" --epochs 1 --max-iters "$iters" $@ \
     --dist mpi --engine-workers 1 --engine-kernel-threads 1 --log-json "$two" > "$tmp/$name-2.log" 2>&1
-  local s1 s2
+  local s1 s11 s2
   s1=$(median_speed "$one")
+  s11=$(median_speed "$single")
   s2=$(median_speed "$two")
   local dist
   dist=$(grep -o 'dist: .*' "$tmp/$name-2.log" | tail -1)
-  echo "| $name | $s1 | $s2 | $(awk -v a="$s1" -v b="$s2" 'BEGIN { printf "%.2f", b / a }') | $dist |"
+  echo "| $label | $s1 | $s11 | $s2 | $(awk -v a="$s1" -v b="$s2" 'BEGIN { printf "%.2f", b / a }') | $dist |"
 }
 
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "1 process: threaded engine, default split; 2 processes: mpirun -np 2, each 1 worker x 1 kernel thread"
+echo "1 process: threaded engine, default split (2 workers x 1 kernel thread) and 1 worker x 1 kernel thread;"
+echo "2 processes: mpirun -np 2, each 1 worker x 1 kernel thread; speed-up: 2 processes over 1 process, default split"
 echo
-echo "| model | 1 process (samples/s) | 2 processes (samples/s) | speed-up | rank 0's all-reduce statistics |"
-echo "|---|---|---|---|---|"
+echo "| model | 1 process (samples/s) | 1 process, 1 thread (samples/s) | 2 processes (samples/s) | speed-up | rank 0's all-reduce statistics |"
+echo "|---|---|---|---|---|---|"
 prepare models/mlp/fashion_mnist.prototxt 100 "$tmp/mlp.prototxt"
-run "MLP 784-512-512-10, batch 64/rank" "$tmp/mlp.prototxt" "$mlp_iters"
-prepare models/resnet/resnet_cifar.prototxt 10 "$tmp/resnet.prototxt"
-run "ResNet-20 28x28x1, batch 64/rank" "$tmp/resnet.prototxt" "$resnet_iters" \
+run mlp "MLP 784-512-512-10, batch 64/rank" "$tmp/mlp.prototxt" "$mlp_iters"
+prepare models/resnet/resnet_cifar.prototxt 5 "$tmp/resnet.prototxt"
+run resnet "ResNet-20 28x28x1, batch 64/rank" "$tmp/resnet.prototxt" "$resnet_iters" \
   --define depth=20 --define channels=1 --define size=28 --batch 64
