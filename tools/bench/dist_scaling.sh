@@ -44,21 +44,29 @@ run() {  # key label config iters flags...
   # shellcheck disable=SC2068
   mpirun --oversubscribe --bind-to none -np 2 "$frugal" train --config "$config" --epochs 1 --max-iters "$iters" $@ \
     --dist mpi --engine-workers 1 --engine-kernel-threads 1 --log-json "$two" > "$tmp/$name-2.log" 2>&1
-  local s1 s11 s2
+  # shellcheck disable=SC2068
+  mpirun --oversubscribe --bind-to none -np 2 "$frugal" train --config "$config" --epochs 1 --max-iters "$iters" $@ \
+    --dist mpi --log-json "$two.split" > "$tmp/$name-2-split.log" 2>&1
+  local s1 s11 s2 s22
   s1=$(median_speed "$one")
   s11=$(median_speed "$single")
   s2=$(median_speed "$two")
-  local dist
-  dist=$(grep -o 'dist: .*' "$tmp/$name-2.log" | tail -1)
-  echo "| $label | $s1 | $s11 | $s2 | $(awk -v a="$s1" -v b="$s2" 'BEGIN { printf "%.2f", b / a }') | $dist |"
+  s22=$(median_speed "$two.split")
+  local speedup="$(awk -v a="$s1" -v b="$s2" 'BEGIN { printf "%.2f", b / a }') / $(awk -v a="$s1" -v b="$s22" 'BEGIN { printf "%.2f", b / a }')"
+  local dist dist2
+  dist=$(grep -o 'dist: .*' "$tmp/$name-2.log" | tail -1 | sed -E 's/.*in flight ([0-9.]+) s, of which exposed after backward ([0-9.]+) s \(([0-9]+)%.*/\1 s, \2 s, \3%/')
+  dist2=$(grep -o 'dist: .*' "$tmp/$name-2-split.log" | tail -1 | sed -E 's/.*in flight ([0-9.]+) s, of which exposed after backward ([0-9.]+) s \(([0-9]+)%.*/\1 s, \2 s, \3%/')
+  echo "| $label | $s1 | $s11 | $s2 | $s22 | $speedup | $dist | $dist2 |"
 }
 
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "1 process: threaded engine, default split (2 workers x 1 kernel thread) and 1 worker x 1 kernel thread;"
-echo "2 processes: mpirun -np 2, each 1 worker x 1 kernel thread; speed-up: 2 processes over 1 process, default split"
+echo "2 processes: mpirun -np 2, each 1 worker x 1 kernel thread (1x1), or each the default split (2x1, 4 workers on 2 cores);"
+echo "speed-up: 2 processes over 1 process (default split), 1x1 / 2x1; all-reduce: rank 0's time in flight (from the"
+echo "request, gradients ready, to the end), of which exposed after backward, and the share hidden behind backward"
 echo
-echo "| model | 1 process (samples/s) | 1 process, 1 thread (samples/s) | 2 processes (samples/s) | speed-up | rank 0's all-reduce statistics |"
-echo "|---|---|---|---|---|---|"
+echo "| model | 1 process | 1 process, 1x1 | 2 processes, 1x1 | 2 processes, 2x1 | speed-up | all-reduce, 1x1 | all-reduce, 2x1 |"
+echo "|---|---|---|---|---|---|---|---|"
 prepare models/mlp/fashion_mnist.prototxt 100 "$tmp/mlp.prototxt"
 run mlp "MLP 784-512-512-10, batch 64/rank" "$tmp/mlp.prototxt" "$mlp_iters"
 prepare models/resnet/resnet_cifar.prototxt 5 "$tmp/resnet.prototxt"

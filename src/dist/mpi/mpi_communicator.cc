@@ -1,9 +1,9 @@
 // The MPI communicator: every MPI call runs on one communication thread
 // (MPI_THREAD_SERIALIZED), which issues the numbered collectives in order as
 // non-blocking calls (MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather) and polls
-// them with MPI_Test, yielding the core between polls. MPI_COMM_WORLD returns errors (MPI_ERRORS_RETURN)
-// instead of aborting inside MPI, so each one is reported with the
-// collective it hit.
+// them with MPI_Test, yielding the core between polls. MPI_COMM_WORLD
+// returns errors (MPI_ERRORS_RETURN) instead of aborting inside MPI, so each
+// one is reported with the collective it hit.
 //
 // Watchdog: a collective still in flight timeout_s after it was issued means
 // some rank never joined it (dead, hung, or stuck elsewhere). The ranks that
