@@ -209,6 +209,18 @@ TEST(DistMpi, ConsistencyCheckNamesTheDivergingRank) {
       << r.output;
 }
 
+TEST(DistMpi, ScaleLrMultipliesTheRateByTheRanks) {
+  TempDir dir;
+  std::vector<int> order(32);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  WriteToy(dir, "toy", order);
+  std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", 4, "epochs: 1 warmup_iters: 2"));
+  RunResult r = RunShell(Mpirun(2) + FRUGAL_BIN + " train --config " + cfg + " --dist mpi --dist-scale-lr");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--dist-scale-lr: learning rate 0.2 x 2 ranks = 0.4"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("learning rate [^\n]*lr=0\\.4[^\n]*warm"))) << r.output;
+}
+
 // The pid of rank `rank` among the children of mpirun `parent`, or -1.
 pid_t RankPid(pid_t parent, int rank) {
   for (const auto& e : fs::directory_iterator("/proc")) {
