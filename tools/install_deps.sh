@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev libdnnl-dev zlib1g-dev
   libonnx-dev libonnx-testdata
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  libopenmpi-dev openmpi-bin
   dataset-fashion-mnist fortunes
 )
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "frugal/config.h"
+#include "frugal/dist.h"
 #include "frugal/engine.h"
 #include "frugal/executor.h"
 #include "frugal/graph.h"
@@ -58,6 +59,12 @@ struct TrainOptions {
   std::map<std::string, std::vector<float>>* final_params = nullptr;
   // If set, runs on this engine instead of making the config's (tests).
   Engine* engine = nullptr;
+  // Data-parallel across processes when dist.comm is set (frugal/dist.h):
+  // each rank reads its shard of the data, parameters start from rank 0's,
+  // gradients are averaged over ranks, metrics are reduced over ranks. Only
+  // rank 0 should be given log_json, tensorboard, profile and a checkpoint
+  // directory.
+  DistOptions dist;
 };
 
 // Trains the config's model on its data and reports progress and validation

@@ -32,8 +32,9 @@ extern "C" void OnStopSignal(int) { g_stop = true; }
 
 // The iterator of data.train or data.val, reading batches of the model's size.
 std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSource& src, const std::string& what,
-                                     const Model& m, bool shuffle) {
+                                     const Model& m, bool shuffle, Shard shard = {}) {
   DataIterOptions o;
+  o.shard = shard;
   o.batch_size = m.batch;
   o.shuffle = shuffle;
   o.seed = cfg.net.solver().seed();
@@ -259,9 +260,9 @@ std::array<int64_t, 3> Resume(Session* s, const std::string& where) {
   return {c.epoch, c.iteration, c.data_position};
 }
 
-std::string JsonMetrics(const std::string& prefix, const MetricSet& m) {
+std::string JsonMetrics(const std::string& prefix, const MetricValues& m) {
   std::string out;
-  for (const auto& [name, v] : m.Values()) out += Fmt(",\"", prefix, name, "\":", v);
+  for (const auto& [name, v] : m.values) out += Fmt(",\"", prefix, name, "\":", v);
   return out;
 }
 
@@ -275,18 +276,26 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   MetricSet probe(metric_names);  // a bad metric name fails before anything runs
   FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
   Session s(cfg, strategy, opts.engine);
+  std::unique_ptr<DataParallel> dp;
+  if (opts.dist.comm) dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.grads, s.grad_vars);
+  Shard shard;
+  if (dp) shard = {dp->rank(), dp->size()};
+  // Metrics over every rank's rows.
+  auto reduce = [&dp](const MetricSet& m) { return dp ? dp->Reduce(m) : LocalValues(m); };
   LOG(INFO) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device cpu(0), memory strategy "
             << strategy.Name();
   LOG(INFO) << "graph:\n" << GraphSummary(s.model.eval);
   LOG(INFO) << PlanSummary(s.model.train_plan, s.model.batch);
 
-  std::unique_ptr<DataIter> train_it = LoadSource(cfg, dc.train(), "train", s.model, dc.shuffle());
+  std::unique_ptr<DataIter> train_it = LoadSource(cfg, dc.train(), "train", s.model, dc.shuffle(), shard);
   std::unique_ptr<DataIter> val_it;
-  if (dc.has_val()) val_it = LoadSource(cfg, dc.val(), "val", s.model, /*shuffle=*/false);
+  if (dc.has_val()) val_it = LoadSource(cfg, dc.val(), "val", s.model, /*shuffle=*/false, shard);
   LOG(INFO) << "data: " << train_it->Describe() << (val_it ? "; validation: " + val_it->Describe() : "")
             << "; batch " << s.model.batch;
 
-  const int64_t batches = train_it->batches_per_epoch();
+  // Every rank steps as often as the smallest shard allows.
+  const int64_t batches = dp ? dp->Min(train_it->batches_per_epoch()) : train_it->batches_per_epoch();
+  if (dp) LOG(INFO) << dp->Describe() << "; global batch " << s.model.batch * dp->size() << ", " << batches << " batches per epoch";
   const int iter_size = sc.iter_size();
   int64_t total_updates = sc.epochs() * batches / iter_size;
   if (sc.max_iters() > 0) total_updates = std::min(total_updates, sc.max_iters() / iter_size);
@@ -305,6 +314,10 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     start_epoch = e;
     iter = it * iter_size;
     skip = pos;
+  }
+  if (dp) {
+    dp->Broadcast(&s.params, "broadcast(parameters)");
+    dp->Broadcast(&s.aux, "broadcast(aux state)");
   }
   std::unique_ptr<CheckpointManager> ckpt;
   if (!sc.checkpoint_dir().empty())
@@ -337,11 +350,11 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     LOG(INFO) << "checkpoint " << path;
   };
   auto validate = [&](int64_t epoch) {
-    MetricSet val_m = Evaluate(&s, val_it.get(), metric_names);
+    MetricValues val_m = reduce(Evaluate(&s, val_it.get(), metric_names));
     progress.Clear();
     LOG(INFO) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
     if (tb)
-      for (const auto& [name, v] : val_m.Values()) tb->AddScalar("val/" + name, v, iter / iter_size);
+      for (const auto& [name, v] : val_m.values) tb->AddScalar("val/" + name, v, iter / iter_size);
     if (val_m.Has("accuracy")) last_acc = val_m.Get("accuracy");
     return val_m;
   };
@@ -356,11 +369,12 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     auto log_window = [&] {
       if (batch_no == logged || batch_no % display != 0) return;
       progress.Clear();
-      const double speed = window_samples / Seconds(t_window);
+      const MetricValues window_v = reduce(window_m);
+      const double speed = (dp ? dp->Sum(window_samples) : window_samples) / Seconds(t_window);
       LOG(INFO) << Fmt("Epoch[", epoch, "] Batch [", batch_no - display, "-", batch_no, "]  Speed: ") << std::fixed
-                << std::setprecision(2) << speed << " samples/sec  " << window_m.ToString() << " lr=" << std::defaultfloat << std::setprecision(6) << rate;
+                << std::setprecision(2) << speed << " samples/sec  " << window_v.ToString() << " lr=" << std::defaultfloat << std::setprecision(6) << rate;
       if (tb) {
-        for (const auto& [name, v] : window_m.Values()) tb->AddScalar("train/" + name, v, iter / iter_size);
+        for (const auto& [name, v] : window_v.values) tb->AddScalar("train/" + name, v, iter / iter_size);
         tb->AddScalar("train/lr", rate, iter / iter_size);
         tb->AddScalar("train/samples_per_s", speed, iter / iter_size);
         tb->AddScalar("memory/peak_bytes", static_cast<double>(MemoryAccounting::Get().Peak(Device{})), iter / iter_size);
@@ -368,7 +382,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       }
       if (json.is_open())
         json << "{\"epoch\":" << epoch << ",\"batch\":" << batch_no << ",\"iterations\":" << iter / iter_size
-             << JsonMetrics("train_", window_m) << ",\"lr\":" << rate << ",\"samples_per_s\":" << speed << "}\n";
+             << JsonMetrics("train_", window_v) << ",\"lr\":" << rate << ",\"samples_per_s\":" << speed << "}\n";
       window_m.Reset();
       window_samples = 0;
       t_window = Clock::now();
@@ -392,6 +406,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       const int micro = static_cast<int>(iter % iter_size);
       if (!opts.profile.empty() && iter / iter_size == opts.profile_steps) s.train->SetTrace(nullptr);
       s.train->Push(/*is_train=*/true, iter, sc.seed());
+      if (dp) dp->PushAllReduce(s.engine);
       s.PushCombine(micro, iter_size, sc.clip_gradient());
       if (micro == iter_size - 1) {
         rate = static_cast<float>(lr.At(iter / iter_size));
@@ -405,6 +420,10 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       ++batch_no;
       ++iter;
       const bool updated = iter % iter_size == 0;
+      if (updated && dp && dp->CheckDue(iter / iter_size)) {
+        s.engine->WaitAll();
+        dp->CheckConsistency(s.params, iter / iter_size);
+      }
       if (sc.max_iters() > 0 && iter >= sc.max_iters()) { done = true; break; }
       if (b + 1 < batches) s.PushLoad(train_it.get(), -1, &valid);
       if (g_stop) break;
@@ -427,15 +446,16 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       break;
     }
     const double secs = Seconds(t_epoch);
-    const double speed = epoch_m.count() / secs;
-    LOG(INFO) << "Epoch[" << epoch << "] " << epoch_m.ToString("Train-");
+    const MetricValues epoch_v = reduce(epoch_m);
+    const double speed = epoch_v.count / secs;
+    LOG(INFO) << "Epoch[" << epoch << "] " << epoch_v.ToString("Train-");
     LOG(INFO) << "Epoch[" << epoch << "] Time cost=" << std::setprecision(3) << secs;
-    if (epoch_m.Has("accuracy")) last_acc = epoch_m.Get("accuracy");
-    MetricSet val_m(metric_names);
+    if (epoch_v.Has("accuracy")) last_acc = epoch_v.Get("accuracy");
+    MetricValues val_m;
     if (val_it && sc.val_interval() == 0) val_m = validate(epoch);
     if (json.is_open()) {
-      json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter / iter_size << JsonMetrics("train_", epoch_m);
-      if (val_m.count() > 0) json << JsonMetrics("val_", val_m);
+      json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter / iter_size << JsonMetrics("train_", epoch_v);
+      if (val_m.count > 0) json << JsonMetrics("val_", val_m);
       json << ",\"samples_per_s\":" << speed << ",\"time_s\":" << secs
            << ",\"arena_bytes\":" << s.train->arena_bytes() + s.eval->arena_bytes()
            << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(Device{})
@@ -445,6 +465,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     if (ckpt && ckpt->Due(iter / iter_size, true)) save(epoch + 1, 0);
   }
   s.engine->WaitAll();
+  if (dp) LOG(INFO) << dp->comm()->Stats();
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
   if (!opts.profile.empty()) {

@@ -1,0 +1,140 @@
+// Data-parallel training across processes: every rank holds the whole model,
+// reads its shard of the data, and averages gradients with the others.
+//
+// Two layers:
+//   - Communicator: the collectives a run needs, behind an interface. The
+//     MPI one (src/dist/mpi_communicator.cc, built when CMake finds MPI) runs
+//     every MPI call on one communication thread with a watchdog. A GPU
+//     implementation (NCCL, its id broadcast over MPI) would implement the
+//     same interface on device buffers; none exists yet.
+//   - DataParallel: what the trainer does with it. It groups the parameter
+//     gradients into buckets in the order backward produces them and pushes
+//     one asynchronous all-reduce per bucket to the engine, so each bucket is
+//     exchanged while backward computes the ones before it; it broadcasts
+//     parameters from rank 0, reduces metrics, and compares parameter
+//     checksums across ranks.
+//
+// Collectives must be issued in the same order on every rank. A
+// communicator numbers them when they are requested (on the trainer's
+// thread, in program order, the same on every rank) and issues them in that
+// order, whatever order the engine runs the functions that request them.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frugal/engine.h"
+#include "frugal/metrics.h"
+#include "frugal/tensor.h"
+
+namespace frugal {
+
+class Executor;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Numbers a collective: call on the trainer's thread, in the same order
+  // on every rank. The number is passed to the *Async call that issues it.
+  virtual uint64_t Reserve() = 0;
+  // Sums n floats in place across ranks, then calls done (from the
+  // communicator's thread) with nullptr or the error. data must stay valid
+  // until then. last_of_step marks the step's last bucket: from its
+  // request (backward is over) to its end, communication is exposed.
+  virtual void AllReduceSumAsync(uint64_t seq, float* data, int64_t n, const char* what, bool last_of_step,
+                                 std::function<void(std::exception_ptr)> done) = 0;
+  // Blocking collectives for the trainer's thread (numbered internally).
+  virtual void Broadcast(float* data, int64_t n, int root, const char* what) = 0;
+  virtual void AllReduceSum(double* data, int64_t n, const char* what) = 0;
+  virtual void AllReduceMin(int64_t* data, int64_t n, const char* what) = 0;
+  virtual std::vector<uint64_t> AllGather(uint64_t value, const char* what) = 0;
+  // Ends every rank at once, after printing "frugal: error: rank R: message".
+  [[noreturn]] virtual void Abort(const std::string& message) = 0;
+  // Shuts down cleanly (every rank must call it); the destructor of an
+  // unfinished communicator does not.
+  virtual void Finish() = 0;
+  // One line: all-reduces, bytes, time in flight and time exposed after backward.
+  virtual std::string Stats() const = 0;
+};
+
+struct CommunicatorOptions {
+  // A collective that has not completed after this many seconds ends every
+  // rank with an error naming the ranks that did not reach it.
+  double timeout_s = 60;
+};
+
+// "mpi": the MPI communicator (call before any other MPI user; once per
+// process). Throws Error when this frugal was built without MPI, or for an
+// unknown name.
+std::unique_ptr<Communicator> MakeCommunicator(const std::string& name, const CommunicatorOptions& opts);
+// Whether MakeCommunicator("mpi") can work in this build.
+bool MpiBuilt();
+
+struct DistOptions {
+  Communicator* comm = nullptr;  // null: a single process
+  int64_t bucket_bytes = 1 << 20;  // gradients per all-reduce
+  int64_t check_every = 0;         // compare parameter checksums every K updates (0: never)
+};
+
+// Metric values averaged over ranks, weighted by each rank's rows.
+struct MetricValues {
+  std::vector<std::pair<std::string, double>> values;
+  int64_t count = 0;  // rows, summed over ranks
+  bool Has(const std::string& name) const;
+  double Get(const std::string& name) const;
+  std::string ToString(const std::string& prefix = "") const;  // as MetricSet::ToString
+};
+
+class DataParallel {
+ public:
+  // grads and grad_vars: the gradient buffers bound to `train` and their
+  // engine variables. Buckets follow the order in which train's schedule
+  // last writes each gradient.
+  DataParallel(const DistOptions& opts, const Executor& train, const std::map<std::string, Tensor>& grads,
+               const std::map<std::string, Var>& grad_vars);
+  Communicator* comm() const { return comm_; }
+  int rank() const { return comm_->rank(); }
+  int size() const { return comm_->size(); }
+  // After train's Push: one asynchronous all-reduce per bucket, each
+  // writing the gradients it averages.
+  void PushAllReduce(Engine* engine);
+  // Copies rank 0's tensors to every rank (the engine must be idle).
+  void Broadcast(std::map<std::string, Tensor>* tensors, const char* what);
+  // The smallest value over ranks (batches per epoch: every rank must step
+  // the same number of times).
+  int64_t Min(int64_t v);
+  // Sum over ranks.
+  int64_t Sum(int64_t v);
+  MetricValues Reduce(const MetricSet& m);
+  bool CheckDue(int64_t update) const { return check_every_ > 0 && update % check_every_ == 0; }
+  // Throws Error naming the ranks whose parameters differ from rank 0's.
+  void CheckConsistency(const std::map<std::string, Tensor>& params, int64_t update);
+  std::string Describe() const;
+
+ private:
+  struct Bucket {
+    std::vector<std::string> names;
+    std::vector<Tensor> grads;
+    std::vector<Var> vars;
+    std::vector<float> buf;
+    std::string what;
+  };
+  Communicator* comm_;
+  int64_t check_every_;
+  std::vector<std::unique_ptr<Bucket>> buckets_;
+};
+
+// MetricValues of one process's MetricSet.
+MetricValues LocalValues(const MetricSet& m);
+// A checksum of the tensors' bytes (FNV-1a over names and values).
+uint64_t Checksum(const std::map<std::string, Tensor>& tensors);
+
+}  // namespace frugal

@@ -1,0 +1,194 @@
+// DataParallel: gradient buckets pushed as asynchronous all-reduces, the
+// broadcast of parameters, metric reduction and the consistency check (see
+// frugal/dist.h). Communicator factory.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "frugal/base.h"
+#include "frugal/dist.h"
+#include "frugal/executor.h"
+
+namespace frugal {
+
+#ifdef FRUGAL_HAVE_MPI
+std::unique_ptr<Communicator> MakeMpiCommunicator(const CommunicatorOptions& opts);
+bool MpiBuilt() { return true; }
+#else
+bool MpiBuilt() { return false; }
+#endif
+
+std::unique_ptr<Communicator> MakeCommunicator(const std::string& name, const CommunicatorOptions& opts) {
+  FRUGAL_REQUIRE(name == "mpi", "--dist ", name, ": unknown; the only one is mpi");
+#ifdef FRUGAL_HAVE_MPI
+  return MakeMpiCommunicator(opts);
+#else
+  throw Error(
+      "--dist mpi: this frugal was built without MPI support (install Debian's libopenmpi-dev and openmpi-bin, or "
+      "run `make deps`, then reconfigure with -DFRUGAL_MPI=AUTO or ON)");
+#endif
+}
+
+// ------------------------------------------------------------------ metrics
+
+bool MetricValues::Has(const std::string& name) const {
+  for (const auto& [n, v] : values)
+    if (n == name) return true;
+  return false;
+}
+
+double MetricValues::Get(const std::string& name) const {
+  for (const auto& [n, v] : values)
+    if (n == name) return v;
+  throw Error(Fmt("no metric ", name));
+}
+
+std::string MetricValues::ToString(const std::string& prefix) const {
+  std::string s;
+  char buf[64];
+  for (const auto& [name, v] : values) {
+    std::snprintf(buf, sizeof(buf), "%.6f", v);
+    s += (s.empty() ? "" : " ") + prefix + name + "=" + buf;
+  }
+  return s;
+}
+
+MetricValues LocalValues(const MetricSet& m) { return {m.Values(), m.count()}; }
+
+uint64_t Checksum(const std::map<std::string, Tensor>& tensors) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  for (const auto& [name, t] : tensors) {
+    mix(name.data(), name.size());
+    mix(t.f(), t.size() * sizeof(float));
+  }
+  return h;
+}
+
+// ------------------------------------------------------------------ DataParallel
+
+DataParallel::DataParallel(const DistOptions& opts, const Executor& train, const std::map<std::string, Tensor>& grads,
+                           const std::map<std::string, Var>& grad_vars)
+    : comm_(opts.comm), check_every_(opts.check_every) {
+  CHECK(comm_);
+  FRUGAL_REQUIRE(opts.bucket_bytes > 0, "--dist-bucket must be positive, got ", opts.bucket_bytes);
+  // Position in the schedule of the last op writing each variable.
+  std::map<Var, size_t> last_write;
+  const auto& schedule = train.schedule();
+  for (size_t i = 0; i < schedule.size(); ++i)
+    for (Var v : schedule[i].writes) last_write[v] = i;
+  std::vector<std::pair<size_t, std::string>> order;
+  for (const auto& [name, g] : grads) {
+    auto it = last_write.find(grad_vars.at(name));
+    order.emplace_back(it == last_write.end() ? schedule.size() : it->second, name);
+  }
+  std::sort(order.begin(), order.end());
+  int64_t bytes = opts.bucket_bytes;
+  for (const auto& [pos, name] : order) {
+    if (bytes >= opts.bucket_bytes) {
+      buckets_.push_back(std::make_unique<Bucket>());
+      bytes = 0;
+    }
+    Bucket* b = buckets_.back().get();
+    const Tensor& g = grads.at(name);
+    b->names.push_back(name);
+    b->grads.push_back(g);
+    b->vars.push_back(grad_vars.at(name));
+    bytes += g.size() * static_cast<int64_t>(sizeof(float));
+  }
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    Bucket* b = buckets_[k].get();
+    int64_t n = 0;
+    for (const Tensor& g : b->grads) n += g.size();
+    b->buf.resize(n);
+    b->what = Fmt("allreduce(bucket ", k, ": ", b->names.front(), b->names.size() > 1 ? ", ..." : "", ")");
+  }
+}
+
+std::string DataParallel::Describe() const {
+  std::string s = Fmt("data-parallel: rank ", rank(), " of ", size(), ", ", buckets_.size(), " gradient buckets (");
+  for (size_t k = 0; k < buckets_.size(); ++k)
+    s += Fmt(k ? ", " : "", HumanBytes(static_cast<int64_t>(buckets_[k]->buf.size() * sizeof(float))));
+  s += ")";
+  if (check_every_ > 0) s += Fmt(", parameter checksums compared every ", check_every_, " updates");
+  return s;
+}
+
+void DataParallel::PushAllReduce(Engine* engine) {
+  const float scale = 1.f / static_cast<float>(size());
+  Communicator* comm = comm_;
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    Bucket* b = buckets_[k].get();
+    const uint64_t seq = comm->Reserve();
+    const bool last = k + 1 == buckets_.size();
+    PushOptions o;
+    o.name = b->what.c_str();
+    o.priority = 1 << 20;  // start the exchange as soon as the gradients are in
+    engine->PushAsync(
+        [b, seq, last, scale, comm](Done done) {
+          float* dst = b->buf.data();
+          for (const Tensor& g : b->grads) dst = std::copy(g.f(), g.f() + g.size(), dst);
+          comm->AllReduceSumAsync(seq, b->buf.data(), static_cast<int64_t>(b->buf.size()), b->what.c_str(), last,
+                                  [b, scale, done](std::exception_ptr e) {
+                                    if (!e) {
+                                      const float* src = b->buf.data();
+                                      for (Tensor& g : b->grads) {
+                                        float* out = g.f();
+                                        for (int64_t i = 0; i < g.size(); ++i) out[i] = src[i] * scale;
+                                        src += g.size();
+                                      }
+                                    }
+                                    done(e);
+                                  });
+        },
+        {}, b->vars, o);
+  }
+}
+
+void DataParallel::Broadcast(std::map<std::string, Tensor>* tensors, const char* what) {
+  for (auto& [name, t] : *tensors) comm_->Broadcast(t.f(), t.size(), 0, what);
+}
+
+int64_t DataParallel::Min(int64_t v) {
+  comm_->AllReduceMin(&v, 1, "allreduce(min)");
+  return v;
+}
+
+int64_t DataParallel::Sum(int64_t v) {
+  double d = static_cast<double>(v);
+  comm_->AllReduceSum(&d, 1, "allreduce(sum)");
+  return static_cast<int64_t>(std::llround(d));
+}
+
+// Means weighted by rows; perplexity (the exp of a mean) through its log.
+MetricValues DataParallel::Reduce(const MetricSet& m) {
+  MetricValues local = LocalValues(m);
+  std::vector<double> sums{static_cast<double>(local.count)};
+  for (const auto& [name, v] : local.values)
+    sums.push_back((name == "perplexity" ? std::log(std::max(v, 1e-300)) : v) * local.count);
+  comm_->AllReduceSum(sums.data(), static_cast<int64_t>(sums.size()), "allreduce(metrics)");
+  MetricValues global;
+  global.count = static_cast<int64_t>(std::llround(sums[0]));
+  for (size_t i = 0; i < local.values.size(); ++i) {
+    const std::string& name = local.values[i].first;
+    double v = global.count > 0 ? sums[i + 1] / sums[0] : 0;
+    global.values.emplace_back(name, name == "perplexity" && global.count > 0 ? std::exp(v) : v);
+  }
+  return global;
+}
+
+void DataParallel::CheckConsistency(const std::map<std::string, Tensor>& params, int64_t update) {
+  std::vector<uint64_t> sums = comm_->AllGather(Checksum(params), "allgather(parameter checksums)");
+  std::string differ;
+  for (int r = 1; r < size(); ++r)
+    if (sums[r] != sums[0]) differ += Fmt(differ.empty() ? "rank " : ", rank ", r, Fmt(" (checksum ", sums[r], ")"));
+  FRUGAL_REQUIRE(differ.empty(), "--dist-check-every: after update ", update, " the parameters of ", differ,
+                 " differ from rank 0's (checksum ", sums[0], "); the ranks have diverged");
+}
+
+}  // namespace frugal

@@ -1,0 +1,311 @@
+// `mpirun -np N frugal train --dist mpi` end to end (built and registered only
+// when CMake found MPI): N ranks give the loss curve and parameters of one
+// process with the same global batch; a 2-rank run resumes from its
+// checkpoint bit for bit; the consistency check names a diverging rank; a
+// hung or killed rank stops the others within --dist-timeout.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "frugal/checkpoint.h"
+#include "../test_util.h"
+
+namespace frugal::test {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Tolerances of an N-rank run against one process with the same global
+// batch: the gradient sums differ only in summation order (per-rank GEMM
+// sums, then the all-reduce, against one GEMM over the global batch).
+constexpr double kLossTol = 1e-5;   // relative, per logged step
+constexpr double kParamTol = 1e-6;  // absolute, per parameter value (measured: 1.2e-7 for 2 ranks, 2.4e-7 for 3)
+
+const char* kMpirunEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
+
+std::string Mpirun(int n) {
+  return Fmt(kMpirunEnv, FRUGAL_MPIEXEC, " --oversubscribe --bind-to none -np ", n, " ");
+}
+
+RunResult RunShell(const std::string& cmd) {
+  FILE* p = popen((std::string("cd ") + FRUGAL_SOURCE_DIR + " && " + cmd + " 2>&1").c_str(), "r");
+  if (!p) throw std::runtime_error("popen failed");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
+  bytes.append(data.begin(), data.end());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Toy sample i: class i % 4 lights up pixel row (i % 4) of a 4x4 image.
+void ToySample(int i, uint8_t* image, uint8_t* label) {
+  *label = static_cast<uint8_t>((i * 7) % 4);
+  for (int p = 0; p < 16; ++p) image[p] = (p / 4 == *label) ? 150 + (i * 7 + p) % 100 : (i * 13 + p) % 90;
+}
+
+// Writes samples `order` (indices of toy samples) as prefix-images/-labels.
+void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order) {
+  const int n = static_cast<int>(order.size());
+  std::vector<uint8_t> images(n * 16), labels(n);
+  for (int i = 0; i < n; ++i) ToySample(order[i], &images[i * 16], &labels[i]);
+  WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), 4, 4}, images);
+  WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
+}
+
+std::string Config(const TempDir& dir, const std::string& prefix, int batch, const std::string& solver) {
+  return Fmt(
+      "version: 1\n"
+      "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+      "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
+      "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+      "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
+      "data { train { idx { images: \"", dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"),
+      "\" } }\n"
+      "       batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: false }\n"
+      "solver { optimizer: SGD lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 display: 1 ", solver, " }\n");
+}
+
+// The train_cross_entropy of every per-batch line of a --log-json file.
+std::vector<double> LossCurve(const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::string line;
+  std::vector<double> loss;
+  std::smatch m;
+  while (std::getline(log, line))
+    if (line.find("\"batch\":") != std::string::npos &&
+        std::regex_search(line, m, std::regex("\"train_cross_entropy\":([0-9.e+-]+)")))
+      loss.push_back(std::stod(m[1]));
+  return loss;
+}
+
+std::string Ckpt(const std::string& dir, int64_t iteration) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "/ckpt-%010lld.frugal", static_cast<long long>(iteration));
+  return dir + name;
+}
+
+// N ranks with per-rank batch B against one process with batch N*B reading
+// the same global batches: rank r reads the contiguous shard r, so the
+// reference's batch k is every rank's batch k in rank order.
+void ExpectMatchesOneProcess(int ranks, const std::string& dist_flags, const std::string& engine_flags) {
+  const int per_rank = 4, steps = 6, n = ranks * per_rank * steps;
+  TempDir dir;
+  std::vector<int> natural(n), interleaved;
+  for (int i = 0; i < n; ++i) natural[i] = i;
+  for (int k = 0; k < steps; ++k)
+    for (int r = 0; r < ranks; ++r)
+      for (int j = 0; j < per_rank; ++j) interleaved.push_back(r * per_rank * steps + k * per_rank + j);
+  WriteToy(dir, "dist", natural);
+  WriteToy(dir, "ref", interleaved);
+  const std::string solver = "epochs: 2";
+  std::string dist_cfg = dir.Write("dist.prototxt", Config(dir, "dist", per_rank, solver));
+  std::string ref_cfg = dir.Write("ref.prototxt", Config(dir, "ref", ranks * per_rank, solver));
+
+  RunResult ref = RunFrugal("train --config " + ref_cfg + " --checkpoint-dir " + dir.File("ref_ckpt") +
+                            " --log-json " + dir.File("ref.json") + " " + engine_flags);
+  ASSERT_EQ(ref.exit_code, 0) << ref.output;
+  RunResult dist = RunShell(Mpirun(ranks) + FRUGAL_BIN + " train --config " + dist_cfg + " --dist mpi " + dist_flags +
+                            " --checkpoint-dir " + dir.File("dist_ckpt") + " --log-json " + dir.File("dist.json") +
+                            " " + engine_flags);
+  ASSERT_EQ(dist.exit_code, 0) << dist.output;
+  EXPECT_NE(dist.output.find(Fmt("data-parallel: rank 0 of ", ranks)), std::string::npos) << dist.output;
+  EXPECT_NE(dist.output.find(Fmt("global batch ", ranks * per_rank)), std::string::npos) << dist.output;
+
+  std::vector<double> a = LossCurve(dir.File("ref.json")), b = LossCurve(dir.File("dist.json"));
+  ASSERT_EQ(a.size(), static_cast<size_t>(2 * steps));
+  ASSERT_EQ(b.size(), a.size());
+  double worst_loss = 0, worst_param = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i], a[i], kLossTol * std::abs(a[i])) << "step " << i;
+    worst_loss = std::max(worst_loss, std::abs(b[i] - a[i]) / std::abs(a[i]));
+  }
+  EXPECT_LT(a.back(), a.front() * 0.9) << "the toy problem should be learnt";
+
+  CheckpointState ra = LoadCheckpoint(Ckpt(dir.File("ref_ckpt"), 2 * steps));
+  CheckpointState rb = LoadCheckpoint(Ckpt(dir.File("dist_ckpt"), 2 * steps));
+  ASSERT_EQ(ra.params.size(), rb.params.size());
+  for (const auto& [name, w] : ra.params) {
+    const Tensor& v = rb.params.at(name);
+    ASSERT_EQ(v.size(), w.size()) << name;
+    double worst = 0;
+    for (int64_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::abs(double(v.f()[i]) - w.f()[i]));
+    EXPECT_LE(worst, kParamTol) << name;
+    worst_param = std::max(worst_param, worst);
+  }
+  std::printf("%d ranks against one process: largest relative loss difference %.3g, parameter difference %.3g\n",
+              ranks, worst_loss, worst_param);
+}
+
+TEST(DistMpi, TwoRanksMatchOneProcessThreadedEngine) {
+  // Small buckets: several all-reduces per step, overlapped with backward.
+  ExpectMatchesOneProcess(2, "--dist-bucket 200 --dist-check-every 1",
+                          "--engine threaded --engine-workers 1 --engine-kernel-threads 1");
+}
+
+TEST(DistMpi, ThreeRanksMatchOneProcessDeterministic) {
+  ExpectMatchesOneProcess(3, "--dist-check-every 3", "--deterministic");
+}
+
+TEST(DistMpi, TwoRanksResumeBitForBit) {
+  const int per_rank = 4, steps = 6;
+  TempDir dir;
+  std::vector<int> order(2 * per_rank * steps);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  WriteToy(dir, "toy", order);
+  std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", per_rank, "epochs: 2 checkpoint_interval: 4"));
+  const std::string run = Mpirun(2) + FRUGAL_BIN + " train --config " + cfg + " --dist mpi --deterministic";
+  RunResult full = RunShell(run + " --checkpoint-dir " + dir.File("full"));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  // Resume mid-epoch (update 8 of 12 is batch 2 of epoch 1) into a new directory.
+  fs::create_directories(dir.File("resumed"));
+  fs::copy_file(Ckpt(dir.File("full"), 8), Ckpt(dir.File("resumed"), 8));
+  RunResult resumed = RunShell(run + " --checkpoint-dir " + dir.File("resumed") + " --resume " + dir.File("resumed"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+  CheckpointState a = LoadCheckpoint(Ckpt(dir.File("full"), 12)), b = LoadCheckpoint(Ckpt(dir.File("resumed"), 12));
+  EXPECT_EQ(a.epoch, b.epoch);
+  auto same = [](const std::map<std::string, Tensor>& x, const std::map<std::string, Tensor>& y) {
+    ASSERT_EQ(x.size(), y.size());
+    for (const auto& [name, t] : x)
+      EXPECT_EQ(std::memcmp(t.f(), y.at(name).f(), t.size() * sizeof(float)), 0) << name << " differs";
+  };
+  same(a.params, b.params);
+  same(a.opt_state, b.opt_state);
+}
+
+TEST(DistMpi, ConsistencyCheckNamesTheDivergingRank) {
+  TempDir dir;
+  std::vector<int> order(64);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  WriteToy(dir, "toy", order);
+  std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", 4, "epochs: 1"));
+  // MPMD: rank 1 trains with another learning rate, so its parameters drift.
+  const std::string args = std::string(FRUGAL_BIN) + " train --config " + cfg + " --dist mpi --dist-check-every 2";
+  RunResult r = RunShell(Fmt(kMpirunEnv, FRUGAL_MPIEXEC, " --oversubscribe --bind-to none -np 1 ", args, " : -np 1 ",
+                             args, " --lr 0.05"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("frugal: error: rank [01]: --dist-check-every: after update 2 "
+                                                     "the parameters of rank 1 \\(checksum [0-9]+\\) differ")))
+      << r.output;
+}
+
+TEST(DistMpi, ScaleLrMultipliesTheRateByTheRanks) {
+  TempDir dir;
+  std::vector<int> order(32);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  WriteToy(dir, "toy", order);
+  std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", 4, "epochs: 1 warmup_iters: 2"));
+  RunResult r = RunShell(Mpirun(2) + FRUGAL_BIN + " train --config " + cfg + " --dist mpi --dist-scale-lr");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--dist-scale-lr: learning rate 0.2 x 2 ranks = 0.4"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("learning rate [^\n]*lr=0\\.4[^\n]*warm"))) << r.output;
+}
+
+// The pid of rank `rank` among the children of mpirun `parent`, or -1.
+pid_t RankPid(pid_t parent, int rank) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream env_file(e.path() / "environ");
+    std::string env((std::istreambuf_iterator<char>(env_file)), std::istreambuf_iterator<char>());
+    if (env.find(Fmt(std::string(1, '\0'), "OMPI_COMM_WORLD_RANK=", rank, std::string(1, '\0'))) != std::string::npos)
+      return std::stoi(pid);
+  }
+  return -1;
+}
+
+// Starts a long 2-rank run with --dist-timeout 3, sends `sig` to rank 1 once
+// rank 0 has logged a few steps, and expects mpirun to end non-zero within
+// the timeout, the probe's grace (1 s) and a margin of 8 s.
+void ExpectStopsWhenRankGets(int sig, const std::string& needle_regex) {
+  TempDir dir;
+  std::vector<int> order(400);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  WriteToy(dir, "toy", order);
+  std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", 4, "epochs: 1000"));
+  const std::string out = dir.File("out.txt"), json = dir.File("log.json");
+  const std::string cmd = "exec env " + Mpirun(2) + FRUGAL_BIN + " train --config " + cfg +
+                          " --dist mpi --dist-timeout 3 --engine naive --log-json " + json + " > " + out + " 2>&1";
+  pid_t mpirun = fork();
+  ASSERT_GE(mpirun, 0);
+  if (mpirun == 0) {
+    if (chdir(FRUGAL_SOURCE_DIR) != 0) _exit(127);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  const auto start = Clock::now();
+  pid_t victim = -1;
+  while (Clock::now() - start < std::chrono::seconds(60)) {
+    std::string log = read(json);
+    if (std::count(log.begin(), log.end(), '\n') >= 5 && (victim = RankPid(mpirun, 1)) > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(victim, 0) << "rank 1 not found or no progress\n" << read(out);
+  ASSERT_EQ(kill(victim, sig), 0);
+  const auto signalled = Clock::now();
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(mpirun, &status, WNOHANG)) == 0 && Clock::now() - signalled < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double waited = std::chrono::duration<double>(Clock::now() - signalled).count();
+  if (done == 0) {
+    kill(mpirun, SIGKILL);
+    waitpid(mpirun, &status, 0);
+  }
+  kill(victim, SIGKILL);  // a stopped rank that mpirun left behind
+  ASSERT_EQ(done, mpirun) << "mpirun still running " << waited << " s after the signal\n" << read(out);
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read(out);
+  // Timeout, grace, and a margin for mpirun's teardown on a loaded machine
+  // (measured: 5 to 7 s in all at a load average of 9 on 2 cores).
+  EXPECT_LT(waited, 3 + 1 + 8) << read(out);
+  EXPECT_TRUE(std::regex_search(read(out), std::regex(needle_regex))) << read(out);
+}
+
+TEST(DistMpi, HungRankStopsTheOthersWithinTheTimeout) {
+  // Rank 0 may be in a gradient all-reduce, a metric reduction or the
+  // checksum gather (every 100 updates by default) when rank 1 stops.
+  ExpectStopsWhenRankGets(SIGSTOP, "frugal: error: rank 0: all(reduce|gather)\\([^\n]* did not complete within 3 s "
+                                   "\\(--dist-timeout\\): rank 1 did not reach it \\(dead or hung\\)");
+}
+
+TEST(DistMpi, KilledRankStopsTheOthersWithinTheTimeout) {
+  // mpirun notices the death itself; the watchdog is the fallback.
+  ExpectStopsWhenRankGets(SIGKILL, "rank 1[^\n]*(exited on signal 9|did not reach it)");
+}
+
+}  // namespace
+}  // namespace frugal::test
