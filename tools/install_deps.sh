@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev libdnnl-dev zlib1g-dev
   libonnx-dev libonnx-testdata
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  python3
   dataset-fashion-mnist fortunes
 )
 
