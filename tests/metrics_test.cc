@@ -99,5 +99,43 @@ TEST(Metrics, BadNamesAndLabelsAreErrors) {
   EXPECT_THROW(MakeMetric("mse")->Update(Prob(), Label(), 3), Error);
 }
 
+// Two outputs (a loss per step) against labels (N, 2): output k is scored
+// against column k, every row of every output counting once.
+TEST(Metrics, EveryOutputAgainstItsLabelColumn) {
+  Tensor step0 = Make(Shape{3, 2}, {0.9f, 0.1f, 0.2f, 0.8f, 0.6f, 0.4f});
+  Tensor step1 = Make(Shape{3, 2}, {0.3f, 0.7f, 0.7f, 0.3f, 0.5f, 0.5f});
+  // Row i: (label of step 0, label of step 1); the third row is padding.
+  Tensor labels = Make(Shape{3, 2}, {0, 1, 1, 1, 0, 0});
+  MetricSet set({"accuracy", "cross_entropy", "perplexity"});
+  set.Update({step0, step1}, labels, 2);
+  EXPECT_EQ(set.count(), 4);
+  EXPECT_DOUBLE_EQ(set.Get("accuracy"), 3.0 / 4);  // step 1, row 1 is wrong
+  const double ce = -(std::log(0.9f) + std::log(0.8f) + std::log(0.7f) + std::log(0.3f)) / 4;
+  EXPECT_NEAR(set.Get("cross_entropy"), ce, 1e-6);
+  EXPECT_NEAR(set.Get("perplexity"), std::exp(ce), 1e-5);
+  // One output is scored as before.
+  MetricSet one;
+  one.Update(std::vector<Tensor>{Prob()}, Label(), 3);
+  EXPECT_DOUBLE_EQ(one.Get("accuracy"), 1.0 / 3);
+}
+
+TEST(Metrics, LabelsThatDoNotMatchTheOutputsAreErrors) {
+  Tensor p = Make(Shape{2, 2}, {0.5f, 0.5f, 0.5f, 0.5f});
+  MetricSet set;
+  try {  // three outputs, two labels per row
+    set.Update({p, p, p}, Make(Shape{2, 2}, {0, 1, 1, 0}), 2);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the graph has 3 outputs but the labels (2,2) hold 2 values per row"),
+              std::string::npos) << e.what();
+  }
+  try {  // one output of 2 rows, labels of a sequence per row
+    set.Update(p, Make(Shape{2, 2}, {0, 1, 1, 0}), 2);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("one class index per row is expected"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace frugal

@@ -12,6 +12,7 @@ packages=(
   libonnx-dev libonnx-testdata
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenmpi-dev openmpi-bin
+  python3
   dataset-fashion-mnist fortunes
 )
 

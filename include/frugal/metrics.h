@@ -11,6 +11,10 @@
 // labels (N) holding class indices; mse reads outputs and labels of the same
 // size (N rows each). Only the first num_valid rows of a batch count (the
 // rest of a last, wrapped batch are repeats).
+//
+// A graph may have several outputs, one per loss (an unrolled language model
+// predicts at every step): MetricSet scores them all, output k against label
+// column k, so every prediction counts against its own label.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +51,10 @@ class MetricSet {
 
   void Reset();
   void Update(const Tensor& outputs, const Tensor& labels, int64_t num_valid);
+  // Every output of a graph: one output as above; K > 1 outputs of N rows
+  // against labels (N, K), output k scored against column k (each counts
+  // num_valid rows). Throws Error if the labels do not hold K values per row.
+  void Update(const std::vector<Tensor>& outputs, const Tensor& labels, int64_t num_valid);
   // The value of the named metric; throws Error if the set lacks it.
   double Get(const std::string& name) const;
   bool Has(const std::string& name) const;
@@ -57,6 +65,7 @@ class MetricSet {
 
  private:
   std::vector<std::unique_ptr<Metric>> m_;
+  Tensor column_;  // label column k, for Update with several outputs
 };
 
 }  // namespace frugal

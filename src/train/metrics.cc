@@ -1,6 +1,8 @@
 // Metrics (definitions in frugal/metrics.h).
 #include "frugal/metrics.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -21,6 +23,16 @@ int64_t ClassOf(const std::string& metric, const float* y, int64_t i, int64_t k)
 
 int64_t Classes(const Tensor& outputs) { return outputs.shape().ndim() > 1 ? outputs.size() / outputs.shape()[0] : 1; }
 
+// One class index per output row: labels of another size would be read out of
+// step with the rows (the labels of a per-step loss belong to several outputs).
+void CheckOneLabelPerRow(const std::string& metric, const Tensor& out, const Tensor& label) {
+  const int64_t rows = out.shape().ndim() ? out.shape()[0] : 1;
+  FRUGAL_REQUIRE(label.size() == rows, "metric ", metric, ": outputs ", out.shape(), " have ", rows,
+                 " rows but the labels ", label.shape(), " hold ", label.size(),
+                 " values; one class index per row is expected (with a loss per step, make every step's"
+                 " prediction a graph output, in step order)");
+}
+
 // Rows ranked above the label: larger outputs, or equal ones at a lower index.
 int64_t RankOfLabel(const float* p, int64_t k, int64_t truth) {
   int64_t rank = 0;
@@ -34,6 +46,7 @@ class TopK : public Metric {
   std::string name() const override { return k_ == 1 ? "accuracy" : Fmt("top_k_accuracy_", k_); }
   void Reset() override { n_ = correct_ = 0; }
   void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
+    CheckOneLabelPerRow(name(), out, label);
     const int64_t k = Classes(out);
     for (int64_t i = 0; i < num_valid; ++i) {
       const float* p = out.f() + i * k;
@@ -54,6 +67,7 @@ class CrossEntropy : public Metric {
   std::string name() const override { return perplexity_ ? "perplexity" : "cross_entropy"; }
   void Reset() override { n_ = 0; ce_ = 0; }
   void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
+    CheckOneLabelPerRow(name(), out, label);
     const int64_t k = Classes(out);
     for (int64_t i = 0; i < num_valid; ++i)
       ce_ -= std::log(std::max(out.f()[i * k + ClassOf(name(), label.f(), i, k)], 1e-12f));
@@ -133,6 +147,21 @@ void MetricSet::Reset() {
 
 void MetricSet::Update(const Tensor& outputs, const Tensor& labels, int64_t num_valid) {
   for (auto& m : m_) m->Update(outputs, labels, num_valid);
+}
+
+void MetricSet::Update(const std::vector<Tensor>& outputs, const Tensor& labels, int64_t num_valid) {
+  CHECK(!outputs.empty()) << "a graph without outputs";
+  if (outputs.size() == 1) return Update(outputs[0], labels, num_valid);
+  const int64_t k = static_cast<int64_t>(outputs.size());
+  const int64_t n = labels.shape().ndim() ? labels.shape()[0] : 1;
+  FRUGAL_REQUIRE(labels.size() == n * k, "metrics: the graph has ", k, " outputs but the labels ", labels.shape(),
+                 " hold ", labels.size() / n, " values per row; output k is scored against label column k, so"
+                 " each row needs one label per output (data.label_shape: [", k, "])");
+  if (!column_.defined() || column_.size() != n) column_ = Tensor::Empty(Shape{n});
+  for (int64_t j = 0; j < k; ++j) {
+    for (int64_t i = 0; i < n; ++i) column_.f()[i] = labels.f()[i * k + j];
+    Update(outputs[j], column_, num_valid);
+  }
 }
 
 bool MetricSet::Has(const std::string& name) const {

@@ -6,6 +6,7 @@
 #include <glog/logging.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -184,18 +185,27 @@ struct Session {
     }
   }
 
-  // Adds the batch's predictions (output 0 of exec) to every metric in ms.
+  // Adds the batch's predictions (every graph output of exec, output k
+  // against label column k when there are several) to every metric in ms.
   void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, const int64_t* num_valid,
                    int64_t* samples = nullptr) {
     PushOptions o;
     o.name = "metrics";
-    Tensor prob = exec.output(0), y = label;
+    std::vector<Tensor> outputs;
+    std::vector<Var> reads{label_var};
+    for (int k = 0; k < static_cast<int>(exec.graph().outputs.size()); ++k) {
+      outputs.push_back(exec.output(k));
+      reads.push_back(exec.output_var(k));
+    }
+    std::sort(reads.begin(), reads.end());  // outputs may share a block's variable
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    Tensor y = label;
     engine->Push(
-        [ms, prob, y, num_valid, samples] {
-          for (MetricSet* m : ms) m->Update(prob, y, *num_valid);
+        [ms, outputs, y, num_valid, samples] {
+          for (MetricSet* m : ms) m->Update(outputs, y, *num_valid);
           if (samples) *samples += *num_valid;
         },
-        {exec.output_var(0), label_var}, {metrics_var}, o);
+        reads, {metrics_var}, o);
   }
 
   // Everything a checkpoint holds (views, no copies). The engine must be idle.
