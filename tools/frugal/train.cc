@@ -16,6 +16,8 @@ namespace frugal::cli {
 
 int Train() {
   ConfigFile cfg = LoadConfigFromFlags();
+  FRUGAL_REQUIRE(DeviceFromFlags().type == DeviceType::kCPU, "--gpus: frugal train runs on the CPU only so far (the ",
+                 "GPU optimizer updates and batch feed are not built); frugal time --gpus runs a training step on the GPU");
   TrainOptions opts;
   opts.log_json = FLAGS_log_json;
   opts.resume = FLAGS_resume;
