@@ -254,7 +254,7 @@ std::vector<std::vector<float>> GpuStep(const ConfigFile& cfg, const MemoryStrat
     Tensor host = Tensor::Empty(s);
     for (int64_t i = 0; i < host.size(); ++i) {
       state = state * 1664525u + 1013904223u;
-      host.f()[i] = labels ? static_cast<float>(state >> 28) % 10 : static_cast<float>(state >> 8) / (1 << 24) - 0.5f;
+      host.f()[i] = labels ? static_cast<float>((state >> 28) % 10) : static_cast<float>(state >> 8) / (1 << 24) - 0.5f;
     }
     Tensor t = Tensor::Empty(s, DType::kFloat32, kGpu0, MemKind::kParam);
     t.CopyFrom(host);

@@ -45,6 +45,10 @@ void* DeviceAlloc(int dev, int64_t bytes, bool is_arena);
 void DeviceFree(int dev, void* p, int64_t bytes, bool is_arena);
 // Bytes the pool of `dev` holds from cudaMalloc (in use or cached).
 int64_t PoolReservedBytes(int dev);
+// Bytes in use on the device as the driver sees it (total - free: every
+// allocation of this process and others, the CUDA context, library
+// workspaces); 0 without CUDA.
+int64_t DeviceUsedBytes(int dev);
 // Page-locked host memory for batches that go to a GPU.
 void* PinnedAlloc(int64_t bytes);
 void PinnedFree(void* p);

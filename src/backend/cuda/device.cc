@@ -207,6 +207,15 @@ void DeviceFree(int dev, void* p, int64_t bytes, bool is_arena) {
 }
 int64_t PoolReservedBytes(int dev) { return CudaDeviceCount() > dev ? cuda::Get(dev).reserved() : 0; }
 
+int64_t DeviceUsedBytes(int dev) {
+  if (CudaDeviceCount() <= dev) return 0;
+  cuda::Get(dev);  // the context exists
+  size_t free_bytes = 0, total = 0;
+  FRUGAL_CUDA_CHECK(cudaSetDevice(dev));
+  FRUGAL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+  return static_cast<int64_t>(total - free_bytes);
+}
+
 void* PinnedAlloc(int64_t bytes) {
   void* p = nullptr;
   FRUGAL_CUDA_CHECK(cudaMallocHost(&p, static_cast<size_t>(bytes)));

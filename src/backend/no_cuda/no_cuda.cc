@@ -17,6 +17,7 @@ void RequireCudaDevice(int id, const std::string& what) { NoCuda(what.c_str()); 
 void* DeviceAlloc(int, int64_t, bool) { NoCuda("device memory"); }
 void DeviceFree(int, void*, int64_t, bool) {}
 int64_t PoolReservedBytes(int) { return 0; }
+int64_t DeviceUsedBytes(int) { return 0; }
 void* PinnedAlloc(int64_t) { NoCuda("pinned memory"); }
 void PinnedFree(void*) {}
 void CopyBytes(void*, Device, const void*, Device, int64_t) { NoCuda("device copy"); }
