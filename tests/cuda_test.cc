@@ -145,6 +145,34 @@ std::vector<GpuCase> GpuCases() {
     };
     add(b, 1e-5);
   }
+  for (const char* op : {"add_scalar", "sub_scalar", "rsub_scalar", "mul_scalar", "div_scalar", "rdiv_scalar"}) {
+    test::OpCase sc = Case(op, {{"scalar", "1.5"}}, {Shape{4, 9}}, {true});
+    sc.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.5f + 0.01f * i; };
+    add(sc, 1e-5);
+  }
+  for (const char* op : {"negative", "exp", "log", "sqrt", "square", "abs"}) {
+    test::OpCase u = Case(op, {}, {Shape{5, 6}}, {true});
+    u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.3f + 0.05f * i; };
+    add(u, 1e-5);
+  }
+  test::OpCase clip = Case("clip", {{"a_min", "-0.5"}, {"a_max", "0.5"}}, {Shape{5, 6}}, {true});
+  clip.fill = Distinct;
+  add(clip, 0);
+  for (const char* act : {"leaky", "elu"}) {
+    test::OpCase lr = Case("leaky_relu", {{"act_type", act}, {"slope", "0.3"}}, {Shape{4, 10}}, {true});
+    lr.fill = Distinct;
+    add(lr, 1e-5);
+  }
+  for (const char* norm : {"null", "batch", "valid"})
+    add(Case("make_loss", {{"normalization", norm}, {"grad_scale", "3"}}, {Shape{4, 5}}, {true}), 1e-6);
+  add(Case("matmul", {}, {Shape{3, 4}, Shape{4, 5}}, {true, true}), 1e-4);
+  add(Case("matmul", {{"transpose_a", "true"}, {"transpose_b", "true"}}, {Shape{4, 3}, Shape{5, 4}}, {true, true}), 1e-4);
+  add(Case("batch_dot", {{"transpose_b", "true"}}, {Shape{2, 3, 4}, Shape{2, 5, 4}}, {true, true}), 1e-4);
+  add(Case("batch_dot", {{"transpose_a", "true"}}, {Shape{2, 4, 3}, Shape{2, 4, 5}}, {true, true}), 1e-4);
+  add(Case("softmax", {}, {Shape{3, 37}}, {true}), 1e-5);
+  add(Case("softmax", {{"axis", "1"}}, {Shape{2, 5, 3}}, {true}), 1e-5);
+  add(Case("log_softmax", {}, {Shape{3, 37}}, {true}), 1e-5);
+  add(Case("log_softmax", {{"axis", "0"}}, {Shape{4, 6}}, {true}), 1e-5);
   test::OpCase emb = Case("embedding", {{"input_dim", "5"}, {"output_dim", "4"}}, {Shape{2, 3}, Shape{5, 4}}, {false, true});
   emb.fill = [](int k, std::vector<float>* v) {
     if (k == 0) *v = {0, 2, 2, 4, 0, 1};

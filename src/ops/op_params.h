@@ -35,6 +35,16 @@ struct DropoutParams {
   float p = 0.5f;
 };
 
+// elemwise_scalar.cc
+struct ScalarParams {
+  float scalar = 0;
+};
+
+// elemwise_unary.cc (clip; the other unary ops have no params)
+struct ClipParams {
+  float a_min = 0, a_max = 0;
+};
+
 // embedding.cc
 struct EmbeddingParams {
   int64_t input_dim = 0, output_dim = 0;
@@ -45,6 +55,24 @@ struct FcParams {
   int64_t num_hidden = 0;
   bool no_bias = false;
   bool flatten = true;
+};
+
+// leaky_relu.cc
+struct LeakyParams {
+  bool elu = false;
+  float slope = 0.25f;
+};
+
+// make_loss.cc
+struct MakeLossParams {
+  double grad_scale = 1.0;
+  std::string normalization = "null";
+  float valid_thresh = 0;
+};
+
+// matmul.cc (matmul, batch_dot)
+struct MatmulParams {
+  bool transpose_a = false, transpose_b = false;
 };
 
 // pooling.cc
@@ -63,6 +91,12 @@ struct Window {
   int64_t oh, ow;
 };
 Window WindowFor(const PoolParams& p, const Shape& x);
+
+// softmax.cc (softmax, log_softmax)
+struct SoftmaxParams {
+  int64_t axis = -1;
+  bool log = false;
+};
 
 // softmax_cross_entropy.cc
 struct SceParams {

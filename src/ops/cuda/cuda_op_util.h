@@ -28,6 +28,19 @@ void Map(cudaStream_t s, int64_t n, float* y, OpReq req, F f) {
   FRUGAL_CUDA_LAUNCHED();
 }
 
+// Row-major C (m, n) = op(A) op(B) + beta C with op(A) (m, k), op(B) (k, n),
+// for `batch` matrices each `stride_*` floats apart (cuBLAS is column-major:
+// it computes C^T = op(B)^T op(A)^T). Plain FP32 (cuBLAS's default math).
+inline void GemmRowMajor(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                         const float* b, float beta, float* c, int64_t batch = 1, int64_t stride_a = 0,
+                         int64_t stride_b = 0, int64_t stride_c = 0) {
+  const float alpha = 1.f;
+  const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
+  FRUGAL_CUBLAS_CHECK(cublasSgemmStridedBatched(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, in,
+                                                im, ik, &alpha, b, tb ? ik : in, stride_b, a, ta ? im : ik, stride_a,
+                                                &beta, c, in, stride_c, static_cast<int>(batch)));
+}
+
 // The same for output k of a kernel, over its size.
 template <typename F>
 void Map(const KernelCtx& c, int k, F f) {

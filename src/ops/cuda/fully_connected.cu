@@ -14,17 +14,6 @@ void RowsCols(const FcParams& p, const Shape& x, int64_t* n, int64_t* k) {
   *k = x.Prod(split, x.ndim());
 }
 
-// Row-major C (m, n) = alpha op(A) op(B) + beta C, with op(A) (m, k), op(B) (k, n).
-void GemmRowMajor(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
-                  const float* b, float beta, float* c) {
-  const float alpha = 1.f;
-  // Column-major: C^T (n, m) = op(B)^T op(A)^T.
-  FRUGAL_CUBLAS_CHECK(cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
-                                  static_cast<int>(tb ? k : n), a, static_cast<int>(ta ? m : k), &beta, c,
-                                  static_cast<int>(n)));
-}
-
 // db[j] (+)= sum_i dy[i, j]: one thread per column, rows in order.
 __global__ void ColumnSums(const float* dy, int64_t n, int64_t m, float* db, bool add) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < m;
@@ -42,7 +31,7 @@ void FcForwardCuda(const KernelCtx& c) {
   RowsCols(p, c.in[0].shape(), &n, &k);
   const int64_t m = p.num_hidden;
   float* y = c.out[0].f();
-  GemmRowMajor(cuda::Ctx(c).cublas, false, true, n, m, k, c.in[0].f(), c.in[1].f(), cuda::Beta(c.req[0]), y);
+  cuda::GemmRowMajor(cuda::Ctx(c).cublas, false, true, n, m, k, c.in[0].f(), c.in[1].f(), cuda::Beta(c.req[0]), y);
   if (p.no_bias) return;
   const float* b = c.in[2].f();
   cuda::Map(cuda::Stream(c), n * m, y, OpReq::kAdd, [b, m] __device__(int64_t i) { return b[i % m]; });
@@ -57,12 +46,12 @@ void FcBackwardCuda(const KernelCtx& c) {
   const float* dy = c.in[0].f();
   cublasHandle_t h = cuda::Ctx(c).cublas;
   // dW and db first: dx may overwrite dy (in place).
-  if (c.req[1] != OpReq::kNull) GemmRowMajor(h, true, false, m, k, n, dy, c.in[1].f(), cuda::Beta(c.req[1]), c.out[1].f());
+  if (c.req[1] != OpReq::kNull) cuda::GemmRowMajor(h, true, false, m, k, n, dy, c.in[1].f(), cuda::Beta(c.req[1]), c.out[1].f());
   if (!p.no_bias && c.req[2] != OpReq::kNull) {
     ColumnSums<<<cuda::Blocks(m), cuda::kThreads, 0, cuda::Stream(c)>>>(dy, n, m, c.out[2].f(), c.req[2] == OpReq::kAdd);
     FRUGAL_CUDA_LAUNCHED();
   }
-  if (c.req[0] != OpReq::kNull) GemmRowMajor(h, false, false, n, k, m, dy, c.in[2].f(), cuda::Beta(c.req[0]), c.out[0].f());
+  if (c.req[0] != OpReq::kNull) cuda::GemmRowMajor(h, false, false, n, k, m, dy, c.in[2].f(), cuda::Beta(c.req[0]), c.out[0].f());
 }
 
 }  // namespace
