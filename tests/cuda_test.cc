@@ -70,13 +70,29 @@ TEST(CudaBackend, AccountingKeepsDevicesApart) {
 // A GPU run of an op without a CUDA kernel fails at bind time, naming the
 // node, before any device memory is touched (so this runs without a GPU).
 TEST(CudaExecutor, RefusesAnOpWithoutCudaKernel) {
-  const Graph g = OneOpGraph("transpose", "tr1", {}, Shape{2, 3});
+  // Every registered op has a CUDA kernel in a CUDA build: a CPU-only op of
+  // a registry of this test's own.
+  OpRegistry local;
+  const OpDef& cpu_only = local.Add("cpu_only")
+                              .Inputs({{"x"}})
+                              .Outputs({"y"})
+                              .InferShape([](ShapeCtx& c) { c.out[0] = c.in[0]; })
+                              .NoGradient()
+                              .CpuKernel([](const KernelCtx&) {});
+  Graph g;
+  const int v = g.AddVariable("x", VarKind::kInput);
+  Node n;
+  n.name = "tr1";
+  n.op = &cpu_only;
+  n.inputs = {{v, 0}};
+  g.outputs.push_back({g.AddNode(n), 0});
+  InferShapes(&g, {{"x", Shape{2, 3}}});
   const MemoryPlan plan = PlanMemory(g, MemoryStrategy::kNone);
   auto engine = MakeEngine("naive");
   Bindings b;
   b.device = kGpu0;
   b.vars["x"] = Tensor::Empty(Shape{2, 3});
-  test::ExpectError([&] { Executor e(g, plan, b, engine.get()); }, {"tr1", "transpose", "has no CUDA kernel", "cuda(0)"});
+  test::ExpectError([&] { Executor e(g, plan, b, engine.get()); }, {"tr1", "cpu_only", "has no CUDA kernel", "cuda(0)"});
 }
 
 TEST(CudaExecutor, NoDeviceIsAClearError) {
@@ -173,6 +189,24 @@ std::vector<GpuCase> GpuCases() {
   add(Case("softmax", {{"axis", "1"}}, {Shape{2, 5, 3}}, {true}), 1e-5);
   add(Case("log_softmax", {}, {Shape{3, 37}}, {true}), 1e-5);
   add(Case("log_softmax", {{"axis", "0"}}, {Shape{4, 6}}, {true}), 1e-5);
+  add(Case("deconvolution", {{"kernel", "(3,3)"}, {"num_filter", "4"}, {"stride", "(2,2)"}, {"pad", "(1,1)"}},
+           {Shape{2, 3, 5, 5}}, {true, true, true}), 1e-3);
+  add(Case("deconvolution", {{"kernel", "(4,4)"}, {"num_filter", "4"}, {"num_group", "2"}, {"stride", "(2,2)"},
+                             {"target_shape", "(10,10)"}, {"no_bias", "true"}},
+           {Shape{1, 2, 5, 5}}, {true, true}), 1e-3);
+  for (const char* op : {"sum", "mean", "max"}) {
+    test::OpCase red = Case(op, {{"axis", "(0,2)"}}, {Shape{3, 4, 5}}, {true});
+    red.fill = Distinct;
+    add(red, 1e-5);
+    test::OpCase all = Case(op, {}, {Shape{6, 7}}, {true});
+    all.fill = Distinct;
+    add(all, 1e-5);
+  }
+  for (const char* op : {"linear_regression_output", "logistic_regression_output"})
+    add(Case(op, {{"grad_scale", "2"}}, {Shape{4, 3}, Shape{4, 3}}, {true, false}), 1e-5);
+  add(Case("slice", {{"begin", "(1,None,0)"}, {"end", "(None,1,3)"}, {"step", "(1,-1,2)"}}, {Shape{3, 4, 5}}, {true}), 0);
+  add(Case("transpose", {{"axes", "(1,2,0)"}}, {Shape{2, 3, 4}}, {true}), 0);
+  add(Case("transpose", {}, {Shape{3, 5}}, {true}), 0);
   test::OpCase emb = Case("embedding", {{"input_dim", "5"}, {"output_dim", "4"}}, {Shape{2, 3}, Shape{5, 4}}, {false, true});
   emb.fill = [](int k, std::vector<float>* v) {
     if (k == 0) *v = {0, 2, 2, 4, 0, 1};

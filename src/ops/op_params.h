@@ -4,7 +4,9 @@
 // documented at the top of the op's file.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ops/conv_util.h"
 
@@ -29,6 +31,10 @@ struct SplitParams {
   int64_t axis = 1;
   bool squeeze_axis = false;
 };
+
+// deconvolution.cc (params: ConvParams): the pad and adj in effect for x
+// (target_shape overrides the given ones).
+void EffectivePad(const ConvParams& p, const Shape& x, Pair* pad, Pair* adj);
 
 // dropout.cc
 struct DropoutParams {
@@ -92,6 +98,27 @@ struct Window {
 };
 Window WindowFor(const PoolParams& p, const Shape& x);
 
+// reduce.cc (sum, mean, max)
+struct ReduceParams {
+  std::vector<int64_t> axes;  // empty: all
+  bool keepdims = false;
+};
+
+// regression_output.cc
+struct RegressionParams {
+  double grad_scale = 1.0;
+};
+
+// slice.cc
+using OptInts = std::vector<std::optional<int64_t>>;
+struct SliceParams {
+  OptInts begin, end, step;
+};
+class StridedIndex;
+// y[i] = x[base + map(i)] for y = slice(x): map walks y's index space with
+// x's strides times step.
+void SliceMap(const SliceParams& p, const Shape& x, int64_t* base, StridedIndex* map);
+
 // softmax.cc (softmax, log_softmax)
 struct SoftmaxParams {
   int64_t axis = -1;
@@ -104,6 +131,11 @@ struct SceParams {
   std::string normalization = "batch";
   bool use_ignore = false;
   float ignore_label = -1;
+};
+
+// transpose.cc
+struct TransposeParams {
+  std::vector<int64_t> axes;  // empty: reverse
 };
 
 }  // namespace frugal

@@ -18,7 +18,7 @@ void AddNForwardCuda(const KernelCtx& c) {
     Ptrs p{};
     p.n = std::min(8, n - k0);
     for (int k = 0; k < p.n; ++k) p.x[k] = c.in[k0 + k].f();
-    cuda::Map(cuda::Stream(c), c.out[0].size(), cuda::Out(c, 0), req, [p] __device__(int64_t i) {
+    cuda::Map(cuda::Stream(c), c.out[0].size(), Out(c, 0), req, [p] __device__(int64_t i) {
       float s = p.x[0][i];
       for (int k = 1; k < p.n; ++k) s += p.x[k][i];
       return s;

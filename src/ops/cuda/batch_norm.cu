@@ -100,7 +100,7 @@ __global__ void BnBackwardKernel(BnBwd f, const float* dy, const float* x, const
 
 BnShape ShapeOf(const Shape& x) { return {x[0], x[1], x.Prod(2, x.ndim())}; }
 
-float* OutOrNull(const KernelCtx& c, int k) { return cuda::Out(c, k); }
+float* OutOrNull(const KernelCtx& c, int k) { return Out(c, k); }
 
 void BnForwardCuda(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();

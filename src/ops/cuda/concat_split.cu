@@ -57,7 +57,7 @@ std::vector<float*> Inputs(const KernelCtx& c) {
 
 std::vector<float*> Outputs(const KernelCtx& c) {
   std::vector<float*> p;
-  for (size_t k = 0; k < c.out.size(); ++k) p.push_back(cuda::Out(c, static_cast<int>(k)));
+  for (size_t k = 0; k < c.out.size(); ++k) p.push_back(Out(c, static_cast<int>(k)));
   return p;
 }
 

@@ -1,14 +1,13 @@
 // Helpers for the ops' CUDA kernels (src/ops/cuda/*.cu): elementwise maps
-// that honour OpReq, launched on the kernel's stream.
+// that honour OpReq, launched on the kernel's stream; block reductions; index
+// maps and GEMM. ops/op_util.h (Out, StridedIndex, ...) comes with it.
 #pragma once
 
 #include "backend/cuda/cuda_util.h"
 #include "frugal/op.h"
+#include "ops/op_util.h"
 
 namespace frugal::cuda {
-
-// Output k's data, or nullptr when nobody reads it (OpReq::kNull).
-inline float* Out(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? nullptr : c.out[k].f(); }
 
 template <typename F>
 __global__ void MapKernel(int64_t n, float* y, bool add, F f) {
@@ -28,6 +27,33 @@ void Map(cudaStream_t s, int64_t n, float* y, OpReq req, F f) {
   FRUGAL_CUDA_LAUNCHED();
 }
 
+// A StridedIndex (ops/op_util.h) by value, for device code: at most 8
+// merged dims (more throws Error naming the node).
+struct DevIndex {
+  int nd = 0;
+  int64_t dims[8] = {}, strides[8] = {};
+  __device__ int64_t operator()(int64_t i) const {
+    int64_t off = 0;
+    for (int d = nd - 1; d > 0; --d) {
+      off += (i % dims[d]) * strides[d];
+      i /= dims[d];
+    }
+    return nd == 0 ? 0 : off + i * strides[0];
+  }
+};
+
+inline DevIndex ToDevice(const KernelCtx& c, const StridedIndex& s) {
+  DevIndex d;
+  FRUGAL_REQUIRE(s.dims().size() <= 8, c.node.Where(), ": the GPU kernel handles index maps of at most 8 dims, this "
+                 "one has ", s.dims().size());
+  d.nd = static_cast<int>(s.dims().size());
+  for (int k = 0; k < d.nd; ++k) {
+    d.dims[k] = s.dims()[k];
+    d.strides[k] = s.strides()[k];
+  }
+  return d;
+}
+
 // Row-major C (m, n) = op(A) op(B) + beta C with op(A) (m, k), op(B) (k, n),
 // for `batch` matrices each `stride_*` floats apart (cuBLAS is column-major:
 // it computes C^T = op(B)^T op(A)^T). Plain FP32 (cuBLAS's default math).
@@ -44,7 +70,7 @@ inline void GemmRowMajor(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t 
 // The same for output k of a kernel, over its size.
 template <typename F>
 void Map(const KernelCtx& c, int k, F f) {
-  Map(Stream(c), c.out[k].size(), Out(c, k), c.req[k], f);
+  Map(Stream(c), c.out[k].size(), frugal::Out(c, k), c.req[k], f);
 }
 
 }  // namespace frugal::cuda

@@ -16,7 +16,7 @@ void ApplyMaskCuda(const KernelCtx& c) {
   const auto& prm = c.params<DropoutParams>();
   const float* v = c.in[0].f();
   if (!c.is_train || prm.p == 0.f) {
-    if (c.req[0] == OpReq::kWrite && v == cuda::Out(c, 0)) return;
+    if (c.req[0] == OpReq::kWrite && v == Out(c, 0)) return;
     return cuda::Map(c, 0, [v] __device__(int64_t i) { return v[i]; });
   }
   const cpu::CounterStream stream(c.seed, c.node_key, c.step);

@@ -6,7 +6,7 @@ namespace {
 
 void CopyForwardCuda(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  if (c.req[0] == OpReq::kWrite && x == cuda::Out(c, 0)) return;  // in place
+  if (c.req[0] == OpReq::kWrite && x == Out(c, 0)) return;  // in place
   cuda::Map(c, 0, [x] __device__(int64_t i) { return x[i]; });
 }
 
