@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "backend/cpu/philox.h"
 #include "backend/device.h"
 #include "frugal/config.h"
 #include "frugal/executor.h"
@@ -17,6 +18,13 @@
 #include "test_util.h"
 
 namespace frugal {
+#ifdef FRUGAL_WITH_CUDA
+namespace test {  // tests/cuda/philox_nvcc.cu
+cpu::PhiloxCounter PhiloxHostByNvcc(uint64_t seed, uint64_t node_key, int64_t step, uint64_t block);
+bool PhiloxDeviceByNvcc(uint64_t seed, uint64_t node_key, int64_t step, uint64_t block, cpu::PhiloxCounter* words);
+}  // namespace test
+#endif
+
 namespace {
 
 #define FRUGAL_REQUIRE_GPU()                                                     \
@@ -109,6 +117,26 @@ TEST(CudaExecutor, NoDeviceIsAClearError) {
     test::ExpectError([&] { Executor e(g, plan, b, engine.get()); }, {"r1", "has no CUDA kernel"});
   }
 }
+
+// ---------------------------------------------------------------- Philox
+
+#ifdef FRUGAL_WITH_CUDA
+// The header's host code compiled by nvcc (as __host__ __device__) gives the
+// words g++ gives; the device code too, where there is a GPU.
+TEST(CudaPhilox, NvccAndGccDrawTheSameWords) {
+  for (uint64_t block : {0ull, 1ull, 12345ull, 1ull << 33}) {
+    const cpu::PhiloxCounter gcc = cpu::CounterStream(7, StableHash("drop1"), 3).Block(block);
+    EXPECT_EQ(test::PhiloxHostByNvcc(7, StableHash("drop1"), 3, block), gcc) << block;
+  }
+}
+
+TEST(CudaPhilox, DeviceDrawsTheHostWords) {
+  FRUGAL_REQUIRE_GPU();
+  cpu::PhiloxCounter words{};
+  ASSERT_TRUE(test::PhiloxDeviceByNvcc(7, StableHash("drop1"), 3, 12345, &words));
+  EXPECT_EQ(words, cpu::CounterStream(7, StableHash("drop1"), 3).Block(12345));
+}
+#endif
 
 // ------------------------------------------------------------ CPU agreement
 

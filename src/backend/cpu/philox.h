@@ -7,7 +7,8 @@
 //
 // Host and device: under nvcc every function here is __host__ __device__, so
 // the CUDA dropout kernel (src/ops/cuda/dropout.cu) draws the very words the
-// CPU kernel draws, and CPU and GPU masks agree bit for bit.
+// CPU kernel draws, and CPU and GPU masks agree bit for bit (nvcc needs
+// --expt-relaxed-constexpr for std::array in device code; CMake passes it).
 #pragma once
 
 #include <array>
