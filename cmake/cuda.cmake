@@ -7,9 +7,11 @@
 # -DCMAKE_CUDA_ARCHITECTURES="80;90" for more.
 set(FRUGAL_CUDA AUTO CACHE STRING "build the CUDA backend: AUTO, ON or OFF")
 set_property(CACHE FRUGAL_CUDA PROPERTY STRINGS AUTO ON OFF)
-if(FRUGAL_TSAN AND NOT FRUGAL_CUDA STREQUAL "OFF")
+set(FRUGAL_TSAN_NOTE "")
+if(FRUGAL_TSAN)
   # The TSan build checks the CPU engine; CUDA's runtime is not instrumented.
   set(FRUGAL_CUDA OFF)
+  set(FRUGAL_TSAN_NOTE ", as in every ThreadSanitizer build")
 endif()
 
 set(FRUGAL_WITH_CUDA OFF)
@@ -71,6 +73,9 @@ if(FRUGAL_WITH_CUDA)
   message(STATUS "CUDA backend on: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}, "
                  "cuDNN ${CUDNN_LIB}, NCCL ${NCCL_LIB}")
 else()
+  if(FRUGAL_CUDA STREQUAL "OFF")
+    message(STATUS "CUDA backend off (FRUGAL_CUDA=OFF${FRUGAL_TSAN_NOTE})")
+  endif()
   target_sources(frugal PRIVATE src/backend/no_cuda/no_cuda.cc)
 endif()
 set_property(SOURCE src/graph/op.cc APPEND PROPERTY OBJECT_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/ops/cuda/cuda_op_list.def)
