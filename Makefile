@@ -35,7 +35,7 @@ test: build data
 # trainer loop and the CLI's training runs included (about 25 s on 2 cores
 # after a 2-3 minute build). halt_on_error makes the first race fail the run.
 tsan: deps data
-	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_TSAN=ON
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_TSAN=ON -DFRUGAL_CUDA=OFF
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target frugal_tests
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tools/tsan.supp" $(TSAN_BUILD)/tests/frugal_tests
 

@@ -79,6 +79,31 @@ struct Bound {
   }
 };
 
+// The same on another device: variables copied there, every output copied
+// back to the host.
+struct BoundOn {
+  std::unique_ptr<Engine> engine = MakeEngine("threaded");
+  std::unique_ptr<Executor> exec;
+  Values outputs;
+  BoundOn(const OpGraph& og, const Values& values, Device dev, const MemoryStrategy& strategy) {
+    const MemoryPlan plan = PlanMemory(og.g, strategy);
+    Bindings b;
+    b.device = dev;
+    for (size_t k = 0; k < og.var_shapes.size(); ++k) {
+      Tensor t = Tensor::Empty(og.var_shapes[k].second, DType::kFloat32, dev, MemKind::kInput);
+      t.CopyFrom(MakeTensor(og.var_shapes[k].second, values[k]));
+      b.vars[og.var_shapes[k].first] = t;
+    }
+    exec = std::make_unique<Executor>(og.g, plan, b, engine.get());
+    exec->Run(/*is_train=*/true, 0, 7);
+    for (size_t k = 0; k < og.g.outputs.size(); ++k) {
+      Tensor host = Tensor::Empty(exec->output(k).shape());
+      host.CopyFrom(exec->output(k));
+      outputs.push_back(ToVector(host));
+    }
+  }
+};
+
 // The scalar whose gradient the op's backward computes.
 double Objective(const OpCase& c, const Values& in, const Values& out, const Values& r) {
   if (c.loss) return c.loss(in, out);
@@ -272,6 +297,35 @@ OpReport CheckOp(const OpCase& c) {
     CheckKernel(full.g, i, in, &rep);
   }
   return rep;
+}
+
+}  // namespace frugal::test
+
+namespace frugal::test {
+
+int64_t CheckOpOnDevice(const OpCase& c, Device dev, double tol) {
+  std::mt19937 gen(43);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  const OpGraph og = BuildOpGraph(c, true);
+  Values vals(og.var_shapes.size());
+  for (size_t k = 0; k < og.var_shapes.size(); ++k) {
+    vals[k].resize(og.var_shapes[k].second.Size());
+    if (c.fill && k < c.in_shapes.size()) c.fill(static_cast<int>(k), &vals[k]); else for (float& v : vals[k]) v = uni(gen);
+  }
+  const int n_out = static_cast<int>(og.out_shapes.size());
+  const int n_visible = og.g.node(og.op_node).op->NumVisibleOutputs(og.g.node(og.op_node).params);
+  int64_t compared = 0;
+  for (const MemoryStrategy strategy : {MemoryStrategy(MemoryStrategy::kNone), MemoryStrategy(MemoryStrategy::kShare)}) {
+    const BoundOn cpu(og, vals, Device{}, strategy), gpu(og, vals, dev, strategy);
+    for (size_t k = 0; k < og.g.outputs.size(); ++k) {
+      if (static_cast<int>(k) < n_out && static_cast<int>(k) >= n_visible) continue;  // hidden: device formats differ
+      const std::string what = Fmt(c.op, " on ", dev.ToString(), " (", strategy.Name(), "): ",
+                                   static_cast<int>(k) < n_out ? "output " : "gradient ", k);
+      ExpectNear(gpu.outputs[k], cpu.outputs[k], tol, what);
+      compared += static_cast<int64_t>(cpu.outputs[k].size());
+    }
+  }
+  return compared;
 }
 
 }  // namespace frugal::test

@@ -45,4 +45,11 @@ struct OpReport {
 // can require that the checks actually ran.
 OpReport CheckOp(const OpCase& c);
 
+// Runs the op and its gradient nodes (fed random output gradients) on the
+// CPU and on `dev`, with the same inputs, under both OpReq::kWrite (the plan
+// of strategy none) and in-place sharing (strategy share), and expects every
+// visible output and every input gradient to agree:
+// |dev - cpu| <= tol * max(1, |cpu|). Returns the elements compared.
+int64_t CheckOpOnDevice(const OpCase& c, Device dev, double tol);
+
 }  // namespace frugal::test

@@ -33,12 +33,18 @@ struct Bindings {
   // another executor); a tensor without one gets a variable of its own.
   std::map<std::string, Var> var_vars;
   std::map<std::string, Var> grad_vars;
+  // Where the arena lives and the kernels run; every bound tensor must be
+  // there too. On a CUDA device each node is pushed asynchronously: its
+  // kernel is launched on the GPU's stream and its variables are released
+  // when the GPU has finished it (src/backend/device.h).
+  Device device;
 };
 
 class Executor {
  public:
-  // Throws Error if a variable is unbound or has the wrong shape, or if an op
-  // has no kernel for the device.
+  // Throws Error if a variable is unbound, has the wrong shape or lives on
+  // another device, or if an op has no kernel for the device (before any
+  // memory is allocated).
   Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& bindings, Engine* engine);
   // Waits for everything pushed to the engine.
   ~Executor();
@@ -69,6 +75,7 @@ class Executor {
   const Graph& graph() const { return graph_; }
   const MemoryPlan& plan() const { return plan_; }
   int64_t arena_bytes() const { return arena_ ? arena_->bytes() : 0; }
+  Device device() const { return device_; }
 
   // What Push gives the engine for each op node, in push order (for tests
   // and tools).
@@ -82,9 +89,11 @@ class Executor {
   struct OpRun;  // one node's tensors and requests
   void BindExternal(const Bindings& b);
   void BindArena();
+  void PushCuda(bool is_train, int64_t step, uint64_t seed);
   const Graph& graph_;
   MemoryPlan plan_;
   Engine* engine_;
+  Device device_;
   std::shared_ptr<Storage> arena_;
   std::vector<Tensor> entries_;  // per entry id
   std::vector<Var> entry_var_;   // per entry id; -1 if it has no memory

@@ -103,6 +103,10 @@ struct KernelCtx {
   // The engine's workers also make it their OpenMP default, so plain
   // `#pragma omp parallel` follows it; pass it to num_threads() to be explicit.
   int num_threads = 1;
+  // A CUDA kernel's cuda::Context (src/backend/cuda/cuda_util.h: its GPU's
+  // stream, cuBLAS and cuDNN handles); nullptr on the CPU. CUDA kernels
+  // launch work on that stream and return without waiting for it.
+  void* cuda = nullptr;
   template <typename P>
   const P& params() const { return std::any_cast<const P&>(node.params); }
 };
@@ -194,6 +198,9 @@ class OpDef {
       std::function<int64_t(const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out)>;
   OpDef& Workspace(WorkspaceFromInOutFn f) { workspace_in_out_ = std::move(f); return *this; }
   OpDef& CpuKernel(Kernel k) { cpu_ = std::move(k); return *this; }
+  // The CUDA kernel, set by the op's src/ops/cuda/<op>.cu (listed in
+  // src/ops/cuda/cuda_op_list.def) where frugal is built with CUDA.
+  OpDef& CudaKernel(Kernel k) { cuda_ = std::move(k); return *this; }
   // Floating-point operations of one run (default: one per output element).
   OpDef& Flops(FlopsFn f) { flops_ = std::move(f); return *this; }
 
@@ -226,6 +233,9 @@ class OpDef {
     return workspace_ ? workspace_(n, in) : 0;
   }
   const Kernel& cpu_kernel() const { return cpu_; }
+  const Kernel& cuda_kernel() const { return cuda_; }
+  // The kernel for a device type (may be empty).
+  const Kernel& kernel(DeviceType t) const { return t == DeviceType::kCUDA ? cuda_ : cpu_; }
 
  private:
   std::string name_, doc_;
@@ -246,7 +256,7 @@ class OpDef {
   Randomness rng_ = Randomness::kNone;
   std::function<int64_t(const Node&, const std::vector<Shape>&)> workspace_;
   WorkspaceFromInOutFn workspace_in_out_;
-  Kernel cpu_;
+  Kernel cpu_, cuda_;
   FlopsFn flops_;
 };
 
@@ -255,6 +265,8 @@ class OpRegistry {
   // The registry with every op of src/ops/op_list.def registered.
   static const OpRegistry& Get();
   OpDef& Add(const std::string& name);
+  // A registered op, for adding its CUDA kernel (src/ops/cuda).
+  OpDef& Existing(const std::string& name);
   // nullptr if absent.
   const OpDef* Find(const std::string& name) const;
   // Throws Error "<where>: unknown op 'x' (did you mean 'y'?)".

@@ -46,9 +46,12 @@ int64_t ProcessPeakBytes();
 
 // An owned block of memory, 64-byte aligned, zero-filled at allocation so
 // that its pages are touched once here rather than inside a training step.
+// On a CUDA device it is device memory (src/backend/device.h): the arena
+// (kArena) one cudaMalloc, anything else from the device's pool. `pinned`
+// makes host memory page-locked, for batches copied to a GPU.
 class Storage {
  public:
-  Storage(Device dev, int64_t bytes, MemKind kind);
+  Storage(Device dev, int64_t bytes, MemKind kind, bool pinned = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -63,6 +66,7 @@ class Storage {
   int64_t bytes_ = 0;
   Device dev_;
   MemKind kind_;
+  bool pinned_ = false;
 };
 
 // A view: shape + dtype into a Storage at a byte offset. Copying a Tensor
@@ -91,8 +95,10 @@ class Tensor {
 
   // The same bytes seen with another shape of equal size.
   Tensor Reshaped(Shape shape) const;
-  void CopyFrom(const Tensor& src);  // same size and dtype
+  // Same size and dtype; across devices too (synchronous with the GPU's stream).
+  void CopyFrom(const Tensor& src);
   void Fill(float v);                // float32 only
+  bool on_gpu() const { return device().type == DeviceType::kCUDA; }
 
  private:
   std::shared_ptr<Storage> storage_;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iterator>
 
+#include "backend/device.h"
 #include "frugal/op.h"
 
 namespace frugal {
@@ -55,9 +56,17 @@ struct Executor::OpRun {
 };
 
 Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& bindings, Engine* engine)
-    : graph_(graph), plan_(plan), engine_(engine) {
+    : graph_(graph), plan_(plan), engine_(engine), device_(bindings.device) {
   const Graph& g = graph_;
-  arena_ = std::make_shared<Storage>(Device{}, plan_.arena_bytes, MemKind::kArena);
+  const bool gpu = device_.type == DeviceType::kCUDA;
+  for (const Node& n : g.nodes()) {
+    if (n.is_variable() || n.op->kernel(device_.type)) continue;
+    throw Error(Fmt(n.Where(), ": op '", n.op->name(), "' has no ", gpu ? "CUDA" : "CPU", " kernel, so this graph ",
+                    "cannot run on ", device_.ToString(), gpu ? " (run it on the CPU, or add the kernel in "
+                    "src/ops/cuda; docs/ARCHITECTURE.md lists the ops without one)" : ""));
+  }
+  if (gpu) backend::RequireCudaDevice(device_.id, Fmt("executor on ", device_.ToString()));
+  arena_ = std::make_shared<Storage>(device_, plan_.arena_bytes, MemKind::kArena);
   entries_.resize(g.num_entries());
   entry_var_.assign(g.num_entries(), -1);
   workspace_var_.assign(g.num_nodes(), -1);
@@ -67,7 +76,6 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
-    FRUGAL_REQUIRE(n.op->cpu_kernel() != nullptr, n.Where(), ": op has no CPU kernel");
     // A mirror recomputes another node: same RNG key, no side effects. A
     // gradient node keys on the node it differentiates.
     const Node& origin = g.node(n.mirror_of >= 0 ? n.mirror_of : n.fwd >= 0 ? n.fwd : i);
@@ -111,6 +119,8 @@ void Executor::BindExternal(const Bindings& b) {
     FRUGAL_REQUIRE(it != tensors.end() && it->second.defined(), "no tensor bound for ", what, " '", name, "'");
     FRUGAL_REQUIRE(it->second.shape() == g.shape(e), what, " '", name, "' is bound to a tensor of shape ",
                    it->second.shape(), " but the graph needs ", g.shape(e));
+    FRUGAL_REQUIRE(it->second.device() == device_, what, " '", name, "' is bound to a tensor on ",
+                   it->second.device().ToString(), " but the graph runs on ", device_.ToString());
     entries_[g.EntryId(e)] = it->second;
     auto v = vars.find(name);
     if (v != vars.end()) {
@@ -184,6 +194,7 @@ Executor::~Executor() {
 }
 
 void Executor::Push(bool is_train, int64_t step, uint64_t seed) {
+  if (device_.type == DeviceType::kCUDA) return PushCuda(is_train, step, seed);
   const int threads = engine_->KernelThreads(Device{});
   for (size_t j = 0; j < runs_.size(); ++j) {
     const OpRun& r = runs_[j];
@@ -211,6 +222,33 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed) {
           auto t0 = std::chrono::steady_clock::now();
           n.op->cpu_kernel()(ctx);
           *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        },
+        schedule_[j].reads, schedule_[j].writes, opts);
+  }
+}
+
+// On a GPU each node is an asynchronous push to the GPU's engine worker: the
+// kernel launches on the GPU's stream and the engine releases the node's
+// variables when the stream has passed it (an event, backend/device.h). One
+// stream per GPU runs the nodes in push order. Profiling times the launch
+// only; traces are CPU-side only.
+void Executor::PushCuda(bool is_train, int64_t step, uint64_t seed) {
+  for (size_t j = 0; j < runs_.size(); ++j) {
+    const OpRun& r = runs_[j];
+    const Node& n = graph_.node(r.node);
+    PushOptions opts;
+    opts.name = n.name.c_str();
+    opts.device = device_;
+    engine_->PushAsync(
+        [&r, &n, is_train, step, seed, dev = device_.id](Done done) {
+          backend::LaunchAsync(
+              dev,
+              [&](void* cuda) {
+                KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step, 1,
+                              cuda};
+                n.op->cuda_kernel()(ctx);
+              },
+              std::move(done));
         },
         schedule_[j].reads, schedule_[j].writes, opts);
   }

@@ -176,12 +176,23 @@ void ShapeCtx::Fail(const std::string& message) const {
 #include "ops/op_list.def"
 #undef FRUGAL_OP
 
+#ifdef FRUGAL_WITH_CUDA
+#define FRUGAL_CUDA_OP(name) void RegisterCuda_##name(OpRegistry* r);
+#include "ops/cuda/cuda_op_list.def"
+#undef FRUGAL_CUDA_OP
+#endif
+
 const OpRegistry& OpRegistry::Get() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry();
 #define FRUGAL_OP(name) Register_##name(r);
 #include "ops/op_list.def"
 #undef FRUGAL_OP
+#ifdef FRUGAL_WITH_CUDA
+#define FRUGAL_CUDA_OP(name) RegisterCuda_##name(r);
+#include "ops/cuda/cuda_op_list.def"
+#undef FRUGAL_CUDA_OP
+#endif
     return r;
   }();
   return *registry;
@@ -192,6 +203,12 @@ OpDef& OpRegistry::Add(const std::string& name) {
   auto& slot = ops_[name];
   slot = std::make_unique<OpDef>(name);
   return *slot;
+}
+
+OpDef& OpRegistry::Existing(const std::string& name) {
+  auto it = ops_.find(name);
+  CHECK(it != ops_.end()) << "CUDA kernel for op " << name << ", which is not registered";
+  return *it->second;
 }
 
 const OpDef* OpRegistry::Find(const std::string& name) const {

@@ -14,12 +14,11 @@
 #include <cmath>
 
 #include "backend/cpu/dnnl.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-enum class Act { kRelu, kSigmoid, kTanh, kSoftRelu };
 
 void ActForward(const KernelCtx& c) {
   const Act act = c.params<Act>();

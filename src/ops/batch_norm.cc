@@ -22,15 +22,11 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct BnParams {
-  double eps = 1e-3, momentum = 0.9;
-  bool fix_gamma = true, use_global_stats = false;
-};
 
 void BnInferShape(ShapeCtx& c) {
   const Shape& x = c.in[0];

@@ -16,21 +16,11 @@
 // (outer, axis, inner) is what both move; squeeze_axis changes no layout.
 #include <cstring>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct ConcatParams {
-  int64_t num_args = 2;
-  int64_t dim = 1;
-};
-
-struct SplitParams {
-  int64_t num_outputs = 0;
-  int64_t axis = 1;
-  bool squeeze_axis = false;
-};
 
 // Moves data between a whole tensor (outer, sum n_k, inner) and its parts
 // (outer, n_k, inner): gather = parts -> whole, else whole -> parts.

@@ -11,6 +11,7 @@
 // in oneDNN's own layouts with reorders through the workspace (as convolution).
 #include "backend/cpu/dnnl.h"
 #include "ops/conv_util.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
@@ -19,6 +20,8 @@ namespace {
 using dnnl::memory;
 using cpu::AnyDesc;
 using cpu::PlainDesc;
+
+}  // namespace
 
 // Pad and adj in effect (target_shape overrides the given ones).
 void EffectivePad(const ConvParams& p, const Shape& x, Pair* pad, Pair* adj) {
@@ -31,6 +34,8 @@ void EffectivePad(const ConvParams& p, const Shape& x, Pair* pad, Pair* adj) {
     (*pad)[d] = (total + 1) / 2;
   }
 }
+
+namespace {
 
 int64_t DeconvOut(const ConvParams& p, const Shape& x, int d) {
   Pair pad, adj;

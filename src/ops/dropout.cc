@@ -21,14 +21,11 @@
 #include <cmath>
 
 #include "backend/cpu/philox.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct DropoutParams {
-  float p = 0.5f;
-};
 
 // y[i] = v[i] * m[i] * scale for the stream of this node and step,
 // honouring req; v = x forward, dy backward.

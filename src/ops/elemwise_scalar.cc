@@ -9,14 +9,11 @@
 // Every forward may run in place.
 #include <cmath>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct ScalarParams {
-  float scalar = 0;
-};
 
 struct AddS { static float F(float x, float s) { return x + s; } };
 struct SubS { static float F(float x, float s) { return x - s; } };

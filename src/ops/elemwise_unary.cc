@@ -12,14 +12,11 @@
 // Every forward may run in place; a backward that reads y keeps x free.
 #include <cmath>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct ClipParams {
-  float a_min = 0, a_max = 0;
-};
 
 // F: the function; D: dx from dy and the value backward reads (x or y).
 struct Exp {

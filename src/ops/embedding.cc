@@ -8,14 +8,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct EmbeddingParams {
-  int64_t input_dim = 0, output_dim = 0;
-};
 
 void EmbeddingInferShape(ShapeCtx& c) {
   const auto& p = c.params<EmbeddingParams>();

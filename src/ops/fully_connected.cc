@@ -4,16 +4,11 @@
 // grad:  dx = dy W        dW = dy^T x        db = sum over rows of dy
 //        reads dy, x and W (not b, not y)
 #include "backend/cpu/blas.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct FcParams {
-  int64_t num_hidden = 0;
-  bool no_bias = false;
-  bool flatten = true;
-};
 
 // Rows N and columns K of x as the op sees it.
 void RowsCols(const FcParams& p, const Shape& x, int64_t* n, int64_t* k) {

@@ -9,15 +9,11 @@
 #include <algorithm>
 
 #include "backend/cpu/dnnl.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct LeakyParams {
-  bool elu = false;
-  float slope = 0.25f;
-};
 
 void LeakyForward(const KernelCtx& c) {
   const auto& p = c.params<LeakyParams>();

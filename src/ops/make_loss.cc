@@ -9,16 +9,11 @@
 //   forward run in place.
 #include <algorithm>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct MakeLossParams {
-  double grad_scale = 1.0;
-  std::string normalization = "null";
-  float valid_thresh = 0;
-};
 
 void CopyForward(const KernelCtx& c) {
   const float* x = c.in[0].f();

@@ -6,14 +6,11 @@
 //   db = op(a)^T dy         (transpose_b: db = dy^T op(a))
 // OpenBLAS sgemm per batch item (Cost::kExpensive).
 #include "backend/cpu/blas.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct MatmulParams {
-  bool transpose_a = false, transpose_b = false;
-};
 
 // Batch B, rows M, inner K and columns N from the shapes of a and b.
 struct Dims {

@@ -71,6 +71,9 @@ class StridedIndex {
   StridedIndex() = default;
   StridedIndex(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
   int64_t size() const { return size_; }
+  // The merged dims and their strides (for the CUDA kernels' copy of the map).
+  const std::vector<int64_t>& dims() const { return dims_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
   // offset(i) == i for every i.
   bool identity() const { return dims_.empty() || (dims_.size() == 1 && strides_[0] == 1); }
   int64_t operator()(int64_t i) const {

@@ -18,29 +18,10 @@
 // without) and backward, on plain NCHW.
 #include "backend/cpu/dnnl.h"
 #include "ops/conv_util.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
-namespace {
-
-using dnnl::memory;
-using cpu::PlainDesc;
-
-struct PoolParams {
-  bool max = true, global = false, count_include_pad = true, full = false;
-  Pair kernel{}, stride{1, 1}, pad{0, 0};
-  std::string Key() const {
-    return Fmt(max ? "max" : "avg", global ? "g" : "", count_include_pad ? "i" : "e", full ? "f" : "v",
-               PairStr(kernel), PairStr(stride), PairStr(pad));
-  }
-};
-
-// The window geometry for x: kernel, stride, left and right pads, output size.
-struct Window {
-  Pair kernel, stride, pad_l, pad_r;
-  int64_t oh, ow;
-};
-
 Window WindowFor(const PoolParams& p, const Shape& x) {
   Window w;
   if (p.global) {
@@ -63,6 +44,11 @@ Window WindowFor(const PoolParams& p, const Shape& x) {
   w.ow = out[1];
   return w;
 }
+
+namespace {
+
+using dnnl::memory;
+using cpu::PlainDesc;
 
 struct PoolPrims {
   cpu::PlainCall train, infer, bwd;

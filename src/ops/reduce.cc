@@ -11,15 +11,11 @@
 // Sums accumulate in double, in a fixed order (bits independent of threads).
 #include <algorithm>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct ReduceParams {
-  std::vector<int64_t> axes;  // empty: all
-  bool keepdims = false;
-};
 
 // fold[d]: axis d is reduced. Axes are checked by shape inference.
 std::vector<bool> FoldFlags(const ReduceParams& p, int ndim) {

@@ -10,14 +10,11 @@
 //   reads y and label; dlabel = 0
 #include <cmath>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct RegressionParams {
-  double grad_scale = 1.0;
-};
 
 void RegressionInferShape(ShapeCtx& c) {
   const Shape& x = c.in[0];

@@ -10,16 +10,11 @@
 #include <cstdlib>
 #include <optional>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-using OptInts = std::vector<std::optional<int64_t>>;
-
-struct SliceParams {
-  OptInts begin, end, step;
-};
 
 // "(0,None,-1)" -> {0, none, -1}.
 OptInts ParseOptInts(AttrReader& a, const std::string& key, bool required) {
@@ -96,6 +91,8 @@ void SliceInferShape(ShapeCtx& c) {
   c.out[0] = Shape(r.len);
 }
 
+}  // namespace
+
 // y[i] = x[base + map(i)]: map walks y's index space with x's strides times step.
 void SliceMap(const SliceParams& p, const Shape& x, int64_t* base, StridedIndex* map) {
   const Range r = Ranges(p, x);
@@ -108,6 +105,8 @@ void SliceMap(const SliceParams& p, const Shape& x, int64_t* base, StridedIndex*
   }
   *map = StridedIndex(r.len, strides);
 }
+
+namespace {
 
 void SliceForward(const KernelCtx& c) {
   int64_t base;

@@ -8,15 +8,11 @@
 // Kernels: oneDNN softmax / logsoftmax forward and backward on the tensor
 // seen as (outer, axis, inner).
 #include "backend/cpu/dnnl.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct SoftmaxParams {
-  int64_t axis = -1;
-  bool log = false;
-};
 
 // x as (outer, axis length, inner); the axis is checked by shape inference.
 std::vector<int64_t> Dims3(const Shape& x, int64_t axis) {

@@ -11,17 +11,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct SceParams {
-  double grad_scale = 1.0;
-  std::string normalization = "batch";
-  bool use_ignore = false;
-  float ignore_label = -1;
-};
 
 void SceInferShape(ShapeCtx& c) {
   const Shape& x = c.in[0];

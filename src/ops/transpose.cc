@@ -5,14 +5,11 @@
 // A strided copy (Cost::kFree): y[i] = x[map(i)].
 #include <algorithm>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct TransposeParams {
-  std::vector<int64_t> axes;  // empty: reverse
-};
 
 // The permutation for an n-dim input; shape inference has checked it.
 std::vector<int> Perm(const TransposeParams& p, int n) {

@@ -7,6 +7,9 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <vector>
+
+#include "backend/device.h"
 
 namespace frugal {
 
@@ -78,10 +81,20 @@ int64_t ProcessPeakBytes() {
   return 0;
 }
 
-Storage::Storage(Device dev, int64_t bytes, MemKind kind) : bytes_(bytes), dev_(dev), kind_(kind) {
-  CHECK(dev.type == DeviceType::kCPU) << "only CPU storage is built";
+Storage::Storage(Device dev, int64_t bytes, MemKind kind, bool pinned)
+    : bytes_(bytes), dev_(dev), kind_(kind), pinned_(pinned && dev.type == DeviceType::kCPU) {
   CHECK_GE(bytes, 0);
-  if (bytes > 0) {
+  if (dev.type == DeviceType::kCUDA) {
+    if (bytes > 0) {
+      data_ = backend::DeviceAlloc(dev.id, bytes, kind == MemKind::kArena);
+      backend::MemsetZero(data_, dev.id, bytes);
+    }
+  } else if (pinned_) {
+    if (bytes > 0) {
+      data_ = backend::PinnedAlloc(bytes);
+      std::memset(data_, 0, bytes);
+    }
+  } else if (bytes > 0) {
     size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
     data_ = std::aligned_alloc(64, rounded);
     if (data_ == nullptr) {
@@ -94,7 +107,13 @@ Storage::Storage(Device dev, int64_t bytes, MemKind kind) : bytes_(bytes), dev_(
 }
 
 Storage::~Storage() {
-  std::free(data_);
+  if (dev_.type == DeviceType::kCUDA) {
+    backend::DeviceFree(dev_.id, data_, bytes_, kind_ == MemKind::kArena);
+  } else if (pinned_) {
+    backend::PinnedFree(data_);
+  } else {
+    std::free(data_);
+  }
   MemoryAccounting::Get().Sub(dev_, kind_, bytes_);
 }
 
@@ -117,11 +136,17 @@ Tensor Tensor::Reshaped(Shape shape) const {
 
 void Tensor::CopyFrom(const Tensor& src) {
   CHECK_EQ(src.bytes(), bytes());
-  if (src.raw() != raw()) std::memmove(raw(), src.raw(), bytes());
+  if (src.raw() == raw()) return;
+  if (on_gpu() || src.on_gpu()) return backend::CopyBytes(raw(), device(), src.raw(), src.device(), bytes());
+  std::memmove(raw(), src.raw(), bytes());
 }
 
 void Tensor::Fill(float v) {
   CHECK(dtype_ == DType::kFloat32);
+  if (on_gpu()) {
+    std::vector<float> host(size(), v);
+    return backend::CopyBytes(raw(), device(), host.data(), Device{}, bytes());
+  }
   std::fill(f(), f() + size(), v);
 }
 

@@ -18,6 +18,9 @@ extern std::vector<std::string> g_args;
 // config fields (--epochs, --max-iters, --batch, --seed, --engine,
 // --engine-workers, --engine-kernel-threads, --memory).
 ConfigFile LoadConfigFromFlags();
+// The device of --gpus (the CPU when it is not given); throws Error for a
+// bad list, several GPUs (not supported yet) or a GPU this machine lacks.
+Device DeviceFromFlags();
 
 int Train();
 int Test();

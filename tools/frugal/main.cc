@@ -71,7 +71,7 @@ using frugal::Fmt;
 struct Command {
   int (*run)();
   const char* help;
-  std::vector<std::string> flag_files;  // the source files defining the flags it takes (its own first)
+  std::vector<std::string> flag_files;  // the source files defining the flags it takes
   bool uses_config = true;   // takes --config, --define and main.cc's overrides
   bool takes_args = false;   // positional arguments, in frugal::cli::g_args
 };
@@ -79,12 +79,12 @@ struct Command {
 const std::map<std::string, Command>& Commands() {
   using namespace frugal::cli;
   static const std::map<std::string, Command> commands = {
-      {"train", {Train, "train the config's model on its data", {"train.cc"}}},
+      {"train", {Train, "train the config's model on its data", {"train.cc", "gpus.cc"}}},
       {"plan", {Plan, "print the memory plan without training", {"plan.cc"}}},
       {"test", {Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE", {"test.cc"}}},
       {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {"summary.cc"}}},
       {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {"viz.cc"}}},
-      {"time", {Time, "time each op's forward and backward pass and the whole step", {"time.cc"}}},
+      {"time", {Time, "time each op's forward and backward pass and the whole step", {"time.cc", "gpus.cc"}}},
       {"ops", {Ops, "list the registered ops and what each declares", {"ops.cc", "plan.cc"}, false}},
       {"onnx-test", {OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...", {"onnx_test.cc"}, false, true}},
       {"import-onnx", {ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", {"import_onnx.cc"}, false, true}},
@@ -96,13 +96,13 @@ const std::map<std::string, Command>& Commands() {
 std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
 // Which command a flag belongs to: "" for the common flags of main.cc, the
-// name of the command whose own file defines it, nullopt for flags from
-// outside frugal (glog's), which every command accepts.
+// first command that takes the flags of the file defining it, nullopt for
+// flags from outside frugal (glog's), which every command accepts.
 std::optional<std::string> FlagOwner(const gflags::CommandLineFlagInfo& f) {
   const std::string file = Basename(f.filename);
   if (file == "main.cc") return std::string();
   for (const auto& [name, c] : Commands())
-    if (file == c.flag_files[0]) return name;
+    if (std::find(c.flag_files.begin(), c.flag_files.end(), file) != c.flag_files.end()) return name;
   return std::nullopt;
 }
 

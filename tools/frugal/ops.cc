@@ -38,6 +38,7 @@ const char* KindName(VarKind k) {
 std::vector<std::string> Devices(const OpDef& op) {
   std::vector<std::string> d;
   if (op.cpu_kernel()) d.push_back("cpu");
+  if (op.cuda_kernel()) d.push_back("cuda");
   return d;
 }
 

@@ -4,12 +4,16 @@
 // The data input is treated as a parameter, so every layer also computes
 // the gradient of its input, as it would inside a deeper net. A step is one
 // forward and backward pass (no optimizer update).
+// With --gpus N the graph runs on that GPU: the step time and the device
+// memory (planned arena, allocated, peak) are printed; per-op times are not
+// (kernels run asynchronously on the GPU's stream).
 #include <gflags/gflags.h>
 
 #include <chrono>
 #include <cstdio>
 #include <map>
 
+#include "backend/device.h"
 #include "cli.h"
 #include "frugal/executor.h"
 #include "frugal/passes.h"
@@ -75,17 +79,47 @@ void Build(const ConfigFile& cfg, Timed* t) {
   }
 }
 
+// Moves the bound tensors to dev (inputs and parameters copied, gradients fresh).
+void ToDevice(Timed* t, Device dev) {
+  for (auto& [name, v] : t->vars) {
+    Tensor d = Tensor::Empty(v.shape(), v.dtype(), dev, MemKind::kParam);
+    d.CopyFrom(v);
+    v = d;
+  }
+  for (auto& [name, g] : t->grads) g = Tensor::Empty(g.shape(), g.dtype(), dev, MemKind::kParam);
+}
+
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// The GPU summary: step time, and device memory beside the plan.
+int ReportGpu(const ConfigFile& cfg, const Timed& t, Device dev, double step_ms, int64_t arena_allocated) {
+  const MemoryAccounting& acc = MemoryAccounting::Get();
+  const int batch = cfg.net.data().batch_size();
+  std::printf("step on %s (forward + backward, batch %d): %.3f ms, %.1f samples/s (average of %d after %d warm-up)\n",
+              dev.ToString().c_str(), batch, step_ms, batch * 1e3 / step_ms, FLAGS_iters, FLAGS_warmup);
+  std::printf("device memory (%s): arena planned %s, allocated %s; parameters, inputs and gradients %s; "
+              "peak of frugal's allocations %s; pool holds %s; device in use %s (with the CUDA context and "
+              "cuDNN/cuBLAS); %d nodes recomputed (+%.1f%% FLOPs)\n",
+              t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(),
+              HumanBytes(arena_allocated).c_str(), HumanBytes(acc.Current(dev, MemKind::kParam)).c_str(),
+              HumanBytes(acc.Peak(dev)).c_str(), HumanBytes(backend::PoolReservedBytes(dev.id)).c_str(),
+              HumanBytes(backend::DeviceUsedBytes(dev.id)).c_str(), t.plan.num_recomputed,
+              100 * t.plan.extra_flops_ratio());
+  return 0;
+}
 
 }  // namespace
 
 int Time() {
   ConfigFile cfg = LoadConfigFromFlags();
   FRUGAL_REQUIRE(FLAGS_iters > 0 && FLAGS_warmup >= 0, "--iters must be positive and --warmup non-negative");
+  const Device dev = DeviceFromFlags();
   Timed t;
   Build(cfg, &t);
+  if (dev.type == DeviceType::kCUDA) ToDevice(&t, dev);
   std::unique_ptr<Engine> engine = MakeEngine(cfg.net.solver().engine());
   Bindings b{t.vars, t.grads};
+  b.device = dev;
   Executor exec(t.g, t.plan, b, engine.get());
   const uint64_t seed = cfg.net.solver().seed();
   for (int i = 0; i < FLAGS_warmup; ++i) exec.Run(true, i, seed);
@@ -95,7 +129,8 @@ int Time() {
   for (int i = 0; i < FLAGS_iters; ++i) exec.Run(true, FLAGS_warmup + i, seed);
   const double step_ms = Ms(Clock::now() - t0) / FLAGS_iters;
 
-  const int64_t arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
+  const int64_t arena_allocated = MemoryAccounting::Get().Current(dev, MemKind::kArena);
+  if (dev.type == DeviceType::kCUDA) return ReportGpu(cfg, t, dev, step_ms, arena_allocated);
 
   // Per-op times: backward nodes and recomputations count for the forward
   // node they differentiate or recompute.

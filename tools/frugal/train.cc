@@ -75,6 +75,8 @@ int TrainDistributed(ConfigFile cfg, TrainOptions opts) {
 
 int Train() {
   ConfigFile cfg = LoadConfigFromFlags();
+  FRUGAL_REQUIRE(DeviceFromFlags().type == DeviceType::kCPU, "--gpus: frugal train runs on the CPU only so far (the ",
+                 "GPU optimizer updates and batch feed are not built); frugal time --gpus runs a training step on the GPU");
   TrainOptions opts = OptionsFromFlags();
   if (!FLAGS_dist.empty()) return TrainDistributed(std::move(cfg), std::move(opts));
   frugal::Train(cfg, opts);

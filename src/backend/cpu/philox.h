@@ -4,18 +4,29 @@
 // random word can be computed on its own, in any order, on any thread, and a
 // recomputation reproduces it bit for bit. Checked against Random123's
 // known-answer vectors in tests/philox_test.cc.
+//
+// Host and device: under nvcc every function here is __host__ __device__, so
+// the CUDA dropout kernel (src/ops/cuda/dropout.cu) draws the very words the
+// CPU kernel draws, and CPU and GPU masks agree bit for bit (nvcc needs
+// --expt-relaxed-constexpr for std::array in device code; CMake passes it).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <string>
 
+#ifdef __CUDACC__
+#define FRUGAL_HD __host__ __device__
+#else
+#define FRUGAL_HD
+#endif
+
 namespace frugal::cpu {
 
 using PhiloxCounter = std::array<uint32_t, 4>;
 using PhiloxKey = std::array<uint32_t, 2>;
 
-inline PhiloxCounter Philox4x32_10(PhiloxCounter ctr, PhiloxKey key) {
+FRUGAL_HD inline PhiloxCounter Philox4x32_10(PhiloxCounter ctr, PhiloxKey key) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // round multipliers
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // Weyl key increments
   for (int round = 0; round < 10; ++round) {
@@ -32,7 +43,7 @@ inline PhiloxCounter Philox4x32_10(PhiloxCounter ctr, PhiloxKey key) {
 }
 
 // SplitMix64's finaliser: a bijective 64-bit mix.
-inline uint64_t Mix64(uint64_t z) {
+FRUGAL_HD inline uint64_t Mix64(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -44,13 +55,13 @@ inline uint64_t Mix64(uint64_t z) {
 // The node key is KernelCtx::node_key: StableHash of the forward node's name.
 class CounterStream {
  public:
-  CounterStream(uint64_t seed, uint64_t node_key, int64_t step) {
+  FRUGAL_HD CounterStream(uint64_t seed, uint64_t node_key, int64_t step) {
     const uint64_t k = Mix64(seed ^ Mix64(node_key));
     key_ = {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)};
     step_ = static_cast<uint64_t>(step);
   }
   // Words 4*block .. 4*block+3.
-  PhiloxCounter Block(uint64_t block) const {
+  FRUGAL_HD PhiloxCounter Block(uint64_t block) const {
     return Philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
                           static_cast<uint32_t>(step_), static_cast<uint32_t>(step_ >> 32)},
                          key_);

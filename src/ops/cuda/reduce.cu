@@ -1,0 +1,105 @@
+// sum, mean, max on the GPU (src/ops/reduce.cc). One thread per result
+// element walks its group in row-major order: sums in double, the max's
+// first maximal element, as on the CPU; deterministic.
+#include "ops/cuda/cuda_op_util.h"
+#include "ops/op_params.h"
+
+namespace frugal {
+namespace {
+
+std::vector<bool> FoldFlags(const ReduceParams& p, int ndim) {
+  std::vector<bool> fold(ndim, p.axes.empty());
+  for (int64_t a : p.axes) fold[a < 0 ? a + ndim : a] = true;
+  return fold;
+}
+
+Shape KeptShape(const Shape& x, const std::vector<bool>& fold) {
+  std::vector<int64_t> dims = x.dims();
+  for (int d = 0; d < x.ndim(); ++d)
+    if (fold[d]) dims[d] = 1;
+  return Shape(dims);
+}
+
+struct Groups {
+  cuda::DevIndex kept, folded;
+  int64_t count, size;  // groups, elements per group
+};
+
+Groups GroupsOf(const KernelCtx& c, const Shape& x) {
+  const Reduction red = MakeReduction(x, FoldFlags(c.params<ReduceParams>(), x.ndim()));
+  return {cuda::ToDevice(c, red.kept), cuda::ToDevice(c, red.folded), red.kept.size(), red.folded.size()};
+}
+
+__device__ inline int64_t ArgMax(const float* x, const Groups& g, int64_t j) {
+  const int64_t base = g.kept(j);
+  int64_t best = base;
+  for (int64_t r = 1; r < g.size; ++r) {
+    const int64_t o = base + g.folded(r);
+    if (x[o] > x[best]) best = o;
+  }
+  return best;
+}
+
+template <bool kMean>
+void SumForwardCuda(const KernelCtx& c) {
+  const Groups g = GroupsOf(c, c.in[0].shape());
+  const float* x = c.in[0].f();
+  cuda::Map(c, 0, [=] __device__(int64_t j) {
+    const int64_t base = g.kept(j);
+    double s = 0;
+    for (int64_t r = 0; r < g.size; ++r) s += x[base + g.folded(r)];
+    return static_cast<float>(kMean ? s / g.size : s);
+  });
+}
+
+// inputs: dy    output: dx[i] = dy[group of i] * scale
+template <bool kMean>
+void SumBackwardCuda(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
+  const Shape& xs = c.out[0].shape();
+  const cuda::DevIndex group =
+      cuda::ToDevice(c, BroadcastIndex(KeptShape(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim())), xs));
+  const float scale = kMean ? static_cast<float>(c.in[0].size()) / static_cast<float>(xs.Size()) : 1.f;
+  const float* dy = c.in[0].f();
+  cuda::Map(c, 0, [=] __device__(int64_t i) { return dy[group(i)] * scale; });
+}
+
+void MaxForwardCuda(const KernelCtx& c) {
+  const Groups g = GroupsOf(c, c.in[0].shape());
+  const float* x = c.in[0].f();
+  cuda::Map(c, 0, [=] __device__(int64_t j) { return x[ArgMax(x, g, j)]; });
+}
+
+__global__ void MaxGradKernel(Groups g, const float* dy, const float* x, float* dx, bool add) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < g.count;
+       j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t best = ArgMax(x, g, j), base = g.kept(j);
+    for (int64_t r = 0; r < g.size; ++r) {
+      const int64_t o = base + g.folded(r);
+      const float v = o == best ? dy[j] : 0.f;
+      dx[o] = add ? dx[o] + v : v;
+    }
+  }
+}
+
+// inputs: dy, x    output: dx
+void MaxBackwardCuda(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
+  const Groups g = GroupsOf(c, c.in[1].shape());
+  MaxGradKernel<<<cuda::Blocks(g.count), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(), c.in[1].f(),
+                                                                             c.out[0].f(), c.req[0] == OpReq::kAdd);
+  FRUGAL_CUDA_LAUNCHED();
+}
+
+}  // namespace
+
+void RegisterCuda_reduce(OpRegistry* r) {
+  r->Existing("sum").CudaKernel(SumForwardCuda<false>);
+  r->Existing("_backward_sum").CudaKernel(SumBackwardCuda<false>);
+  r->Existing("mean").CudaKernel(SumForwardCuda<true>);
+  r->Existing("_backward_mean").CudaKernel(SumBackwardCuda<true>);
+  r->Existing("max").CudaKernel(MaxForwardCuda);
+  r->Existing("_backward_max").CudaKernel(MaxBackwardCuda);
+}
+
+}  // namespace frugal

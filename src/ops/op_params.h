@@ -1,0 +1,141 @@
+// The parsed params of the ops that have a CUDA kernel beside their CPU one:
+// each op file (src/ops/<op>.cc) parses them, and its src/ops/cuda/<op>.cu
+// reads the same struct from KernelCtx::params. The meaning of every field is
+// documented at the top of the op's file.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/conv_util.h"
+
+namespace frugal {
+
+// activation.cc
+enum class Act { kRelu, kSigmoid, kTanh, kSoftRelu };
+
+// batch_norm.cc
+struct BnParams {
+  double eps = 1e-3, momentum = 0.9;
+  bool fix_gamma = true, use_global_stats = false;
+};
+
+// concat_split.cc
+struct ConcatParams {
+  int64_t num_args = 2;
+  int64_t dim = 1;
+};
+struct SplitParams {
+  int64_t num_outputs = 0;
+  int64_t axis = 1;
+  bool squeeze_axis = false;
+};
+
+// deconvolution.cc (params: ConvParams): the pad and adj in effect for x
+// (target_shape overrides the given ones).
+void EffectivePad(const ConvParams& p, const Shape& x, Pair* pad, Pair* adj);
+
+// dropout.cc
+struct DropoutParams {
+  float p = 0.5f;
+};
+
+// elemwise_scalar.cc
+struct ScalarParams {
+  float scalar = 0;
+};
+
+// elemwise_unary.cc (clip; the other unary ops have no params)
+struct ClipParams {
+  float a_min = 0, a_max = 0;
+};
+
+// embedding.cc
+struct EmbeddingParams {
+  int64_t input_dim = 0, output_dim = 0;
+};
+
+// fully_connected.cc
+struct FcParams {
+  int64_t num_hidden = 0;
+  bool no_bias = false;
+  bool flatten = true;
+};
+
+// leaky_relu.cc
+struct LeakyParams {
+  bool elu = false;
+  float slope = 0.25f;
+};
+
+// make_loss.cc
+struct MakeLossParams {
+  double grad_scale = 1.0;
+  std::string normalization = "null";
+  float valid_thresh = 0;
+};
+
+// matmul.cc (matmul, batch_dot)
+struct MatmulParams {
+  bool transpose_a = false, transpose_b = false;
+};
+
+// pooling.cc
+struct PoolParams {
+  bool max = true, global = false, count_include_pad = true, full = false;
+  Pair kernel{}, stride{1, 1}, pad{0, 0};
+  std::string Key() const {
+    return Fmt(max ? "max" : "avg", global ? "g" : "", count_include_pad ? "i" : "e", full ? "f" : "v",
+               PairStr(kernel), PairStr(stride), PairStr(pad));
+  }
+};
+// The window geometry of pooling over x: kernel, stride, left and right
+// pads ("full" may pad more on the right), output size.
+struct Window {
+  Pair kernel, stride, pad_l, pad_r;
+  int64_t oh, ow;
+};
+Window WindowFor(const PoolParams& p, const Shape& x);
+
+// reduce.cc (sum, mean, max)
+struct ReduceParams {
+  std::vector<int64_t> axes;  // empty: all
+  bool keepdims = false;
+};
+
+// regression_output.cc
+struct RegressionParams {
+  double grad_scale = 1.0;
+};
+
+// slice.cc
+using OptInts = std::vector<std::optional<int64_t>>;
+struct SliceParams {
+  OptInts begin, end, step;
+};
+class StridedIndex;
+// y[i] = x[base + map(i)] for y = slice(x): map walks y's index space with
+// x's strides times step.
+void SliceMap(const SliceParams& p, const Shape& x, int64_t* base, StridedIndex* map);
+
+// softmax.cc (softmax, log_softmax)
+struct SoftmaxParams {
+  int64_t axis = -1;
+  bool log = false;
+};
+
+// softmax_cross_entropy.cc
+struct SceParams {
+  double grad_scale = 1.0;
+  std::string normalization = "batch";
+  bool use_ignore = false;
+  float ignore_label = -1;
+};
+
+// transpose.cc
+struct TransposeParams {
+  std::vector<int64_t> axes;  // empty: reverse
+};
+
+}  // namespace frugal
