@@ -118,7 +118,7 @@ struct ChainPlan {
 // everything kept; ChainFlops the recomputation.
 int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
 double ChainFlops(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
-// Exact dynamic programming on the chain model (memory in 1/1024 steps of
+// Exact dynamic programming on the chain model (memory in 1/512 steps of
 // `memory`, each size rounded up): the plan with the least ChainFlops whose
 // ChainPeak <= memory. Empty when nothing fits.
 ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory);

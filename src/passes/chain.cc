@@ -28,7 +28,7 @@
 
 namespace frugal {
 namespace {
-constexpr int kSlots = 1024;
+constexpr int kSlots = 512;
 }  // namespace
 
 int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {

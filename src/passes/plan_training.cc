@@ -141,14 +141,18 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   // Two searches give candidates; the fitting one with the least
   // recomputation wins.
   std::optional<TrainingPlan> best_fit;
-  // Whether a candidate fits (-1: too big; 0: there was none; 1: fits).
+  // Whether a candidate fits (-1: too big; 0: there was none; 1: fits). A
+  // candidate whose lower bound fits but that recomputes no less than the
+  // best so far counts as fitting without being placed (placing is the
+  // expensive part of a search step).
   auto consider = [&](std::optional<TrainingPlan> c) {
     if (!c) return 0;
+    if (c->plan.arena_bytes <= budget && best_fit && c->plan.extra_flops >= best_fit->plan.extra_flops) return 1;
     if (!fits(&*c)) {
       if (Better(*c, smallest)) smallest = std::move(*c);
       return -1;
     }
-    if (!best_fit || c->plan.extra_flops < best_fit->plan.extra_flops) best_fit = std::move(c);
+    best_fit = std::move(c);
     return 1;
   };
   // (a) The chain program. Its model over- or underestimates the real plan
@@ -167,7 +171,7 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
       if (consider(chain_plan(m)) >= 0) lo = m, m *= 2;
       else hi = m, m /= 2;
     }
-    for (int k = 0; k < 8 && lo > 0 && hi > 0 && std::abs(hi - lo) > budget / 200; ++k) {
+    for (int k = 0; k < 4 && lo > 0 && hi > 0 && std::abs(hi - lo) > budget / 50; ++k) {
       const int64_t mid = lo + (hi - lo) / 2;
       (consider(chain_plan(mid)) >= 0 ? lo : hi) = mid;
     }
