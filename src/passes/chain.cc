@@ -19,8 +19,7 @@
 // memory): best[j][q] = the least FLOPs of blocks 0..j-1 keeping q slots, each
 // size rounded up, so any decision it returns keeps ChainPeak <= memory.
 // O(L^2 kSlots) in the worst case; runs stop growing when they no longer fit.
-#include <glog/logging.h>
-
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
