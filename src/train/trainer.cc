@@ -359,7 +359,9 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     std::string path = ckpt->Save(s.State(cfg, epoch, iter / iter_size, position));
     LOG(INFO) << "checkpoint " << path;
   };
+  int64_t validated_at = -1;  // the iteration of the last validation
   auto validate = [&](int64_t epoch) {
+    validated_at = iter;
     MetricValues val_m = reduce(Evaluate(&s, val_it.get(), metric_names));
     progress.Clear();
     LOG(INFO) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
@@ -439,7 +441,11 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       if (g_stop) break;
       if (updated && val_it && sc.val_interval() > 0 && (iter / iter_size) % sc.val_interval() == 0) {
         s.engine->WaitAll();
-        validate(epoch);
+        const MetricValues val_m = validate(epoch);
+        if (json.is_open()) {
+          json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter / iter_size << JsonMetrics("val_", val_m) << "}\n";
+          json.flush();
+        }
       }
       if (updated && ckpt && sc.checkpoint_interval() > 0 && ckpt->Due(iter / iter_size, false)) {
         save(b + 1 < batches ? epoch : epoch + 1, b + 1 < batches ? b + 1 : 0);
@@ -462,7 +468,8 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     LOG(INFO) << "Epoch[" << epoch << "] Time cost=" << std::setprecision(3) << secs;
     if (epoch_v.Has("accuracy")) last_acc = epoch_v.Get("accuracy");
     MetricValues val_m;
-    if (val_it && sc.val_interval() == 0) val_m = validate(epoch);
+    // Every epoch, or at the end of a run that stopped between val_interval validations.
+    if (val_it && (sc.val_interval() == 0 || (done && validated_at != iter))) val_m = validate(epoch);
     if (json.is_open()) {
       json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter / iter_size << JsonMetrics("train_", epoch_v);
       if (val_m.count > 0) json << JsonMetrics("val_", val_m);

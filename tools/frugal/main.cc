@@ -31,6 +31,8 @@ DEFINE_string(memory, "",
               "override memory.strategy (none, inplace, share, drop_cheap, sqrt, logn, budget=SIZE; 'all' in plan)");
 DEFINE_double(lr, -1, "override solver.lr");
 DEFINE_string(checkpoint_dir, "", "override solver.checkpoint_dir (checkpoints every epoch or checkpoint_interval)");
+DEFINE_int64(val_interval, -1, "override solver.val_interval (updates between validations; 0: every epoch)");
+DEFINE_int64(checkpoint_interval, -1, "override solver.checkpoint_interval (updates between checkpoints; 0: every epoch)");
 DEFINE_bool(deterministic, false,
             "bit-identical runs: the naive engine with one kernel thread (fixed reduction orders)");
 
@@ -53,6 +55,8 @@ ConfigFile LoadConfigFromFlags() {
   if (!FLAGS_memory.empty() && FLAGS_memory != "all") net.mutable_memory()->set_strategy(FLAGS_memory);
   if (FLAGS_lr >= 0) net.mutable_solver()->set_lr(static_cast<float>(FLAGS_lr));
   if (!FLAGS_checkpoint_dir.empty()) net.mutable_solver()->set_checkpoint_dir(FLAGS_checkpoint_dir);
+  if (FLAGS_val_interval >= 0) net.mutable_solver()->set_val_interval(FLAGS_val_interval);
+  if (FLAGS_checkpoint_interval >= 0) net.mutable_solver()->set_checkpoint_interval(FLAGS_checkpoint_interval);
   if (FLAGS_deterministic) net.mutable_solver()->set_deterministic(true);
   if (net.solver().deterministic()) {
     net.mutable_solver()->set_engine("naive");
