@@ -391,10 +391,23 @@ TEST(CudaCli, GpusWithoutADeviceIsAClearError) {
   EXPECT_NE(r.output.find(backend::BuiltWithCuda() ? "no CUDA device" : "without CUDA"), std::string::npos) << r.output;
 }
 
-TEST(CudaCli, SeveralGpusAreNotYetSupported) {
+TEST(CudaCli, TimeRunsOnOneGpu) {
   const test::RunResult r = test::RunFrugal("time --config models/mlp/fashion_mnist.prototxt --gpus 0,1 --iters 1");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("one GPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--gpus 0,1: this command runs on one GPU (--gpus 0); frugal train takes several"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(CudaCli, TrainOnSeveralGpusWithoutThemIsAClearError) {
+  if (backend::CudaDeviceCount() > 1) GTEST_SKIP() << "this machine has two CUDA devices";
+  test::RunResult r = test::RunFrugal("train --config models/mlp/fashion_mnist.prototxt --gpus 0,1 --max-iters 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--gpus 0,1: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(backend::BuiltWithCuda() ? "CUDA device" : "without CUDA"), std::string::npos) << r.output;
+  r = test::RunFrugal("train --config models/mlp/fashion_mnist.prototxt --gpus 1,1 --max-iters 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--gpus 1,1: GPU 1 is named twice"), std::string::npos) << r.output;
 }
 
 TEST(CudaCli, BadGpuListIsAClearError) {

@@ -1,13 +1,19 @@
 // The data-parallel path of the trainer without MPI: a one-rank in-process
 // communicator gives the same bits as a run without --dist, with the
-// gradient buckets requested last layer first; the communicator factory's
-// errors. (Runs under mpirun are in tests/mpi/dist_test.cc.)
+// gradient buckets requested last layer first; the local group's
+// collectives, and two ranks as threads of this process (as `--gpus 0,1`
+// runs them, here on the CPU) against one process with the global batch; the
+// communicator factory's errors. (Runs under mpirun are in
+// tests/mpi/dist_test.cc.)
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <future>
 #include <mutex>
+#include <thread>
 
 #include "frugal/dist.h"
 #include "frugal/train.h"
@@ -102,6 +108,124 @@ TEST(DistLocal, OneRankGivesTheBitsOfARunWithoutDist) {
   // Backward order: the last layer's gradients are requested first.
   EXPECT_EQ(comm.whats[0], "allreduce(bucket 0: fc2_bias, ...)");
   EXPECT_EQ(comm.whats[1], "allreduce(bucket 1: fc1_bias, ...)");
+}
+
+TEST(LocalGroup, CollectivesGiveEveryRankTheSameSums) {
+  const int n = 3;
+  std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(n);
+  std::vector<std::vector<double>> sums(n);
+  std::vector<int64_t> mins(n);
+  std::vector<std::vector<uint64_t>> gathered(n);
+  std::vector<std::vector<float>> bcast(n), reduced0(n), reduced1(n);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r) {
+    ranks.emplace_back([&, r] {
+      Communicator* c = comms[r].get();
+      EXPECT_EQ(c->rank(), r);
+      EXPECT_EQ(c->size(), n);
+      sums[r] = {0.1 * (r + 1), 1e20 * (r == 1 ? 1 : 0), 1.0};
+      c->AllReduceSum(sums[r].data(), 3, "sum");
+      mins[r] = 10 - r;
+      c->AllReduceMin(&mins[r], 1, "min");
+      gathered[r] = c->AllGather(100 + r, "gather");
+      bcast[r] = {static_cast<float>(r), static_cast<float>(2 * r)};
+      c->Broadcast(bcast[r].data(), 2, 1, "broadcast");
+      // Asynchronous all-reduces requested in one order and issued in the
+      // other: they still pair by sequence number.
+      const uint64_t s0 = c->Reserve(), s1 = c->Reserve();
+      reduced0[r] = {1.f * r, 1.f};
+      reduced1[r] = {10.f * r};
+      std::promise<void> d0, d1;
+      c->AllReduceSumAsync(s1, reduced1[r].data(), 1, "b1", true, [&](std::exception_ptr) { d1.set_value(); });
+      c->AllReduceSumAsync(s0, reduced0[r].data(), 2, "b0", false, [&](std::exception_ptr) { d0.set_value(); });
+      d0.get_future().wait();
+      d1.get_future().wait();
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < n; ++r) {
+    // The same bits on every rank: the sum in rank order.
+    EXPECT_EQ(sums[r], (std::vector<double>{0.1 + 0.2 + 0.30000000000000004, 1e20, 3.0})) << "rank " << r;
+    EXPECT_EQ(sums[r], sums[0]);
+    EXPECT_EQ(mins[r], 8);
+    EXPECT_EQ(gathered[r], (std::vector<uint64_t>{100, 101, 102}));
+    EXPECT_EQ(bcast[r], (std::vector<float>{1.f, 2.f}));
+    EXPECT_EQ(reduced0[r], (std::vector<float>{3.f, 3.f}));
+    EXPECT_EQ(reduced1[r], (std::vector<float>{30.f}));
+  }
+  for (auto& c : comms) c->Finish();
+  EXPECT_NE(comms[0]->Stats().find("2 gradient all-reduces"), std::string::npos) << comms[0]->Stats();
+}
+
+// Two ranks in threads with batch 4 each against one process with batch 8
+// over the same global batches (rank r reads the contiguous half r; the
+// reference file has the halves' batches interleaved).
+TEST(LocalGroup, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
+  const int saved = FLAGS_minloglevel;
+  FLAGS_minloglevel = 2;
+  const int ranks = 2, per_rank = 4, steps = 6, n = ranks * per_rank * steps;
+  test::TempDir dir;
+  auto write = [&](const std::string& prefix, const std::vector<int>& order) {
+    std::vector<uint8_t> images(n * 16), labels(n);
+    for (int i = 0; i < n; ++i) {
+      const int k = order[i];
+      labels[i] = static_cast<uint8_t>((k * 7) % 4);
+      for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 150 + (k * 7 + p) % 100 : (k * 13 + p) % 90;
+    }
+    WriteIdx(dir.File(prefix + "-x"), {static_cast<uint32_t>(n), 4, 4}, images);
+    WriteIdx(dir.File(prefix + "-y"), {static_cast<uint32_t>(n)}, labels);
+  };
+  std::vector<int> natural(n), interleaved;
+  for (int i = 0; i < n; ++i) natural[i] = i;
+  for (int k = 0; k < steps; ++k)
+    for (int r = 0; r < ranks; ++r)
+      for (int j = 0; j < per_rank; ++j) interleaved.push_back(r * per_rank * steps + k * per_rank + j);
+  write("dist", natural);
+  write("ref", interleaved);
+  auto config = [&](const std::string& prefix, int batch) {
+    return ParseConfig(
+        Fmt("version: 1\n"
+            "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+            "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
+            "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+            "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
+            "data { train { idx { images: \"", dir.File(prefix + "-x"), "\" labels: \"", dir.File(prefix + "-y"),
+            "\" } } batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: false }\n"
+            "solver { lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 clip_gradient: 5 }\n"),
+        dir.File(prefix + ".prototxt"), {});
+  };
+  std::map<std::string, std::vector<float>> ref, got[ranks];
+  TrainOptions a;
+  a.final_params = &ref;
+  Train(config("ref", ranks * per_rank), a);
+
+  std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(ranks);
+  const ConfigFile dist = config("dist", per_rank);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      TrainOptions o;
+      o.final_params = &got[r];
+      o.quiet = r != 0;
+      o.dist.comm = comms[r].get();
+      o.dist.bucket_bytes = 100;
+      o.dist.check_every = 3;
+      Train(dist, o);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (auto& c : comms) c->Finish();
+  FLAGS_minloglevel = saved;
+  EXPECT_EQ(got[0], got[1]) << "the ranks hold the same parameters";
+  ASSERT_EQ(got[0].size(), ref.size());
+  double worst = 0;
+  for (const auto& [name, w] : ref) {
+    ASSERT_EQ(got[0][name].size(), w.size()) << name;
+    for (size_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(got[0][name][i] - w[i])));
+  }
+  // Without the all-reduce each rank would follow its own half of the data:
+  // the ranks would differ, and both would be far from the reference.
+  EXPECT_LT(worst, 1e-6) << "largest parameter difference to the one-process run";
 }
 
 TEST(DistLocal, FactoryErrors) {

@@ -146,6 +146,26 @@ TEST(TrainCli, DeterministicResumeAtAnEpochIsBitIdentical) {
   EXPECT_NE(std::memcmp(w0.f(), last.params.at("fc1_weight").f(), w0.size() * sizeof(float)), 0);
 }
 
+// --max-iters stopping inside an epoch: its checkpoint points at the next
+// batch (not at the next epoch), so the rest of the epoch is not skipped.
+TEST(TrainCli, MaxItersCheckpointResumesAtTheNextBatch) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 momentum: 0.9 epochs: 2 keep_checkpoints: 0"));
+  RunResult a = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("a"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult b = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("b") +
+                          " --max-iters 7");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  CheckpointState stop = LoadCheckpoint(Ckpt(dir.File("b"), 7));
+  EXPECT_EQ(stop.epoch, 0);
+  EXPECT_EQ(stop.data_position, 7);
+  RunResult c = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("b") +
+                          " --resume " + Ckpt(dir.File("b"), 7));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  ExpectSameState(Ckpt(dir.File("a"), 50), Ckpt(dir.File("b"), 50));
+}
+
 TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
   TempDir dir;
   WriteToy(dir);
@@ -339,7 +359,9 @@ TEST(TrainCli, TensorBoardEventsHoldTrainScalars) {
     for (const auto& v : e.summary().value()) {
       ++count[v.tag()];
       if (v.tag() == "train/lr") lrs.push_back(v.simple_value());
-      if (v.tag() == "train/accuracy") EXPECT_TRUE(v.simple_value() >= 0 && v.simple_value() <= 1);
+      if (v.tag() == "train/accuracy") {
+        EXPECT_TRUE(v.simple_value() >= 0 && v.simple_value() <= 1);
+      }
     }
   }
   EXPECT_TRUE(version);

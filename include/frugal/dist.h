@@ -3,10 +3,15 @@
 //
 // Two layers:
 //   - Communicator: the collectives a run needs, behind an interface. The
-//     MPI one (src/dist/mpi_communicator.cc, built when CMake finds MPI) runs
-//     every MPI call on one communication thread with a watchdog. A GPU
-//     implementation (NCCL, its id broadcast over MPI) would implement the
-//     same interface on device buffers; none exists yet.
+//     MPI one (src/dist/mpi/mpi_communicator.cc, built when CMake finds MPI)
+//     runs every MPI call on one communication thread with a watchdog. The
+//     local group (src/dist/local_group.cc) joins the threads of one process,
+//     one rank each. The NCCL one (src/backend/cuda/nccl_communicator.cc)
+//     averages GPU gradients on the GPU's stream and broadcasts GPU
+//     parameters, and leaves the host collectives (metrics, checksums) to an
+//     MPI or local communicator under it: its id is broadcast over MPI
+//     (`mpirun ... --dist mpi --gpus N`) or all ranks are made at once in
+//     one process (`--gpus 0,1`).
 //   - DataParallel: what the trainer does with it. It groups the parameter
 //     gradients into buckets in the order backward produces them and pushes
 //     one asynchronous all-reduce per bucket to the engine, so each bucket is
@@ -51,6 +56,14 @@ class Communicator {
   // request (backward is over) to its end, communication is exposed.
   virtual void AllReduceSumAsync(uint64_t seq, float* data, int64_t n, const char* what, bool last_of_step,
                                  std::function<void(std::exception_ptr)> done) = 0;
+  // True when gradients and parameters are GPU buffers (NCCL): DataParallel
+  // then averages them with AllReduceAverageOnStream, and Broadcast takes
+  // device pointers.
+  virtual bool device_buffers() const { return false; }
+  // device_buffers() only: averages every buffer over the ranks, in place,
+  // queued on the stream of `cuda` (a backend::LaunchAsync context). Called
+  // in the same order on every rank.
+  virtual void AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>& bufs, void* cuda);
   // Blocking collectives for the trainer's thread (numbered internally).
   virtual void Broadcast(float* data, int64_t n, int root, const char* what) = 0;
   virtual void AllReduceSum(double* data, int64_t n, const char* what) = 0;
@@ -78,6 +91,24 @@ std::unique_ptr<Communicator> MakeCommunicator(const std::string& name, const Co
 // Whether MakeCommunicator("mpi") can work in this build.
 bool MpiBuilt();
 
+// n communicators for n threads of this process, rank k for the thread that
+// runs rank k. Collectives are exchanges through shared memory: sums in rank
+// order, so every rank gets the same bits. AllReduceSumAsync runs on each
+// rank's communication thread in sequence order, as MPI's does. Abort ends
+// the process.
+std::vector<std::unique_ptr<Communicator>> MakeLocalGroup(int n);
+
+// NCCL over GPU `device`, one rank per GPU: takes over `host` (the MPI or
+// local communicator of this rank) for the host collectives and the rank
+// numbering. MakeNcclCommunicator is called by every rank of an MPI run
+// (rank 0 makes the NCCL id and broadcasts it over `host`);
+// MakeNcclGroup makes the communicators of the GPUs of one process at once
+// (hosts[k] for devices[k]). Throw Error where frugal was built without CUDA
+// or NCCL.
+std::unique_ptr<Communicator> MakeNcclCommunicator(std::unique_ptr<Communicator> host, int device);
+std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique_ptr<Communicator>> hosts,
+                                                         const std::vector<int>& devices);
+
 struct DistOptions {
   Communicator* comm = nullptr;  // null: a single process
   int64_t bucket_bytes = 1 << 20;  // gradients per all-reduce
@@ -100,6 +131,7 @@ class DataParallel {
   // last writes each gradient.
   DataParallel(const DistOptions& opts, const Executor& train, const std::map<std::string, Tensor>& grads,
                const std::map<std::string, Var>& grad_vars);
+  ~DataParallel();
   Communicator* comm() const { return comm_; }
   int rank() const { return comm_->rank(); }
   int size() const { return comm_->size(); }
@@ -124,10 +156,16 @@ class DataParallel {
     std::vector<std::string> names;
     std::vector<Tensor> grads;
     std::vector<Var> vars;
-    std::vector<float> buf;
+    std::vector<float> buf;  // host buffers: the bucket's gradients side by side
     std::string what;
   };
+  // Device buffers: one asynchronous push per bucket on the GPU's stream,
+  // in push order (order_var_), so every rank issues them alike.
+  void PushAllReduceOnGpu(Engine* engine);
   Communicator* comm_;
+  Device device_;  // of the gradients
+  Var order_var_ = -1;
+  Engine* order_engine_ = nullptr;
   int64_t check_every_;
   std::vector<std::unique_ptr<Bucket>> buckets_;
 };

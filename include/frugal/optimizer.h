@@ -17,8 +17,9 @@
 //             else:     s = sqrt(v) + eps
 //             w = w - lr * d / s            (no momentum, as Caffe)
 //
-// Updates are elementwise (OpenMP over large tensors) and therefore
-// deterministic whatever the thread count.
+// Updates are elementwise (frugal/update_rule.h; OpenMP over large tensors
+// on the CPU, a kernel on the GPU) and therefore deterministic whatever the
+// thread count.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +30,9 @@
 
 #include "frugal.pb.h"
 #include "frugal/tensor.h"
+#include "frugal/update_rule.h"
 
 namespace frugal {
-
-enum class OptimizerKind { kSgd, kNesterov, kAdam, kAdamW, kRmsProp };
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kSgd;
@@ -57,21 +57,20 @@ using OptState = std::vector<Tensor>;
 class Optimizer {
  public:
   explicit Optimizer(const OptimizerOptions& o) : o_(o) {}
-  virtual ~Optimizer() = default;
-  virtual const char* name() const = 0;  // "sgd", "nesterov", "adam", "adamw", "rmsprop"
+  const char* name() const;  // "sgd", "nesterov", "adam", "adamw", "rmsprop"
   // Names of the state tensors per parameter, e.g. {"m", "v"} for adam.
-  virtual std::vector<std::string> StateNames() const = 0;
-  // Zeroed state for a parameter (accounted as MemKind::kParam).
+  std::vector<std::string> StateNames() const;
+  // Zeroed state for a parameter, on its device (accounted as MemKind::kParam).
   OptState CreateState(const Tensor& w) const;
   // One update of w by its gradient g. lr is the scheduled rate (before
-  // lr_mult); step counts updates from 1.
-  void Update(Tensor* w, const Tensor& g, OptState* state, float lr, int64_t step, const ParamMult& mult = {}) const;
+  // lr_mult); step counts updates from 1. On a GPU, `cuda` is the context
+  // of the LaunchAsync that runs it (backend/device.h); the update is
+  // queued on its stream.
+  void Update(Tensor* w, const Tensor& g, OptState* state, float lr, int64_t step, const ParamMult& mult = {},
+              void* cuda = nullptr) const;
   const OptimizerOptions& options() const { return o_; }
 
- protected:
-  // n elements; lr and wd already include the multipliers.
-  virtual void Apply(float* w, const float* g, const std::vector<float*>& state, int64_t n, float lr, float wd,
-                     int64_t step) const = 0;
+ private:
   OptimizerOptions o_;
 };
 
@@ -88,7 +87,8 @@ OptimizerOptions OptimizerOptionsFromConfig(const config::Solver& s, const std::
 std::map<std::string, Tensor> NamedStates(const Optimizer& opt, const std::map<std::string, OptState>& states);
 
 // sum = g (first) or sum + g: gradient accumulation over iter_size batches.
-void AccumulateGrad(Tensor* sum, const Tensor& g, bool first);
+// On a GPU, `cuda` is the LaunchAsync context whose stream runs it.
+void AccumulateGrad(Tensor* sum, const Tensor& g, bool first, void* cuda = nullptr);
 
 // The L2 norm of all gradients together, summed in double in fixed chunks so
 // the result does not depend on the thread count.
@@ -98,7 +98,8 @@ double GlobalNorm(const std::vector<const Tensor*>& grads);
 // max_norm > 0 and the global norm of the rescaled gradients exceeds it,
 // scales them all by max_norm / norm, in one pass. Returns the global norm
 // of the rescaled gradients before clipping (for logging), or 0 when
-// max_norm is 0 (no norm is computed then).
+// max_norm is 0 (no norm is computed then). CPU tensors only (on a GPU:
+// backend::RescaleAndClipAsync).
 double RescaleAndClip(const std::vector<Tensor*>& grads, float rescale, float max_norm);
 
 }  // namespace frugal

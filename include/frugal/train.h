@@ -59,6 +59,14 @@ struct TrainOptions {
   std::map<std::string, std::vector<float>>* final_params = nullptr;
   // If set, runs on this engine instead of making the config's (tests).
   Engine* engine = nullptr;
+  // Where the model trains: the CPU, or one CUDA device (parameters,
+  // gradients, optimizer state and the arena on it; batches staged in pinned
+  // host memory and copied on the GPU's stream; outputs copied back for the
+  // metrics).
+  Device device;
+  // Only warnings and errors in the log (the other ranks of an in-process
+  // data-parallel run).
+  bool quiet = false;
   // Data-parallel across processes when dist.comm is set (frugal/dist.h):
   // each rank reads its shard of the data, parameters start from rank 0's,
   // gradients are averaged over ranks, metrics are reduced over ranks. Only

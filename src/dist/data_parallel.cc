@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/device.h"
 #include "frugal/base.h"
 #include "frugal/dist.h"
 #include "frugal/executor.h"
@@ -29,6 +30,10 @@ std::unique_ptr<Communicator> MakeCommunicator(const std::string& name, const Co
       "--dist mpi: this frugal was built without MPI support (install Debian's libopenmpi-dev and openmpi-bin, or "
       "run `make deps`, then reconfigure with -DFRUGAL_MPI=AUTO or ON)");
 #endif
+}
+
+void Communicator::AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>&, void*) {
+  throw Error("this communicator does not take GPU buffers (use NCCL: frugal built with CUDA and NCCL)");
 }
 
 // ------------------------------------------------------------------ metrics
@@ -76,6 +81,9 @@ DataParallel::DataParallel(const DistOptions& opts, const Executor& train, const
                            const std::map<std::string, Var>& grad_vars)
     : comm_(opts.comm), check_every_(opts.check_every) {
   CHECK(comm_);
+  if (!grads.empty()) device_ = grads.begin()->second.device();
+  FRUGAL_REQUIRE(device_.type == DeviceType::kCPU || comm_->device_buffers(), "data-parallel training on ",
+                 device_.ToString(), " needs a communicator of GPU buffers (NCCL), not this one");
   FRUGAL_REQUIRE(opts.bucket_bytes > 0, "--dist-bucket must be positive, got ", opts.bucket_bytes);
   // Position in the schedule of the last op writing each variable.
   std::map<Var, size_t> last_write;
@@ -105,21 +113,59 @@ DataParallel::DataParallel(const DistOptions& opts, const Executor& train, const
     Bucket* b = buckets_[k].get();
     int64_t n = 0;
     for (const Tensor& g : b->grads) n += g.size();
-    b->buf.resize(n);
+    if (device_.type == DeviceType::kCPU) b->buf.resize(n);
     b->what = Fmt("allreduce(bucket ", k, ": ", b->names.front(), b->names.size() > 1 ? ", ..." : "", ")");
   }
 }
 
+DataParallel::~DataParallel() {
+  if (order_engine_) order_engine_->DeleteVar(order_var_);
+}
+
 std::string DataParallel::Describe() const {
   std::string s = Fmt("data-parallel: rank ", rank(), " of ", size(), ", ", buckets_.size(), " gradient buckets (");
-  for (size_t k = 0; k < buckets_.size(); ++k)
-    s += Fmt(k ? ", " : "", HumanBytes(static_cast<int64_t>(buckets_[k]->buf.size() * sizeof(float))));
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    int64_t bytes = 0;
+    for (const Tensor& g : buckets_[k]->grads) bytes += g.bytes();
+    s += Fmt(k ? ", " : "", HumanBytes(bytes));
+  }
   s += ")";
   if (check_every_ > 0) s += Fmt(", parameter checksums compared every ", check_every_, " updates");
   return s;
 }
 
+void DataParallel::PushAllReduceOnGpu(Engine* engine) {
+  if (!order_engine_) {
+    order_engine_ = engine;
+    order_var_ = engine->NewVar();
+  }
+  Communicator* comm = comm_;
+  const int dev = device_.id;
+  for (auto& bucket : buckets_) {
+    Bucket* b = bucket.get();
+    PushOptions o;
+    o.name = b->what.c_str();
+    o.device = device_;
+    o.priority = 1 << 20;  // start the exchange as soon as the gradients are in
+    std::vector<Var> writes = b->vars;
+    writes.push_back(order_var_);
+    engine->PushAsync(
+        [b, comm, dev](Done done) {
+          backend::LaunchAsync(
+              dev,
+              [b, comm](void* cuda) {
+                std::vector<std::pair<float*, int64_t>> bufs;
+                for (const Tensor& g : b->grads) bufs.emplace_back(g.f(), g.size());
+                comm->AllReduceAverageOnStream(bufs, cuda);
+              },
+              std::move(done));
+        },
+        {}, writes, o);
+  }
+}
+
 void DataParallel::PushAllReduce(Engine* engine) {
+  if (comm_->device_buffers()) return PushAllReduceOnGpu(engine);
   const float scale = 1.f / static_cast<float>(size());
   Communicator* comm = comm_;
   for (size_t k = 0; k < buckets_.size(); ++k) {

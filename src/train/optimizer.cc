@@ -1,6 +1,8 @@
 // The optimizers (formulas in frugal/optimizer.h) and the gradient helpers.
 #include "frugal/optimizer.h"
 
+#include "backend/device.h"
+
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -8,109 +10,23 @@
 
 namespace frugal {
 namespace {
-
 constexpr int64_t kOmpMin = 32768;  // elements below which a loop stays serial
-
-class Sgd : public Optimizer {
- public:
-  using Optimizer::Optimizer;
-  const char* name() const override { return "sgd"; }
-  std::vector<std::string> StateNames() const override { return {"mom"}; }
-
- protected:
-  void Apply(float* w, const float* g, const std::vector<float*>& s, int64_t n, float lr, float wd,
-             int64_t) const override {
-    float* m = s[0];
-    const float mu = o_.momentum;
-#pragma omp parallel for if (n > kOmpMin) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      m[i] = mu * m[i] - lr * (g[i] + wd * w[i]);
-      w[i] += m[i];
-    }
-  }
-};
-
-class Nesterov : public Optimizer {
- public:
-  using Optimizer::Optimizer;
-  const char* name() const override { return "nesterov"; }
-  std::vector<std::string> StateNames() const override { return {"mom"}; }
-
- protected:
-  void Apply(float* w, const float* g, const std::vector<float*>& s, int64_t n, float lr, float wd,
-             int64_t) const override {
-    float* m = s[0];
-    const float mu = o_.momentum;
-#pragma omp parallel for if (n > kOmpMin) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      float d = g[i] + wd * w[i];
-      m[i] = mu * m[i] + d;
-      w[i] -= lr * (d + mu * m[i]);
-    }
-  }
-};
-
-// Adam and AdamW differ only in where the weight decay goes.
-class Adam : public Optimizer {
- public:
-  Adam(const OptimizerOptions& o, bool decoupled) : Optimizer(o), decoupled_(decoupled) {}
-  const char* name() const override { return decoupled_ ? "adamw" : "adam"; }
-  std::vector<std::string> StateNames() const override { return {"m", "v"}; }
-
- protected:
-  void Apply(float* w, const float* g, const std::vector<float*>& s, int64_t n, float lr, float wd,
-             int64_t step) const override {
-    float* m = s[0];
-    float* v = s[1];
-    const float b1 = o_.beta1, b2 = o_.beta2, eps = o_.eps;
-    // Bias corrections in double: 1 - beta^t loses digits in float for small t.
-    const float inv_c1 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(b1), step)));
-    const float inv_c2 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(b2), step)));
-    const float l2 = decoupled_ ? 0.f : wd;            // adam: d = g + wd * w
-    const float shrink = decoupled_ ? 1.f - lr * wd : 1.f;  // adamw: w = w * (1 - lr * wd)
-#pragma omp parallel for if (n > kOmpMin) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      float d = g[i] + l2 * w[i];
-      m[i] = b1 * m[i] + (1.f - b1) * d;
-      v[i] = b2 * v[i] + (1.f - b2) * d * d;
-      w[i] = shrink * w[i] - lr * (m[i] * inv_c1) / (std::sqrt(v[i] * inv_c2) + eps);
-    }
-  }
-
- private:
-  bool decoupled_;
-};
-
-class RmsProp : public Optimizer {
- public:
-  using Optimizer::Optimizer;
-  const char* name() const override { return "rmsprop"; }
-  std::vector<std::string> StateNames() const override {
-    if (o_.centered) return {"mean_square", "mean_grad"};
-    return {"mean_square"};
-  }
-
- protected:
-  void Apply(float* w, const float* g, const std::vector<float*>& s, int64_t n, float lr, float wd,
-             int64_t) const override {
-    float* v = s[0];
-    float* mg = o_.centered ? s[1] : nullptr;
-    const float rho = o_.rho, eps = o_.eps;
-#pragma omp parallel for if (n > kOmpMin) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      float d = g[i] + wd * w[i];
-      v[i] = rho * v[i] + (1.f - rho) * d * d;
-      float var = v[i];
-      if (mg) {
-        mg[i] = rho * mg[i] + (1.f - rho) * d;
-        var = std::max(v[i] - mg[i] * mg[i], 0.f);  // rounding may make it slightly negative
-      }
-      w[i] -= lr * d / (std::sqrt(var) + eps);
-    }
-  }
-};
-
 }  // namespace
+
+const char* Optimizer::name() const { return OptimizerName(o_.kind); }
+
+std::vector<std::string> Optimizer::StateNames() const {
+  switch (o_.kind) {
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kNesterov: return {"mom"};
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW: return {"m", "v"};
+    case OptimizerKind::kRmsProp:
+      if (o_.centered) return {"mean_square", "mean_grad"};
+      return {"mean_square"};
+  }
+  return {};
+}
 
 OptState Optimizer::CreateState(const Tensor& w) const {
   OptState s;
@@ -120,7 +36,7 @@ OptState Optimizer::CreateState(const Tensor& w) const {
 }
 
 void Optimizer::Update(Tensor* w, const Tensor& g, OptState* state, float lr, int64_t step,
-                       const ParamMult& mult) const {
+                       const ParamMult& mult, void* cuda) const {
   CHECK_EQ(w->size(), g.size()) << name() << ": parameter and gradient sizes differ";
   CHECK_EQ(state->size(), StateNames().size()) << name() << ": state was not made by CreateState";
   CHECK_GE(step, 1) << name() << ": steps count from 1";
@@ -129,7 +45,35 @@ void Optimizer::Update(Tensor* w, const Tensor& g, OptState* state, float lr, in
     CHECK_EQ(t.size(), w->size()) << name() << ": state size differs from the parameter's";
     s.push_back(t.f());
   }
-  Apply(w->f(), g.f(), s, w->size(), lr * mult.lr_mult, o_.weight_decay * mult.wd_mult, step);
+  UpdateArgs a;
+  a.kind = o_.kind;
+  a.lr = lr * mult.lr_mult;
+  a.wd = o_.weight_decay * mult.wd_mult;
+  a.momentum = o_.momentum;
+  a.beta1 = o_.beta1;
+  a.beta2 = o_.beta2;
+  a.eps = o_.eps;
+  a.rho = o_.rho;
+  a.centered = o_.centered;
+  if (o_.kind == OptimizerKind::kAdam || o_.kind == OptimizerKind::kAdamW) {
+    // Bias corrections in double: 1 - beta^t loses digits in float for small t.
+    a.inv_c1 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(o_.beta1), step)));
+    a.inv_c2 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(o_.beta2), step)));
+    const bool decoupled = o_.kind == OptimizerKind::kAdamW;
+    a.l2 = decoupled ? 0.f : a.wd;                 // adam: d = g + wd * w
+    a.shrink = decoupled ? 1.f - a.lr * a.wd : 1.f;  // adamw: w = w * (1 - lr * wd)
+  }
+  float* s0 = s[0];
+  float* s1 = s.size() > 1 ? s[1] : nullptr;
+  const int64_t n = w->size();
+  if (w->on_gpu()) {
+    CHECK(cuda) << name() << ": a GPU update needs its launch context";
+    return backend::UpdateAsync(cuda, a, w->f(), g.f(), s0, s1, n);
+  }
+  float* wp = w->f();
+  const float* gp = g.f();
+#pragma omp parallel for if (n > kOmpMin) schedule(static)
+  for (int64_t i = 0; i < n; ++i) UpdateElement(a, i, wp, gp, s0, s1);
 }
 
 const char* OptimizerName(OptimizerKind k) {
@@ -143,17 +87,7 @@ const char* OptimizerName(OptimizerKind k) {
   return "?";
 }
 
-std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& o) {
-  switch (o.kind) {
-    case OptimizerKind::kSgd: return std::make_unique<Sgd>(o);
-    case OptimizerKind::kNesterov: return std::make_unique<Nesterov>(o);
-    case OptimizerKind::kAdam: return std::make_unique<Adam>(o, false);
-    case OptimizerKind::kAdamW: return std::make_unique<Adam>(o, true);
-    case OptimizerKind::kRmsProp: return std::make_unique<RmsProp>(o);
-  }
-  LOG(FATAL) << "unknown optimizer kind";
-  return nullptr;
-}
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& o) { return std::make_unique<Optimizer>(o); }
 
 OptimizerOptions OptimizerOptionsFromConfig(const config::Solver& s, const std::string& path) {
   OptimizerOptions o;
@@ -191,8 +125,13 @@ std::map<std::string, Tensor> NamedStates(const Optimizer& opt, const std::map<s
   return named;
 }
 
-void AccumulateGrad(Tensor* sum, const Tensor& g, bool first) {
+void AccumulateGrad(Tensor* sum, const Tensor& g, bool first, void* cuda) {
   CHECK_EQ(sum->size(), g.size());
+  if (sum->on_gpu()) {
+    CHECK(cuda) << "AccumulateGrad on a GPU needs its launch context";
+    if (first) return backend::CopyAsync(cuda, sum->raw(), sum->device(), g.raw(), g.device(), g.bytes());
+    return backend::AddAsync(cuda, sum->f(), g.f(), g.size());
+  }
   if (first) {
     sum->CopyFrom(g);
     return;

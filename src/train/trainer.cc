@@ -15,6 +15,7 @@
 #include <iomanip>
 #include <map>
 
+#include "backend/device.h"
 #include "frugal/checkpoint.h"
 #include "frugal/io.h"
 #include "frugal/progress.h"
@@ -65,14 +66,27 @@ struct Session {
   std::map<std::string, ParamMult> mults;
   std::map<std::string, Var> param_vars, grad_vars;
   std::map<std::string, std::string> update_names;  // "update(fc1_weight)"
-  Tensor data, label;
+  Device dev;  // where the model runs
+  Tensor data, label;  // the batch, on dev
   Var data_var = -1, label_var = -1;
   Var metrics_var = -1;  // the metrics being filled by pushed functions
+  // On a GPU: the batch is loaded into pinned host tensors (host_var), then
+  // copied on the GPU's stream; the metrics read a host copy of the labels
+  // and of the batch's number of rows (metric_var, written by that copy) and
+  // host copies of the executor's outputs (fetched_var).
+  Tensor host_data, host_label, metric_label;
+  int64_t metric_valid = 0;
+  Var host_var = -1, metric_var = -1;
+  struct Fetched {
+    std::vector<Tensor> outputs;
+    Var var = -1;
+  };
+  std::map<const Executor*, Fetched> fetched;
   std::unique_ptr<Executor> train, eval;
   std::vector<Var> vars;  // every engine variable made here
 
-  Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given)
-      : model(BuildModel(cfg, strategy)), rng(cfg.net.solver().seed()) {
+  Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device)
+      : model(BuildModel(cfg, strategy)), rng(cfg.net.solver().seed()), dev(device) {
     const config::Solver& sc = cfg.net.solver();
     EngineOptions eo;
     eo.cpu_workers = sc.engine_workers();
@@ -83,36 +97,91 @@ struct Session {
     Bindings b;
     for (int id : model.params) {
       const Node& n = model.train.node(id);
-      Tensor w = Tensor::Empty(model.train.shape({id, 0}), DType::kFloat32, {}, MemKind::kParam);
-      InitParam(n.init, n.name, &w, &rng);
+      Tensor w = Initialised(n, model.train.shape({id, 0}));
       params[n.name] = b.vars[n.name] = w;
       param_vars[n.name] = b.var_vars[n.name] = NewVar();
       if (!model.train.grad_of[id].valid()) {
         LOG(WARNING) << "parameter " << n.name << " gets no gradient and will not be trained";
         continue;
       }
-      grads[n.name] = b.grads[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
+      grads[n.name] = b.grads[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, dev, MemKind::kParam);
       grad_vars[n.name] = b.grad_vars[n.name] = NewVar();
-      if (sc.iter_size() > 1) sums[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, {}, MemKind::kParam);
+      if (sc.iter_size() > 1) sums[n.name] = Tensor::Empty(w.shape(), DType::kFloat32, dev, MemKind::kParam);
       states[n.name] = opt->CreateState(w);
       mults[n.name] = {n.lr_mult, n.wd_mult};
       update_names[n.name] = "update(" + n.name + ")";
     }
     for (int id : model.aux) {
       const Node& n = model.train.node(id);
-      Tensor a = Tensor::Empty(model.train.shape({id, 0}), DType::kFloat32, {}, MemKind::kParam);
-      InitParam(n.init, n.name, &a, &rng);
+      Tensor a = Initialised(n, model.train.shape({id, 0}));
       aux[n.name] = b.vars[n.name] = a;
       b.var_vars[n.name] = NewVar();
     }
     const config::Data& dc = cfg.net.data();
-    data = b.vars[dc.data_name()] = Tensor::Empty(model.data_shape, DType::kFloat32, {}, MemKind::kInput);
-    label = b.vars[dc.label_name()] = Tensor::Empty(model.label_shape, DType::kFloat32, {}, MemKind::kInput);
+    data = b.vars[dc.data_name()] = Tensor::Empty(model.data_shape, DType::kFloat32, dev, MemKind::kInput);
+    label = b.vars[dc.label_name()] = Tensor::Empty(model.label_shape, DType::kFloat32, dev, MemKind::kInput);
     data_var = b.var_vars[dc.data_name()] = NewVar();
     label_var = b.var_vars[dc.label_name()] = NewVar();
     metrics_var = NewVar();
+    b.device = dev;
     train = std::make_unique<Executor>(model.train, model.train_plan, b, engine);
     eval = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine);
+    if (on_gpu()) {
+      host_data = Pinned(model.data_shape);
+      host_label = Pinned(model.label_shape);
+      metric_label = Tensor::Empty(model.label_shape);
+      host_var = NewVar();
+      metric_var = NewVar();
+      for (const Executor* e : {train.get(), eval.get()}) {
+        Fetched& f = fetched[e];
+        for (int k = 0; k < static_cast<int>(e->graph().outputs.size()); ++k)
+          f.outputs.push_back(Pinned(e->output(k).shape()));
+        f.var = NewVar();
+      }
+    }
+  }
+
+  bool on_gpu() const { return dev.type == DeviceType::kCUDA; }
+
+  // A parameter or aux tensor on dev, initialised on the host from the
+  // session's generator (the same values on every device).
+  Tensor Initialised(const Node& n, const Shape& shape) {
+    Tensor t = Tensor::Empty(shape, DType::kFloat32, {}, MemKind::kParam);
+    InitParam(n.init, n.name, &t, &rng);
+    if (!on_gpu()) return t;
+    Tensor d = Tensor::Empty(shape, DType::kFloat32, dev, MemKind::kParam);
+    d.CopyFrom(t);
+    return d;
+  }
+
+  static Tensor Pinned(const Shape& shape) {
+    return Tensor(std::make_shared<Storage>(Device{}, shape.Size() * 4, MemKind::kInput, /*pinned=*/true), 0, shape,
+                  DType::kFloat32);
+  }
+
+  // Host copies of tensors on dev (the tensors themselves on the CPU). The
+  // engine must be idle.
+  std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts) const {
+    if (!on_gpu()) return ts;
+    std::map<std::string, Tensor> host;
+    for (const auto& [name, t] : ts) {
+      Tensor h = Tensor::Empty(t.shape(), t.dtype());
+      h.CopyFrom(t);
+      host[name] = h;
+    }
+    return host;
+  }
+
+  // Pushes launch(context) to run on dev's stream (backend::LaunchAsync):
+  // its variables are released when the GPU has done the work.
+  void PushGpu(std::function<void(void*)> launch, const std::vector<Var>& reads, const std::vector<Var>& writes,
+               const char* name, int priority = 0) {
+    PushOptions o;
+    o.device = dev;
+    o.name = name;
+    o.priority = priority;
+    engine->PushAsync([id = dev.id, launch = std::move(launch)](Done done) { backend::LaunchAsync(id, launch, std::move(done)); },
+                      reads, writes, o);
   }
 
   ~Session() {
@@ -135,16 +204,29 @@ struct Session {
   // On the I/O thread: the next batch of `it` into data and label, and its
   // number of real rows into *num_valid (read by the metrics of that batch).
   // With begin_epoch >= 0, starts that epoch first.
+  // On a GPU the batch goes to pinned host memory, then to the device on the
+  // GPU's stream: decoding the next batch overlaps the current step.
   void PushLoad(DataIter* it, int64_t begin_epoch, int64_t* num_valid) {
     PushOptions o;
     o.kind = FnKind::kIO;
     o.name = "load_batch";
+    const Tensor& x = on_gpu() ? host_data : data;
+    const Tensor& y = on_gpu() ? host_label : label;
     engine->Push(
-        [this, it, begin_epoch, num_valid] {
+        [it, begin_epoch, num_valid, x, y] {
           if (begin_epoch >= 0) it->Reset(begin_epoch);
-          CHECK(it->Next(data.f(), label.f(), num_valid)) << "a batch was loaded past the end of the epoch";
+          CHECK(it->Next(x.f(), y.f(), num_valid)) << "a batch was loaded past the end of the epoch";
         },
-        {}, {data_var, label_var}, o);
+        {}, on_gpu() ? std::vector<Var>{host_var} : std::vector<Var>{data_var, label_var}, o);
+    if (!on_gpu()) return;
+    PushGpu(
+        [this, num_valid](void* cuda) {
+          metric_label.CopyFrom(host_label);
+          metric_valid = *num_valid;
+          backend::CopyAsync(cuda, data.raw(), dev, host_data.raw(), Device{}, data.bytes());
+          backend::CopyAsync(cuda, label.raw(), dev, host_label.raw(), Device{}, label.bytes());
+        },
+        {host_var}, {data_var, label_var, metric_var}, "copy_batch_to_gpu");
   }
 
   // After batch `micro` of iter_size: adds the gradients to their sums; after
@@ -153,9 +235,25 @@ struct Session {
   void PushCombine(int micro, int iter_size, float clip) {
     const bool last = micro == iter_size - 1;
     if (iter_size == 1 && clip <= 0) return;
+    std::vector<Var> gv = AllGradVars();
+    if (on_gpu()) {
+      PushGpu(
+          [this, micro, iter_size, clip, last](void* cuda) {
+            std::vector<std::pair<float*, int64_t>> all;
+            for (auto& [name, g] : grads) {
+              if (iter_size > 1) {
+                AccumulateGrad(&sums[name], g, micro == 0, cuda);
+                if (last) backend::CopyAsync(cuda, g.raw(), dev, sums[name].raw(), dev, g.bytes());
+              }
+              all.emplace_back(g.f(), g.size());
+            }
+            if (last) backend::RescaleAndClipAsync(cuda, all, 1.f / static_cast<float>(iter_size), clip);
+          },
+          gv, gv, "combine_gradients");
+      return;
+    }
     PushOptions o;
     o.name = "combine_gradients";
-    std::vector<Var> gv = AllGradVars();
     engine->Push(
         [this, micro, iter_size, clip, last] {
           std::vector<Tensor*> all;
@@ -180,6 +278,12 @@ struct Session {
       OptState* state = &states[name];
       const Optimizer* optimizer = opt.get();
       ParamMult mult = mults[name];
+      if (on_gpu()) {
+        PushGpu([optimizer, w, gt, state, lr, step, mult](void* cuda) mutable {
+          optimizer->Update(&w, gt, state, lr, step, mult, cuda);
+        }, {grad_vars[name]}, {param_vars[name]}, o.name);
+        continue;
+      }
       engine->Push([optimizer, w, gt, state, lr, step, mult]() mutable { optimizer->Update(&w, gt, state, lr, step, mult); },
                    {grad_vars[name]}, {param_vars[name]}, o);
     }
@@ -200,6 +304,19 @@ struct Session {
     std::sort(reads.begin(), reads.end());  // outputs may share a block's variable
     reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
     Tensor y = label;
+    if (on_gpu()) {  // the outputs to pinned host memory first
+      Fetched& f = fetched.at(&exec);
+      PushGpu(
+          [this, outputs, host = f.outputs](void* cuda) {
+            for (size_t k = 0; k < outputs.size(); ++k)
+              backend::CopyAsync(cuda, host[k].raw(), Device{}, outputs[k].raw(), dev, outputs[k].bytes());
+          },
+          reads, {f.var}, "copy_outputs_to_host");
+      outputs = f.outputs;
+      y = metric_label;
+      num_valid = &metric_valid;
+      reads = {f.var, metric_var};
+    }
     engine->Push(
         [ms, outputs, y, num_valid, samples] {
           for (MetricSet* m : ms) m->Update(outputs, y, *num_valid);
@@ -217,9 +334,9 @@ struct Session {
     c.data_position = position;
     c.rng_state = rng.Save();
     c.optimizer = opt->name();
-    c.params = params;
-    c.aux = aux;
-    c.opt_state = NamedStates(*opt, states);
+    c.params = OnHost(params);
+    c.aux = OnHost(aux);
+    c.opt_state = OnHost(NamedStates(*opt, states));
     return c;
   }
 };
@@ -285,38 +402,38 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const std::vector<std::string> metric_names(sc.metric().begin(), sc.metric().end());
   MetricSet probe(metric_names);  // a bad metric name fails before anything runs
   FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
-  Session s(cfg, strategy, opts.engine);
+  Session s(cfg, strategy, opts.engine, opts.device);
   std::unique_ptr<DataParallel> dp;
   if (opts.dist.comm) dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.grads, s.grad_vars);
   Shard shard;
   if (dp) shard = {dp->rank(), dp->size()};
   // Metrics over every rank's rows.
   auto reduce = [&dp](const MetricSet& m) { return dp ? dp->Reduce(m) : LocalValues(m); };
-  LOG(INFO) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device cpu(0), memory strategy "
+  LOG_IF(INFO, !opts.quiet) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device " << s.dev.ToString() << ", memory strategy "
             << strategy.Name();
-  LOG(INFO) << "graph:\n" << GraphSummary(s.model.eval);
-  LOG(INFO) << PlanSummary(s.model.train_plan, s.model.batch);
+  LOG_IF(INFO, !opts.quiet) << "graph:\n" << GraphSummary(s.model.eval);
+  LOG_IF(INFO, !opts.quiet) << PlanSummary(s.model.train_plan, s.model.batch);
 
   std::unique_ptr<DataIter> train_it = LoadSource(cfg, dc.train(), "train", s.model, dc.shuffle(), shard);
   std::unique_ptr<DataIter> val_it;
   if (dc.has_val()) val_it = LoadSource(cfg, dc.val(), "val", s.model, /*shuffle=*/false, shard);
-  LOG(INFO) << "data: " << train_it->Describe() << (val_it ? "; validation: " + val_it->Describe() : "")
+  LOG_IF(INFO, !opts.quiet) << "data: " << train_it->Describe() << (val_it ? "; validation: " + val_it->Describe() : "")
             << "; batch " << s.model.batch;
 
   // Every rank steps as often as the smallest shard allows.
   const int64_t batches = dp ? dp->Min(train_it->batches_per_epoch()) : train_it->batches_per_epoch();
-  if (dp) LOG(INFO) << dp->Describe() << "; global batch " << s.model.batch * dp->size() << ", " << batches << " batches per epoch";
+  if (dp) LOG_IF(INFO, !opts.quiet) << dp->Describe() << "; global batch " << s.model.batch * dp->size() << ", " << batches << " batches per epoch";
   const int iter_size = sc.iter_size();
   int64_t total_updates = sc.epochs() * batches / iter_size;
   if (sc.max_iters() > 0) total_updates = std::min(total_updates, sc.max_iters() / iter_size);
   const LrSchedule lr = LrScheduleFromConfig(sc, std::max<int64_t>(1, total_updates), cfg.path);
-  LOG(INFO) << "optimizer " << s.opt->name() << ", learning rate " << lr.ToString() << ", iter_size " << iter_size
+  LOG_IF(INFO, !opts.quiet) << "optimizer " << s.opt->name() << ", learning rate " << lr.ToString() << ", iter_size " << iter_size
             << (sc.clip_gradient() > 0 ? Fmt(", gradient norm clipped at ", sc.clip_gradient()) : "");
 
   if (!opts.weights.empty()) {
     std::map<std::string, Tensor> model_tensors = s.params;
     model_tensors.insert(s.aux.begin(), s.aux.end());
-    LOG(INFO) << LoadWeights(opts.weights, model_tensors).ToString(opts.weights);
+    LOG_IF(INFO, !opts.quiet) << LoadWeights(opts.weights, model_tensors).ToString(opts.weights);
   }
   int64_t start_epoch = 0, iter = 0, skip = 0;  // iter counts batches
   if (!opts.resume.empty()) {
@@ -357,14 +474,14 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     s.engine->WaitAll();
     progress.Clear();
     std::string path = ckpt->Save(s.State(cfg, epoch, iter / iter_size, position));
-    LOG(INFO) << "checkpoint " << path;
+    LOG_IF(INFO, !opts.quiet) << "checkpoint " << path;
   };
   int64_t validated_at = -1;  // the iteration of the last validation
   auto validate = [&](int64_t epoch) {
     validated_at = iter;
     MetricValues val_m = reduce(Evaluate(&s, val_it.get(), metric_names));
     progress.Clear();
-    LOG(INFO) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
+    LOG_IF(INFO, !opts.quiet) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
     if (tb)
       for (const auto& [name, v] : val_m.values) tb->AddScalar("val/" + name, v, iter / iter_size);
     if (val_m.Has("accuracy")) last_acc = val_m.Get("accuracy");
@@ -383,13 +500,13 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       progress.Clear();
       const MetricValues window_v = reduce(window_m);
       const double speed = (dp ? dp->Sum(window_samples) : window_samples) / Seconds(t_window);
-      LOG(INFO) << Fmt("Epoch[", epoch, "] Batch [", batch_no - display, "-", batch_no, "]  Speed: ") << std::fixed
+      LOG_IF(INFO, !opts.quiet) << Fmt("Epoch[", epoch, "] Batch [", batch_no - display, "-", batch_no, "]  Speed: ") << std::fixed
                 << std::setprecision(2) << speed << " samples/sec  " << window_v.ToString() << " lr=" << std::defaultfloat << std::setprecision(6) << rate;
       if (tb) {
         for (const auto& [name, v] : window_v.values) tb->AddScalar("train/" + name, v, iter / iter_size);
         tb->AddScalar("train/lr", rate, iter / iter_size);
         tb->AddScalar("train/samples_per_s", speed, iter / iter_size);
-        tb->AddScalar("memory/peak_bytes", static_cast<double>(MemoryAccounting::Get().Peak(Device{})), iter / iter_size);
+        tb->AddScalar("memory/peak_bytes", static_cast<double>(MemoryAccounting::Get().Peak(s.dev)), iter / iter_size);
         tb->Flush();
       }
       if (json.is_open())
@@ -434,7 +551,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
       const bool updated = iter % iter_size == 0;
       if (updated && dp && dp->CheckDue(iter / iter_size)) {
         s.engine->WaitAll();
-        dp->CheckConsistency(s.params, iter / iter_size);
+        dp->CheckConsistency(s.OnHost(s.params), iter / iter_size);
       }
       if (sc.max_iters() > 0 && iter >= sc.max_iters()) { done = true; break; }
       if (b + 1 < batches) s.PushLoad(train_it.get(), -1, &valid);
@@ -464,47 +581,53 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     const double secs = Seconds(t_epoch);
     const MetricValues epoch_v = reduce(epoch_m);
     const double speed = epoch_v.count / secs;
-    LOG(INFO) << "Epoch[" << epoch << "] " << epoch_v.ToString("Train-");
-    LOG(INFO) << "Epoch[" << epoch << "] Time cost=" << std::setprecision(3) << secs;
+    LOG_IF(INFO, !opts.quiet) << "Epoch[" << epoch << "] " << epoch_v.ToString("Train-");
+    LOG_IF(INFO, !opts.quiet) << "Epoch[" << epoch << "] Time cost=" << std::setprecision(3) << secs;
     if (epoch_v.Has("accuracy")) last_acc = epoch_v.Get("accuracy");
     MetricValues val_m;
-    // Every epoch, or at the end of a run that stopped between val_interval validations.
-    if (val_it && (sc.val_interval() == 0 || (done && validated_at != iter))) val_m = validate(epoch);
+    // Every epoch, or at the end of a run whose last update fell between
+    // val_interval validations.
+    const bool last_epoch = done || epoch + 1 == sc.epochs();
+    if (val_it && (sc.val_interval() == 0 || (last_epoch && validated_at != iter))) val_m = validate(epoch);
     if (json.is_open()) {
       json << "{\"epoch\":" << epoch << ",\"iterations\":" << iter / iter_size << JsonMetrics("train_", epoch_v);
       if (val_m.count > 0) json << JsonMetrics("val_", val_m);
       json << ",\"samples_per_s\":" << speed << ",\"time_s\":" << secs
            << ",\"arena_bytes\":" << s.train->arena_bytes() + s.eval->arena_bytes()
-           << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(Device{})
+           << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(s.dev)
            << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
       json.flush();
     }
-    if (ckpt && ckpt->Due(iter / iter_size, true)) save(epoch + 1, 0);
+    if (ckpt && ckpt->Due(iter / iter_size, true)) {
+      // A run stopped by max_iters inside the epoch resumes at its next batch.
+      if (batch_no < batches) save(epoch, batch_no);
+      else save(epoch + 1, 0);
+    }
   }
   s.engine->WaitAll();
-  if (dp) LOG(INFO) << dp->comm()->Stats();
+  if (dp) LOG_IF(INFO, !opts.quiet) << dp->comm()->Stats();
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
   if (!opts.profile.empty()) {
     trace.Write(opts.profile);
-    LOG(INFO) << "trace of the first " << opts.profile_steps << " steps in " << opts.profile;
+    LOG_IF(INFO, !opts.quiet) << "trace of the first " << opts.profile_steps << " steps in " << opts.profile;
   }
   const int64_t planned = s.model.train_plan.arena_bytes + s.model.eval_plan.arena_bytes;
-  const int64_t measured = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
-  LOG(INFO) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned)
+  const int64_t measured = MemoryAccounting::Get().Current(s.dev, MemKind::kArena);
+  LOG_IF(INFO, !opts.quiet) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned)
             << ": train " << HumanBytes(s.model.train_plan.arena_bytes) << " + eval "
             << HumanBytes(s.model.eval_plan.arena_bytes) << "), peak of all tensors "
-            << HumanBytes(MemoryAccounting::Get().Peak(Device{})) << ", process peak "
+            << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak "
             << HumanBytes(ProcessPeakBytes());
   if (opts.final_params) {
-    for (const auto& [name, w] : s.params) (*opts.final_params)[name].assign(w.f(), w.f() + w.size());
+    for (const auto& [name, w] : s.OnHost(s.params)) (*opts.final_params)[name].assign(w.f(), w.f() + w.size());
   }
   return last_acc;
 }
 
 MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {
   const config::Data& dc = cfg.net.data();
-  Session s(cfg, ParseMemoryStrategy(cfg.net.memory().strategy()), nullptr);
+  Session s(cfg, ParseMemoryStrategy(cfg.net.memory().strategy()), nullptr, Device{});
   CheckpointState c = LoadCheckpoint(checkpoint);
   RestoreTensors(c.params, s.params, "parameters", checkpoint);
   RestoreTensors(c.aux, s.aux, "aux state", checkpoint);

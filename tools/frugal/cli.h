@@ -18,8 +18,11 @@ extern std::vector<std::string> g_args;
 // config fields (--epochs, --max-iters, --batch, --seed, --engine,
 // --engine-workers, --engine-kernel-threads, --memory).
 ConfigFile LoadConfigFromFlags();
-// The device of --gpus (the CPU when it is not given); throws Error for a
-// bad list, several GPUs (not supported yet) or a GPU this machine lacks.
+// The GPU ids of --gpus (none: the CPU); throws Error for a bad list, an id
+// named twice or a GPU this machine lacks.
+std::vector<int> GpuIdsFromFlags();
+// The one device of --gpus (the CPU when it is not given); throws Error as
+// GpuIdsFromFlags does, and for several ids.
 Device DeviceFromFlags();
 
 int Train();

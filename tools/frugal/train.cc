@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "cli.h"
 #include "frugal/dist.h"
@@ -23,6 +24,7 @@ DEFINE_double(dist_timeout, 60,
               "--dist: seconds a collective may wait for the other ranks before every rank stops with an error");
 DEFINE_int64(dist_check_every, 100, "--dist: compare parameter checksums across ranks every K updates (0: never)");
 DEFINE_bool(dist_scale_lr, false, "--dist: multiply solver.lr by the number of ranks (warm-up still applies)");
+DECLARE_string(gpus);
 DEFINE_string(dist_bucket, "1MiB", "--dist: gradient bytes per all-reduce");
 
 namespace frugal::cli {
@@ -40,10 +42,28 @@ TrainOptions OptionsFromFlags() {
   return opts;
 }
 
-// One rank of `mpirun -np N frugal train --dist mpi`: rank 0 logs, writes
-// events and checkpoints; the others only warn. An error on any rank ends
-// every rank.
-int TrainDistributed(ConfigFile cfg, TrainOptions opts) {
+DistOptions DistFromFlags(Communicator* comm) {
+  DistOptions d;
+  d.comm = comm;
+  d.check_every = FLAGS_dist_check_every;
+  d.bucket_bytes = ParseBytes(FLAGS_dist_bucket);
+  return d;
+}
+
+// What a rank other than 0 keeps: warnings and errors, no files.
+void Quiet(ConfigFile* cfg, TrainOptions* opts) {
+  opts->quiet = true;
+  opts->log_json = opts->tensorboard = opts->profile = "";
+  opts->progress = nullptr;
+  cfg->net.mutable_solver()->set_checkpoint_dir("");
+}
+
+// One rank of `mpirun -np N frugal train --dist mpi [--gpus ID]`: rank 0
+// logs, writes events and checkpoints; the others only warn. An error on any
+// rank ends every rank. With a GPU, gradients go through NCCL.
+int TrainDistributed(ConfigFile cfg, TrainOptions opts, const std::vector<int>& gpus) {
+  FRUGAL_REQUIRE(gpus.size() <= 1, "--gpus ", FLAGS_gpus, " with --dist mpi: each rank runs on one GPU; give each ",
+                 "rank its own id (with OpenMPI: sh -c 'frugal train ... --gpus $OMPI_COMM_WORLD_LOCAL_RANK')");
   CommunicatorOptions co;
   co.timeout_s = FLAGS_dist_timeout;
   std::unique_ptr<Communicator> comm = MakeCommunicator(FLAGS_dist, co);
@@ -51,18 +71,18 @@ int TrainDistributed(ConfigFile cfg, TrainOptions opts) {
   try {
     if (rank != 0) {
       FLAGS_minloglevel = std::max(FLAGS_minloglevel, 1);
-      opts.log_json = opts.tensorboard = opts.profile = "";
-      opts.progress = nullptr;
-      cfg.net.mutable_solver()->set_checkpoint_dir("");
+      Quiet(&cfg, &opts);
+    }
+    if (!gpus.empty()) {
+      opts.device = Device{DeviceType::kCUDA, gpus[0]};
+      comm = MakeNcclCommunicator(std::move(comm), gpus[0]);
     }
     if (FLAGS_dist_scale_lr) {
       const float lr = cfg.net.solver().lr();
       cfg.net.mutable_solver()->set_lr(lr * static_cast<float>(size));
       LOG(INFO) << "--dist-scale-lr: learning rate " << lr << " x " << size << " ranks = " << lr * size;
     }
-    opts.dist.comm = comm.get();
-    opts.dist.check_every = FLAGS_dist_check_every;
-    opts.dist.bucket_bytes = ParseBytes(FLAGS_dist_bucket);
+    opts.dist = DistFromFlags(comm.get());
     frugal::Train(cfg, opts);
   } catch (const Error& e) {
     comm->Abort(e.what());
@@ -71,14 +91,50 @@ int TrainDistributed(ConfigFile cfg, TrainOptions opts) {
   return 0;
 }
 
+// `frugal train --gpus 0,1,...`: one thread per GPU, each a rank of a
+// data-parallel run over its share of the batch (the config's batch split
+// evenly) and its shard of the data; gradients averaged with NCCL as
+// backward produces them; thread 0 logs, writes events and checkpoints.
+int TrainOnGpus(ConfigFile cfg, TrainOptions opts, const std::vector<int>& gpus) {
+  const int n = static_cast<int>(gpus.size());
+  const int batch = cfg.net.data().batch_size();
+  FRUGAL_REQUIRE(batch % n == 0, "--gpus ", FLAGS_gpus, ": the batch of ", batch, " does not split evenly over ", n,
+                 " GPUs; give a multiple of ", n, " (--batch ", (batch + n - 1) / n * n, ")");
+  FRUGAL_REQUIRE(FLAGS_dist_scale_lr == false, "--dist-scale-lr is for --dist mpi; with --gpus the config's batch "
+                 "and learning rate are the global ones");
+  cfg.net.mutable_data()->set_batch_size(batch / n);
+  std::vector<std::unique_ptr<Communicator>> comms = MakeNcclGroup(MakeLocalGroup(n), gpus);
+  LOG(INFO) << "data-parallel over " << n << " GPUs (" << FLAGS_gpus << "): batch " << batch / n << " per GPU, "
+            << batch << " in all; gradients averaged with NCCL";
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r) {
+    ranks.emplace_back([&, r] {
+      ConfigFile c = cfg;
+      TrainOptions o = opts;
+      if (r != 0) Quiet(&c, &o);
+      o.device = Device{DeviceType::kCUDA, gpus[r]};
+      o.dist = DistFromFlags(comms[r].get());
+      try {
+        frugal::Train(c, o);
+      } catch (const Error& e) {
+        comms[r]->Abort(e.what());
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (auto& c : comms) c->Finish();
+  return 0;
+}
+
 }  // namespace
 
 int Train() {
   ConfigFile cfg = LoadConfigFromFlags();
-  FRUGAL_REQUIRE(DeviceFromFlags().type == DeviceType::kCPU, "--gpus: frugal train runs on the CPU only so far (the ",
-                 "GPU optimizer updates and batch feed are not built); frugal time --gpus runs a training step on the GPU");
+  const std::vector<int> gpus = GpuIdsFromFlags();
   TrainOptions opts = OptionsFromFlags();
-  if (!FLAGS_dist.empty()) return TrainDistributed(std::move(cfg), std::move(opts));
+  if (!FLAGS_dist.empty()) return TrainDistributed(std::move(cfg), std::move(opts), gpus);
+  if (gpus.size() > 1) return TrainOnGpus(std::move(cfg), std::move(opts), gpus);
+  if (gpus.size() == 1) opts.device = Device{DeviceType::kCUDA, gpus[0]};
   frugal::Train(cfg, opts);
   return 0;
 }

@@ -1,6 +1,7 @@
 // The backend entry points of a build without CUDA (FRUGAL_CUDA=OFF, or
 // AUTO without a toolkit): no devices, and anything that needs one says so.
 #include "backend/device.h"
+#include "frugal/dist.h"
 
 namespace frugal::backend {
 namespace {
@@ -24,5 +25,25 @@ void CopyBytes(void*, Device, const void*, Device, int64_t) { NoCuda("device cop
 void MemsetZero(void*, int, int64_t) { NoCuda("device memset"); }
 void LaunchAsync(int, const std::function<void(void*)>&, Done) { NoCuda("CUDA launch"); }
 void Synchronize(int) {}
+void CopyAsync(void*, void*, Device, const void*, Device, int64_t) { NoCuda("device copy"); }
+void UpdateAsync(void*, const UpdateArgs&, float*, const float*, float*, float*, int64_t) { NoCuda("GPU update"); }
+void AddAsync(void*, float*, const float*, int64_t) { NoCuda("GPU gradient sum"); }
+void RescaleAndClipAsync(void*, const std::vector<std::pair<float*, int64_t>>&, float, float) {
+  NoCuda("GPU gradient clipping");
+}
 
 }  // namespace frugal::backend
+
+namespace frugal {
+
+std::unique_ptr<Communicator> MakeNcclCommunicator(std::unique_ptr<Communicator>, int) {
+  backend::RequireCudaDevice(0, "NCCL");
+  return nullptr;
+}
+std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique_ptr<Communicator>>,
+                                                         const std::vector<int>&) {
+  backend::RequireCudaDevice(0, "NCCL");
+  return {};
+}
+
+}  // namespace frugal

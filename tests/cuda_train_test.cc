@@ -1,0 +1,229 @@
+// Training on GPUs: the optimizer rules, gradient clipping and whole runs
+// on cuda(0) against the CPU, and two GPUs of one process (NCCL) against one
+// process with the global batch. Every test here needs a GPU (two for the
+// last) and skips itself with the reason where there is none.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "backend/device.h"
+#include "frugal/checkpoint.h"
+#include "frugal/dist.h"
+#include "frugal/train.h"
+#include "test_util.h"
+
+namespace frugal {
+namespace {
+
+#define FRUGAL_REQUIRE_GPUS(n)                                                                   \
+  do {                                                                                           \
+    if (backend::CudaDeviceCount() < (n))                                                        \
+      GTEST_SKIP() << (backend::CudaDeviceCount() == 0 ? backend::NoCudaReason()                \
+                                                       : Fmt("needs ", n, " CUDA devices"));     \
+  } while (0)
+
+const Device kGpu0{DeviceType::kCUDA, 0};
+
+// Runs launch(context) on cuda(0)'s stream and waits for it.
+void OnGpu0(const std::function<void(void*)>& launch) {
+  std::promise<std::exception_ptr> done;
+  backend::LaunchAsync(0, launch, [&](std::exception_ptr e) { done.set_value(e); });
+  if (std::exception_ptr e = done.get_future().get()) std::rethrow_exception(e);
+}
+
+Tensor Random(const Shape& s, uint64_t seed, Device dev = {}) {
+  Tensor t = Tensor::Empty(s);
+  Rng rng(seed);
+  for (int64_t i = 0; i < t.size(); ++i) t.f()[i] = static_cast<float>(2 * rng.Uniform() - 1);
+  if (dev.type == DeviceType::kCPU) return t;
+  Tensor d = Tensor::Empty(s, DType::kFloat32, dev);
+  d.CopyFrom(t);
+  return d;
+}
+
+double MaxDiff(const Tensor& cpu, const Tensor& gpu) {
+  Tensor h = Tensor::Empty(gpu.shape());
+  h.CopyFrom(gpu);
+  double worst = 0;
+  for (int64_t i = 0; i < h.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(h.f()[i] - cpu.f()[i])) / std::max(1.0, std::abs(static_cast<double>(cpu.f()[i]))));
+  return worst;
+}
+
+TEST(CudaTrain, OptimizersMatchTheCpu) {
+  FRUGAL_REQUIRE_GPUS(1);
+  const Shape shape({1000, 37});
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kNesterov, OptimizerKind::kAdam,
+                             OptimizerKind::kAdamW, OptimizerKind::kRmsProp}) {
+    for (bool centered : {false, true}) {
+      if (centered && kind != OptimizerKind::kRmsProp) continue;
+      OptimizerOptions o;
+      o.kind = kind;
+      o.weight_decay = 0.01f;
+      o.centered = centered;
+      Optimizer opt(o);
+      Tensor w = Random(shape, 1), wg = Random(shape, 1, kGpu0);
+      OptState s = opt.CreateState(w), sg = opt.CreateState(wg);
+      for (int step = 1; step <= 3; ++step) {
+        Tensor g = Random(shape, 10 + step), gg = Random(shape, 10 + step, kGpu0);
+        opt.Update(&w, g, &s, 0.05f, step, {2.f, 0.5f});
+        OnGpu0([&](void* cuda) { opt.Update(&wg, gg, &sg, 0.05f, step, {2.f, 0.5f}, cuda); });
+      }
+      EXPECT_LT(MaxDiff(w, wg), 1e-5) << opt.name() << (centered ? " centered" : "");
+      for (size_t k = 0; k < s.size(); ++k) EXPECT_LT(MaxDiff(s[k], sg[k]), 1e-5) << opt.name() << " state " << k;
+    }
+  }
+}
+
+TEST(CudaTrain, RescaleAndClipMatchesTheCpu) {
+  FRUGAL_REQUIRE_GPUS(1);
+  for (float max_norm : {0.f, 1.f, 1e6f}) {
+    Tensor a = Random(Shape({70000}), 3), b = Random(Shape({5}), 4);
+    Tensor ag = Random(Shape({70000}), 3, kGpu0), bg = Random(Shape({5}), 4, kGpu0);
+    RescaleAndClip({&a, &b}, 0.5f, max_norm);
+    OnGpu0([&](void* cuda) { backend::RescaleAndClipAsync(cuda, {{ag.f(), ag.size()}, {bg.f(), bg.size()}}, 0.5f, max_norm); });
+    EXPECT_LT(MaxDiff(a, ag), 1e-6) << "max_norm " << max_norm;
+    EXPECT_LT(MaxDiff(b, bg), 1e-6) << "max_norm " << max_norm;
+  }
+}
+
+void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
+  bytes.append(data.begin(), data.end());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// n toy samples in the order given (class k % 4 lights up a row), a
+// convolution and (with bn) batch norm before the classifier.
+ConfigFile Toy(const test::TempDir& dir, const std::string& prefix, const std::vector<int>& order, int batch,
+               const std::string& solver, bool bn = true) {
+  const uint32_t n = static_cast<uint32_t>(order.size());
+  std::vector<uint8_t> images(n * 16), labels(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const int k = order[i];
+    labels[i] = static_cast<uint8_t>((k * 7) % 4);
+    for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 150 + (k * 7 + p) % 100 : (k * 13 + p) % 90;
+  }
+  WriteIdx(dir.File(prefix + "-x"), {n, 4, 4}, images);
+  WriteIdx(dir.File(prefix + "-y"), {n}, labels);
+  return ParseConfig(
+      Fmt("version: 1\n"
+          "node { name: \"conv\" op: \"convolution\" input: \"data\" attr { key: \"kernel\" value: \"(3,3)\" }"
+          " attr { key: \"pad\" value: \"(1,1)\" } attr { key: \"num_filter\" value: \"4\" } }\n"
+          "node { name: \"bn\" op: \"", bn ? "batch_norm" : "identity", "\" input: \"conv\" }\n"
+          "node { name: \"relu\" op: \"relu\" input: \"bn\" }\n"
+          "node { name: \"fc1\" op: \"fully_connected\" input: \"relu\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+          "node { name: \"fc2\" op: \"fully_connected\" input: \"fc1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+          "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
+          "data { train { idx { images: \"", dir.File(prefix + "-x"), "\" labels: \"", dir.File(prefix + "-y"), "\" } }\n"
+          "       val { idx { images: \"", dir.File(prefix + "-x"), "\" labels: \"", dir.File(prefix + "-y"), "\" } }\n"
+          "       batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: false }\n"
+          "solver { lr: 0.1 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 ", solver, " }\n"),
+      dir.File(prefix + ".prototxt"), {});
+}
+
+double WorstDiff(const std::map<std::string, std::vector<float>>& a, const std::map<std::string, std::vector<float>>& b) {
+  double worst = 0;
+  for (const auto& [name, w] : a) {
+    EXPECT_EQ(b.at(name).size(), w.size()) << name;
+    for (size_t i = 0; i < w.size(); ++i)
+      worst = std::max(worst, std::abs(static_cast<double>(b.at(name)[i] - w[i])) / std::max(1.0, std::abs(static_cast<double>(w[i]))));
+  }
+  return worst;
+}
+
+TEST(CudaTrain, OneGpuTrainsAsTheCpu) {
+  FRUGAL_REQUIRE_GPUS(1);
+  test::TempDir dir;
+  std::vector<int> order(64);
+  for (int i = 0; i < 64; ++i) order[i] = i;
+  for (const std::string solver : {"", "iter_size: 2 clip_gradient: 0.5", "optimizer: ADAM lr: 0.01"}) {
+    const ConfigFile cfg = Toy(dir, "toy", order, 8, solver);
+    std::map<std::string, std::vector<float>> cpu, gpu;
+    TrainOptions a;
+    a.final_params = &cpu;
+    const double acc_cpu = Train(cfg, a);
+    TrainOptions b;
+    b.final_params = &gpu;
+    b.device = kGpu0;
+    b.log_json = dir.File("gpu.json");
+    const double acc_gpu = Train(cfg, b);
+    EXPECT_LT(WorstDiff(cpu, gpu), 1e-3) << solver;
+    EXPECT_NEAR(acc_cpu, acc_gpu, 1.5 / 64) << solver << ": validation accuracy (one sample may flip)";
+  }
+}
+
+TEST(CudaTrain, GpuCheckpointsResumeOnTheGpuAndTestOnTheCpu) {
+  FRUGAL_REQUIRE_GPUS(1);
+  test::TempDir dir;
+  std::vector<int> order(64);
+  for (int i = 0; i < 64; ++i) order[i] = i;
+  ConfigFile cfg = Toy(dir, "toy", order, 8, "");
+  std::map<std::string, std::vector<float>> whole, resumed;
+  TrainOptions a;
+  a.final_params = &whole;
+  a.device = kGpu0;
+  Train(cfg, a);
+  cfg.net.mutable_solver()->set_checkpoint_dir(dir.File("ckpt"));
+  cfg.net.mutable_solver()->set_max_iters(5);
+  TrainOptions b;
+  b.device = kGpu0;
+  Train(cfg, b);
+  cfg.net.mutable_solver()->set_max_iters(0);
+  TrainOptions c;
+  c.device = kGpu0;
+  c.resume = dir.File("ckpt");
+  c.final_params = &resumed;
+  Train(cfg, c);
+  EXPECT_EQ(whole, resumed) << "a resumed GPU run gives the bits of an uninterrupted one";
+  const MetricSet m = frugal::Test(cfg, CheckpointManager(dir.File("ckpt"), 0, 0).Latest());
+  EXPECT_GT(m.count(), 0);
+}
+
+// Two GPUs of this process, batch 4 each, against one process with batch 8
+// over the same global batches (as tests/dist_local_test.cc on the CPU).
+TEST(CudaTrain, TwoGpusTrainAsOneProcessWithTheGlobalBatch) {
+  FRUGAL_REQUIRE_GPUS(2);
+  const int ranks = 2, per_rank = 4, steps = 6, n = ranks * per_rank * steps;
+  test::TempDir dir;
+  std::vector<int> natural(n), interleaved;
+  for (int i = 0; i < n; ++i) natural[i] = i;
+  for (int k = 0; k < steps; ++k)
+    for (int r = 0; r < ranks; ++r)
+      for (int j = 0; j < per_rank; ++j) interleaved.push_back(r * per_rank * steps + k * per_rank + j);
+  std::map<std::string, std::vector<float>> ref, got[ranks];
+  TrainOptions a;
+  a.final_params = &ref;
+  a.device = kGpu0;
+  // No batch norm: it would normalise over each GPU's half of the batch.
+  Train(Toy(dir, "ref", interleaved, ranks * per_rank, "", /*bn=*/false), a);
+  const ConfigFile dist = Toy(dir, "dist", natural, per_rank, "", /*bn=*/false);
+  std::vector<std::unique_ptr<Communicator>> comms = MakeNcclGroup(MakeLocalGroup(ranks), {0, 1});
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      TrainOptions o;
+      o.final_params = &got[r];
+      o.quiet = r != 0;
+      o.device = Device{DeviceType::kCUDA, r};
+      o.dist.comm = comms[r].get();
+      o.dist.check_every = 3;
+      Train(dist, o);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (auto& c : comms) c->Finish();
+  EXPECT_EQ(got[0], got[1]) << "the GPUs hold the same parameters";
+  // The sums differ only in order (two GEMMs and an NCCL average against one GEMM).
+  EXPECT_LT(WorstDiff(ref, got[0]), 1e-4);
+}
+
+}  // namespace
+}  // namespace frugal
