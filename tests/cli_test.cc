@@ -11,15 +11,6 @@ namespace frugal::test {
 namespace {
 
 // Writes an IDX file (plain, big-endian header) of unsigned bytes.
-void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data,
-              size_t keep_bytes = SIZE_MAX) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (uint32_t d : dims)
-    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes.substr(0, std::min(keep_bytes, bytes.size()));
-}
-
 // A learnable toy problem: class c lights up pixel block c of a 4x4 image.
 void WriteToyData(const TempDir& dir, const std::string& prefix, int n) {
   std::vector<uint8_t> images(n * 16), labels(n);

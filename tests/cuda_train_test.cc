@@ -92,27 +92,11 @@ TEST(CudaTrain, RescaleAndClipMatchesTheCpu) {
   }
 }
 
-void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (uint32_t d : dims)
-    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// n toy samples in the order given (class k % 4 lights up a row), a
+// Toy samples in the order given (test::ToySample), a
 // convolution and (with bn) batch norm before the classifier.
 ConfigFile Toy(const test::TempDir& dir, const std::string& prefix, const std::vector<int>& order, int batch,
                const std::string& solver, bool bn = true) {
-  const uint32_t n = static_cast<uint32_t>(order.size());
-  std::vector<uint8_t> images(n * 16), labels(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const int k = order[i];
-    labels[i] = static_cast<uint8_t>((k * 7) % 4);
-    for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 150 + (k * 7 + p) % 100 : (k * 13 + p) % 90;
-  }
-  WriteIdx(dir.File(prefix + "-x"), {n, 4, 4}, images);
-  WriteIdx(dir.File(prefix + "-y"), {n}, labels);
+  test::WriteToy(dir, prefix, order);
   return ParseConfig(
       Fmt("version: 1\n"
           "node { name: \"conv\" op: \"convolution\" input: \"data\" attr { key: \"kernel\" value: \"(3,3)\" }"
@@ -122,8 +106,8 @@ ConfigFile Toy(const test::TempDir& dir, const std::string& prefix, const std::v
           "node { name: \"fc1\" op: \"fully_connected\" input: \"relu\" attr { key: \"num_hidden\" value: \"16\" } }\n"
           "node { name: \"fc2\" op: \"fully_connected\" input: \"fc1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
           "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-          "data { train { idx { images: \"", dir.File(prefix + "-x"), "\" labels: \"", dir.File(prefix + "-y"), "\" } }\n"
-          "       val { idx { images: \"", dir.File(prefix + "-x"), "\" labels: \"", dir.File(prefix + "-y"), "\" } }\n"
+          "data { train { idx { images: \"", dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"), "\" } }\n"
+          "       val { idx { images: \"", dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"), "\" } }\n"
           "       batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: false }\n"
           "solver { lr: 0.1 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 ", solver, " }\n"),
       dir.File(prefix + ".prototxt"), {});
@@ -193,11 +177,9 @@ TEST(CudaTrain, TwoGpusTrainAsOneProcessWithTheGlobalBatch) {
   FRUGAL_REQUIRE_GPUS(2);
   const int ranks = 2, per_rank = 4, steps = 6, n = ranks * per_rank * steps;
   test::TempDir dir;
-  std::vector<int> natural(n), interleaved;
+  std::vector<int> natural(n);
   for (int i = 0; i < n; ++i) natural[i] = i;
-  for (int k = 0; k < steps; ++k)
-    for (int r = 0; r < ranks; ++r)
-      for (int j = 0; j < per_rank; ++j) interleaved.push_back(r * per_rank * steps + k * per_rank + j);
+  const std::vector<int> interleaved = test::RankInterleaved(ranks, per_rank, steps);
   std::map<std::string, std::vector<float>> ref, got[ranks];
   TrainOptions a;
   a.final_params = &ref;

@@ -52,14 +52,6 @@ class LocalComm : public Communicator {
   uint64_t next_ = 0;
 };
 
-void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (uint32_t d : dims)
-    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
 ConfigFile Toy(const test::TempDir& dir) {
   const int n = 64;
   std::vector<uint8_t> images(n * 16), labels(n);
@@ -67,8 +59,8 @@ ConfigFile Toy(const test::TempDir& dir) {
     labels[i] = static_cast<uint8_t>(i % 4);
     for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 200 : (i * 13 + p) % 60;
   }
-  WriteIdx(dir.File("x"), {n, 4, 4}, images);
-  WriteIdx(dir.File("y"), {n}, labels);
+  test::WriteIdx(dir.File("x"), {n, 4, 4}, images);
+  test::WriteIdx(dir.File("y"), {n}, labels);
   return ParseConfig(
       "version: 1\n"
       "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
@@ -165,23 +157,10 @@ TEST(LocalGroup, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
   FLAGS_minloglevel = 2;
   const int ranks = 2, per_rank = 4, steps = 6, n = ranks * per_rank * steps;
   test::TempDir dir;
-  auto write = [&](const std::string& prefix, const std::vector<int>& order) {
-    std::vector<uint8_t> images(n * 16), labels(n);
-    for (int i = 0; i < n; ++i) {
-      const int k = order[i];
-      labels[i] = static_cast<uint8_t>((k * 7) % 4);
-      for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 150 + (k * 7 + p) % 100 : (k * 13 + p) % 90;
-    }
-    WriteIdx(dir.File(prefix + "-x"), {static_cast<uint32_t>(n), 4, 4}, images);
-    WriteIdx(dir.File(prefix + "-y"), {static_cast<uint32_t>(n)}, labels);
-  };
-  std::vector<int> natural(n), interleaved;
+  std::vector<int> natural(n);
   for (int i = 0; i < n; ++i) natural[i] = i;
-  for (int k = 0; k < steps; ++k)
-    for (int r = 0; r < ranks; ++r)
-      for (int j = 0; j < per_rank; ++j) interleaved.push_back(r * per_rank * steps + k * per_rank + j);
-  write("dist", natural);
-  write("ref", interleaved);
+  test::WriteToy(dir, "dist", natural);
+  test::WriteToy(dir, "ref", test::RankInterleaved(ranks, per_rank, steps));
   auto config = [&](const std::string& prefix, int batch) {
     return ParseConfig(
         Fmt("version: 1\n"
@@ -189,7 +168,7 @@ TEST(LocalGroup, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
             "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
             "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
             "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-            "data { train { idx { images: \"", dir.File(prefix + "-x"), "\" labels: \"", dir.File(prefix + "-y"),
+            "data { train { idx { images: \"", dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"),
             "\" } } batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: false }\n"
             "solver { lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 clip_gradient: 5 }\n"),
         dir.File(prefix + ".prototxt"), {});

@@ -41,6 +41,36 @@ RunResult RunFrugal(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data,
+              size_t keep_bytes) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
+  bytes.append(data.begin(), data.end());
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, std::min(keep_bytes, bytes.size()));
+}
+
+void ToySample(int k, uint8_t* image, uint8_t* label) {
+  *label = static_cast<uint8_t>((k * 7) % 4);
+  for (int p = 0; p < 16; ++p) image[p] = (p / 4 == *label) ? 150 + (k * 7 + p) % 100 : (k * 13 + p) % 90;
+}
+
+void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order) {
+  const int n = static_cast<int>(order.size());
+  std::vector<uint8_t> images(n * 16), labels(n);
+  for (int i = 0; i < n; ++i) ToySample(order[i], &images[i * 16], &labels[i]);
+  WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), 4, 4}, images);
+  WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
+}
+
+std::vector<int> RankInterleaved(int ranks, int per_rank, int steps) {
+  std::vector<int> order;
+  for (int k = 0; k < steps; ++k)
+    for (int r = 0; r < ranks; ++r)
+      for (int j = 0; j < per_rank; ++j) order.push_back(r * per_rank * steps + k * per_rank + j);
+  return order;
+}
+
 void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& needles) {
   try {
     fn();

@@ -1,6 +1,7 @@
 // Helpers for tests: scratch directories and running the frugal binary.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,6 +30,23 @@ struct RunResult {
 };
 // Runs the frugal CLI with the given arguments from the source directory.
 RunResult RunFrugal(const std::string& args);
+
+// Writes an IDX file of unsigned bytes (magic 0x00000803-style: type 8,
+// len(dims) dims), cut to its first keep_bytes bytes (to test truncation).
+void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data,
+              size_t keep_bytes = SIZE_MAX);
+
+// Toy sample k of a learnable problem: its class (k * 7) % 4 lights up that
+// pixel row of a 4x4 image.
+void ToySample(int k, uint8_t* image, uint8_t* label);
+// Writes toy samples `order` as the IDX files dir/prefix-images and
+// dir/prefix-labels.
+void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order);
+// The data-parallel runs' reference order: N ranks of batch B over `steps`
+// batches read contiguous shards of samples 0..N*B*steps-1 (rank r the r-th
+// part); one process with batch N*B sees the same global batches when its
+// file holds each step's rank batches in rank order, which this returns.
+std::vector<int> RankInterleaved(int ranks, int per_rank, int steps);
 
 // Runs fn and expects a frugal::Error of one line that contains every needle
 // (a test failure otherwise).

@@ -27,14 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (uint32_t d : dims)
-    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
 // A learnable toy problem: class c lights up pixel block c of a 4x4 image.
 void WriteToyData(const TempDir& dir, const std::string& prefix, int n) {
   std::vector<uint8_t> images(n * 16), labels(n);

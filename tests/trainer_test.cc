@@ -19,14 +19,6 @@ namespace frugal {
 namespace {
 
 // Writes an IDX file of unsigned bytes (plain, big-endian header).
-void WriteIdxFile(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (uint32_t d : dims)
-    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
 // A learnable toy problem: side x side images of 4 classes, class c
 // brightening quarter c of the pixels; `bad_label` >= 0 puts that label on
 // sample 37.
@@ -39,9 +31,9 @@ void WriteToyData(const test::TempDir& dir, const std::string& prefix, int n, in
       images[i * pixels + p] = (p * 4 / pixels == labels[i]) ? 180 + (i * 7 + p) % 70 : (i * 13 + p) % 90;
   }
   if (bad_label >= 0) labels[37] = static_cast<uint8_t>(bad_label);
-  WriteIdxFile(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), static_cast<uint32_t>(side),
+  test::WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), static_cast<uint32_t>(side),
                                               static_cast<uint32_t>(side)}, images);
-  WriteIdxFile(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
+  test::WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
 }
 
 ConfigFile ToyConfig(const test::TempDir& dir, const std::string& engine, int workers = 0, int kernel_threads = 0) {

@@ -8,11 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define FRUGAL_HD __host__ __device__
-#else
-#define FRUGAL_HD
-#endif
+#include "frugal/host_device.h"
 
 namespace frugal {
 

@@ -49,29 +49,6 @@ RunResult RunShell(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
-  for (uint32_t d : dims)
-    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xff));
-  bytes.append(data.begin(), data.end());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// Toy sample i: class i % 4 lights up pixel row (i % 4) of a 4x4 image.
-void ToySample(int i, uint8_t* image, uint8_t* label) {
-  *label = static_cast<uint8_t>((i * 7) % 4);
-  for (int p = 0; p < 16; ++p) image[p] = (p / 4 == *label) ? 150 + (i * 7 + p) % 100 : (i * 13 + p) % 90;
-}
-
-// Writes samples `order` (indices of toy samples) as prefix-images/-labels.
-void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order) {
-  const int n = static_cast<int>(order.size());
-  std::vector<uint8_t> images(n * 16), labels(n);
-  for (int i = 0; i < n; ++i) ToySample(order[i], &images[i * 16], &labels[i]);
-  WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), 4, 4}, images);
-  WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
-}
-
 std::string Config(const TempDir& dir, const std::string& prefix, int batch, const std::string& solver) {
   return Fmt(
       "version: 1\n"
@@ -110,13 +87,10 @@ std::string Ckpt(const std::string& dir, int64_t iteration) {
 void ExpectMatchesOneProcess(int ranks, const std::string& dist_flags, const std::string& engine_flags) {
   const int per_rank = 4, steps = 6, n = ranks * per_rank * steps;
   TempDir dir;
-  std::vector<int> natural(n), interleaved;
+  std::vector<int> natural(n);
   for (int i = 0; i < n; ++i) natural[i] = i;
-  for (int k = 0; k < steps; ++k)
-    for (int r = 0; r < ranks; ++r)
-      for (int j = 0; j < per_rank; ++j) interleaved.push_back(r * per_rank * steps + k * per_rank + j);
   WriteToy(dir, "dist", natural);
-  WriteToy(dir, "ref", interleaved);
+  WriteToy(dir, "ref", RankInterleaved(ranks, per_rank, steps));
   const std::string solver = "epochs: 2";
   std::string dist_cfg = dir.Write("dist.prototxt", Config(dir, "dist", per_rank, solver));
   std::string ref_cfg = dir.Write("ref.prototxt", Config(dir, "ref", ranks * per_rank, solver));

@@ -15,11 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#ifdef __CUDACC__
-#define FRUGAL_HD __host__ __device__
-#else
-#define FRUGAL_HD
-#endif
+#include "frugal/host_device.h"
 
 namespace frugal::cpu {
 
