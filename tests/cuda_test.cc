@@ -183,11 +183,16 @@ std::vector<GpuCase> GpuCases() {
            {Shape{2, 4, 5, 5}}, {true, true}), 1e-3);
   add(Case("dropout", {{"p", "0.3"}}, {Shape{4, 50}}, {true}), 1e-6);  // the same Philox mask
   for (const char* op : {"add", "sub", "mul", "div"}) {
-    test::OpCase b = Case(op, {}, {Shape{3, 8}, Shape{3, 8}}, {true, true});
-    b.fill = [](int k, std::vector<float>* v) {
-      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = (k ? 1.5f : -0.5f) + std::sin(0.7f * i);
-    };
-    add(b, 1e-5);
+    // One shape, then numpy broadcasting on both sides (gradients summed
+    // over the broadcast dims).
+    for (const auto& [sa, sb] : {std::pair<Shape, Shape>{Shape{3, 8}, Shape{3, 8}}, {Shape{2, 3, 8}, Shape{3, 1}},
+                                 {Shape{4, 1, 5}, Shape{3, 1}}}) {
+      test::OpCase b = Case(op, {}, {sa, sb}, {true, true});
+      b.fill = [](int k, std::vector<float>* v) {
+        for (size_t i = 0; i < v->size(); ++i) (*v)[i] = (k ? 1.5f : -0.5f) + std::sin(0.7f * i);
+      };
+      add(b, 1e-5);
+    }
   }
   for (const char* op : {"add_scalar", "sub_scalar", "rsub_scalar", "mul_scalar", "div_scalar", "rdiv_scalar"}) {
     test::OpCase sc = Case(op, {{"scalar", "1.5"}}, {Shape{4, 9}}, {true});

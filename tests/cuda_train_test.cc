@@ -171,6 +171,23 @@ TEST(CudaTrain, GpuCheckpointsResumeOnTheGpuAndTestOnTheCpu) {
   EXPECT_GT(m.count(), 0);
 }
 
+// A label that is not a class: found by the GPU kernel, reported by the
+// launch's completion, rethrown by the trainer with the node's name.
+TEST(CudaTrain, ABadLabelIsAnErrorNamingTheNode) {
+  FRUGAL_REQUIRE_GPUS(1);
+  test::TempDir dir;
+  std::vector<int> order(16);
+  for (int i = 0; i < 16; ++i) order[i] = i;
+  ConfigFile cfg = Toy(dir, "toy", order, 8, "");
+  for (int i = 0; i < cfg.net.node_size(); ++i) {
+    auto* n = cfg.net.mutable_node(i);
+    if (n->name() == "fc2") (*n->mutable_attr())["num_hidden"] = "3";  // labels 0..3, classes 0..2
+  }
+  TrainOptions o;
+  o.device = kGpu0;
+  test::ExpectError([&] { Train(cfg, o); }, {"prob", "is not a class index in [0, 3)", "found on the GPU"});
+}
+
 // Two GPUs of this process, batch 4 each, against one process with batch 8
 // over the same global batches (as tests/dist_local_test.cc on the CPU).
 TEST(CudaTrain, TwoGpusTrainAsOneProcessWithTheGlobalBatch) {

@@ -7,23 +7,61 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <cstdint>
+#include <string>
+
 #include "frugal/op.h"
 
 namespace frugal::cuda {
 
+// A bad input that a kernel finds (a label that is not a class index, an
+// index that is not a row of the table). Checking on the host would stop
+// the stream to read the data; instead the kernel records the first one in
+// its GPU's fault slot, host memory the GPU writes directly (mapped, pinned),
+// tagged with the launch that found it, and the completion of that launch
+// fails it with an Error (backend/cuda/device.cc, FaultMessage). So a bad
+// label ends training with the node named, as on the CPU, without a sync.
+enum FaultCode : int { kNoFault = 0, kBadLabel = 1, kBadIndex = 2 };
+struct Fault {
+  int code;          // FaultCode
+  float value;       // the bad label or index
+  int64_t position;  // its sample or position
+  int64_t limit;     // the classes or the table's rows
+  uint64_t launch;   // the launch whose kernel found it
+};
+
 // What a CUDA kernel gets in KernelCtx::cuda: its GPU's stream and handles,
-// both bound to that stream. One per GPU, made on first use.
+// both bound to that stream, the fault slot and the number of the current
+// launch. One per GPU, made on first use.
 struct Context {
   int device = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
+  Fault* fault = nullptr;  // device pointer to the mapped slot
+  uint64_t launch = 0;
 };
+
+#ifdef __CUDACC__
+// Records the first bad input of a launch (see Fault).
+__device__ inline void RaiseFault(Fault* f, uint64_t launch, int code, float value, int64_t position, int64_t limit) {
+  if (atomicCAS(&f->code, kNoFault, -1) == kNoFault) {
+    f->value = value;
+    f->position = position;
+    f->limit = limit;
+    f->launch = launch;
+    __threadfence_system();
+    atomicExch(&f->code, code);
+  }
+}
+#endif
 
 inline Context& Ctx(const KernelCtx& c) { return *static_cast<Context*>(c.cuda); }
 inline cudaStream_t Stream(const KernelCtx& c) { return Ctx(c).stream; }
 
 [[noreturn]] void ThrowCuda(const char* expr, const char* file, int line, const char* message);
+// The Error message of a fault ("label 9 of sample 0 is not a class index in [0, 4) ...").
+std::string FaultMessage(const Fault& f);
 
 #define FRUGAL_CUDA_CHECK(expr)                                                         \
   do {                                                                                  \

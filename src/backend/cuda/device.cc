@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -18,6 +19,17 @@ namespace cuda {
 
 void ThrowCuda(const char* expr, const char* file, int line, const char* message) {
   throw Error(Fmt("CUDA error: ", message, " (", expr, " at ", file, ":", line, ")"));
+}
+
+// The CPU kernels' messages (src/ops/softmax_cross_entropy.cc, embedding.cc);
+// the engine prefixes the node's name.
+std::string FaultMessage(const Fault& f) {
+  if (f.code == kBadLabel) {
+    return Fmt("label ", f.value, " of sample ", f.position, " is not a class index in [0, ", f.limit,
+               ") (found on the GPU; set ignore_label to skip such rows)");
+  }
+  return Fmt("index ", f.value, " at position ", f.position, " is not a row of the weight (whole numbers in [0, ",
+             f.limit, "); is input_dim large enough?) (found on the GPU)");
 }
 
 namespace {
@@ -45,6 +57,9 @@ class Device {
     FRUGAL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream));
     FRUGAL_CUDNN_CHECK(cudnnCreate(&ctx_.cudnn));
     FRUGAL_CUDNN_CHECK(cudnnSetStream(ctx_.cudnn, ctx_.stream));
+    FRUGAL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&fault_), sizeof(Fault), cudaHostAllocMapped));
+    std::memset(fault_, 0, sizeof(Fault));
+    FRUGAL_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&ctx_.fault), fault_, 0));
     completer_ = std::thread([this] { CompleteLoop(); });
   }
   // Never destroyed (see Get): the CUDA runtime may be gone at exit.
@@ -99,6 +114,7 @@ class Device {
   void Launch(const std::function<void(void*)>& launch, Done done) {
     std::exception_ptr error;
     cudaEvent_t event = nullptr;
+    const uint64_t number = ++ctx_.launch;  // launches come from this GPU's one engine worker
     try {
       FRUGAL_CUDA_CHECK(cudaSetDevice(id_));
       launch(&ctx_);
@@ -109,7 +125,7 @@ class Device {
       error = std::current_exception();
     }
     std::lock_guard<std::mutex> queue_lock(queue_mu_);
-    pending_.push_back({event, error, std::move(done)});
+    pending_.push_back({event, error, std::move(done), number});
     queue_cv_.notify_one();
   }
 
@@ -120,6 +136,7 @@ class Device {
     cudaEvent_t event;
     std::exception_ptr error;
     Done done;
+    uint64_t launch = 0;
   };
 
   // Completes launches in order: waits for each one's event, then calls its
@@ -141,12 +158,19 @@ class Device {
           p.error = std::make_exception_ptr(Error(Fmt("CUDA error on cuda(", id_, "): ", cudaGetErrorString(e))));
         }
       }
+      // A fault of this launch (its kernels are done): fail it, clear the slot.
+      const volatile Fault* f = fault_;
+      if (f->code > 0 && f->launch == p.launch) {
+        if (!p.error) p.error = std::make_exception_ptr(Error(FaultMessage(const_cast<const Fault&>(*fault_))));
+        fault_->code = kNoFault;
+      }
       p.done(p.error);
     }
   }
 
   int id_;
   Context ctx_;
+  Fault* fault_ = nullptr;  // host side of ctx_.fault
   std::mutex pool_mu_;
   std::map<size_t, std::vector<void*>> free_;
   int64_t reserved_ = 0;

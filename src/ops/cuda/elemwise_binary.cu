@@ -1,6 +1,4 @@
-// add, sub, mul, div on the GPU, for inputs of one shape (src/ops/elemwise_binary.cc).
-// Broadcasting inputs are not yet supported on the GPU: the kernel throws an
-// Error naming the node.
+// add, sub, mul, div on the GPU with numpy broadcasting (src/ops/elemwise_binary.cc).
 #include "ops/cuda/cuda_op_util.h"
 
 namespace frugal {
@@ -27,35 +25,55 @@ struct Div {
   __device__ static float Db(float dy, float a, float b) { return -dy * a / (b * b); }
 };
 
-void RequireSameShape(const KernelCtx& c, const Shape& a, const Shape& b) {
-  FRUGAL_REQUIRE(a == b, c.node.Where(), ": inputs of shapes ", a, " and ", b,
-                 " broadcast, which the GPU kernel does not do yet; give both inputs one shape "
-                 "(or run on the CPU)");
-}
+// Where element i of the output y reads a broadcast input of shape x.
+cuda::DevIndex Reads(const KernelCtx& c, const Shape& x, const Shape& y) { return cuda::ToDevice(c, BroadcastIndex(x, y)); }
 
 template <typename Op>
 void BinaryForwardCuda(const KernelCtx& c) {
-  RequireSameShape(c, c.in[0].shape(), c.in[1].shape());
   const float *a = c.in[0].f(), *b = c.in[1].f();
-  cuda::Map(c, 0, [a, b] __device__(int64_t i) { return Op::F(a[i], b[i]); });
+  const Shape& y = c.out[0].shape();
+  if (c.in[0].shape() == y && c.in[1].shape() == y) {
+    cuda::Map(c, 0, [a, b] __device__(int64_t i) { return Op::F(a[i], b[i]); });
+    return;
+  }
+  const cuda::DevIndex ia = Reads(c, c.in[0].shape(), y), ib = Reads(c, c.in[1].shape(), y);
+  cuda::Map(c, 0, [=] __device__(int64_t i) { return Op::F(a[ia(i)], b[ib(i)]); });
+}
+
+// Output k of the backward (da or db, of shape x): g(o) at every element o
+// of y, summed over the dims x broadcasts along (in double, in a fixed order
+// per output element, as the CPU's SumToShape).
+template <typename G>
+void SumToShapeCuda(const KernelCtx& c, int k, const Shape& x, const Shape& y, G g) {
+  if (c.req[k] == OpReq::kNull) return;
+  if (x.Size() == y.Size()) return cuda::Map(c, k, g);
+  const Reduction red = BroadcastReduction(x, y);
+  const cuda::DevIndex kept = cuda::ToDevice(c, red.kept), folded = cuda::ToDevice(c, red.folded);
+  const int64_t n = red.folded.size();
+  cuda::Map(c, k, [=] __device__(int64_t j) {
+    const int64_t base = kept(j);
+    double s = 0;
+    for (int64_t r = 0; r < n; ++r) s += g(base + folded(r));
+    return static_cast<float>(s);
+  });
 }
 
 // inputs: dy[, a, b]    outputs: da, db; db first: da may overwrite dy.
 template <typename Op, bool kReadsInputs>
 void BinaryBackwardCuda(const KernelCtx& c) {
   const float* dy = c.in[0].f();
-  const float* a = kReadsInputs ? c.in[1].f() : nullptr;
-  const float* b = kReadsInputs ? c.in[2].f() : nullptr;
-  if (kReadsInputs) RequireSameShape(c, c.in[1].shape(), c.in[2].shape());
-  for (int k : {1, 0}) {
-    if (c.req[k] == OpReq::kNull) continue;
-    RequireSameShape(c, c.out[k].shape(), c.in[0].shape());
-    if (k == 1) {
-      cuda::Map(c, 1, [=] __device__(int64_t i) { return Op::Db(dy[i], a ? a[i] : 0.f, b ? b[i] : 0.f); });
-    } else {
-      cuda::Map(c, 0, [=] __device__(int64_t i) { return Op::Da(dy[i], a ? a[i] : 0.f, b ? b[i] : 0.f); });
-    }
+  const Shape& y = c.in[0].shape();
+  if (!kReadsInputs) {
+    SumToShapeCuda(c, 1, c.out[1].shape(), y, [=] __device__(int64_t o) { return Op::Db(dy[o], 0.f, 0.f); });
+    SumToShapeCuda(c, 0, c.out[0].shape(), y, [=] __device__(int64_t o) { return Op::Da(dy[o], 0.f, 0.f); });
+    return;
   }
+  const Shape &sa = c.in[1].shape(), &sb = c.in[2].shape();
+  const float* a = c.in[1].f();
+  const float* b = c.in[2].f();
+  const cuda::DevIndex ia = Reads(c, sa, y), ib = Reads(c, sb, y);
+  SumToShapeCuda(c, 1, sb, y, [=] __device__(int64_t o) { return Op::Db(dy[o], a[ia(o)], b[ib(o)]); });
+  SumToShapeCuda(c, 0, sa, y, [=] __device__(int64_t o) { return Op::Da(dy[o], a[ia(o)], b[ib(o)]); });
 }
 
 template <typename Op, bool kReadsInputs>

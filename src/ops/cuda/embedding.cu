@@ -1,8 +1,9 @@
 // embedding on the GPU (src/ops/embedding.cc):  y[i, :] = W[index i, :]
 //   dW[k, :] = sum of dy[i, :] over the positions i whose index is k; ddata = 0
-// Unlike the CPU kernel, the GPU does not check the indices (that would stop
-// the stream to read them): a position whose index is not a row of W gets
-// y = 0 and adds nothing to dW.
+// As on the CPU, an index that is not a row of W is an error naming the
+// node: the forward records it in the GPU's fault slot and the launch fails
+// when the GPU is done with it (backend/cuda/cuda_util.h, Fault); meanwhile
+// that position gets y = 0 and adds nothing to dW.
 // The backward runs one thread per column, visiting positions in order: the
 // CPU's summation order, deterministic and free of atomics.
 #include "ops/cuda/cuda_op_util.h"
@@ -31,8 +32,11 @@ void EmbeddingForwardCuda(const KernelCtx& c) {
   const float* data = c.in[0].f();
   const float* w = c.in[1].f();
   const int64_t d = p.output_dim, rows = p.input_dim;
+  cuda::Fault* fault = cuda::Ctx(c).fault;
+  const uint64_t launch = cuda::Ctx(c).launch;
   cuda::Map(c, 0, [=] __device__(int64_t e) {
     const int64_t k = RowOf(data[e / d], rows);
+    if (k < 0 && e % d == 0) cuda::RaiseFault(fault, launch, cuda::kBadIndex, data[e / d], e / d, rows);
     return k >= 0 ? w[k * d + e % d] : 0.f;
   });
 }

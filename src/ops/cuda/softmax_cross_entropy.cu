@@ -1,15 +1,30 @@
 // softmax_cross_entropy on the GPU (src/ops/softmax_cross_entropy.cc):
 //   p = softmax(x) per row;   dx = (p - onehot(label)) grad_scale / norm, 0 for ignored rows
-// One block per row. Unlike the CPU kernel, the GPU forward does not check
-// that labels are class indices (that would stop the stream to read them):
-// a row whose label is out of range gets dx = p grad_scale / norm.
+// One block per row. As on the CPU, a label that is not a class index (and
+// not ignore_label) is an error naming the node: the forward records it in
+// the GPU's fault slot and the launch fails when the GPU is done with it
+// (backend/cuda/cuda_util.h, Fault).
 #include "ops/cuda/cuda_op_util.h"
 #include "ops/op_params.h"
 
 namespace frugal {
 namespace {
 
-__global__ void SoftmaxRows(const float* x, float* p, int64_t k, bool add) {
+struct LabelCheck {
+  const float* label;
+  bool use_ignore;
+  float ignore_label;
+  cuda::Fault* fault;
+  uint64_t launch;
+};
+
+__global__ void SoftmaxRows(const float* x, float* p, int64_t k, bool add, LabelCheck lc) {
+  if (threadIdx.x == 0) {
+    const float l = lc.label[blockIdx.x];
+    const bool ignored = lc.use_ignore && l == lc.ignore_label;
+    if (!ignored && !(l >= 0.f && l < static_cast<float>(k) && l == floorf(l)))
+      cuda::RaiseFault(lc.fault, lc.launch, cuda::kBadLabel, l, blockIdx.x, k);
+  }
   const float* xi = x + blockIdx.x * k;
   float* pi = p + blockIdx.x * k;
   float mx = -INFINITY;
@@ -55,10 +70,12 @@ __global__ void SceBackwardRows(const float* p, const float* label, float* dx, S
 
 void SceForwardCuda(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
+  const auto& prm = c.params<SceParams>();
   const int64_t n = c.in[0].shape()[0], k = c.in[0].shape()[1];
   if (n == 0) return;
+  const LabelCheck lc{c.in[1].f(), prm.use_ignore, prm.ignore_label, cuda::Ctx(c).fault, cuda::Ctx(c).launch};
   SoftmaxRows<<<static_cast<unsigned>(n), cuda::kThreads, 0, cuda::Stream(c)>>>(c.in[0].f(), c.out[0].f(), k,
-                                                                              c.req[0] == OpReq::kAdd);
+                                                                              c.req[0] == OpReq::kAdd, lc);
   FRUGAL_CUDA_LAUNCHED();
 }
 
