@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "frugal/checkpoint.h"
 #include "frugal/dist.h"
 #include "frugal/train.h"
 #include "test_util.h"
@@ -205,6 +206,49 @@ TEST(LocalGroup, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
   // Without the all-reduce each rank would follow its own half of the data:
   // the ranks would differ, and both would be far from the reference.
   EXPECT_LT(worst, 1e-6) << "largest parameter difference to the one-process run";
+}
+
+// Each rank's BatchNorm moving statistics come from its own shard; at a
+// checkpoint (and a validation) every rank holds their mean.
+TEST(LocalGroup, BatchNormStatisticsAreAveragedOverRanksAtCheckpoints) {
+  const int saved = FLAGS_minloglevel;
+  FLAGS_minloglevel = 2;
+  const int ranks = 2;
+  test::TempDir dir;
+  std::vector<int> natural(64);
+  for (int i = 0; i < 64; ++i) natural[i] = i;
+  test::WriteToy(dir, "toy", natural);
+  const ConfigFile cfg = ParseConfig(
+      Fmt("version: 1\n"
+          "node { name: \"bn\" op: \"batch_norm\" input: \"data\" }\n"
+          "node { name: \"fc\" op: \"fully_connected\" input: \"bn\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+          "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc\" input: \"label\" }\n"
+          "data { train { idx { images: \"", dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"),
+          "\" } } batch_size: 4 sample_shape: [1, 4, 4] shuffle: false }\n"
+          "solver { lr: 0.1 seed: 5 epochs: 1 }\n"),
+      dir.File("bn.prototxt"), {});
+  std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      ConfigFile c = cfg;
+      c.net.mutable_solver()->set_checkpoint_dir(dir.File(Fmt("ckpt", r)));
+      TrainOptions o;
+      o.quiet = r != 0;
+      o.dist.comm = comms[r].get();
+      Train(c, o);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (auto& c : comms) c->Finish();
+  FLAGS_minloglevel = saved;
+  const CheckpointState a = LoadCheckpoint(CheckpointManager(dir.File("ckpt0"), 0, 0).Latest());
+  const CheckpointState b = LoadCheckpoint(CheckpointManager(dir.File("ckpt1"), 0, 0).Latest());
+  ASSERT_EQ(a.aux.size(), 2u) << "bn's moving mean and variance";
+  for (const auto& [name, t] : a.aux) {
+    const Tensor& u = b.aux.at(name);
+    EXPECT_EQ(std::vector<float>(t.f(), t.f() + t.size()), std::vector<float>(u.f(), u.f() + u.size())) << name;
+  }
 }
 
 TEST(DistLocal, FactoryErrors) {

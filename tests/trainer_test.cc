@@ -98,6 +98,18 @@ Params SequentialReference(const ConfigFile& cfg) {
   return p;
 }
 
+// Validating every few updates changes nothing in training: the batch
+// after a validation is the next training batch, not the last one the
+// validation loaded into the same input tensors.
+TEST_F(TrainerTest, ValidationInsideAnEpochLeavesTrainingAlone) {
+  for (const char* engine : {"naive", "threaded"}) {
+    ConfigFile cfg = ToyConfig(dir_, engine, 2, 1);
+    const Params plain = TrainParams(cfg);
+    cfg.net.mutable_solver()->set_val_interval(3);
+    EXPECT_EQ(TrainParams(cfg), plain) << engine;
+  }
+}
+
 TEST_F(TrainerTest, NaiveEngineGivesTheBitsOfTheSequentialLoop) {
   Params want = SequentialReference(ToyConfig(dir_, "naive"));
   ASSERT_EQ(want.size(), 6u);

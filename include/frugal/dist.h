@@ -147,6 +147,10 @@ class DataParallel {
   int64_t Sum(int64_t v);
   MetricValues Reduce(const MetricSet& m);
   bool CheckDue(int64_t update) const { return check_every_ > 0 && update % check_every_ == 0; }
+  // Replaces every tensor by its mean over the ranks (the engine must be
+  // idle): the BatchNorm moving statistics, which each rank gathers from its
+  // own shard, before they are validated with or checkpointed.
+  void AverageAcrossRanks(const std::map<std::string, Tensor>& tensors);
   // Throws Error naming the ranks whose parameters differ from rank 0's.
   void CheckConsistency(const std::map<std::string, Tensor>& params, int64_t update);
   std::string Describe() const;

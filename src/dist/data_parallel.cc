@@ -200,6 +200,20 @@ void DataParallel::Broadcast(std::map<std::string, Tensor>* tensors, const char*
   for (auto& [name, t] : *tensors) comm_->Broadcast(t.f(), t.size(), 0, what);
 }
 
+void DataParallel::AverageAcrossRanks(const std::map<std::string, Tensor>& tensors) {
+  for (const auto& [name, t] : tensors) {
+    Tensor host = t;
+    if (t.on_gpu()) {
+      host = Tensor::Empty(t.shape());
+      host.CopyFrom(t);
+    }
+    std::vector<double> v(host.f(), host.f() + host.size());
+    comm_->AllReduceSum(v.data(), static_cast<int64_t>(v.size()), "allreduce(aux state)");
+    for (int64_t i = 0; i < host.size(); ++i) host.f()[i] = static_cast<float>(v[i] / size());
+    if (t.on_gpu()) Tensor(t).CopyFrom(host);
+  }
+}
+
 int64_t DataParallel::Min(int64_t v) {
   comm_->AllReduceMin(&v, 1, "allreduce(min)");
   return v;

@@ -476,9 +476,17 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     std::string path = ckpt->Save(s.State(cfg, epoch, iter / iter_size, position));
     LOG_IF(INFO, !opts.quiet) << "checkpoint " << path;
   };
+  // Every rank's BatchNorm statistics come from its own shard: their mean
+  // is validated with and checkpointed. Called where every rank gets to.
+  auto average_aux = [&] {
+    if (!dp || s.aux.empty() || g_stop) return;
+    s.engine->WaitAll();
+    dp->AverageAcrossRanks(s.aux);
+  };
   int64_t validated_at = -1;  // the iteration of the last validation
   auto validate = [&](int64_t epoch) {
     validated_at = iter;
+    average_aux();
     MetricValues val_m = reduce(Evaluate(&s, val_it.get(), metric_names));
     progress.Clear();
     LOG_IF(INFO, !opts.quiet) << "Epoch[" << epoch << "] " << val_m.ToString("Validation-");
@@ -554,8 +562,9 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
         dp->CheckConsistency(s.OnHost(s.params), iter / iter_size);
       }
       if (sc.max_iters() > 0 && iter >= sc.max_iters()) { done = true; break; }
-      if (b + 1 < batches) s.PushLoad(train_it.get(), -1, &valid);
       if (g_stop) break;
+      // Validation loads its batches into the same input tensors: the next
+      // training batch is loaded after it.
       if (updated && val_it && sc.val_interval() > 0 && (iter / iter_size) % sc.val_interval() == 0) {
         s.engine->WaitAll();
         const MetricValues val_m = validate(epoch);
@@ -564,9 +573,11 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
           json.flush();
         }
       }
-      if (updated && ckpt && sc.checkpoint_interval() > 0 && ckpt->Due(iter / iter_size, false)) {
-        save(b + 1 < batches ? epoch : epoch + 1, b + 1 < batches ? b + 1 : 0);
+      if (updated && sc.checkpoint_interval() > 0 && (iter / iter_size) % sc.checkpoint_interval() == 0) {
+        average_aux();
+        if (ckpt) save(b + 1 < batches ? epoch : epoch + 1, b + 1 < batches ? b + 1 : 0);
       }
+      if (b + 1 < batches) s.PushLoad(train_it.get(), -1, &valid);
     }
     skip = 0;
     s.engine->WaitAll();
@@ -598,6 +609,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
            << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
       json.flush();
     }
+    if (sc.checkpoint_interval() == 0) average_aux();  // the epoch's checkpoint (rank 0's)
     if (ckpt && ckpt->Due(iter / iter_size, true)) {
       // A run stopped by max_iters inside the epoch resumes at its next batch.
       if (batch_no < batches) save(epoch, batch_no);
