@@ -152,8 +152,12 @@ TEST(LocalGroup, CollectivesGiveEveryRankTheSameSums) {
 
 // Two ranks in threads with batch 4 each against one process with batch 8
 // over the same global batches (rank r reads the contiguous half r; the
-// reference file has the halves' batches interleaved).
-TEST(LocalGroup, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
+// reference file has the halves' batches interleaved); with iter_size 3,
+// where the ranks exchange the sum of two micro-batches and the last one's
+// gradients.
+class LocalGroupSolver : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LocalGroupSolver, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
   const int saved = FLAGS_minloglevel;
   FLAGS_minloglevel = 2;
   const int ranks = 2, per_rank = 4, steps = 6, n = ranks * per_rank * steps;
@@ -171,7 +175,7 @@ TEST(LocalGroup, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
             "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
             "data { train { idx { images: \"", dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"),
             "\" } } batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: false }\n"
-            "solver { lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 clip_gradient: 5 }\n"),
+            "solver { lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 clip_gradient: 5 ", GetParam(), " }\n"),
         dir.File(prefix + ".prototxt"), {});
   };
   std::map<std::string, std::vector<float>> ref, got[ranks];
@@ -207,6 +211,8 @@ TEST(LocalGroup, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
   // the ranks would differ, and both would be far from the reference.
   EXPECT_LT(worst, 1e-6) << "largest parameter difference to the one-process run";
 }
+
+INSTANTIATE_TEST_SUITE_P(IterSize, LocalGroupSolver, ::testing::Values("", "iter_size: 3"));
 
 // Each rank's BatchNorm moving statistics come from its own shard; at a
 // checkpoint (and a validation) every rank holds their mean.

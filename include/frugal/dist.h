@@ -128,16 +128,21 @@ class DataParallel {
  public:
   // grads and grad_vars: the gradient buffers bound to `train` and their
   // engine variables. Buckets follow the order in which train's schedule
-  // last writes each gradient.
+  // last writes each gradient. sums: the gradient sums of iter_size > 1
+  // (empty otherwise), guarded by the same variables.
   DataParallel(const DistOptions& opts, const Executor& train, const std::map<std::string, Tensor>& grads,
-               const std::map<std::string, Var>& grad_vars);
+               const std::map<std::string, Var>& grad_vars, const std::map<std::string, Tensor>& sums = {});
   ~DataParallel();
   Communicator* comm() const { return comm_; }
   int rank() const { return comm_->rank(); }
   int size() const { return comm_->size(); }
   // After train's Push: one asynchronous all-reduce per bucket, each
-  // writing the gradients it averages.
-  void PushAllReduce(Engine* engine);
+  // writing the gradients it averages. With of_sums, the same over the
+  // gradient sums instead: with iter_size > 1 the micro-batches before the
+  // last are summed locally, their sum is averaged while the last one runs
+  // forward, and its own gradients as backward produces them (two exchanges
+  // per update, not iter_size).
+  void PushAllReduce(Engine* engine, bool of_sums = false);
   // Copies rank 0's tensors to every rank (the engine must be idle).
   void Broadcast(std::map<std::string, Tensor>* tensors, const char* what);
   // The smallest value over ranks (batches per epoch: every rank must step
@@ -158,14 +163,14 @@ class DataParallel {
  private:
   struct Bucket {
     std::vector<std::string> names;
-    std::vector<Tensor> grads;
+    std::vector<Tensor> grads, sums;
     std::vector<Var> vars;
     std::vector<float> buf;  // host buffers: the bucket's gradients side by side
     std::string what;
   };
   // Device buffers: one asynchronous push per bucket on the GPU's stream,
   // in push order (order_var_), so every rank issues them alike.
-  void PushAllReduceOnGpu(Engine* engine);
+  void PushAllReduceOnGpu(Engine* engine, bool of_sums);
   Communicator* comm_;
   Device device_;  // of the gradients
   Var order_var_ = -1;

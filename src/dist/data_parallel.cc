@@ -78,7 +78,7 @@ uint64_t Checksum(const std::map<std::string, Tensor>& tensors) {
 // ------------------------------------------------------------------ DataParallel
 
 DataParallel::DataParallel(const DistOptions& opts, const Executor& train, const std::map<std::string, Tensor>& grads,
-                           const std::map<std::string, Var>& grad_vars)
+                           const std::map<std::string, Var>& grad_vars, const std::map<std::string, Tensor>& sums)
     : comm_(opts.comm), check_every_(opts.check_every) {
   CHECK(comm_);
   if (!grads.empty()) device_ = grads.begin()->second.device();
@@ -106,6 +106,7 @@ DataParallel::DataParallel(const DistOptions& opts, const Executor& train, const
     const Tensor& g = grads.at(name);
     b->names.push_back(name);
     b->grads.push_back(g);
+    if (!sums.empty()) b->sums.push_back(sums.at(name));
     b->vars.push_back(grad_vars.at(name));
     bytes += g.size() * static_cast<int64_t>(sizeof(float));
   }
@@ -134,7 +135,7 @@ std::string DataParallel::Describe() const {
   return s;
 }
 
-void DataParallel::PushAllReduceOnGpu(Engine* engine) {
+void DataParallel::PushAllReduceOnGpu(Engine* engine, bool of_sums) {
   if (!order_engine_) {
     order_engine_ = engine;
     order_var_ = engine->NewVar();
@@ -150,12 +151,12 @@ void DataParallel::PushAllReduceOnGpu(Engine* engine) {
     std::vector<Var> writes = b->vars;
     writes.push_back(order_var_);
     engine->PushAsync(
-        [b, comm, dev](Done done) {
+        [b, comm, dev, of_sums](Done done) {
           backend::LaunchAsync(
               dev,
-              [b, comm](void* cuda) {
+              [b, comm, of_sums](void* cuda) {
                 std::vector<std::pair<float*, int64_t>> bufs;
-                for (const Tensor& g : b->grads) bufs.emplace_back(g.f(), g.size());
+                for (const Tensor& g : of_sums ? b->sums : b->grads) bufs.emplace_back(g.f(), g.size());
                 comm->AllReduceAverageOnStream(bufs, cuda);
               },
               std::move(done));
@@ -164,26 +165,27 @@ void DataParallel::PushAllReduceOnGpu(Engine* engine) {
   }
 }
 
-void DataParallel::PushAllReduce(Engine* engine) {
-  if (comm_->device_buffers()) return PushAllReduceOnGpu(engine);
+void DataParallel::PushAllReduce(Engine* engine, bool of_sums) {
+  CHECK(!of_sums || buckets_.empty() || !buckets_[0]->sums.empty()) << "no gradient sums were given";
+  if (comm_->device_buffers()) return PushAllReduceOnGpu(engine, of_sums);
   const float scale = 1.f / static_cast<float>(size());
   Communicator* comm = comm_;
   for (size_t k = 0; k < buckets_.size(); ++k) {
     Bucket* b = buckets_[k].get();
     const uint64_t seq = comm->Reserve();
-    const bool last = k + 1 == buckets_.size();
+    const bool last = !of_sums && k + 1 == buckets_.size();
     PushOptions o;
     o.name = b->what.c_str();
     o.priority = 1 << 20;  // start the exchange as soon as the gradients are in
     engine->PushAsync(
-        [b, seq, last, scale, comm](Done done) {
+        [b, seq, last, scale, comm, of_sums](Done done) {
           float* dst = b->buf.data();
-          for (const Tensor& g : b->grads) dst = std::copy(g.f(), g.f() + g.size(), dst);
+          for (const Tensor& g : of_sums ? b->sums : b->grads) dst = std::copy(g.f(), g.f() + g.size(), dst);
           comm->AllReduceSumAsync(seq, b->buf.data(), static_cast<int64_t>(b->buf.size()), b->what.c_str(), last,
-                                  [b, scale, done](std::exception_ptr e) {
+                                  [b, scale, done, of_sums](std::exception_ptr e) {
                                     if (!e) {
                                       const float* src = b->buf.data();
-                                      for (Tensor& g : b->grads) {
+                                      for (Tensor& g : of_sums ? b->sums : b->grads) {
                                         float* out = g.f();
                                         for (int64_t i = 0; i < g.size(); ++i) out[i] = src[i] * scale;
                                         src += g.size();

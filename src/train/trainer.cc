@@ -404,7 +404,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
   Session s(cfg, strategy, opts.engine, opts.device);
   std::unique_ptr<DataParallel> dp;
-  if (opts.dist.comm) dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.grads, s.grad_vars);
+  if (opts.dist.comm) dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.grads, s.grad_vars, s.sums);
   Shard shard;
   if (dp) shard = {dp->rank(), dp->size()};
   // Metrics over every rank's rows.
@@ -542,8 +542,13 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     for (int64_t b = skip; b < batches; ++b) {
       const int micro = static_cast<int>(iter % iter_size);
       if (!opts.profile.empty() && iter / iter_size == opts.profile_steps) s.train->SetTrace(nullptr);
+      // Data-parallel with iter_size > 1: the earlier micro-batches' sum is
+      // averaged during the last one's forward, its gradients during its
+      // backward; the micro-batches before it exchange nothing.
+      const bool last_micro = micro == iter_size - 1;
+      if (dp && last_micro && iter_size > 1) dp->PushAllReduce(s.engine, /*of_sums=*/true);
       s.train->Push(/*is_train=*/true, iter, sc.seed());
-      if (dp) dp->PushAllReduce(s.engine);
+      if (dp && last_micro) dp->PushAllReduce(s.engine);
       s.PushCombine(micro, iter_size, sc.clip_gradient());
       if (micro == iter_size - 1) {
         rate = static_cast<float>(lr.At(iter / iter_size));
