@@ -9,7 +9,6 @@
 #include <cmath>
 #include <fstream>
 #include <future>
-#include <thread>
 
 #include "backend/device.h"
 #include "frugal/checkpoint.h"
@@ -197,7 +196,7 @@ TEST(CudaTrain, TwoGpusTrainAsOneProcessWithTheGlobalBatch) {
   std::vector<int> natural(n);
   for (int i = 0; i < n; ++i) natural[i] = i;
   const std::vector<int> interleaved = test::RankInterleaved(ranks, per_rank, steps);
-  std::map<std::string, std::vector<float>> ref, got[ranks];
+  std::map<std::string, std::vector<float>> ref;
   TrainOptions a;
   a.final_params = &ref;
   a.device = kGpu0;
@@ -205,19 +204,11 @@ TEST(CudaTrain, TwoGpusTrainAsOneProcessWithTheGlobalBatch) {
   Train(Toy(dir, "ref", interleaved, ranks * per_rank, "", /*bn=*/false), a);
   const ConfigFile dist = Toy(dir, "dist", natural, per_rank, "", /*bn=*/false);
   std::vector<std::unique_ptr<Communicator>> comms = MakeNcclGroup(MakeLocalGroup(ranks), {0, 1});
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      TrainOptions o;
-      o.final_params = &got[r];
-      o.quiet = r != 0;
-      o.device = Device{DeviceType::kCUDA, r};
-      o.dist.comm = comms[r].get();
-      o.dist.check_every = 3;
-      Train(dist, o);
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  TrainOptions o;
+  o.dist.check_every = 3;
+  std::vector<std::map<std::string, std::vector<float>>> got;
+  TrainRanksInThreads(dist, o, {comms[0].get(), comms[1].get()}, {Device{DeviceType::kCUDA, 0}, Device{DeviceType::kCUDA, 1}},
+                      &got);
   for (auto& c : comms) c->Finish();
   EXPECT_EQ(got[0], got[1]) << "the GPUs hold the same parameters";
   // The sums differ only in order (two GEMMs and an NCCL average against one GEMM).

@@ -178,26 +178,17 @@ TEST_P(LocalGroupSolver, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
             "solver { lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 clip_gradient: 5 ", GetParam(), " }\n"),
         dir.File(prefix + ".prototxt"), {});
   };
-  std::map<std::string, std::vector<float>> ref, got[ranks];
+  std::map<std::string, std::vector<float>> ref;
   TrainOptions a;
   a.final_params = &ref;
   Train(config("ref", ranks * per_rank), a);
 
   std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(ranks);
-  const ConfigFile dist = config("dist", per_rank);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      TrainOptions o;
-      o.final_params = &got[r];
-      o.quiet = r != 0;
-      o.dist.comm = comms[r].get();
-      o.dist.bucket_bytes = 100;
-      o.dist.check_every = 3;
-      Train(dist, o);
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  TrainOptions o;
+  o.dist.bucket_bytes = 100;
+  o.dist.check_every = 3;
+  std::vector<std::map<std::string, std::vector<float>>> got;
+  TrainRanksInThreads(config("dist", per_rank), o, {comms[0].get(), comms[1].get()}, {Device{}, Device{}}, &got);
   for (auto& c : comms) c->Finish();
   FLAGS_minloglevel = saved;
   EXPECT_EQ(got[0], got[1]) << "the ranks hold the same parameters";

@@ -89,6 +89,20 @@ struct TrainOptions {
 // validation data).
 double Train(const ConfigFile& cfg, const TrainOptions& opts);
 
+// What ranks other than 0 keep of a data-parallel run: warnings and errors
+// (quiet), no JSON log, events, profile or checkpoints.
+void QuietRank(ConfigFile* cfg, TrainOptions* opts);
+
+// Trains one data-parallel rank per communicator, each in a thread of this
+// process, rank r on devices[r]; comms come from MakeLocalGroup (CPU), or
+// MakeNcclGroup over it (GPUs), with opts.dist's other fields. Rank 0 runs
+// with opts, the others with QuietRank. An Error on any rank ends the
+// process through that rank's Abort. If params is given, (*params)[r]
+// receives rank r's parameters at the end.
+void TrainRanksInThreads(const ConfigFile& cfg, const TrainOptions& opts, const std::vector<Communicator*>& comms,
+                         const std::vector<Device>& devices,
+                         std::vector<std::map<std::string, std::vector<float>>>* params = nullptr);
+
 // Evaluates the config's model with the parameters and aux state of a
 // checkpoint on data.val (data.train when the config has no val); returns
 // the solver's metrics. Throws Error naming the checkpoint or the data.

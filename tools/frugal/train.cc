@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <thread>
 
 #include "cli.h"
 #include "frugal/dist.h"
@@ -50,14 +49,6 @@ DistOptions DistFromFlags(Communicator* comm) {
   return d;
 }
 
-// What a rank other than 0 keeps: warnings and errors, no files.
-void Quiet(ConfigFile* cfg, TrainOptions* opts) {
-  opts->quiet = true;
-  opts->log_json = opts->tensorboard = opts->profile = "";
-  opts->progress = nullptr;
-  cfg->net.mutable_solver()->set_checkpoint_dir("");
-}
-
 // One rank of `mpirun -np N frugal train --dist mpi [--gpus ID]`: rank 0
 // logs, writes events and checkpoints; the others only warn. An error on any
 // rank ends every rank. With a GPU, gradients go through NCCL.
@@ -71,7 +62,7 @@ int TrainDistributed(ConfigFile cfg, TrainOptions opts, const std::vector<int>& 
   try {
     if (rank != 0) {
       FLAGS_minloglevel = std::max(FLAGS_minloglevel, 1);
-      Quiet(&cfg, &opts);
+      QuietRank(&cfg, &opts);
     }
     if (!gpus.empty()) {
       opts.device = Device{DeviceType::kCUDA, gpus[0]};
@@ -106,22 +97,14 @@ int TrainOnGpus(ConfigFile cfg, TrainOptions opts, const std::vector<int>& gpus)
   std::vector<std::unique_ptr<Communicator>> comms = MakeNcclGroup(MakeLocalGroup(n), gpus);
   LOG(INFO) << "data-parallel over " << n << " GPUs (" << FLAGS_gpus << "): batch " << batch / n << " per GPU, "
             << batch << " in all; gradients averaged with NCCL";
-  std::vector<std::thread> ranks;
+  opts.dist = DistFromFlags(nullptr);
+  std::vector<Communicator*> ranks;
+  std::vector<Device> devices;
   for (int r = 0; r < n; ++r) {
-    ranks.emplace_back([&, r] {
-      ConfigFile c = cfg;
-      TrainOptions o = opts;
-      if (r != 0) Quiet(&c, &o);
-      o.device = Device{DeviceType::kCUDA, gpus[r]};
-      o.dist = DistFromFlags(comms[r].get());
-      try {
-        frugal::Train(c, o);
-      } catch (const Error& e) {
-        comms[r]->Abort(e.what());
-      }
-    });
+    ranks.push_back(comms[r].get());
+    devices.push_back(Device{DeviceType::kCUDA, gpus[r]});
   }
-  for (std::thread& t : ranks) t.join();
+  TrainRanksInThreads(cfg, opts, ranks, devices);
   for (auto& c : comms) c->Finish();
   return 0;
 }

@@ -1,0 +1,41 @@
+// The ranks of a data-parallel run as threads of this process (frugal/train.h,
+// TrainRanksInThreads): `frugal train --gpus 0,1,...` and its tests.
+#include <glog/logging.h>
+
+#include <thread>
+
+#include "frugal/train.h"
+
+namespace frugal {
+
+void QuietRank(ConfigFile* cfg, TrainOptions* opts) {
+  opts->quiet = true;
+  opts->log_json = opts->tensorboard = opts->profile = "";
+  opts->progress = nullptr;
+  cfg->net.mutable_solver()->set_checkpoint_dir("");
+}
+
+void TrainRanksInThreads(const ConfigFile& cfg, const TrainOptions& opts, const std::vector<Communicator*>& comms,
+                         const std::vector<Device>& devices, std::vector<std::map<std::string, std::vector<float>>>* params) {
+  CHECK_EQ(comms.size(), devices.size());
+  if (params) params->assign(comms.size(), {});
+  std::vector<std::thread> ranks;
+  for (size_t r = 0; r < comms.size(); ++r) {
+    ranks.emplace_back([&, r] {
+      ConfigFile c = cfg;
+      TrainOptions o = opts;
+      if (r != 0) QuietRank(&c, &o);
+      o.device = devices[r];
+      o.dist.comm = comms[r];
+      o.final_params = params ? &(*params)[r] : nullptr;
+      try {
+        Train(c, o);
+      } catch (const Error& e) {
+        comms[r]->Abort(e.what());
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+}
+
+}  // namespace frugal
