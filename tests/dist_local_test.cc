@@ -9,7 +9,10 @@
 #include <glog/logging.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <future>
 #include <mutex>
@@ -225,15 +228,16 @@ TEST(LocalGroup, BatchNormStatisticsAreAveragedOverRanksAtCheckpoints) {
           "solver { lr: 0.1 seed: 5 epochs: 1 }\n"),
       dir.File("bn.prototxt"), {});
   std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(ranks);
+  // Copied on this thread (see TrainRanksInThreads); both ranks checkpoint.
+  std::vector<ConfigFile> cfgs(ranks, cfg);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
+    cfgs[r].net.mutable_solver()->set_checkpoint_dir(dir.File(Fmt("ckpt", r)));
     threads.emplace_back([&, r] {
-      ConfigFile c = cfg;
-      c.net.mutable_solver()->set_checkpoint_dir(dir.File(Fmt("ckpt", r)));
       TrainOptions o;
       o.quiet = r != 0;
       o.dist.comm = comms[r].get();
-      Train(c, o);
+      Train(cfgs[r], o);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -246,6 +250,48 @@ TEST(LocalGroup, BatchNormStatisticsAreAveragedOverRanksAtCheckpoints) {
     const Tensor& u = b.aux.at(name);
     EXPECT_EQ(std::vector<float>(t.f(), t.f() + t.size()), std::vector<float>(u.f(), u.f() + u.size())) << name;
   }
+}
+
+// SIGINT during a 2-rank run in threads: the ranks agree to stop at the
+// same update (a multiple of 10), rank 0 checkpoints, nothing hangs (the
+// ranks used to stop at their own steps and wait for each other forever).
+TEST(LocalGroup, ASignalStopsEveryRankAtTheSameUpdate) {
+  const int saved = FLAGS_minloglevel;
+  FLAGS_minloglevel = 2;
+  test::TempDir dir;
+  std::vector<int> natural(64);
+  for (int i = 0; i < 64; ++i) natural[i] = i;
+  test::WriteToy(dir, "toy", natural);
+  ConfigFile cfg = ParseConfig(
+      Fmt("version: 1\n"
+          "node { name: \"fc\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+          "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc\" input: \"label\" }\n"
+          "data { train { idx { images: \"", dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"),
+          "\" } } batch_size: 4 sample_shape: [1, 4, 4] }\n"
+          "solver { lr: 0.01 seed: 5 epochs: 100000 display: 1 checkpoint_dir: \"", dir.File("ckpt"), "\" }\n"),
+      dir.File("stop.prototxt"), {});
+  std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(2);
+  TrainOptions o;
+  o.log_json = dir.File("log.json");
+  std::atomic<bool> finished{false};
+  std::thread signaller([&] {
+    // Once rank 0 logs a batch, its handler is in place.
+    while (!finished && std::ifstream(dir.File("log.json")).peek() == std::ifstream::traits_type::eof())
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!finished) std::raise(SIGINT);
+  });
+  std::vector<std::map<std::string, std::vector<float>>> got;
+  TrainRanksInThreads(cfg, o, {comms[0].get(), comms[1].get()}, {Device{}, Device{}}, &got);
+  finished = true;
+  signaller.join();
+  for (auto& c : comms) c->Finish();
+  FLAGS_minloglevel = saved;
+  EXPECT_EQ(got[0], got[1]) << "both ranks stopped after the same update";
+  const std::string latest = CheckpointManager(dir.File("ckpt"), 0, 0).Latest();
+  ASSERT_FALSE(latest.empty()) << "rank 0 checkpoints when it stops";
+  const CheckpointState c = LoadCheckpoint(latest);
+  EXPECT_GT(c.iteration, 0);
+  EXPECT_EQ(c.iteration % 10, 0) << "the ranks agree every 10 updates";
 }
 
 TEST(DistLocal, FactoryErrors) {

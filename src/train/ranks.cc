@@ -19,17 +19,22 @@ void TrainRanksInThreads(const ConfigFile& cfg, const TrainOptions& opts, const 
                          const std::vector<Device>& devices, std::vector<std::map<std::string, std::vector<float>>>* params) {
   CHECK_EQ(comms.size(), devices.size());
   if (params) params->assign(comms.size(), {});
+  // Each rank's config and options are copied here, on one thread: copying
+  // a protobuf message with map fields is not safe from several threads at
+  // once (a const read may sync its map).
+  std::vector<ConfigFile> cfgs(comms.size(), cfg);
+  std::vector<TrainOptions> options(comms.size(), opts);
+  for (size_t r = 0; r < comms.size(); ++r) {
+    if (r != 0) QuietRank(&cfgs[r], &options[r]);
+    options[r].device = devices[r];
+    options[r].dist.comm = comms[r];
+    options[r].final_params = params ? &(*params)[r] : nullptr;
+  }
   std::vector<std::thread> ranks;
   for (size_t r = 0; r < comms.size(); ++r) {
     ranks.emplace_back([&, r] {
-      ConfigFile c = cfg;
-      TrainOptions o = opts;
-      if (r != 0) QuietRank(&c, &o);
-      o.device = devices[r];
-      o.dist.comm = comms[r];
-      o.final_params = params ? &(*params)[r] : nullptr;
       try {
-        Train(c, o);
+        Train(cfgs[r], options[r]);
       } catch (const Error& e) {
         comms[r]->Abort(e.what());
       }

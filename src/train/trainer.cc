@@ -479,9 +479,20 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   // Every rank's BatchNorm statistics come from its own shard: their mean
   // is validated with and checkpointed. Called where every rank gets to.
   auto average_aux = [&] {
-    if (!dp || s.aux.empty() || g_stop) return;
+    if (!dp || s.aux.empty()) return;
     s.engine->WaitAll();
     dp->AverageAcrossRanks(s.aux);
+  };
+  // SIGINT / SIGTERM: stop after the step. The ranks of a data-parallel run
+  // agree to stop at the same step, checking every kStopCheck updates (a
+  // one-number all-reduce), so that none waits in a collective the others
+  // never reach.
+  constexpr int64_t kStopCheck = 10;
+  bool stopped = false;
+  auto stop_now = [&] {
+    if (!dp) return stopped = g_stop.load();
+    if ((iter / iter_size) % kStopCheck != 0 || iter % iter_size != 0) return false;
+    return stopped = dp->Sum(g_stop ? 1 : 0) > 0;
   };
   int64_t validated_at = -1;  // the iteration of the last validation
   auto validate = [&](int64_t epoch) {
@@ -567,7 +578,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
         dp->CheckConsistency(s.OnHost(s.params), iter / iter_size);
       }
       if (sc.max_iters() > 0 && iter >= sc.max_iters()) { done = true; break; }
-      if (g_stop) break;
+      if (stop_now()) break;
       // Validation loads its batches into the same input tensors: the next
       // training batch is loaded after it.
       if (updated && val_it && sc.val_interval() > 0 && (iter / iter_size) % sc.val_interval() == 0) {
@@ -588,10 +599,10 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     s.engine->WaitAll();
     progress.Clear();
     log_window();
-    if (g_stop) {
-      LOG(WARNING) << "stopped by a signal after " << iter / iter_size << " updates";
+    if (stopped) {
+      LOG_IF(WARNING, !opts.quiet) << "stopped by a signal after " << iter / iter_size << " updates";
       if (ckpt) save(batch_no < batches ? epoch : epoch + 1, batch_no < batches ? batch_no : 0);
-      else LOG(WARNING) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
+      else LOG_IF(WARNING, !opts.quiet) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
       break;
     }
     const double secs = Seconds(t_epoch);
