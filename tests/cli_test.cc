@@ -142,6 +142,12 @@ TEST(Cli, UnknownCommandAndFlag) {
   r = RunFrugal("train --config models/mlp/fashion_mnist.prototxt --iters 3");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--iters is a flag of 'frugal time', not of 'frugal train'"), std::string::npos) << r.output;
+  // A flag that several commands take names them all.
+  r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --gpus 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--gpus is a flag of 'frugal time' or 'frugal train', not of 'frugal plan'"),
+            std::string::npos)
+      << r.output;
   r = RunFrugal("ops --config models/mlp/fashion_mnist.prototxt");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--config does not apply to 'frugal ops'"), std::string::npos) << r.output;

@@ -99,15 +99,19 @@ const std::map<std::string, Command>& Commands() {
 
 std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-// Which command a flag belongs to: "" for the common flags of main.cc, the
-// first command that takes the flags of the file defining it, nullopt for
-// flags from outside frugal (glog's), which every command accepts.
+// Which commands a flag belongs to, as "'frugal time' or 'frugal train'":
+// "" for the common flags of main.cc, the commands that take the flags of
+// the file defining it, nullopt for flags from outside frugal (glog's),
+// which every command accepts.
 std::optional<std::string> FlagOwner(const gflags::CommandLineFlagInfo& f) {
   const std::string file = Basename(f.filename);
   if (file == "main.cc") return std::string();
+  std::string owners;
   for (const auto& [name, c] : Commands())
-    if (std::find(c.flag_files.begin(), c.flag_files.end(), file) != c.flag_files.end()) return name;
-  return std::nullopt;
+    if (std::find(c.flag_files.begin(), c.flag_files.end(), file) != c.flag_files.end())
+      owners += (owners.empty() ? "'frugal " : " or 'frugal ") + name + "'";
+  if (owners.empty()) return std::nullopt;
+  return owners;
 }
 
 bool FlagApplies(const gflags::CommandLineFlagInfo& f, const std::string& cmd) {
@@ -181,7 +185,7 @@ std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** 
       const std::string best = frugal::Nearest(name, candidates);
       std::string why = " is not a flag of 'frugal " + cmd + "'";
       if (known && FlagOwner(f)->empty()) why = " does not apply to 'frugal " + cmd + "'";
-      else if (known) why = " is a flag of 'frugal " + *FlagOwner(f) + "', not of 'frugal " + cmd + "'";
+      else if (known) why = " is a flag of " + *FlagOwner(f) + ", not of 'frugal " + cmd + "'";
       throw Error(Fmt(Dashed(name), why, best.empty() ? "" : " (did you mean " + Dashed(best) + "?)", "; 'frugal ",
                       cmd, " --help' lists its flags"));
     }
