@@ -370,8 +370,7 @@ std::vector<std::vector<float>> GpuStep(const ConfigFile& cfg, const MemoryStrat
   exec.Run(true, 0, 11);
   std::vector<std::vector<float>> out;
   auto host = [](const Tensor& t) {
-    Tensor h = Tensor::Empty(t.shape());
-    h.CopyFrom(t);
+    const Tensor h = t.OnHost();
     return std::vector<float>(h.f(), h.f() + h.size());
   };
   for (const auto& [name, g] : grads) out.push_back(host(g));

@@ -46,8 +46,7 @@ Tensor Random(const Shape& s, uint64_t seed, Device dev = {}) {
 }
 
 double MaxDiff(const Tensor& cpu, const Tensor& gpu) {
-  Tensor h = Tensor::Empty(gpu.shape());
-  h.CopyFrom(gpu);
+  const Tensor h = gpu.OnHost();
   double worst = 0;
   for (int64_t i = 0; i < h.size(); ++i)
     worst = std::max(worst, std::abs(static_cast<double>(h.f()[i] - cpu.f()[i])) / std::max(1.0, std::abs(static_cast<double>(cpu.f()[i]))));

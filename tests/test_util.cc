@@ -29,8 +29,10 @@ std::string TempDir::Write(const std::string& name, const std::string& text) con
   return File(name);
 }
 
-RunResult RunFrugal(const std::string& args) {
-  std::string cmd = std::string("cd ") + FRUGAL_SOURCE_DIR + " && " + FRUGAL_BIN + " " + args + " 2>&1";
+RunResult RunFrugal(const std::string& args) { return RunShell(std::string(FRUGAL_BIN) + " " + args); }
+
+RunResult RunShell(const std::string& command) {
+  const std::string cmd = std::string("cd ") + FRUGAL_SOURCE_DIR + " && " + command + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("popen failed");
   std::string out;

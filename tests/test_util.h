@@ -30,6 +30,8 @@ struct RunResult {
 };
 // Runs the frugal CLI with the given arguments from the source directory.
 RunResult RunFrugal(const std::string& args);
+// Runs a shell command line from the source directory (stderr with stdout).
+RunResult RunShell(const std::string& command);
 
 // Writes an IDX file of unsigned bytes (magic 0x00000803-style: type 8,
 // len(dims) dims), cut to its first keep_bytes bytes (to test truncation).

@@ -103,8 +103,10 @@ std::vector<std::unique_ptr<Communicator>> MakeLocalGroup(int n);
 // numbering. MakeNcclCommunicator is called by every rank of an MPI run
 // (rank 0 makes the NCCL id and broadcasts it over `host`);
 // MakeNcclGroup makes the communicators of the GPUs of one process at once
-// (hosts[k] for devices[k]). Throw Error where frugal was built without CUDA
-// or NCCL.
+// (hosts[k] for devices[k]). MakeNcclCommunicator never returns on a failure
+// (no CUDA or NCCL in this build, a NCCL error): it ends every rank through
+// host->Abort, since the others would wait for this one; MakeNcclGroup
+// throws Error.
 std::unique_ptr<Communicator> MakeNcclCommunicator(std::unique_ptr<Communicator> host, int device);
 std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique_ptr<Communicator>> hosts,
                                                          const std::vector<int>& devices);

@@ -98,6 +98,9 @@ class Tensor {
   // Same size and dtype; across devices too (synchronous with the GPU's stream).
   void CopyFrom(const Tensor& src);
   void Fill(float v);                // float32 only
+  // This tensor on the host: itself (a view) on the CPU, a fresh copy from a
+  // GPU (synchronous with the GPU's stream).
+  Tensor OnHost() const;
   bool on_gpu() const { return device().type == DeviceType::kCUDA; }
 
  private:

@@ -108,7 +108,7 @@ DataParallel::DataParallel(const DistOptions& opts, const Executor& train, const
     b->grads.push_back(g);
     if (!sums.empty()) b->sums.push_back(sums.at(name));
     b->vars.push_back(grad_vars.at(name));
-    bytes += g.size() * static_cast<int64_t>(sizeof(float));
+    bytes += g.bytes();
   }
   for (size_t k = 0; k < buckets_.size(); ++k) {
     Bucket* b = buckets_[k].get();
@@ -204,11 +204,7 @@ void DataParallel::Broadcast(std::map<std::string, Tensor>* tensors, const char*
 
 void DataParallel::AverageAcrossRanks(const std::map<std::string, Tensor>& tensors) {
   for (const auto& [name, t] : tensors) {
-    Tensor host = t;
-    if (t.on_gpu()) {
-      host = Tensor::Empty(t.shape());
-      host.CopyFrom(t);
-    }
+    Tensor host = t.OnHost();
     std::vector<double> v(host.f(), host.f() + host.size());
     comm_->AllReduceSum(v.data(), static_cast<int64_t>(v.size()), "allreduce(aux state)");
     for (int64_t i = 0; i < host.size(); ++i) host.f()[i] = static_cast<float>(v[i] / size());

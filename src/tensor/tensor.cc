@@ -141,6 +141,13 @@ void Tensor::CopyFrom(const Tensor& src) {
   std::memmove(raw(), src.raw(), bytes());
 }
 
+Tensor Tensor::OnHost() const {
+  if (!on_gpu()) return *this;
+  Tensor h = Empty(shape_, dtype_);
+  h.CopyFrom(*this);
+  return h;
+}
+
 void Tensor::Fill(float v) {
   CHECK(dtype_ == DType::kFloat32);
   if (on_gpu()) {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <utility>
 
 #include "backend/device.h"
 #include "frugal/checkpoint.h"
@@ -155,20 +156,16 @@ struct Session {
   }
 
   static Tensor Pinned(const Shape& shape) {
-    return Tensor(std::make_shared<Storage>(Device{}, shape.Size() * 4, MemKind::kInput, /*pinned=*/true), 0, shape,
-                  DType::kFloat32);
+    return Tensor(std::make_shared<Storage>(Device{}, shape.Size() * DTypeBytes(DType::kFloat32), MemKind::kInput,
+                                            /*pinned=*/true),
+                  0, shape, DType::kFloat32);
   }
 
   // Host copies of tensors on dev (the tensors themselves on the CPU). The
   // engine must be idle.
-  std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts) const {
-    if (!on_gpu()) return ts;
+  static std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts) {
     std::map<std::string, Tensor> host;
-    for (const auto& [name, t] : ts) {
-      Tensor h = Tensor::Empty(t.shape(), t.dtype());
-      h.CopyFrom(t);
-      host[name] = h;
-    }
+    for (const auto& [name, t] : ts) host[name] = t.OnHost();
     return host;
   }
 
@@ -210,12 +207,11 @@ struct Session {
     PushOptions o;
     o.kind = FnKind::kIO;
     o.name = "load_batch";
-    const Tensor& x = on_gpu() ? host_data : data;
-    const Tensor& y = on_gpu() ? host_label : label;
+    const std::pair<Tensor, Tensor> xy = LoadTargets();
     engine->Push(
-        [it, begin_epoch, num_valid, x, y] {
+        [it, begin_epoch, num_valid, xy] {
           if (begin_epoch >= 0) it->Reset(begin_epoch);
-          CHECK(it->Next(x.f(), y.f(), num_valid)) << "a batch was loaded past the end of the epoch";
+          CHECK(it->Next(xy.first.f(), xy.second.f(), num_valid)) << "a batch was loaded past the end of the epoch";
         },
         {}, on_gpu() ? std::vector<Var>{host_var} : std::vector<Var>{data_var, label_var}, o);
     if (!on_gpu()) return;
@@ -227,6 +223,12 @@ struct Session {
           backend::CopyAsync(cuda, label.raw(), dev, host_label.raw(), Device{}, label.bytes());
         },
         {host_var}, {data_var, label_var, metric_var}, "copy_batch_to_gpu");
+  }
+
+  // Where the I/O thread writes a batch: the bound inputs on the CPU, the
+  // pinned host tensors on a GPU.
+  std::pair<Tensor, Tensor> LoadTargets() const {
+    return on_gpu() ? std::pair{host_data, host_label} : std::pair{data, label};
   }
 
   // After batch `micro` of iter_size: adds the gradients to their sums; after
@@ -548,7 +550,8 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     };
     // Resuming inside an epoch: the batches already used are read and dropped.
     train_it->Reset(epoch);
-    for (int64_t b = 0; b < skip; ++b) train_it->Next(s.data.f(), s.label.f(), &valid);
+    const auto [skip_x, skip_y] = s.LoadTargets();
+    for (int64_t b = 0; b < skip; ++b) train_it->Next(skip_x.f(), skip_y.f(), &valid);
     if (batch_no < batches) s.PushLoad(train_it.get(), -1, &valid);
     for (int64_t b = skip; b < batches; ++b) {
       const int micro = static_cast<int>(iter % iter_size);

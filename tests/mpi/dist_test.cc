@@ -38,17 +38,6 @@ std::string Mpirun(int n) {
   return Fmt(kMpirunEnv, FRUGAL_MPIEXEC, " --oversubscribe --bind-to none -np ", n, " ");
 }
 
-RunResult RunShell(const std::string& cmd) {
-  FILE* p = popen((std::string("cd ") + FRUGAL_SOURCE_DIR + " && " + cmd + " 2>&1").c_str(), "r");
-  if (!p) throw std::runtime_error("popen failed");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 std::string Config(const TempDir& dir, const std::string& prefix, int batch, const std::string& solver) {
   return Fmt(
       "version: 1\n"

@@ -85,6 +85,13 @@ std::string FaultMessage(const Fault& f);
 // the completion event.
 #define FRUGAL_CUDA_LAUNCHED() FRUGAL_CUDA_CHECK(cudaGetLastError())
 
+// The direction of a copy between two devices, at least one of them a GPU.
+inline cudaMemcpyKind CopyKind(Device dst, Device src) {
+  const bool to_gpu = dst.type == DeviceType::kCUDA, from_gpu = src.type == DeviceType::kCUDA;
+  if (!to_gpu && !from_gpu) throw Error("a CUDA copy between two host buffers");
+  return to_gpu && from_gpu ? cudaMemcpyDeviceToDevice : to_gpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+}
+
 // Blocks of 256 threads covering n elements (grid-stride loops cover the rest).
 constexpr int kThreads = 256;
 inline unsigned Blocks(int64_t n) {

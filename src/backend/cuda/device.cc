@@ -251,12 +251,8 @@ void PinnedFree(void* p) {
 
 void CopyBytes(void* dst, Device dst_dev, const void* src, Device src_dev, int64_t bytes) {
   if (bytes == 0) return;
-  const bool to_gpu = dst_dev.type == DeviceType::kCUDA, from_gpu = src_dev.type == DeviceType::kCUDA;
-  CHECK(to_gpu || from_gpu) << "CopyBytes between two host buffers";
-  cuda::Device& d = cuda::Get(to_gpu ? dst_dev.id : src_dev.id);
-  const cudaMemcpyKind kind = to_gpu && from_gpu ? cudaMemcpyDeviceToDevice
-                              : to_gpu           ? cudaMemcpyHostToDevice
-                                                 : cudaMemcpyDeviceToHost;
+  const cudaMemcpyKind kind = cuda::CopyKind(dst_dev, src_dev);
+  cuda::Device& d = cuda::Get(dst_dev.type == DeviceType::kCUDA ? dst_dev.id : src_dev.id);
   FRUGAL_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, d.context()->stream));
   d.Synchronize();
 }

@@ -30,11 +30,9 @@ namespace {
 
 class NcclCommunicator : public Communicator {
  public:
-  NcclCommunicator(std::unique_ptr<Communicator> host, int device, ncclComm_t comm)
-      : host_(std::move(host)), device_(device), comm_(comm) {
-    FRUGAL_CUDA_CHECK(cudaSetDevice(device_));
-    FRUGAL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
+  // Takes over a working NCCL communicator and a stream of `device`; throws nothing.
+  NcclCommunicator(std::unique_ptr<Communicator> host, int device, ncclComm_t comm, cudaStream_t stream)
+      : host_(std::move(host)), device_(device), comm_(comm), stream_(stream) {}
   ~NcclCommunicator() override {
     if (comm_) ncclCommAbort(comm_);
   }
@@ -90,25 +88,37 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Communicator> host_;
   int device_;
   ncclComm_t comm_;
-  cudaStream_t stream_ = nullptr;  // broadcasts, outside the engine's stream
+  cudaStream_t stream_;  // broadcasts, outside the engine's stream
   std::atomic<int64_t> reduces_{0}, bytes_{0};
 };
+
+cudaStream_t NewStream(int device) {
+  cudaStream_t s = nullptr;
+  FRUGAL_CUDA_CHECK(cudaSetDevice(device));
+  FRUGAL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
 
 }  // namespace
 
 std::unique_ptr<Communicator> MakeNcclCommunicator(std::unique_ptr<Communicator> host, int device) {
-  ncclUniqueId id;
-  if (host->rank() == 0) FRUGAL_NCCL_CHECK(ncclGetUniqueId(&id));
-  // The id's bytes travel as floats: a broadcast copies them unchanged.
-  static_assert(sizeof(id) % sizeof(float) == 0, "ncclUniqueId is a whole number of floats");
-  float words[sizeof(id) / sizeof(float)];
-  std::memcpy(words, &id, sizeof(id));
-  host->Broadcast(words, sizeof(id) / sizeof(float), 0, "broadcast(NCCL id)");
-  std::memcpy(&id, words, sizeof(id));
-  FRUGAL_CUDA_CHECK(cudaSetDevice(device));
-  ncclComm_t comm = nullptr;
-  FRUGAL_NCCL_CHECK(ncclCommInitRank(&comm, host->size(), id, host->rank()));
-  return std::make_unique<NcclCommunicator>(std::move(host), device, comm);
+  try {
+    ncclUniqueId id;
+    if (host->rank() == 0) FRUGAL_NCCL_CHECK(ncclGetUniqueId(&id));
+    // The id's bytes travel as floats: a broadcast copies them unchanged.
+    static_assert(sizeof(id) % sizeof(float) == 0, "ncclUniqueId is a whole number of floats");
+    float words[sizeof(id) / sizeof(float)];
+    std::memcpy(words, &id, sizeof(id));
+    host->Broadcast(words, sizeof(id) / sizeof(float), 0, "broadcast(NCCL id)");
+    std::memcpy(&id, words, sizeof(id));
+    const cudaStream_t stream = NewStream(device);
+    ncclComm_t comm = nullptr;
+    FRUGAL_NCCL_CHECK(ncclCommInitRank(&comm, host->size(), id, host->rank()));
+    return std::make_unique<NcclCommunicator>(std::move(host), device, comm, stream);
+  } catch (const Error& e) {
+    host->Abort(e.what());  // the other ranks would wait for this one
+  }
+  std::abort();  // not reached: Abort ends the process
 }
 
 std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique_ptr<Communicator>> hosts,
@@ -118,23 +128,25 @@ std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique
   FRUGAL_NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));
   std::vector<std::unique_ptr<Communicator>> out;
   for (size_t k = 0; k < devices.size(); ++k)
-    out.push_back(std::make_unique<NcclCommunicator>(std::move(hosts[k]), devices[k], comms[k]));
+    out.push_back(std::make_unique<NcclCommunicator>(std::move(hosts[k]), devices[k], comms[k], NewStream(devices[k])));
   return out;
 }
 
 #else
 
 namespace {
-[[noreturn]] void NoNccl() {
-  throw Error("data-parallel training on GPUs: this frugal was built with CUDA but without NCCL (install NCCL "
-              "(nccl.h, libnccl) where CMake finds it and reconfigure)");
-}
+constexpr const char* kNoNccl =
+    "data-parallel training on GPUs: this frugal was built with CUDA but without NCCL (install NCCL (nccl.h, "
+    "libnccl) where CMake finds it and reconfigure)";
 }  // namespace
 
-std::unique_ptr<Communicator> MakeNcclCommunicator(std::unique_ptr<Communicator>, int) { NoNccl(); }
+std::unique_ptr<Communicator> MakeNcclCommunicator(std::unique_ptr<Communicator> host, int) {
+  host->Abort(kNoNccl);
+  std::abort();  // not reached
+}
 std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique_ptr<Communicator>>,
                                                          const std::vector<int>&) {
-  NoNccl();
+  throw Error(kNoNccl);
 }
 
 #endif

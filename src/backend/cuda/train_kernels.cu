@@ -1,12 +1,10 @@
 // The training loop's work on a GPU (backend/device.h): copies, optimizer
 // updates (the CPU's rule, frugal/update_rule.h), gradient sums, and
 // rescaling with global-norm clipping whose norm stays on the device.
-#include <glog/logging.h>
-
 #include <vector>
 
-#include "backend/cuda/cuda_util.h"
 #include "backend/device.h"
+#include "ops/cuda/cuda_op_util.h"
 
 namespace frugal {
 namespace {
@@ -17,12 +15,6 @@ __global__ void UpdateKernel(UpdateArgs a, float* w, const float* g, float* s0, 
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
     UpdateElement(a, i, w, g, s0, s1);
-}
-
-__global__ void AddKernel(float* sum, const float* g, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-    sum[i] += g[i];
 }
 
 // Squares of one tensor summed per chunk of kChunk elements: block b sums
@@ -55,31 +47,14 @@ __global__ void ClipScaleKernel(const double* part, int64_t parts, float rescale
   *scale = static_cast<float>(k);
 }
 
-__global__ void ScaleKernel(float* g, int64_t n, const float* scale) {
-  const float k = *scale;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-    g[i] *= k;
-}
-
-__global__ void ScaleByKernel(float* g, int64_t n, float k) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-    g[i] *= k;
-}
-
 }  // namespace
 
 namespace backend {
 
 void CopyAsync(void* context, void* dst, Device dst_dev, const void* src, Device src_dev, int64_t bytes) {
   if (bytes == 0) return;
-  const bool to_gpu = dst_dev.type == DeviceType::kCUDA, from_gpu = src_dev.type == DeviceType::kCUDA;
-  CHECK(to_gpu || from_gpu) << "CopyAsync between two host buffers";
-  const cudaMemcpyKind kind = to_gpu && from_gpu ? cudaMemcpyDeviceToDevice
-                              : to_gpu           ? cudaMemcpyHostToDevice
-                                                 : cudaMemcpyDeviceToHost;
-  FRUGAL_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, StreamOf(context)));
+  FRUGAL_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cuda::CopyKind(dst_dev, src_dev), StreamOf(context)));
 }
 
 void UpdateAsync(void* context, const UpdateArgs& a, float* w, const float* g, float* s0, float* s1, int64_t n) {
@@ -89,9 +64,7 @@ void UpdateAsync(void* context, const UpdateArgs& a, float* w, const float* g, f
 }
 
 void AddAsync(void* context, float* sum, const float* g, int64_t n) {
-  if (n == 0) return;
-  AddKernel<<<cuda::Blocks(n), cuda::kThreads, 0, StreamOf(context)>>>(sum, g, n);
-  FRUGAL_CUDA_LAUNCHED();
+  cuda::Map(StreamOf(context), n, sum, OpReq::kAdd, [g] __device__(int64_t i) { return g[i]; });
 }
 
 void RescaleAndClipAsync(void* context, const std::vector<std::pair<float*, int64_t>>& grads, float rescale,
@@ -99,10 +72,9 @@ void RescaleAndClipAsync(void* context, const std::vector<std::pair<float*, int6
   cudaStream_t s = StreamOf(context);
   if (max_norm <= 0) {
     if (rescale == 1.f) return;
-    for (const auto& [g, n] : grads) {
-      if (n == 0) continue;
-      ScaleByKernel<<<cuda::Blocks(n), cuda::kThreads, 0, s>>>(g, n, rescale);
-      FRUGAL_CUDA_LAUNCHED();
+    for (const auto& grad : grads) {
+      float* g = grad.first;
+      cuda::Map(s, grad.second, g, OpReq::kWrite, [g, rescale] __device__(int64_t i) { return g[i] * rescale; });
     }
     return;
   }
@@ -123,10 +95,9 @@ void RescaleAndClipAsync(void* context, const std::vector<std::pair<float*, int6
   }
   ClipScaleKernel<<<1, 1, 0, s>>>(part, parts, rescale, max_norm, scale);
   FRUGAL_CUDA_LAUNCHED();
-  for (const auto& [g, n] : grads) {
-    if (n == 0) continue;
-    ScaleKernel<<<cuda::Blocks(n), cuda::kThreads, 0, s>>>(g, n, scale);
-    FRUGAL_CUDA_LAUNCHED();
+  for (const auto& grad : grads) {
+    float* g = grad.first;
+    cuda::Map(s, grad.second, g, OpReq::kWrite, [g, scale] __device__(int64_t i) { return g[i] * *scale; });
   }
   FRUGAL_CUDA_CHECK(cudaFreeAsync(scratch, s));
 }
