@@ -105,7 +105,8 @@ TEST(OpsNn, Convolution1x1) {
 
 // y, mean, var of batch_norm from x (N, C, S...), gamma, beta and (with
 // global stats) the moving statistics.
-Values BatchNormReference(const Values& in, const Shape& x, bool fix_gamma, bool global, double eps = 1e-3) {
+Values BatchNormReference(const Values& in, const Shape& x, bool fix_gamma, bool global, bool relu = false,
+                          double eps = 1e-3) {
   const int64_t n = x[0], c = x[1], s = x.Prod(2, x.ndim());
   Values out{std::vector<float>(in[0].size()), std::vector<float>(c), std::vector<float>(c)};
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -122,6 +123,7 @@ Values BatchNormReference(const Values& in, const Shape& x, bool fix_gamma, bool
       for (int64_t j = 0; j < s; ++j) {
         const int64_t e = (i * c + ch) * s + j;
         out[0][e] = static_cast<float>(g * (in[0][e] - mean) / std::sqrt(var + eps) + in[2][ch]);
+        if (relu) out[0][e] = std::max(out[0][e], 0.f);
       }
     out[1][ch] = static_cast<float>(mean);
     out[2][ch] = static_cast<float>(var);
@@ -129,10 +131,11 @@ Values BatchNormReference(const Values& in, const Shape& x, bool fix_gamma, bool
   return out;
 }
 
-OpCase BatchNormCase(const Shape& x, bool fix_gamma, bool global) {
+OpCase BatchNormCase(const Shape& x, bool fix_gamma, bool global, bool relu = false) {
   OpCase c;
   c.op = "batch_norm";
   c.attrs = {{"fix_gamma", fix_gamma ? "true" : "false"}, {"use_global_stats", global ? "true" : "false"}};
+  if (relu) c.attrs["act_type"] = "relu";
   const Shape ch{x[1]};
   c.in_shapes = {x, ch, ch, ch, ch};
   c.differentiable = {true, true, true, false, false};
@@ -146,7 +149,9 @@ OpCase BatchNormCase(const Shape& x, bool fix_gamma, bool global) {
                        : 0.5f + 0.3f * t;                           // moving var
     }
   };
-  c.reference = [x, fix_gamma, global](const Values& in) { return BatchNormReference(in, x, fix_gamma, global); };
+  c.reference = [x, fix_gamma, global, relu](const Values& in) {
+    return BatchNormReference(in, x, fix_gamma, global, relu);
+  };
   c.fd_eps = 1e-2;
   c.fd_tol = 2e-3;
   return c;
@@ -164,6 +169,13 @@ TEST(OpsNn, BatchNormTrainingLearnedGamma) {
 
 TEST(OpsNn, BatchNormGlobalStats) {
   ExpectCovered(CheckOp(BatchNormCase(Shape{2, 3, 2, 2}, false, true)));
+}
+
+TEST(OpsNn, BatchNormReluFused) {  // act_type relu: the mask recomputed from x in the backward
+  OpReport r = CheckOp(BatchNormCase(Shape{3, 4, 2, 3}, false, false, /*relu=*/true));
+  ExpectCovered(r);
+  EXPECT_GE(r.inplace_checked, 2);
+  ExpectCovered(CheckOp(BatchNormCase(Shape{2, 3, 2, 2}, false, true, /*relu=*/true)));
 }
 
 TEST(OpsNn, BatchNorm2d) {

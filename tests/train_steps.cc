@@ -16,6 +16,12 @@ BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy)
     b.grads[n.name] = grads[n.name] = Tensor::Empty(w.shape());
     states[n.name] = opt->CreateState(w);
   }
+  for (int id : m.aux) {  // BatchNorm's moving statistics: bound, so Params() shows them
+    const Node& n = m.train.node(id);
+    Tensor a = Tensor::Empty(m.train.shape({id, 0}));
+    InitParam(n.init, n.name, &a, &rng);
+    b.vars[n.name] = a;
+  }
   data = b.vars["data"] = Tensor::Empty(m.data_shape);
   label = b.vars["label"] = Tensor::Empty(m.label_shape);
   const int64_t before = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);

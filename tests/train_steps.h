@@ -19,7 +19,7 @@ struct BoundModel {
   // One step: run forward and backward, then update every parameter in name
   // order with the solver's lr (step counts from 1).
   void Step(int64_t step);
-  // Every parameter's values, in name order.
+  // Every parameter's and aux state's (moving statistics) values, in name order.
   std::vector<std::vector<float>> Params() const;
 
   const config::Solver& solver;
@@ -36,7 +36,7 @@ struct BoundModel {
 };
 
 // Runs `steps` steps on pseudo-random data drawn from the solver's seed (data
-// uniform in [-1, 1), labels in [0, 10)). Returns every parameter's values,
+// uniform in [-1, 1), labels in [0, 10)). Returns every parameter's and aux state's values,
 // then the last step's output 0. If arena_allocated is set, it gets the bytes
 // the executor allocated for its arena.
 std::vector<std::vector<float>> TrainSteps(const ConfigFile& cfg, const MemoryStrategy& strategy, int steps,

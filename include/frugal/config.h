@@ -26,8 +26,9 @@ ConfigFile LoadConfig(const std::string& path, const std::vector<std::string>& d
 ConfigFile ParseConfig(const std::string& text, const std::string& path, const std::vector<std::string>& defines);
 
 // The forward graph of the config's nodes. Data inputs become input
-// variables; omitted weights and biases become parameters. Throws Error
-// naming the node's file and line.
+// variables; omitted weights and biases become parameters; batch_norm ->
+// relu pairs are fused (FuseBnRelu) unless the config says fuse: false.
+// Throws Error naming the node's file and line.
 Graph BuildGraph(const ConfigFile& cfg);
 
 }  // namespace frugal

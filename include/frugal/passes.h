@@ -17,6 +17,11 @@ namespace frugal {
 // read them. Throws Error naming the node on a mismatch.
 void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>& input_shapes);
 
+// A forward graph with each relu that alone reads a batch_norm's output
+// fused into that batch_norm (act_type relu): one memory pass instead of two.
+// BuildGraph applies it; shapes are not set.
+Graph FuseBnRelu(const Graph& g);
+
 // Which forward results the backward pass finds kept and which it
 // recomputes: one level per forward node. 0: kept from the forward pass.
 // k > 0: a checkpoint of recursion level k (recomputed, then kept while the

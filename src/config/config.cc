@@ -10,6 +10,7 @@
 #include "config/blocks.h"
 #include "config/expr.h"
 #include "frugal/op.h"
+#include "frugal/passes.h"
 
 namespace frugal {
 namespace {
@@ -353,7 +354,7 @@ Graph BuildGraph(const ConfigFile& cfg) {
         if (!read.count({i, k})) g.outputs.push_back({i, k});
     }
   }
-  return g;
+  return cfg.net.fuse() ? FuseBnRelu(g) : g;
 }
 
 }  // namespace frugal

@@ -6,22 +6,28 @@
 //               moving_var  = momentum moving_var  + (1 - momentum) var     not when recomputing)
 //   inference, or use_global_stats: mean, var = moving_mean, moving_var
 //   y = gamma (x - mean) / sqrt(var + eps) + beta      gamma taken as 1 when fix_gamma
+//   act_type relu: y = max(y, 0) in the same pass (batch_norm + relu fused;
+//   FuseBnRelu in src/passes/fuse.cc makes these from the config's pairs)
 //   outputs: y, and hidden mean and var (what the statistics were) for the backward pass
 // grad (batch statistics), with xhat = (x - mean) inv, inv = 1 / sqrt(var + eps), M = N * H * W:
 //   dx = gamma inv (dy - sum(dy) / M - xhat sum(dy xhat) / M)
 //   dgamma = sum(dy xhat) (0 when fix_gamma)        dbeta = sum(dy)
 // grad (use_global_stats: the statistics are constants):  dx = gamma inv dy
-//   reads dy, x, gamma and the saved mean and var. It reads x rather than
+//   reads dy, x, gamma, beta and the saved mean and var. It reads x rather than
 //   recovering xhat = (y - beta) / gamma from y: gamma may be (near) zero,
 //   and in the usual conv -> batch_norm -> relu chain relu overwrites y in
 //   place, so reading y would keep an extra tensor alive instead of saving one.
-//   The moving statistics get no gradient.
-// Kernels: plain loops, one channel per task. oneDNN's batch normalization
+//   The moving statistics get no gradient. With relu, dy is first masked
+//   where y was 0: the mask is recomputed from x, gamma, beta and the saved
+//   statistics exactly as the forward computed it, so the backward needs
+//   neither y nor a stored mask.
+// Kernels: vec.h's loops (per ISA), one channel per task. oneDNN's batch normalization
 // on plain NCHW (ncsp_bnorm) measured 3x slower forward and no faster
 // backward here (docs/benchmarks.md), and its blocked one needs reorders.
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -48,29 +54,30 @@ struct Layout {
   int64_t count() const { return n * s; }
 };
 
-// Mean and (biased) variance of one channel, two passes in double.
+// Mean and (biased) variance of one channel: per sample in float (vec.h's
+// fixed lanes), across samples in double; two passes.
 void ChannelStats(const float* x, const Layout& l, int64_t ch, double* mean, double* var) {
+  const cpu::VecKernels& v = cpu::Vec();
   double sum = 0;
-  for (int64_t i = 0; i < l.n; ++i) {
-    const float* p = x + (i * l.c + ch) * l.s;
-    float part = 0;
-#pragma omp simd reduction(+ : part)
-    for (int64_t j = 0; j < l.s; ++j) part += p[j];
-    sum += part;
-  }
+  for (int64_t i = 0; i < l.n; ++i) sum += v.sum(x + (i * l.c + ch) * l.s, l.s);
   const double m = sum / l.count();
   double sq = 0;
-  const float mf = static_cast<float>(m);
-  for (int64_t i = 0; i < l.n; ++i) {
-    const float* p = x + (i * l.c + ch) * l.s;
-    float part = 0;
-#pragma omp simd reduction(+ : part)
-    for (int64_t j = 0; j < l.s; ++j) part += (p[j] - mf) * (p[j] - mf);
-    sq += part;
-  }
+  for (int64_t i = 0; i < l.n; ++i) sq += v.sq_dev_sum(x + (i * l.c + ch) * l.s, static_cast<float>(m), l.s);
   *mean = m;
   *var = sq / l.count();
 }
+
+// y = a x + b for one channel, from the statistics as saved (floats), so
+// that the backward pass recomputes the same a and b (and with act_type
+// relu, the same mask) bit for bit.
+struct ChannelAffine {
+  double inv;
+  float a, b;
+  ChannelAffine(const BnParams& p, const float* gamma, const float* beta, int64_t ch, float mean, float var)
+      : inv(1 / std::sqrt(static_cast<double>(var) + p.eps)),
+        a(static_cast<float>((p.fix_gamma ? 1.0 : gamma[ch]) * inv)),
+        b(static_cast<float>(beta[ch] - static_cast<double>(mean) * a)) {}
+};
 
 // inputs: x, gamma, beta, moving_mean, moving_var (the last two updated)   outputs: y, mean, var
 void BnForward(const KernelCtx& c) {
@@ -81,8 +88,10 @@ void BnForward(const KernelCtx& c) {
   float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
   const bool batch_stats = c.is_train && !p.use_global_stats;
   const bool update = batch_stats && !c.is_recompute;
-  float* y = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
-#pragma omp parallel for schedule(dynamic, 1) if (l.c > 1 && l.n * l.c * l.s > 32768)
+  float* y = Out(c, 0);
+  const bool add = c.req[0] == OpReq::kAdd;
+  const cpu::VecKernels& v = cpu::Vec();
+#pragma omp parallel for schedule(dynamic, 1) if (l.c > 1 && l.n * l.c * l.s > kParallelGrain)
   for (int64_t ch = 0; ch < l.c; ++ch) {
     double mean = moving_mean[ch], var = moving_var[ch];
     if (batch_stats) ChannelStats(x, l, ch, &mean, &var);
@@ -90,71 +99,51 @@ void BnForward(const KernelCtx& c) {
       moving_mean[ch] = static_cast<float>(p.momentum * moving_mean[ch] + (1 - p.momentum) * mean);
       moving_var[ch] = static_cast<float>(p.momentum * moving_var[ch] + (1 - p.momentum) * var);
     }
-    if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], static_cast<float>(mean));
-    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], static_cast<float>(var));
+    const float mean_f = static_cast<float>(mean), var_f = static_cast<float>(var);
+    if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], mean_f);
+    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], var_f);
     if (!y) continue;
-    // y = a x + b with a = gamma inv, b = beta - mean a; x and y may alias.
-    const double inv = 1 / std::sqrt(var + p.eps);
-    const float a = static_cast<float>((p.fix_gamma ? 1.0 : gamma[ch]) * inv);
-    const float b = static_cast<float>(beta[ch] - mean * a);
+    const ChannelAffine t(p, gamma, beta, ch, mean_f, var_f);
     for (int64_t i = 0; i < l.n; ++i) {
-      const float* xp = x + (i * l.c + ch) * l.s;
-      float* yp = y + (i * l.c + ch) * l.s;
-      if (c.req[0] == OpReq::kAdd) {
-#pragma omp simd
-        for (int64_t j = 0; j < l.s; ++j) yp[j] += a * xp[j] + b;
-      } else {
-#pragma omp simd
-        for (int64_t j = 0; j < l.s; ++j) yp[j] = a * xp[j] + b;
-      }
+      const int64_t at = (i * l.c + ch) * l.s;
+      v.affine(x + at, t.a, t.b, p.relu, y + at, l.s, add);  // x and y may alias
     }
   }
 }
 
-// inputs: dy, x, gamma, mean, var   outputs: dx, dgamma, dbeta, dmoving_mean, dmoving_var
+// inputs: dy, x, gamma, beta, mean, var   outputs: dx, dgamma, dbeta, dmoving_mean, dmoving_var
 void BnBackward(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
   const Layout l(c.in[1].shape());
-  const float *dy = c.in[0].f(), *x = c.in[1].f(), *gamma = c.in[2].f();
-  const float *saved_mean = c.in[3].f(), *saved_var = c.in[4].f();
-  float* dx = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
-#pragma omp parallel for schedule(dynamic, 1) if (l.c > 1 && l.n * l.c * l.s > 32768)
+  const float *dy = c.in[0].f(), *x = c.in[1].f(), *gamma = c.in[2].f(), *beta = c.in[3].f();
+  const float *saved_mean = c.in[4].f(), *saved_var = c.in[5].f();
+  float* dx = Out(c, 0);
+  const bool add = c.req[0] == OpReq::kAdd;
+  const cpu::VecKernels& v = cpu::Vec();
+#pragma omp parallel for schedule(dynamic, 1) if (l.c > 1 && l.n * l.c * l.s > kParallelGrain)
   for (int64_t ch = 0; ch < l.c; ++ch) {
     const float m = saved_mean[ch];
-    const double inv = 1 / std::sqrt(static_cast<double>(saved_var[ch]) + p.eps);
-    double sum_dy = 0, sum_dy_xm = 0;  // sum(dy), sum(dy (x - mean))
+    const ChannelAffine t(p, gamma, beta, ch, m, saved_var[ch]);
+    double sum_g = 0, sum_gx = 0;  // sum(g), sum(g (x - mean)); g = dy through the ReLU, if any
     for (int64_t i = 0; i < l.n; ++i) {
-      const float* xp = x + (i * l.c + ch) * l.s;
-      const float* dyp = dy + (i * l.c + ch) * l.s;
-      float s1 = 0, s2 = 0;
-#pragma omp simd reduction(+ : s1, s2)
-      for (int64_t j = 0; j < l.s; ++j) {
-        s1 += dyp[j];
-        s2 += dyp[j] * (xp[j] - m);
-      }
-      sum_dy += s1;
-      sum_dy_xm += s2;
+      const int64_t at = (i * l.c + ch) * l.s;
+      float s1, s2;
+      v.affine_grad_sums(dy + at, x + at, m, p.relu, t.a, t.b, l.s, &s1, &s2);
+      sum_g += s1;
+      sum_gx += s2;
     }
-    const double sum_dy_xhat = sum_dy_xm * inv;
-    if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], p.fix_gamma ? 0.f : static_cast<float>(sum_dy_xhat));
-    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], static_cast<float>(sum_dy));
+    const double sum_g_xhat = sum_gx * t.inv;
+    if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], p.fix_gamma ? 0.f : static_cast<float>(sum_g_xhat));
+    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], static_cast<float>(sum_g));
     if (!dx) continue;
-    // dx = k (dy - mean_dy - (x - mean) q) with k = gamma inv, q = inv sum(dy xhat) / M.
-    const double g = p.fix_gamma ? 1.0 : gamma[ch];
-    const float k = static_cast<float>(g * inv);
-    const float mean_dy = p.use_global_stats ? 0.f : static_cast<float>(sum_dy / l.count());
-    const float q = p.use_global_stats ? 0.f : static_cast<float>(sum_dy_xhat * inv / l.count());
+    // dx = k (g - mean_g - (x - mean) q) with k = gamma inv, q = inv sum(g xhat) / M.
+    const double gm = p.fix_gamma ? 1.0 : gamma[ch];
+    const float k = static_cast<float>(gm * t.inv);
+    const float mean_g = p.use_global_stats ? 0.f : static_cast<float>(sum_g / l.count());
+    const float q = p.use_global_stats ? 0.f : static_cast<float>(sum_g_xhat * t.inv / l.count());
     for (int64_t i = 0; i < l.n; ++i) {
-      const float* xp = x + (i * l.c + ch) * l.s;
-      const float* dyp = dy + (i * l.c + ch) * l.s;
-      float* dxp = dx + (i * l.c + ch) * l.s;  // may alias dy: each element is read before it is written
-      if (c.req[0] == OpReq::kAdd) {
-#pragma omp simd
-        for (int64_t j = 0; j < l.s; ++j) dxp[j] += k * (dyp[j] - mean_dy - (xp[j] - m) * q);
-      } else {
-#pragma omp simd
-        for (int64_t j = 0; j < l.s; ++j) dxp[j] = k * (dyp[j] - mean_dy - (xp[j] - m) * q);
-      }
+      const int64_t at = (i * l.c + ch) * l.s;  // dx may alias dy: each element is read before it is written
+      v.affine_grad(dy + at, x + at, m, p.relu, t.a, t.b, k, mean_g, q, dx + at, l.s, add);
     }
   }
   for (int k = 3; k < 5; ++k) {  // the moving statistics get no gradient
@@ -180,23 +169,27 @@ void Register_batch_norm(OpRegistry* r) {
         p.momentum = a.Float("momentum", 0.9);
         p.fix_gamma = a.Bool("fix_gamma", true);
         p.use_global_stats = a.Bool("use_global_stats", false);
+        const std::string act = a.Str("act_type", "");
+        FRUGAL_REQUIRE(act.empty() || act == "relu", a.where(), ": act_type must be \"relu\" or left out, got \"",
+                       act, "\"");
+        p.relu = act == "relu";
         FRUGAL_REQUIRE(p.eps > 0, a.where(), ": eps must be positive, got ", p.eps);
         FRUGAL_REQUIRE(p.momentum >= 0 && p.momentum <= 1, a.where(), ": momentum must be in [0, 1], got ",
                        p.momentum);
         return std::any(p);
       })
       .InferShape(BnInferShape)
-      .Backward({OutGrad(0), Input(0), Input(1), Output(1), Output(2)}, "_backward_batch_norm")
+      .Backward({OutGrad(0), Input(0), Input(1), Input(2), Output(1), Output(2)}, "_backward_batch_norm")
       .Mutates({3, 4})
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
-        return 8.0 * in[0].Size();  // statistics (3 per element) and normalise-scale-shift (5)
+        return 8.0 * in[0].Size();  // statistics (3 per element) and normalise-scale-shift (5; the ReLU too)
       })
       .CpuKernel(BnForward);
   r->Add("_backward_batch_norm")
       .Doc("Gradient of batch_norm: dx, dgamma (0 with fix_gamma), dbeta; none for the moving statistics.")
-      .Inputs({{"dy"}, {"x"}, {"gamma"}, {"mean"}, {"var"}})
+      .Inputs({{"dy"}, {"x"}, {"gamma"}, {"beta"}, {"mean"}, {"var"}})
       .Outputs({"dx", "dgamma", "dbeta", "dmoving_mean", "dmoving_var"})
       .InferShape(InferAsForwardInputs)
       .NoGradient()

@@ -19,6 +19,7 @@ enum class Act { kRelu, kSigmoid, kTanh, kSoftRelu };
 struct BnParams {
   double eps = 1e-3, momentum = 0.9;
   bool fix_gamma = true, use_global_stats = false;
+  bool relu = false;  // act_type "relu": y = max(bn(x), 0), fused (FuseBnRelu makes these)
 };
 
 // concat_split.cc

@@ -2,6 +2,7 @@
 // index maps behind broadcasting, reductions, slicing and transposes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -35,6 +36,22 @@ void ForEach(int64_t n, float* y, OpReq req, F f) {
   } else {
 #pragma omp parallel for num_threads(threads) if (n > kParallelGrain) schedule(static)
     for (int64_t i = 0; i < n; ++i) y[i] = f(i);
+  }
+}
+
+// f(begin, end) over [0, n) cut into contiguous ranges (at most one per
+// kernel thread, each a multiple of 16 elements but the last), run in
+// parallel: for vec.h's kernels, which take a range.
+template <typename F>
+void ForEachRange(int64_t n, F f) {
+  const int64_t threads = cpu::KernelThreads();
+  const int64_t ranges = std::min<int64_t>(threads, (n + kParallelGrain - 1) / kParallelGrain);
+  if (ranges <= 1) return f(int64_t{0}, n);
+#pragma omp parallel for num_threads(static_cast<int>(ranges)) schedule(static)
+  for (int64_t r = 0; r < ranges; ++r) {
+    const int64_t begin = r == 0 ? 0 : (n * r / ranges) & ~int64_t{15};
+    const int64_t end = r == ranges - 1 ? n : (n * (r + 1) / ranges) & ~int64_t{15};
+    f(begin, end);
   }
 }
 

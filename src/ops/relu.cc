@@ -1,20 +1,28 @@
 // relu:  y = max(x, 0)                  x, y: any shape
 // grad:  dx = dy * (y > 0)              reads y, not x, so forward may run in place
+// Kernels: vec.h's branch-free loops (per ISA). A relu right after a
+// batch_norm is fused into it (src/passes/fuse.cc).
+#include "backend/cpu/vec.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
 
 void ReluForward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
   const float* x = c.in[0].f();
-  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [x](int64_t i) { return x[i] > 0 ? x[i] : 0.f; });
+  float* y = c.out[0].f();
+  const bool add = c.req[0] == OpReq::kAdd;
+  ForEachRange(c.out[0].size(), [&](int64_t b, int64_t e) { cpu::Vec().relu(x + b, y + b, e - b, add); });
 }
 
 // inputs: dy, y   output: dx
 void ReluBackward(const KernelCtx& c) {
-  const float* dy = c.in[0].f();
-  const float* y = c.in[1].f();
-  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return y[i] > 0 ? dy[i] : 0.f; });
+  if (c.req[0] == OpReq::kNull) return;
+  const float *dy = c.in[0].f(), *y = c.in[1].f();
+  float* dx = c.out[0].f();
+  const bool add = c.req[0] == OpReq::kAdd;
+  ForEachRange(c.out[0].size(), [&](int64_t b, int64_t e) { cpu::Vec().relu_grad(dy + b, y + b, dx + b, e - b, add); });
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ DEFINE_double(lr, -1, "override solver.lr");
 DEFINE_string(checkpoint_dir, "", "override solver.checkpoint_dir (checkpoints every epoch or checkpoint_interval)");
 DEFINE_int64(val_interval, -1, "override solver.val_interval (updates between validations; 0: every epoch)");
 DEFINE_int64(checkpoint_interval, -1, "override solver.checkpoint_interval (updates between checkpoints; 0: every epoch)");
+DEFINE_bool(fuse, true, "override fuse: batch_norm + relu pairs run as one op (--nofuse keeps them apart)");
 DEFINE_bool(deterministic, false,
             "bit-identical runs: the naive engine with one kernel thread (fixed reduction orders)");
 
@@ -58,6 +59,7 @@ ConfigFile LoadConfigFromFlags() {
   if (FLAGS_val_interval >= 0) net.mutable_solver()->set_val_interval(FLAGS_val_interval);
   if (FLAGS_checkpoint_interval >= 0) net.mutable_solver()->set_checkpoint_interval(FLAGS_checkpoint_interval);
   if (FLAGS_deterministic) net.mutable_solver()->set_deterministic(true);
+  if (!gflags::GetCommandLineFlagInfoOrDie("fuse").is_default) net.set_fuse(FLAGS_fuse);
   if (net.solver().deterministic()) {
     net.mutable_solver()->set_engine("naive");
     net.mutable_solver()->set_engine_kernel_threads(1);

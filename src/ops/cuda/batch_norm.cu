@@ -4,8 +4,10 @@
 // moving variance with the unbiased estimate). One block per channel; the
 // block's threads stride over the channel's N * S elements.
 //   training: mean, var over (N, S); moving stats updated unless recomputing
-//   y = gamma (x - mean) / sqrt(var + eps) + beta
-//   dx = gamma inv (dy - sum(dy) / M - (x - mean) inv^2 sum(dy (x - mean)) / M)
+//   y = gamma (x - mean) / sqrt(var + eps) + beta, then max(y, 0) with act_type relu
+//   dx = gamma inv (g - sum(g) / M - (x - mean) inv^2 sum(g (x - mean)) / M),
+//   g = dy, or with relu dy where the normalised x (recomputed from x, as the
+//   forward computed it) was positive and 0 elsewhere
 #include "ops/cuda/cuda_op_util.h"
 #include "ops/op_params.h"
 
@@ -18,10 +20,13 @@ struct BnShape {
   __device__ int64_t count() const { return n * s; }
 };
 
+// y = a x + b, written once so that forward and backward round alike.
+__device__ inline float Affine(float a, float x, float b) { return __fmaf_rn(a, x, b); }
+
 struct BnFwd {
   BnShape l;
   float eps, momentum;
-  bool fix_gamma, batch_stats, update;
+  bool fix_gamma, batch_stats, update, relu;
   OpReq req_y, req_mean, req_var;
 };
 
@@ -56,31 +61,37 @@ __global__ void BnForwardKernel(BnFwd f, const float* x, const float* gamma, con
   }
   if (f.req_y == OpReq::kNull) return;
   const float a = (f.fix_gamma ? 1.f : gamma[ch]) * rsqrtf(var + f.eps);
-  const float b = beta[ch] - mean * a;
+  const float b = __fmaf_rn(-mean, a, beta[ch]);  // as the backward computes it
   for (int64_t e = threadIdx.x; e < l.count(); e += blockDim.x) {
     const int64_t i = l.At(ch, e);
-    Put(y + i, f.req_y, a * x[i] + b);  // x and y may alias
+    const float v = Affine(a, x[i], b);
+    Put(y + i, f.req_y, f.relu ? fmaxf(v, 0.f) : v);  // x and y may alias
   }
 }
 
 struct BnBwd {
   BnShape l;
   float eps;
-  bool fix_gamma, global_stats;
+  bool fix_gamma, global_stats, relu;
   OpReq req_dx, req_dgamma, req_dbeta;
 };
 
-// inputs: dy, x, gamma, mean, var   outputs: dx, dgamma, dbeta
-__global__ void BnBackwardKernel(BnBwd f, const float* dy, const float* x, const float* gamma, const float* mean,
-                                 const float* var, float* dx, float* dgamma, float* dbeta) {
+// inputs: dy, x, gamma, beta, mean, var   outputs: dx, dgamma, dbeta
+__global__ void BnBackwardKernel(BnBwd f, const float* dy, const float* x, const float* gamma, const float* beta,
+                                 const float* mean, const float* var, float* dx, float* dgamma, float* dbeta) {
   const int64_t ch = blockIdx.x;
   const BnShape& l = f.l;
   const float m = mean[ch], inv = rsqrtf(var[ch] + f.eps);
+  // The forward's a and b, to recompute where its ReLU passed the gradient.
+  const float a = (f.fix_gamma ? 1.f : gamma[ch]) * inv;
+  const float b = __fmaf_rn(-m, a, beta[ch]);
+  auto g = [&](int64_t i) { return !f.relu || Affine(a, x[i], b) > 0.f ? dy[i] : 0.f; };
   float s1 = 0, s2 = 0;
   for (int64_t e = threadIdx.x; e < l.count(); e += blockDim.x) {
     const int64_t i = l.At(ch, e);
-    s1 += dy[i];
-    s2 += dy[i] * (x[i] - m);
+    const float gi = g(i);
+    s1 += gi;
+    s2 += gi * (x[i] - m);
   }
   const float sum_dy = cuda::BlockSum(s1);
   const float sum_dy_xhat = cuda::BlockSum(s2) * inv;
@@ -94,7 +105,7 @@ __global__ void BnBackwardKernel(BnBwd f, const float* dy, const float* x, const
   const float q = f.global_stats ? 0.f : sum_dy_xhat * inv / l.count();
   for (int64_t e = threadIdx.x; e < l.count(); e += blockDim.x) {
     const int64_t i = l.At(ch, e);
-    Put(dx + i, f.req_dx, k * (dy[i] - mean_dy - (x[i] - m) * q));  // dx may alias dy
+    Put(dx + i, f.req_dx, k * (g(i) - mean_dy - (x[i] - m) * q));  // dx may alias dy
   }
 }
 
@@ -106,7 +117,7 @@ void BnForwardCuda(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
   const bool batch_stats = c.is_train && !p.use_global_stats;
   const BnFwd f{ShapeOf(c.in[0].shape()), static_cast<float>(p.eps), static_cast<float>(p.momentum), p.fix_gamma,
-                batch_stats, batch_stats && !c.is_recompute, c.req[0], c.req[1], c.req[2]};
+                batch_stats, batch_stats && !c.is_recompute, p.relu, c.req[0], c.req[1], c.req[2]};
   BnForwardKernel<<<static_cast<unsigned>(f.l.c), 512, 0, cuda::Stream(c)>>>(
       f, c.in[0].f(), c.in[1].f(), c.in[2].f(), c.in[3].f(), c.in[4].f(), OutOrNull(c, 0), OutOrNull(c, 1),
       OutOrNull(c, 2));
@@ -115,11 +126,11 @@ void BnForwardCuda(const KernelCtx& c) {
 
 void BnBackwardCuda(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
-  const BnBwd f{ShapeOf(c.in[1].shape()), static_cast<float>(p.eps), p.fix_gamma, p.use_global_stats,
+  const BnBwd f{ShapeOf(c.in[1].shape()), static_cast<float>(p.eps), p.fix_gamma, p.use_global_stats, p.relu,
                 c.req[0], c.req[1], c.req[2]};
   BnBackwardKernel<<<static_cast<unsigned>(f.l.c), 512, 0, cuda::Stream(c)>>>(
-      f, c.in[0].f(), c.in[1].f(), c.in[2].f(), c.in[3].f(), c.in[4].f(), OutOrNull(c, 0), OutOrNull(c, 1),
-      OutOrNull(c, 2));
+      f, c.in[0].f(), c.in[1].f(), c.in[2].f(), c.in[3].f(), c.in[4].f(), c.in[5].f(), OutOrNull(c, 0),
+      OutOrNull(c, 1), OutOrNull(c, 2));
   FRUGAL_CUDA_LAUNCHED();
   for (int k = 3; k < 5; ++k) {  // the moving statistics get no gradient
     if (c.req[k] == OpReq::kWrite) FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[k].raw(), 0, c.out[k].bytes(), cuda::Stream(c)));

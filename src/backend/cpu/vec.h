@@ -1,0 +1,51 @@
+// Elementwise kernels built once per instruction set and chosen when first
+// used, from what the CPU supports: AVX-512, AVX2 + FMA, or baseline x86-64
+// (SSE2). The rest of frugal is built for baseline x86-64 so that one
+// binary runs everywhere; these loops are where the vector width pays.
+//
+// vec_kernels.inc is compiled three times (vec_avx512.cc, vec_avx2.cc,
+// vec_sse2.cc, each with its own -m flags, -O3 and -ffp-contract=off).
+// Every ISA gives the same bits: no contraction into FMA, and sums run in
+// 16 fixed lanes added in a fixed order whatever the register width.
+//
+// Each function works on one contiguous range; callers split the work over
+// threads (ForEachRange in ops/op_util.h). `add` accumulates into the output
+// instead of overwriting it (OpReq::kAdd). In-place use (the output being
+// an input) is allowed.
+#pragma once
+
+#include <cstdint>
+
+namespace frugal::cpu {
+
+struct VecKernels {
+  const char* isa;  // "avx512", "avx2" or "sse2"
+  // y = x > 0 ? x : 0
+  void (*relu)(const float* x, float* y, int64_t n, bool add);
+  // dx = y > 0 ? dy : 0
+  void (*relu_grad)(const float* dy, const float* y, float* dx, int64_t n, bool add);
+  // y = a x + b, then y > 0 ? y : 0 with relu
+  void (*affine)(const float* x, float a, float b, bool relu, float* y, int64_t n, bool add);
+  // The sum of x[0, n) and the sum of (x - m)^2.
+  float (*sum)(const float* x, int64_t n);
+  float (*sq_dev_sum)(const float* x, float m, int64_t n);
+  // With g = dy, or with relu, g = (a x + b > 0 ? dy : 0) (the gradient
+  // through the ReLU that followed y = a x + b): *sum_g = sum g and
+  // *sum_gx = sum g (x - m).
+  void (*affine_grad_sums)(const float* dy, const float* x, float m, bool relu, float a, float b, int64_t n,
+                           float* sum_g, float* sum_gx);
+  // dx = k (g - c - (x - m) q), g as above.
+  void (*affine_grad)(const float* dy, const float* x, float m, bool relu, float a, float b, float k, float c,
+                      float q, float* dx, int64_t n, bool add);
+  // y = x[0] + x[1] + ... + x[k - 1]
+  void (*add_n)(const float* const* x, int k, float* y, int64_t n, bool add);
+};
+
+// The kernels for this CPU (chosen once).
+const VecKernels& Vec();
+
+// The kernels of one instruction set, or nullptr where this build or this
+// CPU lacks it: "avx512", "avx2", "sse2" (tests compare them).
+const VecKernels* VecFor(const char* isa);
+
+}  // namespace frugal::cpu

@@ -1,0 +1,119 @@
+// vec.h: every instruction-set build of the elementwise kernels gives the
+// bits of the plain definitions (no FMA contraction, sums in 16 fixed
+// lanes), on lengths around the vector widths, in place and accumulating.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/vec.h"
+
+namespace frugal {
+namespace {
+
+using cpu::VecKernels;
+
+std::vector<float> Data(int64_t n, float phase) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = std::sin(0.37f * i + phase) * 3 + 0.01f * (i % 7);
+  return v;
+}
+
+// The sum the kernels promise: element i into lane i % 16, lanes added pairwise.
+template <typename F>
+float LaneSum(int64_t n, F f) {
+  float acc[16] = {};
+  for (int64_t i = 0; i < n; ++i) acc[i % 16] += f(i);
+  for (int w = 8; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
+  return acc[0];
+}
+
+std::vector<const VecKernels*> Builds() {
+  std::vector<const VecKernels*> out;
+  for (const char* isa : {"avx512", "avx2", "sse2"})
+    if (const VecKernels* k = cpu::VecFor(isa)) out.push_back(k);
+  return out;
+}
+
+const std::vector<int64_t> kLengths{0, 1, 7, 15, 16, 17, 31, 33, 100, 1027};
+
+TEST(Vec, TheBaselineBuildIsAlwaysThereAndOneIsChosen) {
+  ASSERT_NE(cpu::VecFor("sse2"), nullptr);
+  EXPECT_EQ(cpu::VecFor("neon"), nullptr);
+  const std::string chosen = cpu::Vec().isa;
+  EXPECT_TRUE(chosen == "avx512" || chosen == "avx2" || chosen == "sse2") << chosen;
+  EXPECT_EQ(cpu::VecFor(chosen.c_str()), &cpu::Vec());
+}
+
+TEST(Vec, ReluAndItsGradientGiveTheDefinitionsBits) {
+  for (const VecKernels* k : Builds()) {
+    for (int64_t n : kLengths) {
+      const std::vector<float> x = Data(n, 0.1f), dy = Data(n, 2.f);
+      std::vector<float> y(n, 5.f), want(n), dx(n, 1.f), want_dx(n);
+      for (int64_t i = 0; i < n; ++i) {
+        want[i] = 5.f + (x[i] > 0 ? x[i] : 0.f);
+        want_dx[i] = x[i] > 0 ? dy[i] : 0.f;
+      }
+      k->relu(x.data(), y.data(), n, /*add=*/true);
+      EXPECT_EQ(y, want) << k->isa << " n=" << n;
+      k->relu_grad(dy.data(), x.data(), dx.data(), n, false);
+      EXPECT_EQ(dx, want_dx) << k->isa << " n=" << n;
+      std::vector<float> inplace = x;  // y == x
+      k->relu(inplace.data(), inplace.data(), n, false);
+      for (int64_t i = 0; i < n; ++i) want[i] = x[i] > 0 ? x[i] : 0.f;
+      EXPECT_EQ(inplace, want) << k->isa << " in place, n=" << n;
+    }
+  }
+}
+
+TEST(Vec, AffineSumsAndGradientsGiveTheDefinitionsBits) {
+  const float a = 1.37f, b = -0.21f, m = 0.05f, kk = 0.9f, c = 0.013f, q = 0.07f;
+  for (const VecKernels* k : Builds()) {
+    for (int64_t n : kLengths) {
+      const std::vector<float> x = Data(n, 0.4f), dy = Data(n, 1.3f);
+      for (bool relu : {false, true}) {
+        auto g = [&](int64_t i) {
+          const float t = a * x[i] + b;
+          return !relu || t > 0.f ? dy[i] : 0.f;
+        };
+        std::vector<float> y(n), want(n), dx = dy, want_dx(n);
+        for (int64_t i = 0; i < n; ++i) {
+          const float t = a * x[i] + b;
+          want[i] = relu ? (t > 0.f ? t : 0.f) : t;
+          want_dx[i] = kk * (g(i) - c - (x[i] - m) * q);
+        }
+        k->affine(x.data(), a, b, relu, y.data(), n, false);
+        EXPECT_EQ(y, want) << k->isa << " relu=" << relu << " n=" << n;
+        float s1 = -1, s2 = -1;
+        k->affine_grad_sums(dy.data(), x.data(), m, relu, a, b, n, &s1, &s2);
+        EXPECT_EQ(s1, LaneSum(n, g)) << k->isa << " relu=" << relu << " n=" << n;
+        EXPECT_EQ(s2, LaneSum(n, [&](int64_t i) { return g(i) * (x[i] - m); })) << k->isa << " n=" << n;
+        k->affine_grad(dx.data(), x.data(), m, relu, a, b, kk, c, q, dx.data(), n, false);  // dx == dy
+        EXPECT_EQ(dx, want_dx) << k->isa << " relu=" << relu << " n=" << n;
+      }
+      EXPECT_EQ(k->sum(x.data(), n), LaneSum(n, [&](int64_t i) { return x[i]; })) << k->isa << " n=" << n;
+      EXPECT_EQ(k->sq_dev_sum(x.data(), m, n), LaneSum(n, [&](int64_t i) { return (x[i] - m) * (x[i] - m); }))
+          << k->isa << " n=" << n;
+    }
+  }
+}
+
+TEST(Vec, AddNSumsInOrderThenStores) {
+  for (const VecKernels* k : Builds()) {
+    for (int64_t n : {int64_t{1}, int64_t{17}, int64_t{600}, int64_t{1500}}) {  // across the 512-float chunks
+      std::vector<float> x0 = Data(n, 0.f), x1 = Data(n, 1.f), x2 = Data(n, 2.f);
+      std::vector<float> want(n), y(n, 0.5f);
+      for (int64_t i = 0; i < n; ++i) want[i] = 0.5f + ((x0[i] + x1[i]) + x2[i]);
+      const float* xs[] = {x0.data(), x1.data(), x2.data()};
+      k->add_n(xs, 3, y.data(), n, /*add=*/true);
+      EXPECT_EQ(y, want) << k->isa << " n=" << n;
+      for (int64_t i = 0; i < n; ++i) want[i] = (x0[i] + x1[i]) + x2[i];
+      k->add_n(xs, 3, x0.data(), n, false);  // into its first input
+      EXPECT_EQ(x0, want) << k->isa << " in place, n=" << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frugal
