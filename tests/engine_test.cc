@@ -190,6 +190,32 @@ TEST_P(EngineTest, AsyncFunctionReportsAnError) {
   }
 }
 
+// A denormal operand times one: 0 where the thread flushes denormals (DAZ),
+// the denormal itself where it does not.
+float DenormalTimesOne() {
+  volatile float tiny = 1e-40f, one = 1.f;
+  return tiny * one;
+}
+
+TEST_P(EngineTest, KernelsRunWithDenormalsFlushedOnEveryKernelThread) {
+  ASSERT_NE(DenormalTimesOne(), 0.f) << "the test thread itself should not flush (else the test proves nothing)";
+  std::vector<float> seen(8, -1.f);
+  e->Push([&] {
+        seen[0] = DenormalTimesOne();
+#ifdef _OPENMP
+#pragma omp parallel num_threads(2)
+        seen[1 + omp_get_thread_num()] = DenormalTimesOne();
+#endif
+      },
+      {}, {e->NewVar()}, {});
+  e->WaitAll();
+  EXPECT_EQ(seen[0], 0.f);
+#ifdef _OPENMP
+  EXPECT_EQ(seen[1], 0.f);
+  EXPECT_EQ(seen[2], 0.f) << "an OpenMP thread of the kernel's team keeps denormals";
+#endif
+}
+
 TEST_P(EngineTest, DeleteVarRunsPendingWorkFirst) {
   Var v = e->NewVar();
   std::atomic<int> ran{0};

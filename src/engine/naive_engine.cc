@@ -11,18 +11,22 @@
 namespace frugal::engine_internal {
 namespace {
 
-// Sets the calling thread's kernel threads for one function, then restores them.
+// Sets the calling thread's kernel threads and flushes denormals on it for
+// one function, then restores both.
 class KernelThreadsScope {
  public:
-  explicit KernelThreadsScope(int n) : saved_(n > 0 ? cpu::KernelThreads() : 0) {
+  explicit KernelThreadsScope(int n) : saved_(n > 0 ? cpu::KernelThreads() : 0), fp_mode_(cpu::FpMode()) {
+    cpu::FlushDenormals();
     if (n > 0) cpu::SetKernelThreads(n);
   }
   ~KernelThreadsScope() {
     if (saved_ > 0) cpu::SetKernelThreads(saved_);
+    cpu::SetFpMode(fp_mode_);
   }
 
  private:
   int saved_;
+  unsigned fp_mode_;
 };
 
 class NaiveEngine : public Engine {

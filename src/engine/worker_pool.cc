@@ -32,6 +32,7 @@ void WorkerPool::Loop(int index) {
   // "frugal-cpu0": visible in top -H and debuggers (at most 15 characters).
   pthread_setname_np(pthread_self(), (name_ + std::to_string(index)).substr(0, 15).c_str());
   cpu::SetKernelThreads(kernel_threads_);
+  cpu::FlushDenormals();
   for (;;) {
     Op* op;
     {

@@ -2,6 +2,9 @@
 
 #include <cblas.h>
 #include <sched.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +35,34 @@ void SetKernelThreads(int n) {
   t_kernel_threads = std::max(1, n);
 #ifdef _OPENMP
   omp_set_num_threads(t_kernel_threads);  // this thread's ICV only
+#endif
+}
+
+unsigned FpMode() {
+#if defined(__SSE__)
+  return _mm_getcsr();
+#else
+  return 0;
+#endif
+}
+
+void SetFpMode(unsigned mode) {
+#if defined(__SSE__)
+  _mm_setcsr(mode);
+#endif
+}
+
+void FlushDenormals() {
+#if defined(__SSE__)
+  constexpr unsigned kFtzDaz = 0x8040;  // MXCSR: flush to zero (bit 15), denormals are zero (bit 6)
+  _mm_setcsr(_mm_getcsr() | kFtzDaz);
+  thread_local bool team_done = false;
+  if (team_done) return;
+  team_done = true;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(NumCores())
+  _mm_setcsr(_mm_getcsr() | kFtzDaz);
+#endif
 #endif
 }
 
