@@ -147,10 +147,12 @@ TEST_F(TrainerTest, MlpOnTheThreadedEngineGivesTheBitsOfTheNaiveOne) {
   };
   // The default split, against the naive engine with the same kernel
   // threads (OpenBLAS's bits depend on its thread count).
-  const int default_threads = MakeEngine("threaded")->KernelThreads(Device{});
+  const ConfigFile threaded = config("threaded", 0, 0);
+  const int default_threads = MakeEngineFor(threaded.net.solver(), BuildModel(threaded, MemoryStrategy::kShare).train)
+                                  ->KernelThreads(Device{});
   Params want = TrainParams(config("naive", 0, default_threads));
   EXPECT_EQ(want.size(), 6u);
-  EXPECT_EQ(TrainParams(config("threaded", 0, 0)), want) << "default threaded engine";
+  EXPECT_EQ(TrainParams(threaded), want) << "default threaded engine";
   // Other splits.
   for (auto [workers, threads] : std::vector<std::pair<int, int>>{{1, 2}, {3, 2}}) {
     EXPECT_EQ(TrainParams(config("threaded", workers, threads)), TrainParams(config("naive", 0, threads)))

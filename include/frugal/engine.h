@@ -63,7 +63,7 @@ using AsyncFn = std::function<void(Done done)>;
 // Kernels give the same bits on both engines at equal kernel threads (BLAS
 // results may depend on its thread count).
 struct EngineOptions {
-  int cpu_workers = 0;     // threads running CPU functions; 0: min(2, cores)
+  int cpu_workers = 0;     // threads running CPU functions; 0: min(2, cores) (MakeEngineFor chooses per graph)
   int kernel_threads = 0;  // threads one kernel may use; 0: cores / cpu_workers (at least 1)
 };
 

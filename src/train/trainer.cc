@@ -89,10 +89,7 @@ struct Session {
   Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device)
       : model(BuildModel(cfg, strategy)), rng(cfg.net.solver().seed()), dev(device) {
     const config::Solver& sc = cfg.net.solver();
-    EngineOptions eo;
-    eo.cpu_workers = sc.engine_workers();
-    eo.kernel_threads = sc.engine_kernel_threads();
-    if (!given) owned_engine = MakeEngine(sc.engine(), eo);
+    if (!given) owned_engine = MakeEngineFor(sc, model.train);
     engine = given ? given : owned_engine.get();
     opt = MakeOptimizer(OptimizerOptionsFromConfig(sc, cfg.path));
     Bindings b;

@@ -9,8 +9,11 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -24,7 +27,7 @@ DEFINE_int32(batch, -1, "override data.batch_size");
 DEFINE_int64(seed, -1, "override solver.seed");
 DEFINE_string(engine, "", "override solver.engine (threaded, naive)");
 DEFINE_int32(engine_workers, -1,
-             "override solver.engine_workers (threaded engine: CPU worker threads; 0: min(2, cores))");
+             "override solver.engine_workers (threaded engine: CPU worker threads; 0: chosen for the graph, 1 or 2)");
 DEFINE_int32(engine_kernel_threads, -1,
              "override solver.engine_kernel_threads (threads per kernel; 0: cores / workers)");
 DEFINE_string(memory, "",
@@ -198,7 +201,21 @@ std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** 
 
 }  // namespace
 
+// OpenMP's threads spin after each parallel region by default (libgomp:
+// about 300,000 iterations), holding cores that the engine's other worker,
+// OpenBLAS's threads and the I/O thread need: an MLP epoch on the naive
+// engine took 3x as long on a loaded machine. libgomp reads its wait policy
+// once, when it is loaded, so frugal sets OMP_WAIT_POLICY=PASSIVE and
+// starts itself again, unless the user chose (OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT set). If the exec fails, frugal goes on as it is.
+void PassiveOpenMpWaits(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char** argv) {
+  PassiveOpenMpWaits(argv);
   FLAGS_logtostderr = true;
   FLAGS_colorlogtostderr = false;
   google::InitGoogleLogging(argv[0]);

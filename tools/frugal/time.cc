@@ -11,8 +11,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
+#include "backend/cpu/vec.h"
 #include "backend/device.h"
 #include "cli.h"
 #include "frugal/executor.h"
@@ -117,7 +119,10 @@ int Time() {
   Timed t;
   Build(cfg, &t);
   if (dev.type == DeviceType::kCUDA) ToDevice(&t, dev);
-  std::unique_ptr<Engine> engine = MakeEngine(cfg.net.solver().engine());
+  std::unique_ptr<Engine> engine = MakeEngineFor(cfg.net.solver(), t.g);
+  const char* omp_wait = std::getenv("OMP_WAIT_POLICY");
+  std::printf("engine: %s (graph parallelism %.2f); kernels: %s; OMP_WAIT_POLICY=%s\n",
+              engine->Describe().c_str(), GraphParallelism(t.g), cpu::Vec().isa, omp_wait ? omp_wait : "(unset)");
   Bindings b{t.vars, t.grads};
   b.device = dev;
   Executor exec(t.g, t.plan, b, engine.get());

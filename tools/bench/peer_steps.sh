@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Training step time of frugal next to PyTorch on the same workloads (the
+# peers in ../shared/peers: same shapes, same batch, synthetic data, one step
+# = forward + backward + SGD update), alternated ROUNDS times; prints a
+# Markdown table with the median of each side and the ratio frugal / peer.
+#
+# frugal: `frugal train` on a copy of the config with a synthetic training
+# set; its step time is batch / samples_per_s of each --log-json window of
+# WINDOW batches, the first window (warm-up) left out, median over windows.
+# Peer: the script's step_s_median.
+#
+# Usage: PY=/path/to/venv/bin/python tools/bench/peer_steps.sh [WORKLOAD...]
+#   workloads: r20b32 r20b128 r56b32 r56b128 r110b32 r110b128 r1001share r1001sqrt lstm lstm_fused mlp
+#   (default: all but the ResNet-1001 and the b128 ones)
+# Env: PY (a python with torch), PEERS (default ../shared/peers), FRUGAL
+# (default build/frugal), ROUNDS (default 3), FRUGAL_FLAGS (extra flags).
+# Both sides: 2 threads, OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE and
+# OPENBLAS_L2_SIZE unset (they halve OpenBLAS's GEMM speed).
+set -euo pipefail
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+export OMP_WAIT_POLICY=PASSIVE
+PY=${PY:-python3}
+PEERS=${PEERS:-$(cd "$(dirname "$0")/../../.." && pwd)/shared/peers}
+frugal=${FRUGAL:-build/frugal}
+rounds=${ROUNDS:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# A config copy with `display: N` and a synthetic training set (no validation).
+synthetic() {  # config display out
+  sed -e '/^ *display:/d' -e "s/^solver {/solver { display: $2/" -e '/^ *train *{/,/}/d' -e '/^ *val *{/,/}/d' \
+    -e '/^ *labels:/d' "$1" > "$3"
+  sed -i 's/^data {/data {\n  train { synthetic { num_samples: 100000000 } }/' "$3"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+frugal_step() {  # config batch iters window flags...
+  local config=$1 batch=$2 iters=$3 window=$4
+  shift 4
+  synthetic "$config" "$window" "$tmp/config.prototxt"
+  # shellcheck disable=SC2068,SC2086
+  "$frugal" train --config "$tmp/config.prototxt" --epochs 1 --max-iters "$iters" --noprogress $@ ${FRUGAL_FLAGS:-} \
+    --log-json "$tmp/log.json" > "$tmp/frugal.log" 2>&1 || { tail -5 "$tmp/frugal.log" >&2; echo nan; return; }
+  grep '"batch":' "$tmp/log.json" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 |
+    awk -v b="$batch" '{ print b / $1 }' | median
+}
+
+peer_step() {  # script args...
+  (cd "$PEERS" && "$PY" "$@" --threads 2) | tail -1 | sed -E 's/.*"step_s_median": ([0-9.e+-]+).*/\1/'
+}
+
+resnet() {  # depth batch iters window strategy peer_strategy
+  local f=() p=()
+  for _ in $(seq "$rounds"); do
+    f+=("$(frugal_step models/resnet/resnet_cifar.prototxt "$2" "$3" "$4" --define depth="$1" --define batch="$2" \
+      --define channels=3 --define size=32 --memory "$5")")
+    p+=("$(peer_step resnet_cifar.py --depth "$1" --batch "$2" --strategy "$6" --warmup 2 --steps "$3")")
+  done
+  row "ResNet-$1 b$2 ($5 / PyTorch $6)" "${f[*]}" "${p[*]}"
+}
+
+lstm() {  # impl
+  local f=() p=()
+  for _ in $(seq "$rounds"); do
+    f+=("$(frugal_step models/lstm/lstm_lm.prototxt 32 6 1 --define layers=2 --define hidden=256 --define batch=32 \
+      --define seq_len=1000 --define vocab=128 --define outputs='*')")
+    p+=("$(peer_step lstm_lm.py --seq-len 1000 --impl "$1" --strategy plain --warmup 1 --steps 5)")
+  done
+  row "LSTM 2x256 b32 T=1000 (PyTorch $1)" "${f[*]}" "${p[*]}"
+}
+
+row() {  # label frugal_times peer_times
+  local fm pm
+  fm=$(tr ' ' '\n' <<< "$2" | median)
+  pm=$(tr ' ' '\n' <<< "$3" | median)
+  echo "| $1 | $(awk -v x="$fm" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v x="$pm" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v a="$fm" -v b="$pm" 'BEGIN { printf "%.2f", a / b }') | $2 / $3 |"
+}
+
+workloads=("$@")
+[ ${#workloads[@]} -gt 0 ] || workloads=(r20b32 r56b32 r110b32 lstm lstm_fused)
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg); $("$PY" -c 'import torch; print("torch", torch.__version__)')"
+echo
+echo "| workload | frugal step (ms) | PyTorch step (ms) | frugal / PyTorch | rounds (s): frugal / PyTorch |"
+echo "|---|---|---|---|---|"
+for w in "${workloads[@]}"; do
+  case $w in
+    r20b32) resnet 20 32 30 5 share plain ;;
+    r20b128) resnet 20 128 15 3 share plain ;;
+    r56b32) resnet 56 32 20 4 share plain ;;
+    r56b128) resnet 56 128 10 2 share plain ;;
+    r110b32) resnet 110 32 15 3 share plain ;;
+    r110b128) resnet 110 128 8 2 share plain ;;
+    r1001share) resnet 1001 32 5 1 share plain ;;
+    r1001sqrt) resnet 1001 32 5 1 sqrt ckpt ;;
+    lstm) lstm unrolled ;;
+    lstm_fused) lstm fused ;;
+    *) echo "unknown workload $w" >&2; exit 2 ;;
+  esac
+done
