@@ -28,8 +28,7 @@ class Validation : public Observer {
   void Validate(Run& r, bool epoch_end) {
     validated_at_ = r.iter;
     r.AverageAux();
-    const std::vector<std::string> names(r.sc.metric().begin(), r.sc.metric().end());
-    const MetricValues m = r.Reduce(Evaluate(&r.s, feed_, val_, names));
+    const MetricValues m = r.Reduce(Evaluate(&r.s, feed_, val_, r.metrics));
     r.progress.Clear();
     if (epoch_end) r.val = m;
     r.Each([&](Observer& o) { o.OnValidation(r, m, epoch_end); });

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "train/step.h"
+
 namespace frugal {
 
 Run::Run(const ConfigFile& cfg, const TrainOptions& opts, Session* s, DataParallel* dp, int64_t batches)
@@ -13,8 +15,9 @@ Run::Run(const ConfigFile& cfg, const TrainOptions& opts, Session* s, DataParall
       dp(dp),
       iter_size(sc.iter_size()),
       batches(batches),
+      metrics(MetricNames(sc)),
       progress(opts.progress),
-      epoch_m(std::vector<std::string>(sc.metric().begin(), sc.metric().end())) {}
+      epoch_m(metrics) {}
 
 MetricValues Run::Reduce(const MetricSet& m) const { return dp ? dp->Reduce(m) : LocalValues(m); }
 

@@ -38,6 +38,7 @@ struct Run {
   DataParallel* dp;        // null unless data-parallel
   const int iter_size;
   const int64_t batches;   // per epoch, the same on every rank
+  const std::vector<std::string> metrics;  // the solver's, by name
   ProgressLine progress;   // erased before every log line
   std::vector<std::unique_ptr<Observer>> observers;
 

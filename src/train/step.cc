@@ -78,6 +78,8 @@ void Step::CheckRanks(int64_t iter) {
   dp_->CheckConsistency(OnHost(s_->params.Values()), iter / iter_size_);
 }
 
+std::vector<std::string> MetricNames(const config::Solver& sc) { return {sc.metric().begin(), sc.metric().end()}; }
+
 MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const std::vector<std::string>& names) {
   MetricSet m(names);
   DrainOnUnwind drain(s->engine);

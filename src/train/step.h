@@ -41,7 +41,9 @@ class Step {
   const uint64_t seed_;
 };
 
-// The metrics of exec's forward over one epoch of `it` (from its start).
+// The solver's metrics, by name.
+std::vector<std::string> MetricNames(const config::Solver& sc);
+// The metrics `names` of eval's forward over one epoch of `it` (from its start).
 MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const std::vector<std::string>& names);
 
 }  // namespace frugal

@@ -20,8 +20,6 @@
 namespace frugal {
 namespace {
 
-std::vector<std::string> MetricNames(const config::Solver& sc) { return {sc.metric().begin(), sc.metric().end()}; }
-
 // The training and validation iterators (a data-parallel rank's shard) and
 // the batches per epoch: every rank steps as often as the smallest shard
 // allows.
@@ -112,7 +110,7 @@ std::vector<std::unique_ptr<Observer>> Observers(Run& r, Feed* feed, DataIter* v
 class Fit {
  public:
   Fit(Run* r, Feed* feed, Step* step, DataIter* train, const LrSchedule& lr)
-      : r_(*r), feed_(*feed), step_(*step), train_(train), lr_(lr), window_m_(MetricNames(r->sc)),
+      : r_(*r), feed_(*feed), step_(*step), train_(train), lr_(lr), window_m_(r->metrics),
         display_(std::max(1, r->sc.display())) {}
 
   void Epochs(int64_t skip) {
