@@ -1,0 +1,172 @@
+#include "train/feed.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <map>
+
+#include "backend/device.h"
+
+namespace frugal {
+
+std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSource& src, const std::string& what,
+                                     const Model& m, bool shuffle, Shard shard) {
+  DataIterOptions o;
+  o.shard = shard;
+  o.batch_size = m.batch;
+  o.shuffle = shuffle;
+  o.seed = cfg.net.solver().seed();
+  o.sample_shape = Shape(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
+  o.where = cfg.path + ": data." + what;
+  std::unique_ptr<DataIter> it = MakeDataIter(src, o);
+  Shape want(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
+  FRUGAL_REQUIRE(it->sample_shape() == want, cfg.path, ": data.sample_shape is ", want,
+                 " but the data has samples of ", it->sample_shape());
+  Shape label(std::vector<int64_t>(m.label_shape.dims().begin() + 1, m.label_shape.dims().end()));
+  FRUGAL_REQUIRE(it->label_shape() == label, cfg.path, ": data.label_shape is ", label,
+                 " but the data has labels of ", it->label_shape(), " (set data.label_shape)");
+  return it;
+}
+
+void Feed::Skip(DataIter* it, int64_t n) {
+  const auto [x, y] = LoadTargets();
+  for (int64_t b = 0; b < n; ++b) it->Next(x.f(), y.f(), &num_valid_);
+}
+
+void Feed::PushRead(Engine* engine, DataIter* it, int64_t begin_epoch, const std::vector<Var>& writes) {
+  PushOptions o;
+  o.kind = FnKind::kIO;
+  o.name = "load_batch";
+  engine->Push(
+      [it, begin_epoch, xy = LoadTargets(), num_valid = &num_valid_] {
+        if (begin_epoch >= 0) it->Reset(begin_epoch);
+        CHECK(it->Next(xy.first.f(), xy.second.f(), num_valid)) << "a batch was loaded past the end of the epoch";
+      },
+      {}, writes, o);
+}
+
+std::vector<Var> Feed::OutputReads(const Executor& exec, Var label_var) {
+  std::vector<Var> reads{label_var};
+  for (int k = 0; k < static_cast<int>(exec.graph().outputs.size()); ++k) reads.push_back(exec.output_var(k));
+  std::sort(reads.begin(), reads.end());  // outputs may share a block's variable
+  reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+  return reads;
+}
+
+namespace {
+
+std::vector<Tensor> Outputs(const Executor& exec) {
+  std::vector<Tensor> outputs;
+  for (int k = 0; k < static_cast<int>(exec.graph().outputs.size()); ++k) outputs.push_back(exec.output(k));
+  return outputs;
+}
+
+// The metrics of one batch on a CPU worker, writing metrics_var.
+void PushMetricUpdate(Engine* engine, std::vector<MetricSet*> ms, std::vector<Tensor> outputs, Tensor y,
+                      const int64_t* num_valid, int64_t* samples, const std::vector<Var>& reads, Var metrics_var) {
+  PushOptions o;
+  o.name = "metrics";
+  engine->Push(
+      [ms, outputs, y, num_valid, samples] {
+        for (MetricSet* m : ms) m->Update(outputs, y, *num_valid);
+        if (samples) *samples += *num_valid;
+      },
+      reads, {metrics_var}, o);
+}
+
+// The CPU: batches straight into the bound tensors, metrics on the outputs.
+class HostFeed : public Feed {
+ public:
+  explicit HostFeed(Session* s) : s_(s) {}
+
+  void PushLoad(DataIter* it, int64_t begin_epoch) override {
+    PushRead(s_->engine, it, begin_epoch, {s_->data_var, s_->label_var});
+  }
+
+  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, int64_t* samples) override {
+    PushMetricUpdate(s_->engine, std::move(ms), Outputs(exec), s_->label, &num_valid_, samples,
+                     OutputReads(exec, s_->label_var), s_->metrics_var);
+  }
+
+ protected:
+  std::pair<Tensor, Tensor> LoadTargets() const override { return {s_->data, s_->label}; }
+
+ private:
+  Session* s_;
+};
+
+Tensor Pinned(const Shape& shape) {
+  return Tensor(std::make_shared<Storage>(Device{}, shape.Size() * DTypeBytes(DType::kFloat32), MemKind::kInput,
+                                          /*pinned=*/true),
+                0, shape, DType::kFloat32);
+}
+
+// A GPU: the batch is loaded into pinned host tensors (host_var_), then
+// copied on the GPU's stream; the metrics read a host copy of the labels and
+// of the batch's number of rows (metric_var_, written by that copy) and
+// host copies of the executor's outputs (Fetched::var).
+class PinnedFeed : public Feed {
+ public:
+  explicit PinnedFeed(Session* s) : s_(s) {
+    host_data_ = Pinned(s->model.data_shape);
+    host_label_ = Pinned(s->model.label_shape);
+    metric_label_ = Tensor::Empty(s->model.label_shape);
+    host_var_ = s->NewVar();
+    metric_var_ = s->NewVar();
+    for (const Executor* e : {s->train.get(), s->eval.get()}) {
+      Fetched& f = fetched_[e];
+      for (int k = 0; k < static_cast<int>(e->graph().outputs.size()); ++k)
+        f.outputs.push_back(Pinned(e->output(k).shape()));
+      f.var = s->NewVar();
+    }
+  }
+
+  void PushLoad(DataIter* it, int64_t begin_epoch) override {
+    PushRead(s_->engine, it, begin_epoch, {host_var_});
+    s_->PushOn(
+        [this](void* cuda) {
+          metric_label_.CopyFrom(host_label_);
+          metric_valid_ = num_valid_;
+          const Device dev = s_->dev;
+          backend::CopyAsync(cuda, s_->data.raw(), dev, host_data_.raw(), Device{}, s_->data.bytes());
+          backend::CopyAsync(cuda, s_->label.raw(), dev, host_label_.raw(), Device{}, s_->label.bytes());
+        },
+        {host_var_}, {s_->data_var, s_->label_var, metric_var_}, "copy_batch_to_gpu");
+  }
+
+  // The outputs to pinned host memory first, then the metrics on the host.
+  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, int64_t* samples) override {
+    const Fetched& f = fetched_.at(&exec);
+    s_->PushOn(
+        [outputs = Outputs(exec), host = f.outputs, dev = s_->dev](void* cuda) {
+          for (size_t k = 0; k < outputs.size(); ++k)
+            backend::CopyAsync(cuda, host[k].raw(), Device{}, outputs[k].raw(), dev, outputs[k].bytes());
+        },
+        OutputReads(exec, s_->label_var), {f.var}, "copy_outputs_to_host");
+    PushMetricUpdate(s_->engine, std::move(ms), f.outputs, metric_label_, &metric_valid_, samples,
+                     {f.var, metric_var_}, s_->metrics_var);
+  }
+
+ protected:
+  std::pair<Tensor, Tensor> LoadTargets() const override { return {host_data_, host_label_}; }
+
+ private:
+  struct Fetched {
+    std::vector<Tensor> outputs;
+    Var var = -1;
+  };
+  Session* s_;
+  Tensor host_data_, host_label_, metric_label_;
+  int64_t metric_valid_ = 0;
+  Var host_var_ = -1, metric_var_ = -1;
+  std::map<const Executor*, Fetched> fetched_;
+};
+
+}  // namespace
+
+std::unique_ptr<Feed> MakeFeed(Session* s) {
+  if (s->on_gpu()) return std::make_unique<PinnedFeed>(s);
+  return std::make_unique<HostFeed>(s);
+}
+
+}  // namespace frugal

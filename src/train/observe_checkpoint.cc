@@ -1,0 +1,54 @@
+// Checkpoints through CheckpointManager: every checkpoint_interval updates
+// or epoch (interval 0), and when a signal stops the run. A checkpoint
+// records where the data continues: the next batch of the epoch, or the
+// next epoch's start.
+#include <glog/logging.h>
+
+#include "train/observer.h"
+
+namespace frugal {
+namespace {
+
+class Checkpoints : public Observer {
+ public:
+  explicit Checkpoints(const config::Solver& sc) {
+    if (!sc.checkpoint_dir().empty())
+      ckpt_ = std::make_unique<CheckpointManager>(sc.checkpoint_dir(), sc.checkpoint_interval(), sc.keep_checkpoints());
+  }
+
+  void OnUpdate(Run& r) override {
+    const int64_t interval = r.sc.checkpoint_interval();
+    if (interval <= 0 || r.updates() % interval != 0) return;
+    r.AverageAux();
+    if (ckpt_) Save(r);
+  }
+
+  void OnStop(Run& r) override {
+    if (ckpt_) Save(r);
+    else LOG_IF(WARNING, !r.opts.quiet) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
+  }
+
+  void OnEpochEnd(Run& r, const MetricValues&, double) override {
+    if (r.sc.checkpoint_interval() == 0) r.AverageAux();  // the epoch's checkpoint (rank 0's)
+    // A run stopped by max_iters inside the epoch resumes at its next batch.
+    if (ckpt_ && ckpt_->Due(r.updates(), true)) Save(r);
+  }
+
+ private:
+  void Save(Run& r) {
+    const bool in_epoch = r.batch < r.batches;
+    r.s.engine->WaitAll();
+    r.progress.Clear();
+    const std::string path = ckpt_->Save(
+        r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0));
+    LOG_IF(INFO, !r.opts.quiet) << "checkpoint " << path;
+  }
+
+  std::unique_ptr<CheckpointManager> ckpt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Observer> MakeCheckpoints(const config::Solver& sc) { return std::make_unique<Checkpoints>(sc); }
+
+}  // namespace frugal

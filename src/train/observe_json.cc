@@ -1,0 +1,50 @@
+// The JSON log (--log-json): one line per training window, per validation
+// between epochs, and per epoch (with its validation, speed, time and
+// memory).
+#include <fstream>
+
+#include "train/observer.h"
+
+namespace frugal {
+namespace {
+
+std::string JsonMetrics(const std::string& prefix, const MetricValues& m) {
+  std::string out;
+  for (const auto& [name, v] : m.values) out += Fmt(",\"", prefix, name, "\":", v);
+  return out;
+}
+
+class JsonLog : public Observer {
+ public:
+  explicit JsonLog(const std::string& path) : out_(path) { FRUGAL_REQUIRE(out_, path, ": cannot write the JSON log"); }
+
+  void OnWindow(Run& r, const MetricValues& m, double speed) override {
+    out_ << "{\"epoch\":" << r.epoch << ",\"batch\":" << r.batch << ",\"iterations\":" << r.updates()
+         << JsonMetrics("train_", m) << ",\"lr\":" << r.rate << ",\"samples_per_s\":" << speed << "}\n";
+  }
+
+  void OnValidation(Run& r, const MetricValues& m, bool epoch_end) override {
+    if (epoch_end) return;  // in the epoch's line
+    out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("val_", m) << "}\n";
+    out_.flush();
+  }
+
+  void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
+    out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("train_", train);
+    if (r.val.count > 0) out_ << JsonMetrics("val_", r.val);
+    out_ << ",\"samples_per_s\":" << train.count / secs << ",\"time_s\":" << secs
+         << ",\"arena_bytes\":" << r.s.train->arena_bytes() + r.s.eval->arena_bytes()
+         << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
+         << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Observer> MakeJsonLog(const std::string& path) { return std::make_unique<JsonLog>(path); }
+
+}  // namespace frugal

@@ -1,0 +1,35 @@
+// MXNet's log lines: a window of `display` batches, a validation, an epoch.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <iomanip>
+
+#include "train/observer.h"
+
+namespace frugal {
+namespace {
+
+class LogLines : public Observer {
+ public:
+  void OnWindow(Run& r, const MetricValues& m, double speed) override {
+    const int display = std::max(1, r.sc.display());
+    LOG(INFO) << Fmt("Epoch[", r.epoch, "] Batch [", r.batch - display, "-", r.batch, "]  Speed: ") << std::fixed
+              << std::setprecision(2) << speed << " samples/sec  " << m.ToString() << " lr=" << std::defaultfloat
+              << std::setprecision(6) << r.rate;
+  }
+
+  void OnValidation(Run& r, const MetricValues& m, bool) override {
+    LOG(INFO) << "Epoch[" << r.epoch << "] " << m.ToString("Validation-");
+  }
+
+  void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
+    LOG(INFO) << "Epoch[" << r.epoch << "] " << train.ToString("Train-");
+    LOG(INFO) << "Epoch[" << r.epoch << "] Time cost=" << std::setprecision(3) << secs;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Observer> MakeLogLines() { return std::make_unique<LogLines>(); }
+
+}  // namespace frugal

@@ -1,0 +1,34 @@
+// TensorBoard scalars: the training window's metrics, rate, speed and peak
+// memory; every validation's metrics. The step is the update count.
+#include "frugal/tensorboard.h"
+#include "train/observer.h"
+
+namespace frugal {
+namespace {
+
+class TensorBoard : public Observer {
+ public:
+  explicit TensorBoard(const std::string& dir) : events_(dir) {}
+
+  void OnWindow(Run& r, const MetricValues& m, double speed) override {
+    const int64_t step = r.updates();
+    for (const auto& [name, v] : m.values) events_.AddScalar("train/" + name, v, step);
+    events_.AddScalar("train/lr", r.rate, step);
+    events_.AddScalar("train/samples_per_s", speed, step);
+    events_.AddScalar("memory/peak_bytes", static_cast<double>(MemoryAccounting::Get().Peak(r.s.dev)), step);
+    events_.Flush();
+  }
+
+  void OnValidation(Run& r, const MetricValues& m, bool) override {
+    for (const auto& [name, v] : m.values) events_.AddScalar("val/" + name, v, r.updates());
+  }
+
+ private:
+  EventWriter events_;
+};
+
+}  // namespace
+
+std::unique_ptr<Observer> MakeTensorBoard(const std::string& dir) { return std::make_unique<TensorBoard>(dir); }
+
+}  // namespace frugal

@@ -1,0 +1,118 @@
+// The fit loop's observers (MXNet's batch and epoch callbacks, Keras'
+// Callback): everything a run reports or keeps besides the step itself. The
+// loop calls them at fixed points, in the order Observers() (trainer.cc)
+// registers them from TrainOptions. Each lives in its own file,
+// src/train/observe_<what>.cc; a new one is a class there, its Make function
+// below and one line in Observers().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "frugal/dist.h"
+#include "frugal/io.h"
+#include "frugal/progress.h"
+#include "train/feed.h"
+#include "train/session.h"
+
+namespace frugal {
+
+using Clock = std::chrono::steady_clock;
+inline double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+class Observer;
+
+// Where a run is and what its observers share. The loop owns it and moves it
+// forward; observers read it (and may set stop).
+struct Run {
+  Run(const ConfigFile& cfg, const TrainOptions& opts, Session* s, DataParallel* dp, int64_t batches);
+
+  const ConfigFile& cfg;
+  const config::Solver& sc;
+  const TrainOptions& opts;
+  Session& s;
+  DataParallel* dp;        // null unless data-parallel
+  const int iter_size;
+  const int64_t batches;   // per epoch, the same on every rank
+  const std::vector<std::string> metrics;  // the solver's, by name
+  ProgressLine progress;   // erased before every log line
+  std::vector<std::unique_ptr<Observer>> observers;
+
+  int64_t epoch = 0;
+  int64_t batch = 0;        // batches of this epoch done
+  int64_t first_batch = 0;  // this epoch's first (> 0 when resumed inside it)
+  int64_t iter = 0;         // batches done in all: iter_size per update
+  float rate = 0;           // the learning rate of the last update
+  Clock::time_point epoch_start;
+  MetricSet epoch_m;        // filled by pushed functions: read after the loop's wait
+  MetricValues val;         // the validation at the end of this epoch, if any
+  double last_acc = 0;      // the last validation's accuracy (or training's)
+  bool done = false;        // max_iters reached
+  bool stop = false;        // set by an observer: the run ends after this batch
+
+  int64_t updates() const { return iter / iter_size; }
+  bool updated() const { return iter % iter_size == 0; }
+  // Metrics, and a count, over every rank (collectives: every rank calls them).
+  MetricValues Reduce(const MetricSet& m) const;
+  int64_t Sum(int64_t v) const;
+  // Every rank's BatchNorm statistics come from its own shard: their mean is
+  // validated with and checkpointed. Called where every rank gets to.
+  void AverageAux();
+  // Calls f on every observer, in order.
+  template <typename F>
+  void Each(F f) {
+    for (auto& o : observers) f(*o);
+  }
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  // Before batch r.iter is pushed.
+  virtual void OnBatchBegin(Run& r) {}
+  // Every `display` batches (and at an epoch's end): the window's metrics
+  // and samples per second over every rank.
+  virtual void OnWindow(Run& r, const MetricValues& m, double samples_per_s) {}
+  // Every batch, once the metrics of this epoch's batches before it are in
+  // (r.epoch_m).
+  virtual void OnMetrics(Run& r) {}
+  // After a batch is pushed and counted, unless it ended the run (max_iters).
+  virtual void OnBatchEnd(Run& r) {}
+  // After an update, unless the run stops there.
+  virtual void OnUpdate(Run& r) {}
+  // A validation (every val_interval updates or at an epoch's end).
+  virtual void OnValidation(Run& r, const MetricValues& m, bool epoch_end) {}
+  // An epoch's end: its training metrics over every rank and its seconds.
+  virtual void OnEpochEnd(Run& r, const MetricValues& train, double secs) {}
+  // The run stopped by a signal, after r.batch batches of the epoch.
+  virtual void OnStop(Run& r) {}
+  // The end of the run, the engine idle.
+  virtual void OnEnd(Run& r) {}
+};
+
+// observe_progress.cc: the live line on a terminal (opts.progress).
+std::unique_ptr<Observer> MakeProgressLine();
+// observe_log.cc: MXNet's log lines (batch windows, validation, epochs).
+std::unique_ptr<Observer> MakeLogLines();
+// observe_validation.cc: validation on data.val every val_interval updates,
+// or every epoch, and at the end of a run between intervals.
+std::unique_ptr<Observer> MakeValidation(Feed* feed, DataIter* val);
+// observe_tensorboard.cc: scalars in TensorBoard event files in dir.
+std::unique_ptr<Observer> MakeTensorBoard(const std::string& dir);
+// observe_json.cc: a JSON line per window, mid-epoch validation and epoch.
+std::unique_ptr<Observer> MakeJsonLog(const std::string& path);
+// observe_signals.cc: SIGINT / SIGTERM stop the run after the step (every
+// rank at the same one).
+std::unique_ptr<Observer> MakeSignalStop();
+// observe_checkpoint.cc: checkpoints as the solver asks and on a signal
+// (into solver.checkpoint_dir; without one only the BatchNorm statistics
+// are averaged over ranks where a checkpoint would be).
+std::unique_ptr<Observer> MakeCheckpoints(const config::Solver& sc);
+// observe_profile.cc: a Chrome trace of the first steps' ops.
+std::unique_ptr<Observer> MakeProfile(Run& r);
+
+}  // namespace frugal

@@ -1,0 +1,110 @@
+#include "train/session.h"
+
+#include <glog/logging.h>
+#include <google/protobuf/text_format.h>
+
+#include <utility>
+
+#include "backend/device.h"
+
+namespace frugal {
+
+Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device)
+    : model(BuildModel(cfg, strategy)), rng(cfg.net.solver().seed()), dev(device) {
+  const config::Solver& sc = cfg.net.solver();
+  if (!given) owned_engine = MakeEngineFor(sc, model.train);
+  engine = given ? given : owned_engine.get();
+  opt = MakeOptimizer(OptimizerOptionsFromConfig(sc, cfg.path));
+  Bindings b;
+  for (int id : model.params) AddParam(id, sc.iter_size(), &b);
+  for (int id : model.aux) {
+    const Node& n = model.train.node(id);
+    Tensor a = Initialised(n, model.train.shape({id, 0}));
+    aux[n.name] = b.vars[n.name] = a;
+    b.var_vars[n.name] = NewVar();
+  }
+  const config::Data& dc = cfg.net.data();
+  data = b.vars[dc.data_name()] = Tensor::Empty(model.data_shape, DType::kFloat32, dev, MemKind::kInput);
+  label = b.vars[dc.label_name()] = Tensor::Empty(model.label_shape, DType::kFloat32, dev, MemKind::kInput);
+  data_var = b.var_vars[dc.data_name()] = NewVar();
+  label_var = b.var_vars[dc.label_name()] = NewVar();
+  metrics_var = NewVar();
+  b.device = dev;
+  train = std::make_unique<Executor>(model.train, model.train_plan, b, engine);
+  eval = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine);
+}
+
+void Session::AddParam(int id, int iter_size, Bindings* b) {
+  const Node& n = model.train.node(id);
+  Param p;
+  p.name = n.name;
+  p.w = b->vars[n.name] = Initialised(n, model.train.shape({id, 0}));
+  p.w_var = b->var_vars[n.name] = NewVar();
+  if (!model.train.grad_of[id].valid()) {
+    LOG(WARNING) << "parameter " << n.name << " gets no gradient and will not be trained";
+    params.Add(std::move(p));
+    return;
+  }
+  p.g = b->grads[n.name] = Tensor::Empty(p.w.shape(), DType::kFloat32, dev, MemKind::kParam);
+  p.g_var = b->grad_vars[n.name] = NewVar();
+  if (iter_size > 1) p.sum = Tensor::Empty(p.w.shape(), DType::kFloat32, dev, MemKind::kParam);
+  p.state = opt->CreateState(p.w);
+  p.mult = {n.lr_mult, n.wd_mult};
+  p.update_name = "update(" + n.name + ")";
+  params.Add(std::move(p));
+}
+
+Tensor Session::Initialised(const Node& n, const Shape& shape) {
+  Tensor t = Tensor::Empty(shape, DType::kFloat32, {}, MemKind::kParam);
+  InitParam(n.init, n.name, &t, &rng);
+  if (!on_gpu()) return t;
+  Tensor d = Tensor::Empty(shape, DType::kFloat32, dev, MemKind::kParam);
+  d.CopyFrom(t);
+  return d;
+}
+
+Session::~Session() {
+  train.reset();  // the executors wait for the engine
+  eval.reset();
+  for (Var v : vars_) engine->DeleteVar(v);
+}
+
+Var Session::NewVar() {
+  vars_.push_back(engine->NewVar());
+  return vars_.back();
+}
+
+void Session::PushOn(std::function<void(void*)> fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
+                     const char* name) {
+  PushOptions o;
+  o.name = name;
+  if (!on_gpu()) {
+    engine->Push([fn = std::move(fn)] { fn(nullptr); }, reads, writes, o);
+    return;
+  }
+  o.device = dev;
+  engine->PushAsync([id = dev.id, fn = std::move(fn)](Done done) { backend::LaunchAsync(id, fn, std::move(done)); },
+                    reads, writes, o);
+}
+
+CheckpointState Session::State(const ConfigFile& cfg, int64_t epoch, int64_t iteration, int64_t position) const {
+  CheckpointState c;
+  google::protobuf::TextFormat::PrintToString(cfg.net, &c.config_text);
+  c.epoch = epoch;
+  c.iteration = iteration;
+  c.data_position = position;
+  c.rng_state = rng.Save();
+  c.optimizer = opt->name();
+  c.params = OnHost(params.Values());
+  c.aux = OnHost(aux);
+  c.opt_state = OnHost(NamedStates(*opt, params.States()));
+  return c;
+}
+
+std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts) {
+  std::map<std::string, Tensor> host;
+  for (const auto& [name, t] : ts) host[name] = t.OnHost();
+  return host;
+}
+
+}  // namespace frugal

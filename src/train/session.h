@@ -1,0 +1,75 @@
+// Everything bound for one run: the model, its engine, the parameters
+// (ParamSet), aux state, the bound data and label, the train and eval
+// executors, and the engine variables that order every access to them.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frugal/checkpoint.h"
+#include "frugal/train.h"
+#include "train/param_set.h"
+
+namespace frugal {
+
+struct Session {
+  // Runs on `given`, or on an engine of its own when it is null.
+  Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device);
+  ~Session();
+
+  bool on_gpu() const { return dev.type == DeviceType::kCUDA; }
+  Var NewVar();
+  // Pushes fn where the model runs: on a CPU worker with a null context, or
+  // on the GPU's stream with its LaunchAsync context (backend/device.h), the
+  // variables released when the GPU has done the work.
+  void PushOn(std::function<void(void* cuda)> fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
+              const char* name);
+  // Everything a checkpoint holds (host copies, views on the CPU). The
+  // engine must be idle.
+  CheckpointState State(const ConfigFile& cfg, int64_t epoch, int64_t iteration, int64_t position) const;
+
+  Model model;
+  std::unique_ptr<Engine> owned_engine;
+  Engine* engine = nullptr;
+  std::unique_ptr<Optimizer> opt;
+  Rng rng;
+  Device dev;  // where the model runs
+  ParamSet params;
+  std::map<std::string, Tensor> aux;  // BatchNorm moving statistics
+  Tensor data, label;  // the batch, on dev
+  Var data_var = -1, label_var = -1;
+  Var metrics_var = -1;  // the metrics being filled by pushed functions
+  std::unique_ptr<Executor> train, eval;
+
+ private:
+  // A parameter or aux tensor on dev, initialised on the host from the
+  // session's generator (the same values on every device).
+  Tensor Initialised(const Node& n, const Shape& shape);
+  // Parameter `id` of the model, bound into b.
+  void AddParam(int id, int iter_size, Bindings* b);
+
+  std::vector<Var> vars_;  // every engine variable made here
+};
+
+// Host copies of tensors on a GPU (the tensors themselves on the CPU). The
+// engine must be idle.
+std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts);
+
+// Waits for the engine when the scope is left by an exception, so that no
+// pushed function outlives the locals it points to.
+class DrainOnUnwind {
+ public:
+  explicit DrainOnUnwind(Engine* e) : engine_(e), exceptions_(std::uncaught_exceptions()) {}
+  ~DrainOnUnwind() {
+    if (std::uncaught_exceptions() > exceptions_) WaitAllNoThrow(engine_);
+  }
+
+ private:
+  Engine* engine_;
+  int exceptions_;
+};
+
+}  // namespace frugal

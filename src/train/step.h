@@ -1,0 +1,49 @@
+// What a batch pushes to the engine. Training (Step): the data-parallel
+// gradient exchange, forward and backward, the combination of iter_size
+// micro-batches' gradients with clipping, and one optimizer update per
+// parameter, each waiting only for its own gradient. Evaluation
+// (Evaluate): load, forward, metrics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frugal/dist.h"
+#include "train/feed.h"
+#include "train/session.h"
+
+namespace frugal {
+
+class Step {
+ public:
+  // dp: null unless data-parallel.
+  Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSchedule& lr);
+  // Pushes batch `iter` (counting every micro-batch). After the last
+  // micro-batch of an update, sets *rate to the schedule's rate for it and
+  // pushes the updates.
+  void Push(int64_t iter, float* rate);
+  // After batch `iter`: every dist.check_every updates, throws Error if the
+  // ranks' parameters differ (waits for the engine then).
+  void CheckRanks(int64_t iter);
+
+ private:
+  // After micro-batch `micro` of iter_size: adds the gradients to their sums;
+  // after the last one, scales them by 1/iter_size and clips their global norm
+  // (one function over every gradient, since the norm needs them all).
+  void PushCombine(int micro);
+  void PushUpdates(float lr, int64_t step);
+
+  Session* s_;
+  DataParallel* dp_;
+  const LrSchedule& lr_;
+  const int iter_size_;
+  const float clip_;
+  const uint64_t seed_;
+};
+
+// The solver's metrics, by name.
+std::vector<std::string> MetricNames(const config::Solver& sc);
+// The metrics `names` of eval's forward over one epoch of `it` (from its start).
+MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const std::vector<std::string>& names);
+
+}  // namespace frugal
