@@ -11,7 +11,10 @@
 // kernels even with the reorders to and from the plain tensors that users
 // see, so PlainCall reorders through the workspace (see docs/benchmarks.md).
 // kAdd: y by a post-op sum where y keeps the plain layout, otherwise by a
-// reorder with a sum post-op from the workspace.
+// reorder with a sum post-op from the workspace. The backward reorders dy
+// once for both of its primitives.
+#include <optional>
+
 #include "backend/cpu/dnnl.h"
 #include "ops/conv_util.h"
 #include "ops/op_util.h"
@@ -40,9 +43,14 @@ void ConvInferShape(ShapeCtx& c) {
   c.out[0] = Shape{x[0], p.num_filter, oh, ow};
 }
 
-// The three primitives of one convolution shape.
+// The three primitives of one convolution shape. When the two backward
+// primitives read dy in the same non-plain layout, dy is reordered once
+// into the start of the backward workspace (dy_reorder, dy_bytes) and both
+// read it there.
 struct ConvPrims {
   cpu::PlainCall fwd, bwd_data, bwd_weights;
+  std::optional<cpu::Reorder> dy_reorder;
+  int64_t dy_bytes = 0;
 };
 
 std::vector<int64_t> WeightDims(const ConvParams& p, int64_t cin) {
@@ -85,16 +93,22 @@ ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs) {
                    : convolution_backward_weights::desc(alg, AnyDesc(x), AnyDesc(w), AnyDesc(b), AnyDesc(y), stride,
                                                         dil, pad, pad);
   convolution_backward_weights::primitive_desc wpd(wdesc, cpu::Attr(), eng, fpd);
-  std::vector<cpu::PlainArg> wargs{{DNNL_ARG_DIFF_DST, PlainDesc(y)}, {DNNL_ARG_SRC, PlainDesc(x)},
+  const bool share_dy = dpd.diff_dst_desc() == wpd.diff_dst_desc() && dpd.diff_dst_desc() != PlainDesc(y);
+  const memory::desc dy = share_dy ? dpd.diff_dst_desc() : PlainDesc(y);  // what the backward calls are given
+  std::vector<cpu::PlainArg> wargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, PlainDesc(x)},
                                    {DNNL_ARG_DIFF_WEIGHTS, PlainDesc(w), true}};
   if (!p.no_bias) wargs.push_back({DNNL_ARG_DIFF_BIAS, PlainDesc(b), true});
-  return ConvPrims{
+  ConvPrims k{
       cpu::PlainCall(fpd, convolution_forward(fpd), fargs, fwd_sum),
       cpu::PlainCall(dpd, convolution_backward_data(dpd),
-                     {{DNNL_ARG_DIFF_DST, PlainDesc(y)}, {DNNL_ARG_WEIGHTS, PlainDesc(w)},
-                      {DNNL_ARG_DIFF_SRC, PlainDesc(x), true}}),
+                     {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, PlainDesc(w)}, {DNNL_ARG_DIFF_SRC, PlainDesc(x), true}}),
       cpu::PlainCall(wpd, convolution_backward_weights(wpd), wargs),
   };
+  if (share_dy) {
+    k.dy_reorder.emplace(PlainDesc(y), dy);
+    k.dy_bytes = cpu::AlignUp(dy.get_size());
+  }
+  return k;
 }
 
 const ConvPrims& Prims(const ConvParams& p, const Shape& x) {
@@ -120,7 +134,7 @@ void ConvForward(const KernelCtx& c) {
 // The backward runs data then weights, one after the other in one workspace.
 int64_t ConvBackwardWorkspace(const Node& n, const std::vector<Shape>& in) {
   const ConvPrims& k = Prims(std::any_cast<const ConvParams&>(n.params), in[1]);
-  return std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
+  return k.dy_bytes + std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 
 void* RawOrNull(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? nullptr : c.out[k].raw(); }
@@ -129,15 +143,22 @@ void* RawOrNull(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? n
 void ConvBackward(const KernelCtx& c) {
   const auto& p = c.params<ConvParams>();
   const ConvPrims& k = Prims(p, c.in[1].shape());
-  void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
+  char* ws = c.workspace.defined() ? static_cast<char*>(c.workspace.raw()) : nullptr;
+  const bool want_db = !p.no_bias && c.req[2] != OpReq::kNull;
+  const bool want_dw = c.req[1] != OpReq::kNull || want_db;
+  void* dy = c.in[0].raw();
+  if (k.dy_reorder) {  // dy in the backward primitives' layout, once for both
+    k.dy_reorder->Run(dy, ws);
+    dy = ws;
+    ws += k.dy_bytes;
+  }
   const OpReq kIn = OpReq::kWrite;
   if (c.req[0] != OpReq::kNull) {  // dx = conv_transpose(dy, W)
-    k.bwd_data.Run({c.in[0].raw(), c.in[2].raw(), c.out[0].raw()}, {kIn, kIn, c.req[0]}, ws);
+    k.bwd_data.Run({dy, c.in[2].raw(), c.out[0].raw()}, {kIn, kIn, c.req[0]}, ws);
   }
-  const bool want_db = !p.no_bias && c.req[2] != OpReq::kNull;
-  if (c.req[1] == OpReq::kNull && !want_db) return;
+  if (!want_dw) return;
   // dW = corr(x, dy), db = sum(dy): one primitive; an unrequested one lands in the workspace.
-  std::vector<void*> ptrs{c.in[0].raw(), c.in[1].raw(), RawOrNull(c, 1)};
+  std::vector<void*> ptrs{dy, c.in[1].raw(), RawOrNull(c, 1)};
   std::vector<OpReq> reqs{kIn, kIn, c.req[1]};
   if (!p.no_bias) { ptrs.push_back(RawOrNull(c, 2)); reqs.push_back(c.req[2]); }
   k.bwd_weights.Run(ptrs, reqs, ws);

@@ -93,6 +93,19 @@ class PlainCall {
   std::vector<Slot> slots_;
 };
 
+// A reorder between two layouts of one tensor (for an input that several
+// primitives read in the same layout: converted once, e.g. a convolution's
+// output gradient for its data and weight gradients).
+class Reorder {
+ public:
+  Reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+  void Run(const void* from, void* to) const;
+
+ private:
+  dnnl::memory::desc from_, to_;
+  dnnl::reorder prim_;
+};
+
 // y = f(x) elementwise by a oneDNN eltwise primitive (alg, alpha, beta),
 // treating x and y as flat arrays of n floats; x and y may alias. kWrite
 // writes y directly; kAdd computes kEltwiseChunk floats at a time into ws and
