@@ -3,6 +3,8 @@
 // MakeDataIter from config messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "frugal.pb.h"
@@ -269,6 +271,21 @@ TEST(MakeDataIter, BuildsEachSourceFromTheConfig) {
   auto it = MakeDataIter(src, o);
   EXPECT_EQ(it->sample_shape(), (Shape{3, 2, 2}));
   EXPECT_EQ(it->batches_per_epoch(), 3);
+  EXPECT_EQ(it->label_shape(), Shape(std::vector<int64_t>{}));
+  // Token sequences: whole numbers in [0, 7), a label per position.
+  src.mutable_synthetic()->set_integers(true);
+  src.mutable_synthetic()->set_max(7);
+  src.mutable_synthetic()->add_label_shape(4);
+  src.mutable_synthetic()->set_num_classes(5);
+  it = MakeDataIter(src, o);
+  EXPECT_EQ(it->label_shape(), Shape{4});
+  std::vector<float> data(2 * 12), label(2 * 4);
+  ASSERT_TRUE(it->Next(data.data(), label.data(), nullptr));
+  for (float x : data) EXPECT_TRUE(x >= 0 && x < 7 && x == std::floor(x)) << x;
+  for (float y : label) EXPECT_TRUE(y >= 0 && y < 5 && y == std::floor(y)) << y;
+  EXPECT_GT(*std::max_element(data.begin(), data.end()), 0.f);  // not all zero
+  src.mutable_synthetic()->clear_label_shape();
+  src.mutable_synthetic()->clear_integers();
 
   std::string text(100, 'x');
   src.mutable_text()->set_path(dir.Write("t.txt", text));

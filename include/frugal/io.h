@@ -337,6 +337,8 @@ struct SyntheticIterOptions {
   int64_t num_samples = 1024;  // per epoch
   int64_t batch_size = 1;
   float min = 0.f, max = 1.f;  // data uniform in [min, max)
+  bool integers = false;       // data rounded down to whole numbers (token ids)
+  Shape label_shape{std::vector<int64_t>{}};  // labels per sample
   uint64_t seed = 0;
 };
 
@@ -350,7 +352,7 @@ class SyntheticIter : public DataIter {
   bool Next(float* data, float* label, int64_t* num_valid) override;
   int64_t batch_size() const override { return o_.batch_size; }
   Shape sample_shape() const override { return o_.sample_shape; }
-  Shape label_shape() const override { return Shape(std::vector<int64_t>{}); }
+  Shape label_shape() const override { return o_.label_shape; }
   int64_t num_samples() const override { return o_.num_samples; }
   int64_t batches_per_epoch() const override { return (o_.num_samples + o_.batch_size - 1) / o_.batch_size; }
   std::string Describe() const override;

@@ -94,6 +94,8 @@ std::unique_ptr<DataIter> MakeSynthetic(const config::SyntheticSource& s, const 
   y.batch_size = o.batch_size;
   y.min = s.min();
   y.max = s.max();
+  y.integers = s.integers();
+  y.label_shape = Shape(std::vector<int64_t>(s.label_shape().begin(), s.label_shape().end()));
   y.seed = o.seed;
   return std::make_unique<SyntheticIter>(y);
 }

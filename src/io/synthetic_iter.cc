@@ -1,6 +1,7 @@
 // SyntheticIter: one batch of seeded random data and labels, returned as
 // every batch of an epoch, for benchmarks. See frugal/io.h.
 #include <algorithm>
+#include <cmath>
 
 #include "frugal/io.h"
 #include "io/order.h"
@@ -18,8 +19,13 @@ SyntheticIter::SyntheticIter(const SyntheticIterOptions& opts) : o_(opts) {
   FRUGAL_REQUIRE(opts.min < opts.max, "synthetic data: the range [", opts.min, ", ", opts.max, ") is empty");
   std::mt19937_64 rng(io::Mix64(opts.seed));
   data_.resize(opts.batch_size * s.Size());
-  for (float& x : data_) x = static_cast<float>(opts.min + (opts.max - opts.min) * io::Uniform01(rng));
-  label_.resize(opts.batch_size);
+  for (int64_t d : opts.label_shape.dims())
+    FRUGAL_REQUIRE(d >= 1, "synthetic data: label shape ", opts.label_shape, " has a dim < 1");
+  for (float& x : data_) {
+    x = static_cast<float>(opts.min + (opts.max - opts.min) * io::Uniform01(rng));
+    if (opts.integers) x = std::floor(x);
+  }
+  label_.resize(opts.batch_size * opts.label_shape.Size());
   for (float& y : label_) y = static_cast<float>(io::UniformBelow(rng, static_cast<uint64_t>(opts.num_classes)));
 }
 
@@ -34,9 +40,9 @@ bool SyntheticIter::Next(float* data, float* label, int64_t* num_valid) {
 }
 
 std::string SyntheticIter::Describe() const {
-  return Fmt("synthetic: ", o_.num_samples, " samples of ", o_.sample_shape, " uniform in [", o_.min, ", ", o_.max,
-             "), ", o_.num_classes, " classes, batch ", o_.batch_size, " (one batch drawn once from seed ", o_.seed,
-             ")");
+  return Fmt("synthetic: ", o_.num_samples, " samples of ", o_.sample_shape, o_.integers ? " whole numbers" : "",
+             " uniform in [", o_.min, ", ", o_.max, "), labels ", o_.label_shape, " of ", o_.num_classes,
+             " classes, batch ", o_.batch_size, " (one batch drawn once from seed ", o_.seed, ")");
 }
 
 }  // namespace frugal

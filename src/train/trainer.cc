@@ -208,7 +208,9 @@ void LogMemory(const Session& s) {
   LOG(INFO) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned)
             << ": train " << HumanBytes(s.model.train_plan.arena_bytes) << " + eval "
             << HumanBytes(s.model.eval_plan.arena_bytes) << "), peak of all tensors "
-            << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak " << HumanBytes(ProcessPeakBytes());
+            << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak " << HumanBytes(ProcessPeakBytes())
+            << " (" << HumanBytes(ProcessPeakBytes() - MemoryAccounting::Get().Peak(Device{}))
+            << " beyond the host tensors: code, libraries, graphs)";
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Training step time of frugal next to PyTorch on the same workloads (the
-# peers in ../shared/peers: same shapes, same batch, synthetic data, one step
-# = forward + backward + SGD update), alternated ROUNDS times; prints a
-# Markdown table with the median of each side and the ratio frugal / peer.
+# Training step time of frugal next to PyTorch and MXNet on the same
+# workloads (the peers in ../shared/peers: same shapes, same batch, synthetic
+# data, one step = forward + backward + SGD update), alternated ROUNDS times;
+# prints a Markdown table with the median of each side and the ratio
+# frugal / peer.
 #
 # frugal: `frugal train` on a copy of the config with a synthetic training
 # set; its step time is batch / samples_per_s of each --log-json window of
@@ -10,10 +11,12 @@
 # Peer: the script's step_s_median.
 #
 # Usage: PY=/path/to/venv/bin/python tools/bench/peer_steps.sh [WORKLOAD...]
-#   workloads: r20b32 r20b128 r56b32 r56b128 r110b32 r110b128 r1001share r1001sqrt lstm lstm_fused mlp
-#   (default: all but the ResNet-1001 and the b128 ones)
-# Env: PY (a python with torch), PEERS (default ../shared/peers), FRUGAL
-# (default build/frugal), ROUNDS (default 3), FRUGAL_FLAGS (extra flags).
+#   workloads against PyTorch: r20b32 r20b128 r56b32 r56b128 r110b32 r110b128
+#   r1001share r1001sqrt lstm lstm_fused; against MXNet (MXPY): mx_r56b32
+#   mx_r110b32 mx_lstm (default: r20b32 r56b32 r110b32 lstm lstm_fused)
+# Env: PY (a python with torch), MXPY (a python with mxnet 1.9.1 and
+# numpy<1.24), PEERS (default ../shared/peers), FRUGAL (default
+# build/frugal), ROUNDS (default 3), FRUGAL_FLAGS (extra flags).
 # Both sides: 2 threads, OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE unset (they halve OpenBLAS's GEMM speed).
 set -euo pipefail
@@ -26,11 +29,12 @@ rounds=${ROUNDS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# A config copy with `display: N` and a synthetic training set (no validation).
+# A config copy with `display: N` and a synthetic training set (no
+# validation); SYNTHETIC adds fields to the synthetic source.
 synthetic() {  # config display out
   sed -e '/^ *display:/d' -e "s/^solver {/solver { display: $2/" -e '/^ *train *{/,/}/d' -e '/^ *val *{/,/}/d' \
     -e '/^ *labels:/d' "$1" > "$3"
-  sed -i 's/^data {/data {\n  train { synthetic { num_samples: 100000000 } }/' "$3"
+  sed -i "s/^data {/data {\n  train { synthetic { num_samples: 100000000 ${SYNTHETIC:-} } }/" "$3"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -50,6 +54,21 @@ peer_step() {  # script args...
   (cd "$PEERS" && "$PY" "$@" --threads 2) | tail -1 | sed -E 's/.*"step_s_median": ([0-9.e+-]+).*/\1/'
 }
 
+mx_step() {  # script args... (MXNet takes its threads from OMP_NUM_THREADS)
+  (cd "$PEERS" && OMP_NUM_THREADS=2 "${MXPY:?set MXPY to a python with mxnet}" "$@") | tail -1 |
+    sed -E 's/.*"step_s_median": ([0-9.e+-]+).*/\1/'
+}
+
+mx_resnet() {  # depth batch iters window
+  local f=() p=()
+  for _ in $(seq "$rounds"); do
+    f+=("$(frugal_step models/resnet/resnet_cifar.prototxt "$2" "$3" "$4" --define depth="$1" --define batch="$2" \
+      --define channels=3 --define size=32 --memory share)")
+    p+=("$(mx_step mx_resnet.py --depth "$1" --batch "$2" --mirror none --warmup 2 --steps "$3")")
+  done
+  row "ResNet-$1 b$2 (share / MXNet none)" "${f[*]}" "${p[*]}"
+}
+
 resnet() {  # depth batch iters window strategy peer_strategy
   local f=() p=()
   for _ in $(seq "$rounds"); do
@@ -63,11 +82,23 @@ resnet() {  # depth batch iters window strategy peer_strategy
 lstm() {  # impl
   local f=() p=()
   for _ in $(seq "$rounds"); do
-    f+=("$(frugal_step models/lstm/lstm_lm.prototxt 32 6 1 --define layers=2 --define hidden=256 --define batch=32 \
+    f+=("$(SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" frugal_step \
+      models/lstm/lstm_lm.prototxt 32 6 1 --define layers=2 --define hidden=256 --define batch=32 \
       --define seq_len=1000 --define vocab=128 --define outputs='*')")
     p+=("$(peer_step lstm_lm.py --seq-len 1000 --impl "$1" --strategy plain --warmup 1 --steps 5)")
   done
   row "LSTM 2x256 b32 T=1000 (PyTorch $1)" "${f[*]}" "${p[*]}"
+}
+
+mx_lstm() {
+  local f=() p=()
+  for _ in $(seq "$rounds"); do
+    f+=("$(SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" frugal_step \
+      models/lstm/lstm_lm.prototxt 32 6 1 --define layers=2 --define hidden=256 --define batch=32 \
+      --define seq_len=1000 --define vocab=128 --define outputs='*')")
+    p+=("$(mx_step mx_lstm.py --seq-len 1000 --impl fused --mirror none --warmup 1 --steps 5)")
+  done
+  row "LSTM 2x256 b32 T=1000 (MXNet fused RNN)" "${f[*]}" "${p[*]}"
 }
 
 row() {  # label frugal_times peer_times
@@ -79,9 +110,9 @@ row() {  # label frugal_times peer_times
 
 workloads=("$@")
 [ ${#workloads[@]} -gt 0 ] || workloads=(r20b32 r56b32 r110b32 lstm lstm_fused)
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg); $("$PY" -c 'import torch; print("torch", torch.__version__)')"
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg); $("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null || echo "no torch")"
 echo
-echo "| workload | frugal step (ms) | PyTorch step (ms) | frugal / PyTorch | rounds (s): frugal / PyTorch |"
+echo "| workload (frugal strategy / peer) | frugal step (ms) | peer step (ms) | frugal / peer | rounds (s): frugal / peer |"
 echo "|---|---|---|---|---|"
 for w in "${workloads[@]}"; do
   case $w in
@@ -95,6 +126,9 @@ for w in "${workloads[@]}"; do
     r1001sqrt) resnet 1001 32 5 1 sqrt ckpt ;;
     lstm) lstm unrolled ;;
     lstm_fused) lstm fused ;;
+    mx_r56b32) mx_resnet 56 32 20 4 ;;
+    mx_r110b32) mx_resnet 110 32 15 3 ;;
+    mx_lstm) mx_lstm ;;
     *) echo "unknown workload $w" >&2; exit 2 ;;
   esac
 done
