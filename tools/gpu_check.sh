@@ -10,7 +10,7 @@
 # minutes on one H200; every step has its own timeout.
 #
 # Two modes, because the GPU machine lacks Debian's protobuf, glog, gflags,
-# oneDNN, OpenBLAS and OpenCV libraries (it has the CUDA toolkit's libraries
+# oneDNN and OpenCV libraries (it has the CUDA toolkit's libraries
 # and the driver):
 #
 #   tools/gpu_check.sh pack     on the build machine: builds with

@@ -8,7 +8,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libgoogle-glog-dev libgflags-dev
   libgtest-dev
-  libopenblas-dev libdnnl-dev zlib1g-dev
+  libdnnl-dev zlib1g-dev
   libonnx-dev libonnx-testdata
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenmpi-dev openmpi-bin

@@ -85,7 +85,7 @@ class Engine {
   // Blocks until every function pushed so far has finished; then rethrows
   // the first error raised since the last wait, if any.
   virtual void WaitAll() = 0;
-  // Threads a kernel running on this engine may use (OpenMP, OpenBLAS): the
+  // Threads a kernel running on this engine may use (its OpenMP team): the
   // engine's workers times this never exceeds the cores it was given.
   virtual int KernelThreads(Device dev) const = 0;
   virtual const char* name() const = 0;

@@ -4,7 +4,7 @@
 // grad (per batch item), reads dy, a, b:
 //   da = dy op(b)^T         (transpose_a: da = op(b) dy^T)
 //   db = op(a)^T dy         (transpose_b: db = dy^T op(a))
-// OpenBLAS sgemm per batch item (Cost::kExpensive).
+// sgemm (backend/cpu/blas.h) per batch item (Cost::kExpensive).
 #include "backend/cpu/blas.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"

@@ -203,7 +203,7 @@ std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** 
 
 // OpenMP's threads spin after each parallel region by default (libgomp:
 // about 300,000 iterations), holding cores that the engine's other worker,
-// OpenBLAS's threads and the I/O thread need: an MLP epoch on the naive
+// oneDNN's kernels and the I/O thread need: an MLP epoch on the naive
 // engine took 3x as long on a loaded machine. libgomp reads its wait policy
 // once, when it is loaded, so frugal sets OMP_WAIT_POLICY=PASSIVE and
 // starts itself again, unless the user chose (OMP_WAIT_POLICY or

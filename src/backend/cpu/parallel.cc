@@ -1,14 +1,11 @@
 #include "backend/cpu/parallel.h"
 
-#include <cblas.h>
 #include <sched.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
 #include <thread>
 #ifdef _OPENMP
 #include <omp.h>
@@ -64,22 +61,6 @@ void FlushDenormals() {
   _mm_setcsr(_mm_getcsr() | kFtzDaz);
 #endif
 #endif
-}
-
-void SetBlasThreads(int n) {
-#ifndef _OPENMP
-  // Built without OpenMP (the ThreadSanitizer build), kernels run on one
-  // thread, OpenBLAS too: TSan cannot see how OpenBLAS's own threads
-  // synchronise and would report its writes as races.
-  n = 1;
-#endif
-  static std::atomic<int> current{0};
-  static std::mutex mu;
-  if (current.load(std::memory_order_acquire) == n) return;
-  std::lock_guard<std::mutex> set_lock(mu);
-  if (current.load(std::memory_order_relaxed) == n) return;
-  openblas_set_num_threads(n);
-  current.store(n, std::memory_order_release);
 }
 
 }  // namespace frugal::cpu

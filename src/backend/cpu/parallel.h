@@ -1,6 +1,6 @@
 // How many threads a kernel may use on the calling thread. The threaded
 // engine sets this on each of its workers (cores / workers), so that engine
-// workers, OpenMP teams and OpenBLAS threads together never ask for more
+// workers and their OpenMP teams (oneDNN's included) never ask for more
 // cores than there are; any other thread (the naive engine runs kernels on
 // the caller's) may use every core.
 #pragma once
@@ -29,9 +29,5 @@ void FlushDenormals();
 // The calling thread's floating-point mode (MXCSR on x86), to restore later.
 unsigned FpMode();
 void SetFpMode(unsigned mode);
-
-// Makes OpenBLAS use n threads per call (a process-wide setting; changed
-// only when n differs from the current one).
-void SetBlasThreads(int n);
 
 }  // namespace frugal::cpu
