@@ -116,7 +116,7 @@ TEST_F(TrainerTest, NaiveEngineGivesTheBitsOfTheSequentialLoop) {
   EXPECT_EQ(TrainParams(ToyConfig(dir_, "naive")), want);
 }
 
-// Against the naive engine with the same kernel threads: OpenBLAS's bits
+// Against the naive engine with the same kernel threads: sgemm's bits
 // depend on its thread count.
 TEST_F(TrainerTest, ThreadedEngineGivesTheBitsOfTheNaiveOne) {
   for (auto [workers, threads] : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {2, 1}, {3, 2}}) {
@@ -146,7 +146,7 @@ TEST_F(TrainerTest, MlpOnTheThreadedEngineGivesTheBitsOfTheNaiveOne) {
     return cfg;
   };
   // The default split, against the naive engine with the same kernel
-  // threads (OpenBLAS's bits depend on its thread count).
+  // threads (sgemm's bits may depend on its thread count).
   const ConfigFile threaded = config("threaded", 0, 0);
   const int default_threads = MakeEngineFor(threaded.net.solver(), BuildModel(threaded, MemoryStrategy::kShare).train)
                                   ->KernelThreads(Device{});
