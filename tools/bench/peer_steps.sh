@@ -12,7 +12,7 @@
 #
 # Usage: PY=/path/to/venv/bin/python tools/bench/peer_steps.sh [WORKLOAD...]
 #   workloads against PyTorch: r20b32 r20b128 r56b32 r56b128 r110b32 r110b128
-#   r1001share r1001sqrt lstm lstm_fused; against MXNet (MXPY): mx_r56b32
+#   r1001share r1001sqrt lstm lstm_fused mlp; against MXNet (MXPY): mx_r56b32
 #   mx_r110b32 mx_lstm (default: r20b32 r56b32 r110b32 lstm lstm_fused)
 # Env: PY (a python with torch), MXPY (a python with mxnet 1.9.1 and
 # numpy<1.24), PEERS (default ../shared/peers), FRUGAL (default
@@ -52,6 +52,22 @@ frugal_step() {  # config batch iters window flags...
 
 peer_step() {  # script args...
   (cd "$PEERS" && "$PY" "$@" --threads 2) | tail -1 | sed -E 's/.*"step_s_median": ([0-9.e+-]+).*/\1/'
+}
+
+# The MLP: one epoch of Fashion-MNIST at batch 128 (the real files, shuffled;
+# frugal's epoch time_s from --log-json, PyTorch's epoch_s_median), each side
+# validating after it (not timed).
+mlp() {
+  local f=() p=()
+  for _ in $(seq "$rounds"); do
+    # shellcheck disable=SC2086
+    "$frugal" train --config models/mlp/fashion_mnist.prototxt --batch 128 --epochs 1 --noprogress ${FRUGAL_FLAGS:-} \
+      --log-json "$tmp/mlp.json" > "$tmp/frugal.log" 2>&1 || tail -5 "$tmp/frugal.log" >&2
+    f+=("$(grep '"epoch":' "$tmp/mlp.json" | grep -v '"batch":' | head -1 | sed -E 's/.*"time_s":([0-9.e+-]+).*/\1/')")
+    p+=("$( (cd "$PEERS" && "$PY" fmnist_mlp.py --epochs 1 --batch 128 --threads 2) | tail -1 |
+      sed -E 's/.*"epoch_s_median": ([0-9.e+-]+).*/\1/')")
+  done
+  row "MLP 784-512-512-10, one epoch at batch 128 (s x 1000)" "${f[*]}" "${p[*]}"
 }
 
 mx_step() {  # script args... (MXNet takes its threads from OMP_NUM_THREADS)
@@ -126,6 +142,7 @@ for w in "${workloads[@]}"; do
     r1001sqrt) resnet 1001 32 5 1 sqrt ckpt ;;
     lstm) lstm unrolled ;;
     lstm_fused) lstm fused ;;
+    mlp) mlp ;;
     mx_r56b32) mx_resnet 56 32 20 4 ;;
     mx_r110b32) mx_resnet 110 32 15 3 ;;
     mx_lstm) mx_lstm ;;
