@@ -28,12 +28,18 @@
 // c_prev (backward): every element is computed from the inputs at its own
 // (row, column) positions, all read before any is written.
 // Kernels: branch-free float loops over contiguous columns, in chunks of a
-// row (sigmoid and tanh from one exp written as Cephes' polynomial in plain
-// float arithmetic, so the compiler vectorises them: -O3 -fno-trapping-math
-// -ffp-contract=off for this file in CMakeLists.txt; no libm call, whose
-// vector and scalar variants could differ). Vector and scalar iterations
-// give the same bits, so the thread count (which moves chunk boundaries)
-// and recomputation do not change a result. Parallel over elements.
+// row, parallel over elements (ForEachRange). Sigmoid and tanh come from one
+// exp written as Cephes' polynomial in plain float arithmetic (no libm call,
+// whose vector and scalar variants could differ), so GCC vectorises the
+// loops (-O3 -fno-trapping-math -ffp-contract=off for this file in
+// CMakeLists.txt) and builds them for AVX-512, AVX2 and baseline x86-64
+// (target_clones, chosen at first call). Vector and scalar iterations give
+// the same bits (no FMA contraction, only correctly rounded operations), so
+// the thread count (which moves chunk boundaries) and recomputation do not
+// change a result; the clones should agree for the same reason (only the
+// AVX-512 one has run here). lstm_lm 2x256 b32 T=1000: forward 0.035 ms,
+// backward 0.029 ms per cell, where the 11 unfused ops took about 0.09 and
+// 0.09 ms.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -56,6 +62,16 @@ struct LstmRow {
   LstmRow At(int64_t b, int64_t j) const;
 };
 
+// The column loops are built for AVX-512, AVX2 and baseline x86-64 and
+// chosen at first call (GCC's target_clones; -ffp-contract=off for this
+// file, so no clone contracts to FMA).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define FRUGAL_LSTM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FRUGAL_LSTM_CLONES
+#endif
+
 // Columns computed into a local buffer before they are stored: loads of a
 // chunk all come before its stores (in place), and the stores honour OpReq
 // in loops of their own.
@@ -63,12 +79,14 @@ constexpr int64_t kChunk = 128;
 
 // exp(x) for x in [-87, 88] (clamped outside), Cephes' expf: x = n ln2 + r,
 // exp(r) by a degree-6 polynomial, 2^n built in the exponent bits.
-// Plain float arithmetic: the same bits from scalar and vector code.
-inline float Exp(float x) {
-  x = std::min(std::max(x, -87.f), 88.f);
-  const float fx = x * 1.44269504088896341f + 0.5f;
-  float n = static_cast<float>(static_cast<int32_t>(fx));
-  n = n > fx ? n - 1.f : n;  // floor
+// Plain float arithmetic: the same bits from scalar and vector code. n is
+// x / ln2 rounded to nearest by adding and subtracting 1.5 2^23 (a compare
+// and select for floor kept GCC from vectorising the loop for AVX).
+#define FRUGAL_LSTM_INLINE __attribute__((always_inline)) inline
+FRUGAL_LSTM_INLINE float Exp(float x) {
+  x = x < -87.f ? -87.f : x;
+  x = x > 88.f ? 88.f : x;
+  const float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;
   x = x - n * 0.693359375f;
   x = x - n * -2.12194440e-4f;
   const float z = x * x;
@@ -85,11 +103,11 @@ inline float Exp(float x) {
   return y * p;
 }
 
-inline float Sigmoid(float x) { return 1.f / (1.f + Exp(-x)); }
+FRUGAL_LSTM_INLINE float Sigmoid(float x) { return 1.f / (1.f + Exp(-x)); }
 
 // Cephes' tanhf: an odd polynomial below 0.625, else 1 - 2 / (exp(2|x|) + 1).
-inline float Tanh(float x) {
-  const float ax = std::fabs(x);
+FRUGAL_LSTM_INLINE float Tanh(float x) {
+  const float ax = x < 0 ? -x : x;
   const float z = x * x;
   float p = -5.70498872745e-3f;
   p = p * z + 2.06390887954e-2f;
@@ -103,7 +121,7 @@ inline float Tanh(float x) {
 }
 
 // y[j] = v[j] or y[j] += v[j]; nothing for kNull.
-inline void Put(float* y, const float* v, int64_t n, OpReq req) {
+FRUGAL_LSTM_INLINE void Put(float* y, const float* v, int64_t n, OpReq req) {
   if (req == OpReq::kWrite) {
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) y[j] = v[j];
@@ -118,7 +136,7 @@ inline void Put(float* y, const float* v, int64_t n, OpReq req) {
 struct Gates {
   float i[kChunk], f[kChunk], g[kChunk], o[kChunk];
 };
-inline void ComputeGates(const float* x, const float* y, int64_t hid, int64_t n, Gates* s) {
+FRUGAL_LSTM_INLINE void ComputeGates(const float* x, const float* y, int64_t hid, int64_t n, Gates* s) {
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j) {
     s->i[j] = Sigmoid(x[j] + y[j]);
@@ -128,7 +146,7 @@ inline void ComputeGates(const float* x, const float* y, int64_t hid, int64_t n,
   }
 }
 
-void ForwardColumns(const LstmRow& r, int64_t n) {
+FRUGAL_LSTM_CLONES void ForwardColumns(const LstmRow& r, int64_t n) {
   Gates s;
   ComputeGates(r.i2h, r.h2h, r.hid, n, &s);
   float h[kChunk], c[kChunk];
@@ -147,7 +165,7 @@ void ForwardColumns(const LstmRow& r, int64_t n) {
   }
 }
 
-void BackwardColumns(const LstmRow& r, int64_t n) {
+FRUGAL_LSTM_CLONES void BackwardColumns(const LstmRow& r, int64_t n) {
   const float *gi = r.act, *gf = r.act + r.hid, *gg = r.act + 2 * r.hid, *go = r.act + 3 * r.hid;
   float da[4][kChunk], dcp[kChunk];
 #pragma omp simd
