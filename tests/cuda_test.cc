@@ -251,6 +251,7 @@ std::vector<GpuCase> GpuCases() {
   add(Case("fully_connected", {{"num_hidden", "3"}, {"no_bias", "true"}, {"flatten", "false"}}, {Shape{2, 4, 6}},
            {true, true}), 1e-4);
   add(Case("identity", {}, {Shape{3, 5}}, {true}), 0);
+  add(Case("lstm_cell", {}, {Shape{3, 4 * 37}, Shape{3, 4 * 37}, Shape{3, 37}}, {true, true, true}), 1e-5);
   for (const char* pool : {"max", "avg"}) {
     test::OpCase p = Case("pooling", {{"pool_type", pool}, {"kernel", "(3,3)"}, {"stride", "(2,2)"}, {"pad", "(1,1)"}},
                           {Shape{2, 3, 9, 9}}, {true});

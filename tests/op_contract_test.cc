@@ -42,6 +42,7 @@ const std::map<std::string, Sample>& Samples() {
       {"identity", {{}, {Shape{2, 3}}}},
       {"linear_regression_output", {{}, {Shape{2, 3}, Shape{2, 3}}}},
       {"log", {{}, {Shape{2, 3}}}},
+      {"lstm_cell", {{}, {Shape{2, 8}, Shape{2, 8}, Shape{2, 2}}}},
       {"logistic_regression_output", {{}, {Shape{2, 1}, Shape{2}}}},
       {"make_loss", {{}, {Shape{2, 3}}}},
       {"matmul", {{{"transpose_b", "true"}}, {Shape{2, 3}, Shape{4, 3}}}},

@@ -115,5 +115,32 @@ TEST(Vec, AddNSumsInOrderThenStores) {
   }
 }
 
+// The LSTM cell's columns: every build gives the baseline build's bits
+// (its exp, sigmoid and tanh are plain float arithmetic).
+TEST(Vec, LstmColumnsGiveTheBaselineBitsOnEveryBuild) {
+  const int64_t hid = 37, n = 37;  // one row, an odd width
+  const std::vector<float> i2h = Data(4 * hid, 0.3f), h2h = Data(4 * hid, 1.1f), c_prev = Data(hid, 2.f);
+  const std::vector<float> dh = Data(hid, 0.7f), dc = Data(hid, 1.9f);
+  auto run = [&](const VecKernels* k) {
+    std::vector<float> h(hid), c(hid), gates(4 * hid), da(4 * hid), dcp(hid);
+    cpu::LstmColumns f;
+    f.hid = hid;
+    f.i2h = i2h.data(), f.h2h = h2h.data(), f.c_prev = c_prev.data();
+    f.h = h.data(), f.c = c.data(), f.gates = gates.data();
+    f.req_h = f.req_c = f.req_gates = OpReq::kWrite;
+    k->lstm_forward(f, n);
+    cpu::LstmColumns b;
+    b.hid = hid;
+    b.dh = dh.data(), b.dc = dc.data(), b.act = gates.data(), b.c_prev = c_prev.data();
+    b.da = da.data(), b.dc_prev = dcp.data();
+    b.req_da = b.req_dc_prev = OpReq::kWrite;
+    k->lstm_backward(b, n);
+    return std::vector<std::vector<float>>{h, c, gates, da, dcp};
+  };
+  const auto want = run(cpu::VecFor("sse2"));
+  for (float v : want[0]) ASSERT_TRUE(std::isfinite(v) && std::fabs(v) < 1.f) << v;  // h = o tanh(c)
+  for (const VecKernels* k : Builds()) EXPECT_EQ(run(k), want) << k->isa;
+}
+
 }  // namespace
 }  // namespace frugal

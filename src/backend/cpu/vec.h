@@ -4,7 +4,9 @@
 // binary runs everywhere; these loops are where the vector width pays.
 //
 // vec_kernels.inc is compiled three times (vec_avx512.cc, vec_avx2.cc,
-// vec_sse2.cc, each with its own -m flags, -O3 and -ffp-contract=off).
+// vec_sse2.cc, each with its own -m flags, -O3, -ffp-contract=off and
+// -fno-trapping-math, which lets GCC turn the selects in sigmoid and tanh
+// into vector blends).
 // Every ISA gives the same bits: no contraction into FMA, and sums run in
 // 16 fixed lanes added in a fixed order whatever the register width.
 //
@@ -16,7 +18,23 @@
 
 #include <cstdint>
 
+#include "frugal/op.h"  // OpReq
+
 namespace frugal::cpu {
+
+// One fused LSTM cell's tensors seen from (row b, column j) on (src/ops/
+// lstm_cell.cc): the gates' tensors are (B, 4H) with gate k at k hid, the
+// state's (B, H). Unrequested outputs (and in the forward the gradients)
+// are null; outputs honour their OpReq.
+struct LstmColumns {
+  int64_t hid = 0;
+  const float *i2h = nullptr, *h2h = nullptr, *c_prev = nullptr, *dh = nullptr, *dc = nullptr, *act = nullptr;
+  float *h = nullptr, *c = nullptr, *gates = nullptr, *da = nullptr, *dc_prev = nullptr;
+  OpReq req_h = OpReq::kNull, req_c = OpReq::kNull, req_gates = OpReq::kNull, req_da = OpReq::kNull,
+        req_dc_prev = OpReq::kNull;
+};
+// The most columns one lstm_forward / lstm_backward call takes.
+constexpr int64_t kLstmChunk = 128;
 
 struct VecKernels {
   const char* isa;  // "avx512", "avx2" or "sse2"
@@ -39,6 +57,13 @@ struct VecKernels {
                       float q, float* dx, int64_t n, bool add);
   // y = x[0] + x[1] + ... + x[k - 1]
   void (*add_n)(const float* const* x, int k, float* y, int64_t n, bool add);
+  // n <= kLstmChunk columns of one row of an LSTM cell. Forward: gates i, f,
+  // g, o = sigmoid, sigmoid, tanh, sigmoid of i2h + h2h; c = f c_prev + i g;
+  // h = o tanh(c); the gates stored (they may alias i2h or h2h). Backward:
+  // from dh, dc, the stored gates (act) and c_prev, da (the gradient of the
+  // pre-activations) and dc_prev.
+  void (*lstm_forward)(const LstmColumns& r, int64_t n);
+  void (*lstm_backward)(const LstmColumns& r, int64_t n);
 };
 
 // The kernels for this CPU (chosen once).

@@ -1,0 +1,235 @@
+// lstm_cell (src/ops/lstm_cell.cc): the one harness (forward against a
+// reference written the obvious way, finite differences, write versus add,
+// in place), agreement with the unfused cell of existing ops over two steps
+// (the second step's c gradient flows into the first), shape errors, and
+// every memory strategy training a small unrolled LSTM to the bits of `none`.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frugal/config.h"
+#include "frugal/train.h"
+#include "op_test_util.h"
+#include "train_steps.h"
+
+namespace frugal::test {
+namespace {
+
+// h, c of the cell from i2h, h2h (B, 4H) and c_prev (B, H), in double.
+Values LstmReference(const Values& in, int64_t rows, int64_t hid) {
+  auto sigmoid = [](double x) { return 1 / (1 + std::exp(-x)); };
+  Values out{std::vector<float>(rows * hid), std::vector<float>(rows * hid)};
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t j = 0; j < hid; ++j) {
+      auto a = [&](int k) { return static_cast<double>(in[0][b * 4 * hid + k * hid + j]) + in[1][b * 4 * hid + k * hid + j]; };
+      const double i = sigmoid(a(0)), f = sigmoid(a(1)), g = std::tanh(a(2)), o = sigmoid(a(3));
+      const double c = f * in[2][b * hid + j] + i * g;
+      out[0][b * hid + j] = static_cast<float>(o * std::tanh(c));
+      out[1][b * hid + j] = static_cast<float>(c);
+    }
+  return out;
+}
+
+OpCase LstmCase(int64_t rows, int64_t hid) {
+  OpCase c;
+  c.op = "lstm_cell";
+  c.in_shapes = {Shape{rows, 4 * hid}, Shape{rows, 4 * hid}, Shape{rows, hid}};
+  c.differentiable = {true, true, true};
+  // Pre-activations over [-6, 6] (both branches of tanh, saturated gates),
+  // c_prev over [-2, 2].
+  c.fill = [](int k, std::vector<float>* v) {
+    for (size_t i = 0; i < v->size(); ++i) {
+      const float t = static_cast<float>(i);
+      (*v)[i] = k < 2 ? 3.f * std::sin(0.37f * t + 1.3f * k) : 2.f * std::cos(0.53f * t);
+    }
+  };
+  c.reference = [rows, hid](const Values& in) { return LstmReference(in, rows, hid); };
+  c.fd_eps = 1e-2;
+  c.fd_tol = 2e-3;
+  return c;
+}
+
+TEST(OpsLstm, CellAgainstReferenceAndFiniteDifferences) {
+  OpReport r = CheckOp(LstmCase(3, 5));
+  ExpectCovered(r);
+  EXPECT_GE(r.inplace_checked, 7);  // gates over i2h, h2h; c over c_prev; da over gates; d_c_prev over dc, dh, c_prev
+  EXPECT_GE(r.null_checked, 4);
+}
+
+// More columns than one chunk of the kernel (128), not a multiple of any
+// vector width: chunk and vector tails.
+TEST(OpsLstm, CellAcrossChunks) { ExpectCovered(CheckOp(LstmCase(2, 150))); }
+
+TEST(OpsLstm, ShapeErrorsNameTheNodeAndTheShapes) {
+  auto message = [](const std::vector<Shape>& in) {
+    try {
+      OutShapes("lstm_cell", {}, in);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string odd = message({Shape{2, 10}, Shape{2, 10}, Shape{2, 2}});
+  EXPECT_NE(odd.find("op"), std::string::npos) << odd;
+  EXPECT_NE(odd.find("(2,10)"), std::string::npos) << odd;
+  const std::string h2h = message({Shape{2, 8}, Shape{3, 8}, Shape{2, 2}});
+  EXPECT_NE(h2h.find("h2h has shape (3,8) but i2h has (2,8)"), std::string::npos) << h2h;
+  const std::string c = message({Shape{2, 8}, Shape{2, 8}, Shape{2, 3}});
+  EXPECT_NE(c.find("c_prev has shape (2,3) but i2h (2,8) needs (batch, hidden) = (2,2)"), std::string::npos) << c;
+  EXPECT_EQ(OutShapes("lstm_cell", {}, {Shape{4, 12}, Shape{4, 12}, Shape{4, 3}}),
+            (std::vector<Shape>{Shape{4, 3}, Shape{4, 3}, Shape{4, 12}}));  // h, c, the gates (hidden)
+}
+
+// Two steps of one cell with shared weights, fused or made of existing ops;
+// losses on both steps' h and on the last c. x0, x1, h0, c0 are parameters
+// so that they get gradients.
+std::string TwoSteps(bool fused) {
+  std::string t = R"(version: 1
+node { name: "x0" op: "variable" }
+node { name: "x1" op: "variable" }
+node { name: "h0" op: "variable" }
+node { name: "c0" op: "variable" }
+node { name: "wx" op: "variable" }
+node { name: "bx" op: "variable" }
+node { name: "wh" op: "variable" }
+node { name: "bh" op: "variable" }
+)";
+  for (int s = 1; s <= 2; ++s) {
+    const std::string p = "s" + std::to_string(s) + "/", x = "x" + std::to_string(s - 1);
+    const std::string hp = s == 1 ? "h0" : "s1/h", cp = s == 1 ? "c0" : "s1/c";
+    t += "node { name: \"" + p + "i2h\" op: \"fully_connected\" input: \"" + x +
+         "\" input: \"wx\" input: \"bx\" attr { key: \"num_hidden\" value: \"24\" } }\n";
+    t += "node { name: \"" + p + "h2h\" op: \"fully_connected\" input: \"" + hp +
+         "\" input: \"wh\" input: \"bh\" attr { key: \"num_hidden\" value: \"24\" } }\n";
+    if (fused) {
+      t += "node { name: \"" + p + "cell\" op: \"lstm_cell\" input: \"" + p + "i2h\" input: \"" + p +
+           "h2h\" input: \"" + cp + "\" }\n";
+      t += "node { name: \"" + p + "h\" op: \"identity\" input: \"" + p + "cell:0\" }\n";
+      t += "node { name: \"" + p + "c\" op: \"identity\" input: \"" + p + "cell:1\" }\n";
+      continue;
+    }
+    t += "node { name: \"" + p + "gates\" op: \"add_n\" input: \"" + p + "i2h\" input: \"" + p + "h2h\" }\n";
+    t += "node { name: \"" + p + "slice\" op: \"split\" input: \"" + p +
+         "gates\" attr { key: \"num_outputs\" value: \"4\" } }\n";
+    const char* gate[] = {"in", "forget", "transform", "out"};
+    for (int k = 0; k < 4; ++k)
+      t += "node { name: \"" + p + gate[k] + "\" op: \"activation\" input: \"" + p + "slice:" + std::to_string(k) +
+           "\" attr { key: \"act_type\" value: \"" + (k == 2 ? "tanh" : "sigmoid") + "\" } }\n";
+    t += "node { name: \"" + p + "keep\" op: \"mul\" input: \"" + p + "forget\" input: \"" + cp + "\" }\n";
+    t += "node { name: \"" + p + "new\" op: \"mul\" input: \"" + p + "in\" input: \"" + p + "transform\" }\n";
+    t += "node { name: \"" + p + "c\" op: \"add_n\" input: \"" + p + "keep\" input: \"" + p + "new\" }\n";
+    t += "node { name: \"" + p + "c_act\" op: \"activation\" input: \"" + p +
+         "c\" attr { key: \"act_type\" value: \"tanh\" } }\n";
+    t += "node { name: \"" + p + "h\" op: \"mul\" input: \"" + p + "out\" input: \"" + p + "c_act\" }\n";
+  }
+  t += R"(node { name: "l1" op: "linear_regression_output" input: "s1/h" input: "label" }
+node { name: "l2" op: "linear_regression_output" input: "s2/h" input: "label" }
+node { name: "lc" op: "make_loss" input: "s2/c" attr { key: "grad_scale" value: "0.5" } }
+)";
+  return t;
+}
+
+TEST(OpsLstm, FusedCellAgreesWithTheUnfusedOps) {
+  const int64_t n = 3, d = 5, h = 6;
+  std::map<std::string, std::pair<Shape, std::vector<float>>> vars{
+      {"x0", {Shape{n, d}, AwayFromZero(n * d, 0.2f, 1.5f, true, 1)}},
+      {"x1", {Shape{n, d}, AwayFromZero(n * d, 0.2f, 1.5f, true, 2)}},
+      {"h0", {Shape{n, h}, AwayFromZero(n * h, 0.1f, 0.8f, true, 3)}},
+      {"c0", {Shape{n, h}, AwayFromZero(n * h, 0.1f, 2.f, true, 4)}},
+      {"wx", {Shape{4 * h, d}, AwayFromZero(4 * h * d, 0.1f, 1.2f, true, 5)}},
+      {"bx", {Shape{4 * h}, AwayFromZero(4 * h, 0.f, 0.5f, true, 6)}},
+      {"wh", {Shape{4 * h, h}, AwayFromZero(4 * h * h, 0.1f, 1.2f, true, 7)}},
+      {"bh", {Shape{4 * h}, AwayFromZero(4 * h, 0.f, 0.5f, true, 8)}},
+      {"label", {Shape{n, h}, AwayFromZero(n * h, 0.f, 0.5f, true, 9)}}};
+  auto run = [&](bool fused, const MemoryStrategy& s) {
+    Graph g = BuildGraph(ParseConfig(TwoSteps(fused), fused ? "fused.prototxt" : "unfused.prototxt", {}));
+    Gradient(&g);
+    return RunGraph(g, vars, true, 0, 1, s);
+  };
+  const GraphRun fused = run(true, MemoryStrategy::kNone), unfused = run(false, MemoryStrategy::kNone);
+  ASSERT_EQ(fused.outputs.size(), 3u);
+  ASSERT_EQ(fused.outputs.size(), unfused.outputs.size());
+  auto near = [](const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-6 * std::max(1.f, std::fabs(want[i]))) << what << "[" << i << "]";
+  };
+  for (size_t k = 0; k < fused.outputs.size(); ++k) near(fused.outputs[k], unfused.outputs[k], "output " + std::to_string(k));
+  ASSERT_EQ(fused.grads.size(), 8u);
+  for (const auto& [name, grad] : unfused.grads) {
+    ASSERT_TRUE(fused.grads.count(name)) << name;
+    near(fused.grads.at(name), grad, "gradient of " + name);
+    EXPECT_GT(*std::max_element(grad.begin(), grad.end()), 1e-3) << name << " gets a gradient";
+  }
+  // In place (share) gives the same bits as none.
+  const GraphRun shared = run(true, MemoryStrategy::kShare);
+  EXPECT_EQ(shared.outputs, fused.outputs);
+  EXPECT_EQ(shared.grads, fused.grads);
+}
+
+// A small unrolled LSTM on lstm_cell, written as models/lstm/lstm_lm.prototxt
+// (time-major, a classifier and loss per step marked `stage`), on float
+// inputs (B, T, D) so that tests::TrainSteps' uniform data fits it.
+ConfigFile SmallLstm(int layers, int steps) {
+  std::string t = "version: 1\n";
+  t += "node { name: \"xs\" op: \"split\" input: \"data\" attr { key: \"num_outputs\" value: \"" +
+       std::to_string(steps) + "\" } attr { key: \"axis\" value: \"1\" } attr { key: \"squeeze_axis\" value: \"true\" } }\n";
+  t += "node { name: \"ys\" op: \"split\" input: \"label\" attr { key: \"num_outputs\" value: \"" +
+       std::to_string(steps) + "\" } attr { key: \"axis\" value: \"1\" } attr { key: \"squeeze_axis\" value: \"true\" } }\n";
+  for (int l = 0; l < layers; ++l) {
+    const std::string w = "lstm" + std::to_string(l) + "_";
+    for (const char* v : {"i2h_weight", "i2h_bias", "h2h_weight", "h2h_bias"})
+      t += "node { name: \"" + w + v + "\" op: \"variable\" }\n";
+    t += "node { name: \"t-1/l" + std::to_string(l) +
+         "/h\" op: \"variable\" attr { key: \"kind\" value: \"aux\" } attr { key: \"shape\" value: \"(4,8)\" } }\n";
+    t += "node { name: \"t-1/l" + std::to_string(l) +
+         "/c\" op: \"variable\" attr { key: \"kind\" value: \"aux\" } attr { key: \"shape\" value: \"(4,8)\" } }\n";
+  }
+  for (int s = 0; s < steps; ++s) {
+    const std::string ts = "t" + std::to_string(s), prev = "t" + std::to_string(s - 1);
+    std::string below = "xs:" + std::to_string(s);
+    for (int l = 0; l < layers; ++l) {
+      const std::string w = "lstm" + std::to_string(l) + "_", p = ts + "/l" + std::to_string(l) + "/";
+      const std::string pp = prev + "/l" + std::to_string(l) + "/";
+      t += "node { name: \"" + p + "i2h\" op: \"fully_connected\" input: \"" + below + "\" input: \"" + w +
+           "i2h_weight\" input: \"" + w + "i2h_bias\" attr { key: \"num_hidden\" value: \"32\" } }\n";
+      t += "node { name: \"" + p + "h2h\" op: \"fully_connected\" input: \"" + pp + "h\" input: \"" + w +
+           "h2h_weight\" input: \"" + w + "h2h_bias\" attr { key: \"num_hidden\" value: \"32\" } }\n";
+      // As the configs: h and c name the cell's outputs through identities.
+      t += "node { name: \"" + p + "cell\" op: \"lstm_cell\" input: \"" + p + "i2h\" input: \"" + p +
+           "h2h\" input: \"" + pp + "c\" }\n";
+      t += "node { name: \"" + p + "h\" op: \"identity\" input: \"" + p + "cell:0\" }\n";
+      t += "node { name: \"" + p + "c\" op: \"identity\" input: \"" + p + "cell:1\" }\n";
+      below = p + "h";
+    }
+    t += "node { name: \"" + ts + "/logits\" op: \"fully_connected\" input: \"" + below +
+         "\" attr { key: \"num_hidden\" value: \"10\" } }\n";
+    t += "node { name: \"" + ts + "/prob\" op: \"softmax_cross_entropy\" input: \"" + ts + "/logits\" input: \"ys:" +
+         std::to_string(s) + "\" stage: true }\n";
+  }
+  t += "data { batch_size: 4 sample_shape: [" + std::to_string(steps) + ", 6] label_shape: [" + std::to_string(steps) +
+       "] }\nsolver { lr: 0.5 momentum: 0.9 seed: 3 }\n";
+  return ParseConfig(t, "small_lstm.prototxt", {});
+}
+
+TEST(OpsLstm, EveryStrategyTrainsASmallLstmBitIdentically) {
+  const ConfigFile cfg = SmallLstm(2, 8);
+  const auto reference = TrainSteps(cfg, MemoryStrategy::kNone, 3);
+  std::vector<MemoryStrategy> all = AllMemoryStrategies();
+  const int64_t share = BuildModel(cfg, MemoryStrategy::kShare).train_plan.arena_bytes;
+  const int64_t sqrt = BuildModel(cfg, MemoryStrategy::kSqrt).train_plan.arena_bytes;
+  all.push_back({MemoryStrategy::kBudget, (share + sqrt) / 2});
+  int recomputing = 0;
+  for (const MemoryStrategy& s : all) {
+    SCOPED_TRACE(s.Name());
+    const Model m = BuildModel(cfg, s);
+    int cell_mirrors = 0;
+    for (const Node& n : m.train.nodes()) cell_mirrors += n.mirror_of >= 0 && n.op->name() == "lstm_cell";
+    recomputing += cell_mirrors > 0;
+    EXPECT_EQ(TrainSteps(cfg, s, 3), reference);
+  }
+  EXPECT_GE(recomputing, 2) << "sqrt and logn should recompute cells";
+}
+
+}  // namespace
+}  // namespace frugal::test
