@@ -15,13 +15,8 @@ rounds=${ROUNDS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-synthetic() {  # config display out
-  sed -e '/^ *display:/d' -e "s/^solver {/solver { display: $2/" -e '/^ *train *{/,/}/d' -e '/^ *val *{/,/}/d' \
-    -e '/^ *labels:/d' "$1" > "$3"
-  sed -i 's/^data {/data {\n  train { synthetic { num_samples: 100000000 } }/' "$3"
-}
-
-median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shellcheck source=tools/bench/common.sh
+source "$(dirname "$0")/common.sh"
 
 step_ms() {  # config iters window flags...
   local config=$1 iters=$2 window=$3
@@ -32,7 +27,7 @@ step_ms() {  # config iters window flags...
   local batch
   batch=$(grep -o 'memory plan ([a-z_]*, batch [0-9]*' "$tmp/out.log" | head -1 | grep -o '[0-9]*$')
   grep '"batch":' "$tmp/log.json" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 |
-    awk -v b="$batch" '{ print 1000 * b / $1 }' | median
+    awk -v b="$batch" '{ print 1000 * b / $1 }' | median 2
 }
 
 settings=("" "--engine-workers 1 --engine-kernel-threads 2" "--engine-workers 2 --engine-kernel-threads 1"
@@ -54,7 +49,7 @@ row() {  # label config iters window flags...
   "$frugal" train --config "$config" --max-iters 1 --noprogress $@ > "$tmp/split.log" 2>&1 || true
   local chosen m=()
   chosen=$(grep -o 'cpu: [0-9]* workers\? x [0-9]* kernel threads\?' "$tmp/split.log" | head -1 | sed 's/cpu: //')
-  for i in "${!settings[@]}"; do m[$i]=$(tr ' ' '\n' <<< "${runs[$i]}" | grep -v '^$' | median); done
+  for i in "${!settings[@]}"; do m[$i]=$(tr ' ' '\n' <<< "${runs[$i]}" | grep -v '^$' | median 2); done
   echo "| $label | ${m[0]} ($chosen) | ${m[1]} | ${m[2]} | ${m[3]} | $(awk -v d="${m[0]}" -v a="${m[1]}" -v b="${m[2]}" -v c="${m[3]}" 'BEGIN { best = a < b ? a : b; best = best < c ? best : c; printf "%.2f", d / best }') |"
 }
 [ -f data/text/train.txt ] || bash data/text/prepare.sh > /dev/null

@@ -29,15 +29,8 @@ rounds=${ROUNDS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# A config copy with `display: N` and a synthetic training set (no
-# validation); SYNTHETIC adds fields to the synthetic source.
-synthetic() {  # config display out
-  sed -e '/^ *display:/d' -e "s/^solver {/solver { display: $2/" -e '/^ *train *{/,/}/d' -e '/^ *val *{/,/}/d' \
-    -e '/^ *labels:/d' "$1" > "$3"
-  sed -i "s/^data {/data {\n  train { synthetic { num_samples: 100000000 ${SYNTHETIC:-} } }/" "$3"
-}
-
-median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shellcheck source=tools/bench/common.sh
+source "$(dirname "$0")/common.sh"
 
 frugal_step() {  # config batch iters window flags...
   local config=$1 batch=$2 iters=$3 window=$4
@@ -67,7 +60,7 @@ mlp() {
     p+=("$( (cd "$PEERS" && "$PY" fmnist_mlp.py --epochs 1 --batch 128 --threads 2) | tail -1 |
       sed -E 's/.*"epoch_s_median": ([0-9.e+-]+).*/\1/')")
   done
-  row "MLP 784-512-512-10, one epoch at batch 128 (s x 1000)" "${f[*]}" "${p[*]}"
+  row "MLP 784-512-512-10, one epoch at batch 128 (ms)" "${f[*]}" "${p[*]}"
 }
 
 mx_step() {  # script args... (MXNet takes its threads from OMP_NUM_THREADS)
