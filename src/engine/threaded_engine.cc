@@ -63,10 +63,8 @@ class ThreadedEngine : public Engine {
 
 ThreadedEngine::ThreadedEngine(const EngineOptions& o)
     : cores_(cpu::NumCores()),
-      // At most two workers by default: on 2 shared cores, one-thread
-      // kernels on two workers beat one worker with two-thread kernels
-      // (docs/benchmarks.md), and a second worker runs updates, metrics and
-      // independent ops beside the critical path.
+      // At most two workers when the caller leaves it open; training and
+      // `frugal time` choose per graph instead (MakeEngineFor, frugal/train.h).
       cpu_workers_(o.cpu_workers > 0 ? o.cpu_workers : std::min(2, cores_)),
       kernel_threads_(o.kernel_threads > 0 ? o.kernel_threads : std::max(1, cores_ / cpu_workers_)) {
   auto run = [this](Op* op) { Run(op); };
