@@ -33,11 +33,12 @@ TEST(Cifar, Cifar10RecordsAreChwAndScaled) {
   EXPECT_EQ(ds.sample_shape, (Shape{3, 32, 32}));
   ASSERT_EQ(ds.num_samples, 3);
   EXPECT_EQ(ds.y, (std::vector<float>{3, 9, 0}));
-  ASSERT_EQ(ds.x.size(), 3u * kPixels);
+  ASSERT_EQ(ds.pixels.size(), 3u * kPixels);
+  EXPECT_EQ(ds.scale, 0.5f);
   for (int i : {0, 2})
     for (int c : {0, 1, 2})
       for (int y : {0, 17, 31})
-        for (int x : {0, 5, 31}) EXPECT_EQ(ds.x[i * kPixels + (c * 32 + y) * 32 + x], Pixel(i, c, y, x) * 0.5f);
+        for (int x : {0, 5, 31}) EXPECT_EQ(ds.pixels[i * kPixels + (c * 32 + y) * 32 + x], Pixel(i, c, y, x));
 }
 
 TEST(Cifar, FilesAreConcatenatedInOrder) {
@@ -48,7 +49,8 @@ TEST(Cifar, FilesAreConcatenatedInOrder) {
   EXPECT_EQ(ds.num_samples, 3);
   EXPECT_EQ(ds.y, (std::vector<float>{1, 2, 7}));
   // Default scale 1/255; b's record 0 comes after a's two records.
-  EXPECT_FLOAT_EQ(ds.x[2 * kPixels + 5], Pixel(0, 0, 0, 5) / 255.0f);
+  EXPECT_EQ(ds.scale, 1.0f / 255.0f);
+  EXPECT_EQ(ds.pixels[2 * kPixels + 5], Pixel(0, 0, 0, 5));
 }
 
 TEST(Cifar, Cifar100PicksCoarseOrFine) {
@@ -57,7 +59,7 @@ TEST(Cifar, Cifar100PicksCoarseOrFine) {
   EXPECT_EQ(LoadCifar({f}, CifarLabel::kCoarse).y, (std::vector<float>{19, 4}));
   Dataset fine = LoadCifar({f}, CifarLabel::kFine);
   EXPECT_EQ(fine.y, (std::vector<float>{99, 42}));
-  EXPECT_FLOAT_EQ(fine.x[kPixels + 1], Pixel(1, 0, 0, 1) / 255.0f) << "pixels start after two label bytes";
+  EXPECT_EQ(fine.pixels[kPixels + 1], Pixel(1, 0, 0, 1)) << "pixels start after two label bytes";
 }
 
 TEST(Cifar, TruncatedFileNamesRecordAndSizes) {

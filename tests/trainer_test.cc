@@ -83,11 +83,11 @@ class TrainerTest : public ::testing::Test {
 Params SequentialReference(const ConfigFile& cfg) {
   const config::Solver& sc = cfg.net.solver();
   test::BoundModel bm(cfg, MemoryStrategy::kShare);
-  Dataset ds = LoadIdxDataset(cfg.net.data().train().idx().images(), cfg.net.data().train().idx().labels());
-  BatchIter it(ds, bm.m.batch, cfg.net.data().shuffle(), sc.seed());
+  DatasetIter it(LoadIdxDataset(cfg.net.data().train().idx().images(), cfg.net.data().train().idx().labels()), "train",
+                 bm.m.batch, cfg.net.data().shuffle(), sc.seed());
   int64_t step = 0;
   for (int epoch = 0; epoch < sc.epochs(); ++epoch) {
-    it.BeginEpoch(epoch);
+    it.Reset(epoch);
     while (it.Next(bm.data.f(), bm.label.f(), nullptr)) bm.Step(++step);
   }
   Params p;

@@ -1,7 +1,6 @@
 // Data input: readers for IDX (MNIST / Fashion-MNIST) and CIFAR binary files
-// into an in-memory Dataset; BatchIter, which cuts a Dataset into (optionally
-// shuffled) fixed-size batches; and the DataIter interface the trainer reads
-// batches through, with its iterators: in-memory datasets (with CHW
+// into an in-memory Dataset of bytes; and the DataIter interface the trainer
+// reads batches through, with its iterators: in-memory datasets (with CHW
 // augmentation), images in RecordIO files (OpenCV decoding and augmentation on
 // a thread pool), text for language models, and synthetic data. MakeDataIter
 // builds one from the config's DataSource.
@@ -46,64 +45,25 @@ struct IdxFile {
 // 4 GiB of data), truncated data (or a corrupt gzip stream), trailing garbage.
 IdxFile ReadIdx(const std::string& path);
 
-// An in-memory labelled data set: float32 samples and float labels (class
-// index).
+// An in-memory labelled data set, held as the files store it: one byte per
+// pixel (a quarter of float32's memory; Fashion-MNIST's 60,000 images take
+// 47 MB, not 188 MB). A sample's values are pixel * scale, computed per batch
+// (the same float product the loaders once stored). Labels are float class
+// indices.
 struct Dataset {
   Shape sample_shape;  // e.g. (1,28,28) for IDX images of 28x28
   int64_t num_samples = 0;
-  std::vector<float> x;  // num_samples * sample_shape.Size(), pixel * scale
-  std::vector<float> y;  // num_samples class indices
+  std::vector<uint8_t> pixels;  // num_samples * sample_shape.Size() bytes
+  float scale = 1.0f / 255.0f;  // value = pixel * scale
+  std::vector<float> y;         // num_samples class indices
 };
 
 // Loads images (N,H,W) -> sample_shape (1,H,W) and labels (N). Each pixel
-// byte p becomes p * scale; each label byte becomes a float class index.
+// byte p stands for p * scale; each label byte becomes a float class index.
 // Throws Error if the image file is not rank 3, the label file is not rank 1,
 // scale is not finite, or counts differ (naming both files and both counts).
 Dataset LoadIdxDataset(const std::string& images, const std::string& labels,
                        float scale = 1.0f / 255.0f);
-
-// Cuts a Dataset into batches. With shuffle, the order of an epoch is a pure
-// function of (seed, epoch), identical on every platform and standard library:
-// a hand-written Fisher-Yates over a std::mt19937_64 seeded from (seed, epoch)
-// with unbiased rejection sampling (no std::shuffle, no std distributions).
-// Without shuffle the order is 0, 1, ..., num_samples-1 every epoch.
-//
-// The last partial batch is filled by wrapping to the start of the epoch's
-// order; num_valid says how many rows are real (the rest are repeats). If
-// batch_size > num_samples the single batch wraps as often as needed.
-//
-// The iterator keeps a pointer to ds: ds must outlive it and must not change.
-// The constructor starts epoch 0, so Next() works without BeginEpoch(0).
-class BatchIter {
- public:
-  // Throws Error if batch_size < 1, ds is empty, or ds.x / ds.y sizes do not
-  // match num_samples and sample_shape.
-  BatchIter(const Dataset& ds, int64_t batch_size, bool shuffle, uint64_t seed);
-
-  // Starts epoch `epoch` (>= 0) from its first batch; computes its order.
-  void BeginEpoch(int64_t epoch);
-
-  // Writes batch_size samples to data (batch_size * sample_shape.Size()
-  // floats) and batch_size labels to label; sets *num_valid (if non-null) to
-  // the number of real rows. Returns false (writing nothing) at the end of
-  // the epoch.
-  bool Next(float* data, float* label, int64_t* num_valid);
-
-  int64_t batch_size() const;
-  int64_t batches_per_epoch() const;  // ceil(num_samples / batch_size)
-  // Position inside the epoch (batches already returned) — used later for
-  // resume.
-  int64_t position() const;
-
- private:
-  const Dataset* ds_;
-  int64_t batch_size_;
-  bool shuffle_;
-  uint64_t seed_;
-  int64_t sample_size_;          // floats per sample
-  int64_t position_ = 0;         // batches returned in this epoch
-  std::vector<int64_t> order_;   // this epoch's sample order
-};
 
 // ------------------------------------------------------------------ CIFAR
 
@@ -190,11 +150,17 @@ struct Augment {
 
 // ------------------------------------------------------------------ iterators
 
-// A DataIter over an in-memory Dataset (IDX, CIFAR). For CHW samples it can
-// pad and crop (random or centre) back to the sample's (h,w), mirror, and
-// normalise per channel (mean/std, on the stored values: scale is ignored,
-// the loaders already scaled); resize and rand_resized_crop throw. The
-// dataset's pixel values are read as they are; label_shape is ().
+// A DataIter over an in-memory Dataset (IDX, CIFAR): each batch's samples are
+// converted from bytes (pixel * ds.scale) as they are copied out. For CHW
+// samples it can pad and crop (random or centre) back to the sample's (h,w),
+// mirror, and normalise per channel (mean/std, on the scaled values:
+// Augment::scale is ignored, the Dataset's applies); resize and
+// rand_resized_crop throw. label_shape is ().
+//
+// With shuffle, an epoch's order is a hand-written Fisher-Yates over a
+// std::mt19937_64 seeded from (seed, epoch) (io/order.h), the same whatever
+// the batch size; without it, the order is the data set's. The last partial
+// batch wraps to the start of the epoch's order.
 class DatasetIter : public DataIter {
  public:
   // Throws Error for an empty or inconsistent dataset, batch_size < 1, a bad

@@ -7,6 +7,7 @@
 // label byte (0..19), a fine label byte (0..99), then 3072 pixel bytes. The
 // pixels are the 1024 red, then green, then blue values of a 32x32 image, rows
 // top to bottom: exactly the (3,32,32) CHW layout.
+#include <algorithm>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -60,7 +61,7 @@ std::string ReadFile(const std::string& path) {
 int64_t RecordBytes(CifarLabel which) { return (which == CifarLabel::kCifar10 ? 1 : 2) + kPixels; }
 
 // Appends the records of one file's bytes to *ds.
-void AppendCifar(const std::string& path, const std::string& bytes, CifarLabel which, float scale, Dataset* ds) {
+void AppendCifar(const std::string& path, const std::string& bytes, CifarLabel which, Dataset* ds) {
   const int64_t rec = RecordBytes(which);
   const int64_t size = static_cast<int64_t>(bytes.size());
   const int64_t whole = size / rec, rest = size % rec;
@@ -79,7 +80,7 @@ void AppendCifar(const std::string& path, const std::string& bytes, CifarLabel w
   }
   const int64_t first = ds->num_samples;
   ds->num_samples += whole;
-  ds->x.resize(ds->num_samples * kPixels);
+  ds->pixels.resize(ds->num_samples * kPixels);
   ds->y.resize(ds->num_samples);
   const int labels = LabelCount(which);
   for (int64_t i = 0; i < whole; ++i) {
@@ -90,8 +91,7 @@ void AppendCifar(const std::string& path, const std::string& bytes, CifarLabel w
                    label, " but there are only ", labels, " classes (", kFix, ")");
     ds->y[first + i] = static_cast<float>(label);
     const uint8_t* px = r + (rec - kPixels);
-    float* x = ds->x.data() + (first + i) * kPixels;
-    for (int64_t p = 0; p < kPixels; ++p) x[p] = px[p] * scale;
+    std::copy(px, px + kPixels, ds->pixels.begin() + (first + i) * kPixels);
   }
 }
 
@@ -103,7 +103,8 @@ Dataset LoadCifar(const std::vector<std::string>& files, CifarLabel which, float
                  " is not finite (pass a finite scale such as 1/255)");
   Dataset ds;
   ds.sample_shape = Shape{3, 32, 32};
-  for (const std::string& f : files) AppendCifar(f, ReadFile(f), which, scale, &ds);
+  ds.scale = scale;
+  for (const std::string& f : files) AppendCifar(f, ReadFile(f), which, &ds);
   return ds;
 }
 

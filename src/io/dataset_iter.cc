@@ -16,10 +16,11 @@ DatasetIter::DatasetIter(Dataset ds, const std::string& name, int64_t batch_size
   FRUGAL_REQUIRE(batch_size >= 1, name, ": batch_size is ", batch_size, " but must be >= 1");
   FRUGAL_REQUIRE(ds_.num_samples >= 1, name, ": the dataset is empty");
   const int64_t sample = ds_.sample_shape.known() ? ds_.sample_shape.Size() : 0;
-  FRUGAL_REQUIRE(sample >= 1 && static_cast<int64_t>(ds_.x.size()) == ds_.num_samples * sample &&
+  FRUGAL_REQUIRE(sample >= 1 && static_cast<int64_t>(ds_.pixels.size()) == ds_.num_samples * sample &&
                      static_cast<int64_t>(ds_.y.size()) == ds_.num_samples,
                  name, ": inconsistent dataset: ", ds_.num_samples, " samples of shape ", ds_.sample_shape, " but ",
-                 ds_.x.size(), " x values and ", ds_.y.size(), " labels");
+                 ds_.pixels.size(), " pixels and ", ds_.y.size(), " labels");
+  FRUGAL_REQUIRE(std::isfinite(ds_.scale), name, ": the dataset's scale ", ds_.scale, " is not finite");
   // Which augmentations an in-memory CHW dataset can take.
   FRUGAL_REQUIRE(aug.resize == 0 && !aug.rand_resized_crop, name,
                  ": resize and rand_resized_crop work on RecordIO images only (use pad and rand_crop here)");
@@ -49,10 +50,11 @@ void DatasetIter::Reset(int64_t epoch) {
 
 void DatasetIter::Fill(int64_t sample, float* out) const {
   const int64_t size = ds_.sample_shape.Size();
-  const float* src = ds_.x.data() + sample * size;
+  const uint8_t* src = ds_.pixels.data() + sample * size;
+  const float scale = ds_.scale;
   const bool spatial = aug_.pad > 0 || aug_.rand_crop || aug_.mirror || !aug_.mean.empty() || !aug_.std.empty();
   if (!spatial) {
-    std::copy(src, src + size, out);
+    for (int64_t i = 0; i < size; ++i) out[i] = src[i] * scale;
     return;
   }
   // Draws in a fixed order: crop offset (y, x), then mirror.
@@ -71,7 +73,7 @@ void DatasetIter::Fill(int64_t sample, float* out) const {
       const int64_t sy = y + dy - p;  // source row; outside the image is padding (0)
       for (int64_t x = 0; x < w; ++x) {
         const int64_t sx = (flip ? w - 1 - x : x) + dx - p;
-        const float v = (sy >= 0 && sy < h && sx >= 0 && sx < w) ? src[(ch * h + sy) * w + sx] : 0.f;
+        const float v = (sy >= 0 && sy < h && sx >= 0 && sx < w) ? src[(ch * h + sy) * w + sx] * scale : 0.f;
         out[(ch * h + y) * w + x] = (v - mean) * inv_std;
       }
     }

@@ -196,12 +196,12 @@ Dataset LoadIdxDataset(const std::string& images, const std::string& labels, flo
   FRUGAL_REQUIRE(img.dims[0] == lab.dims[0], "mismatched sample counts: ", images, " has ",
                  img.dims[0], " images but ", labels, " has ", lab.dims[0],
                  " labels (pass the label file that belongs to these images)");
-  // 3. Convert to floats.
+  // 3. Keep the bytes; DatasetIter scales them per batch.
   Dataset ds;
   ds.num_samples = img.dims[0];
   ds.sample_shape = Shape{1, img.dims[1], img.dims[2]};
-  ds.x.resize(img.bytes.size());
-  for (size_t i = 0; i < img.bytes.size(); ++i) ds.x[i] = img.bytes[i] * scale;
+  ds.pixels = std::move(img.bytes);
+  ds.scale = scale;
   ds.y.assign(lab.bytes.begin(), lab.bytes.end());
   return ds;
 }
