@@ -2,13 +2,14 @@
 // or pad then random / centre), mirror, normalise to float CHW RGB. See
 // Augment and DecodeAugmentImage in frugal/io.h.
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the IMREAD_ flags only: the codecs load on first use
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
 #include <cmath>
 
 #include "frugal/io.h"
+#include "io/imgcodecs.h"
 #include "io/order.h"
 
 namespace frugal {
@@ -82,9 +83,7 @@ void DecodeAugmentImage(const std::string& encoded, const Shape& data_shape, con
   const int c = static_cast<int>(data_shape[0]), h = static_cast<int>(data_shape[1]),
             w = static_cast<int>(data_shape[2]);
   // Decode (grey for one channel, else colour).
-  const cv::Mat buf(1, static_cast<int>(encoded.size()), CV_8U, const_cast<char*>(encoded.data()));
-  cv::Mat img;
-  if (!encoded.empty()) img = cv::imdecode(buf, c == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+  cv::Mat img = imgcodecs::Decode(encoded.data(), encoded.size(), c == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
   FRUGAL_REQUIRE(!img.empty() && img.depth() == CV_8U, where, ": cannot decode the image (", encoded.size(),
                  " bytes): not a JPEG, PNG or other format OpenCV reads, or corrupt (re-create the .rec with "
                  "`frugal im2rec`)");

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the IMREAD_/IMWRITE_ flags only
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "frugal/recordio.h"
+#include "io/imgcodecs.h"
 
 DEFINE_string(input, "", "im2rec: a folder of class subfolders, or a .lst file");
 DEFINE_string(output, "", "im2rec: output prefix: writes PREFIX.rec and PREFIX.idx");
@@ -117,7 +118,7 @@ std::string ReadBytes(const std::string& path) {
 // Reads, crops, resizes and encodes one image (or passes its bytes through).
 std::string Encode(const std::string& file) {
   if (FLAGS_pass_through) return ReadBytes(file);
-  cv::Mat img = cv::imread(file, cv::IMREAD_COLOR);
+  cv::Mat img = imgcodecs::Read(file, cv::IMREAD_COLOR);
   FRUGAL_REQUIRE(!img.empty(), file, ": OpenCV cannot read this image (missing, not an image, or corrupt)");
   if (FLAGS_center_crop && img.rows != img.cols) {
     const int side = std::min(img.rows, img.cols);
@@ -136,7 +137,7 @@ std::string Encode(const std::string& file) {
   const int quality = FLAGS_quality >= 0 ? FLAGS_quality : jpeg ? 95 : 3;
   const std::vector<int> params = {jpeg ? cv::IMWRITE_JPEG_QUALITY : cv::IMWRITE_PNG_COMPRESSION, quality};
   std::vector<uint8_t> buf;
-  FRUGAL_REQUIRE(cv::imencode(FLAGS_encoding, img, buf, params), file, ": OpenCV cannot encode it as ",
+  FRUGAL_REQUIRE(imgcodecs::Encode(FLAGS_encoding, img, params, &buf), file, ": OpenCV cannot encode it as ",
                  FLAGS_encoding);
   return std::string(buf.begin(), buf.end());
 }
