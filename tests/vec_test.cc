@@ -142,5 +142,49 @@ TEST(Vec, LstmColumnsGiveTheBaselineBitsOnEveryBuild) {
   for (const VecKernels* k : Builds()) EXPECT_EQ(run(k), want) << k->isa;
 }
 
+// The optimizers' vector loop against UpdateElement, element by element (the
+// CUDA kernel's and the old CPU loop's formula): the same bits for every
+// optimizer, three steps in a row.
+TEST(Vec, OptimizerUpdatesGiveUpdateElementsBits) {
+  struct Case {
+    const char* name;
+    UpdateArgs a;
+  };
+  UpdateArgs sgd;
+  sgd.lr = 0.1f, sgd.wd = 1e-4f, sgd.momentum = 0.9f;
+  UpdateArgs nesterov = sgd;
+  nesterov.kind = OptimizerKind::kNesterov;
+  UpdateArgs adam;
+  adam.kind = OptimizerKind::kAdam;
+  adam.lr = 1e-3f, adam.beta1 = 0.9f, adam.beta2 = 0.999f, adam.inv_c1 = 10.f, adam.inv_c2 = 1000.5f, adam.l2 = 1e-2f;
+  adam.eps = 1e-8f;
+  UpdateArgs adamw = adam;
+  adamw.kind = OptimizerKind::kAdamW, adamw.l2 = 0.f, adamw.shrink = 0.999f;
+  UpdateArgs rms;
+  rms.kind = OptimizerKind::kRmsProp, rms.lr = 1e-2f, rms.wd = 1e-3f, rms.rho = 0.9f, rms.eps = 1e-6f;
+  UpdateArgs centered = rms;
+  centered.centered = true;
+  const Case cases[] = {{"sgd", sgd},     {"nesterov", nesterov}, {"adam", adam},
+                        {"adamw", adamw}, {"rmsprop", rms},       {"rmsprop centered", centered}};
+  for (const VecKernels* k : Builds()) {
+    for (const Case& c : cases) {
+      for (int64_t n : kLengths) {
+        std::vector<float> w = Data(n, 0.3f), s0(n, 0.f), s1(n, 0.f);
+        std::vector<float> want_w = w, want_s0 = s0, want_s1 = s1;
+        const bool two = c.a.kind == OptimizerKind::kAdam || c.a.kind == OptimizerKind::kAdamW || c.a.centered;
+        for (int step = 0; step < 3; ++step) {
+          const std::vector<float> g = Data(n, 1.f + step);
+          k->update(c.a, w.data(), g.data(), s0.data(), two ? s1.data() : nullptr, n);
+          for (int64_t i = 0; i < n; ++i)
+            UpdateElement(c.a, i, want_w.data(), g.data(), want_s0.data(), two ? want_s1.data() : nullptr);
+        }
+        EXPECT_EQ(w, want_w) << k->isa << " " << c.name << " n=" << n;
+        EXPECT_EQ(s0, want_s0) << k->isa << " " << c.name << " n=" << n;
+        EXPECT_EQ(s1, want_s1) << k->isa << " " << c.name << " n=" << n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace frugal

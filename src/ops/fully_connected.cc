@@ -3,6 +3,8 @@
 //      flatten=false: K = last dim, N = the rest), W: (M, K), b: (M,), y: (N, M)
 // grad:  dx = dy W        dW = dy^T x        db = sum over rows of dy
 //        reads dy, x and W (not b, not y)
+#include <vector>
+
 #include "backend/cpu/blas.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
@@ -66,12 +68,13 @@ void FcBackward(const KernelCtx& c) {
   if (c.req[0] != OpReq::kNull) cpu::Gemm(false, false, n, k, m, 1.f, dy, c.in[2].f(), beta(0), Out(c, 0));
   if (c.req[1] != OpReq::kNull) cpu::Gemm(true, false, m, k, n, 1.f, dy, c.in[1].f(), beta(1), Out(c, 1));
   if (p.no_bias || c.req[2] == OpReq::kNull) return;
-  float* db = Out(c, 2);
-  ForEach(m, db, c.req[2], [=](int64_t j) {
-    float s = 0;
-    for (int64_t i = 0; i < n; ++i) s += dy[i * m + j];
-    return s;
-  });
+  // db = the column sums of dy, each over the rows in order, accumulated a
+  // row at a time (contiguous, so the loop vectorises; a loop down each
+  // column strides by m).
+  std::vector<float> sum(m, 0.f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) sum[j] += dy[i * m + j];
+  ForEach(m, Out(c, 2), c.req[2], [&](int64_t j) { return sum[j]; });
 }
 
 }  // namespace

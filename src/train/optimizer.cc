@@ -1,7 +1,9 @@
 // The optimizers (formulas in frugal/optimizer.h) and the gradient helpers.
 #include "frugal/optimizer.h"
 
+#include "backend/cpu/vec.h"
 #include "backend/device.h"
+#include "ops/op_util.h"
 
 #include <glog/logging.h>
 
@@ -72,8 +74,9 @@ void Optimizer::Update(Tensor* w, const Tensor& g, OptState* state, float lr, in
   }
   float* wp = w->f();
   const float* gp = g.f();
-#pragma omp parallel for if (n > kOmpMin) schedule(static)
-  for (int64_t i = 0; i < n; ++i) UpdateElement(a, i, wp, gp, s0, s1);
+  ForEachRange(n, [&](int64_t b, int64_t e) {
+    cpu::Vec().update(a, wp + b, gp + b, s0 + b, s1 ? s1 + b : nullptr, e - b);
+  });
 }
 
 const char* OptimizerName(OptimizerKind k) {

@@ -18,7 +18,8 @@
 
 #include <cstdint>
 
-#include "frugal/op.h"  // OpReq
+#include "frugal/op.h"           // OpReq
+#include "frugal/update_rule.h"  // UpdateArgs
 
 namespace frugal::cpu {
 
@@ -64,6 +65,9 @@ struct VecKernels {
   // pre-activations) and dc_prev.
   void (*lstm_forward)(const LstmColumns& r, int64_t n);
   void (*lstm_backward)(const LstmColumns& r, int64_t n);
+  // n elements of one parameter's optimizer update (frugal/update_rule.h's
+  // UpdateElement, the optimizer's switch taken once per call).
+  void (*update)(const UpdateArgs& a, float* w, const float* g, float* s0, float* s1, int64_t n);
 };
 
 // The kernels for this CPU (chosen once).
