@@ -56,6 +56,23 @@ TEST(Fuse, FusedTrainsToTheBitsOfUnfusedUnderEveryStrategy) {
   }
 }
 
+// A recomputed batch_norm applies the statistics its original saved (it
+// reads them in place of the moving ones) rather than computing them again;
+// the bits are those of the plan without recomputation (above).
+TEST(Fuse, RecomputedBatchNormReadsTheSavedStatistics) {
+  for (bool fuse : {true, false}) {
+    const Model m = BuildModel(ConvNet(fuse), MemoryStrategy::kDropCheap);
+    int mirrors = 0;
+    for (const Node& n : m.train.nodes()) {
+      if (n.mirror_of < 0 || n.op->name() != "batch_norm") continue;
+      ++mirrors;
+      EXPECT_EQ(n.inputs[3], (Entry{n.mirror_of, 1})) << n.name;
+      EXPECT_EQ(n.inputs[4], (Entry{n.mirror_of, 2})) << n.name;
+    }
+    EXPECT_GT(mirrors, 0) << "drop_cheap should recompute batch_norm (fuse " << fuse << ")";
+  }
+}
+
 TEST(Fuse, ABadActTypeNamesTheNode) {
   const std::string text = R"cfg(version: 1
 node { name: "bn" op: "batch_norm" input: "data" attr { key: "act_type" value: "tanh" } }

@@ -228,18 +228,28 @@ TEST(OpsNn, BatchNormMovingStatsUpdateOncePerStep) {
     EXPECT_NEAR(net.mmean.f()[ch], 0.19 * batch[1][ch], 1e-6) << "channel " << ch;
     EXPECT_NEAR(net.mvar.f()[ch], 0.81 + 0.19 * batch[2][ch], 1e-6) << "channel " << ch;
   }
-  // A recomputation (is_recompute) produces the same y and leaves the moving statistics alone.
-  std::vector<float> before_mean(net.mmean.f(), net.mmean.f() + 3), before_var(net.mvar.f(), net.mvar.f() + 3);
+  // A recomputation (a mirror) reads the original's saved statistics in
+  // place of the moving ones: the same y, bit for bit, the same statistics
+  // out, and no update of the moving statistics.
   const Node& n = net.g.node(net.bn);
-  std::vector<Tensor> in{net.x, net.gamma, net.beta, net.mmean, net.mvar};
-  std::vector<Tensor> out{Tensor::Empty(xs), Tensor::Empty(Shape{3}), Tensor::Empty(Shape{3})};
+  Tensor moving_mean = Tensor::Empty(Shape{3}), moving_var = Tensor::Empty(Shape{3});
+  moving_mean.CopyFrom(net.mmean);
+  moving_var.CopyFrom(net.mvar);
+  std::vector<Tensor> orig{Tensor::Empty(xs), Tensor::Empty(Shape{3}), Tensor::Empty(Shape{3})};
   std::vector<OpReq> req(3, OpReq::kWrite);
   Tensor no_ws;
-  KernelCtx ctx{n, in, out, req, no_ws, /*is_train=*/true, /*is_recompute=*/true, 1, 2};
-  n.op->cpu_kernel()(ctx);
-  EXPECT_EQ(std::vector<float>(net.mmean.f(), net.mmean.f() + 3), before_mean);
-  EXPECT_EQ(std::vector<float>(net.mvar.f(), net.mvar.f() + 3), before_var);
-  for (int64_t i = 0; i < out[0].size(); ++i) ASSERT_NEAR(out[0].f()[i], batch[0][i], 1e-5) << i;
+  std::vector<Tensor> in{net.x, net.gamma, net.beta, moving_mean, moving_var};
+  n.op->cpu_kernel()(KernelCtx{n, in, orig, req, no_ws, /*is_train=*/true, /*is_recompute=*/false, 1, 2});
+  const std::vector<float> saved_mean(orig[1].f(), orig[1].f() + 3), saved_var(orig[2].f(), orig[2].f() + 3);
+  for (int ch = 0; ch < 3; ++ch) EXPECT_NEAR(saved_mean[ch], batch[1][ch], 1e-6) << "channel " << ch;
+  std::vector<Tensor> mirror_in{net.x, net.gamma, net.beta, orig[1], orig[2]};
+  std::vector<Tensor> out{Tensor::Empty(xs), Tensor::Empty(Shape{3}), Tensor::Empty(Shape{3})};
+  n.op->cpu_kernel()(KernelCtx{n, mirror_in, out, req, no_ws, /*is_train=*/true, /*is_recompute=*/true, 1, 2});
+  EXPECT_EQ(std::vector<float>(orig[1].f(), orig[1].f() + 3), saved_mean) << "the saved statistics are not updated";
+  EXPECT_EQ(std::vector<float>(orig[2].f(), orig[2].f() + 3), saved_var);
+  EXPECT_EQ(std::vector<float>(out[1].f(), out[1].f() + 3), saved_mean);
+  EXPECT_EQ(std::vector<float>(out[2].f(), out[2].f() + 3), saved_var);
+  for (int64_t i = 0; i < out[0].size(); ++i) ASSERT_EQ(out[0].f()[i], orig[0].f()[i]) << i;
 }
 
 TEST(OpsNn, BatchNormInferenceUsesMovingStats) {

@@ -187,6 +187,14 @@ class OpDef {
   // pass (saved statistics) and never become graph outputs by default.
   OpDef& VisibleOutputs(int n) { visible_outputs_ = n; return *this; }
   OpDef& Recompute(Cost c) { cost_ = c; return *this; }
+  // A recomputed copy (mirror) of this op reads input `in` from output `out`
+  // of the node it recomputes, which stays alive (it must be small): batch_norm's
+  // mirror takes the saved batch statistics in place of the moving ones and
+  // only applies them, one pass over x instead of three.
+  OpDef& MirrorReads(std::vector<std::pair<int, int>> in_from_out) {
+    mirror_reads_ = std::move(in_from_out);
+    return *this;
+  }
   OpDef& Random(Randomness r) { rng_ = r; return *this; }
   OpDef& Workspace(std::function<int64_t(const Node&, const std::vector<Shape>&)> f) {
     workspace_ = std::move(f);
@@ -223,6 +231,7 @@ class OpDef {
   double Flops(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out) const;
   const std::vector<std::pair<int, int>>& inplace() const { return inplace_; }
   const std::vector<int>& mutates() const { return mutates_; }
+  const std::vector<std::pair<int, int>>& mirror_reads() const { return mirror_reads_; }
   int NumVisibleOutputs(const std::any& params) const {
     return visible_outputs_ < 0 ? NumOutputs(params) : visible_outputs_;
   }
@@ -251,6 +260,7 @@ class OpDef {
   bool is_loss_ = false;
   std::vector<std::pair<int, int>> inplace_;
   std::vector<int> mutates_;
+  std::vector<std::pair<int, int>> mirror_reads_;
   int visible_outputs_ = -1;
   Cost cost_ = Cost::kCheap;
   Randomness rng_ = Randomness::kNone;

@@ -85,7 +85,8 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       int e = g.EntryId(n.inputs[k]);
       r.in.push_back(entries_[e]);
-      bool written = std::find(mutates.begin(), mutates.end(), static_cast<int>(k)) != mutates.end();
+      const bool written =
+          !r.is_recompute && std::find(mutates.begin(), mutates.end(), static_cast<int>(k)) != mutates.end();
       AddOnce(written ? &s.writes : &s.reads, entry_var_[e]);
     }
     for (int k = 0; k < g.NumOutputs(i); ++k) {

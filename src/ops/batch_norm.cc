@@ -5,6 +5,9 @@
 //               moving_mean = momentum moving_mean + (1 - momentum) mean   (once per step,
 //               moving_var  = momentum moving_var  + (1 - momentum) var     not when recomputing)
 //   inference, or use_global_stats: mean, var = moving_mean, moving_var
+//   recomputed (a mirror): mean, var = the original's saved statistics, which the
+//   mirror reads in place of moving_mean and moving_var (MirrorReads): one pass
+//   over x, and the same bits as the original
 //   y = gamma (x - mean) / sqrt(var + eps) + beta      gamma taken as 1 when fix_gamma
 //   act_type relu: y = max(y, 0) in the same pass (batch_norm + relu fused;
 //   FuseBnRelu in src/passes/fuse.cc makes these from the config's pairs)
@@ -86,8 +89,9 @@ void BnForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
   const float *gamma = c.in[1].f(), *beta = c.in[2].f();
   float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
-  const bool batch_stats = c.is_train && !p.use_global_stats;
-  const bool update = batch_stats && !c.is_recompute;
+  // Batch statistics are computed, and the moving ones updated, once per
+  // step: a mirror's in[3] and in[4] are the saved statistics.
+  const bool batch_stats = c.is_train && !p.use_global_stats && !c.is_recompute;
   float* y = Out(c, 0);
   const bool add = c.req[0] == OpReq::kAdd;
   const cpu::VecKernels& v = cpu::Vec();
@@ -95,7 +99,7 @@ void BnForward(const KernelCtx& c) {
   for (int64_t ch = 0; ch < l.c; ++ch) {
     double mean = moving_mean[ch], var = moving_var[ch];
     if (batch_stats) ChannelStats(x, l, ch, &mean, &var);
-    if (update) {
+    if (batch_stats) {
       moving_mean[ch] = static_cast<float>(p.momentum * moving_mean[ch] + (1 - p.momentum) * mean);
       moving_var[ch] = static_cast<float>(p.momentum * moving_var[ch] + (1 - p.momentum) * var);
     }
@@ -181,6 +185,7 @@ void Register_batch_norm(OpRegistry* r) {
       .InferShape(BnInferShape)
       .Backward({OutGrad(0), Input(0), Input(1), Input(2), Output(1), Output(2)}, "_backward_batch_norm")
       .Mutates({3, 4})
+      .MirrorReads({{3, 1}, {4, 2}})
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {

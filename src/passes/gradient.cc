@@ -14,6 +14,8 @@
 // every level between it and the request (the running minimum): for sqrt and
 // drop_cheap plans everything needed is cached (one recomputation per node);
 // for recursive plans only the checkpoints that start later recomputations.
+// An op may have its mirror read small outputs of the original instead of
+// recomputing them (OpDef::MirrorReads: batch_norm's statistics).
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -79,6 +81,7 @@ class Mirrors {
     const int below = std::min(min_level, keep_[p]);
     Node m = g_.node(p);  // a copy: same op, params, attrs, source location
     for (Entry& in : m.inputs) in = Get(in, below, request);
+    for (auto [in, out] : m.op->mirror_reads()) m.inputs[in] = {p, out};
     m.name = g_.node(p).name + "@recompute";
     m.mirror_of = p;
     int id = g_.AddNode(std::move(m));

@@ -3,7 +3,8 @@
 // kernels rather than cuDNN's (which saves the inverse std and updates the
 // moving variance with the unbiased estimate). One block per channel; the
 // block's threads stride over the channel's N * S elements.
-//   training: mean, var over (N, S); moving stats updated unless recomputing
+//   training: mean, var over (N, S), moving stats updated; recomputing: the saved
+//   statistics, which the mirror reads in place of the moving ones
 //   y = gamma (x - mean) / sqrt(var + eps) + beta, then max(y, 0) with act_type relu
 //   dx = gamma inv (g - sum(g) / M - (x - mean) inv^2 sum(g (x - mean)) / M),
 //   g = dy, or with relu dy where the normalised x (recomputed from x, as the
@@ -26,7 +27,7 @@ __device__ inline float Affine(float a, float x, float b) { return __fmaf_rn(a, 
 struct BnFwd {
   BnShape l;
   float eps, momentum;
-  bool fix_gamma, batch_stats, update, relu;
+  bool fix_gamma, batch_stats, relu;  // batch_stats: computed, and the moving ones updated
   OpReq req_y, req_mean, req_var;
 };
 
@@ -52,7 +53,7 @@ __global__ void BnForwardKernel(BnFwd f, const float* x, const float* gamma, con
     var = cuda::BlockSum(q) / static_cast<float>(l.count());
   }
   if (threadIdx.x == 0) {
-    if (f.update) {
+    if (f.batch_stats) {
       moving_mean[ch] = f.momentum * moving_mean[ch] + (1 - f.momentum) * mean;
       moving_var[ch] = f.momentum * moving_var[ch] + (1 - f.momentum) * var;
     }
@@ -115,9 +116,10 @@ float* OutOrNull(const KernelCtx& c, int k) { return Out(c, k); }
 
 void BnForwardCuda(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
-  const bool batch_stats = c.is_train && !p.use_global_stats;
+  // A mirror's in[3] and in[4] are the saved statistics (MirrorReads), not the moving ones.
+  const bool batch_stats = c.is_train && !p.use_global_stats && !c.is_recompute;
   const BnFwd f{ShapeOf(c.in[0].shape()), static_cast<float>(p.eps), static_cast<float>(p.momentum), p.fix_gamma,
-                batch_stats, batch_stats && !c.is_recompute, p.relu, c.req[0], c.req[1], c.req[2]};
+                batch_stats, p.relu, c.req[0], c.req[1], c.req[2]};
   BnForwardKernel<<<static_cast<unsigned>(f.l.c), 512, 0, cuda::Stream(c)>>>(
       f, c.in[0].f(), c.in[1].f(), c.in[2].f(), c.in[3].f(), c.in[4].f(), OutOrNull(c, 0), OutOrNull(c, 1),
       OutOrNull(c, 2));
