@@ -52,9 +52,11 @@ pack() {
   # The closure of the binaries' libraries, without glibc, the driver and
   # the CUDA toolkit (the GPU machine has them), and without OpenCV's image
   # codecs, whose dependencies (GDAL, poppler, HDF5, x265, ...) are most of
-  # the 250 MB: the check never decodes an image, so an empty library with
-  # the same name stands in for it (the binaries bind functions lazily; a
-  # call would fail with "undefined symbol").
+  # the 250 MB: frugal opens them as a module on the first image
+  # (libfrugal_imgcodecs.so, not packed); the tests link them for their
+  # fixtures, and the check runs none of those, so an empty library with the
+  # same name stands in for it (the binaries bind functions lazily; a call
+  # would fail with "undefined symbol").
   local direct lib path
   direct=$(for bin in "$stage"/bin/*; do readelf -d "$bin" | awk '/NEEDED/ { gsub(/[][]/, "", $5); print $5 }'; done | sort -u)
   for lib in $direct; do
