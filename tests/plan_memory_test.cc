@@ -3,6 +3,9 @@
 // every strategy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "frugal/train.h"
 #include "train_steps.h"
 
@@ -74,6 +77,53 @@ TEST(PlanMemory, GradientSumsTheTwoPartsOfASharedEntry) {
   int sums = 0;
   for (const Node& n : m.train.nodes()) sums += n.op && n.op->name() == "add_n" && n.fwd < 0 && n.name != "skip";
   EXPECT_EQ(sums, 1);  // relu1's gradient = part through fc2 + part through skip
+}
+
+// Three fully connected layers with one weight w: its gradient is the sum
+// of three parts, and the planner folds the sum into the parts' GEMMs (the
+// part is added into the running sum, kAdd; the add_n does nothing). One SGD
+// step moves w by the sum of what three separate weights, equal at the start,
+// move by.
+ConfigFile SharedWeightNet(bool shared) {
+  std::string text = R"(version: 1
+node { name: "flat" op: "flatten" input: "data" }
+)";
+  for (int k = 1; k <= 3; ++k) {
+    const std::string w = shared ? "w" : Fmt("w", k);
+    if (!shared || k == 1)
+      text += Fmt("node { name: \"", w, "\" op: \"variable\" attr { key: \"init\" value: \"constant(0.05)\" } }\n");
+    text += Fmt("node { name: \"b", k, "\" op: \"variable\" attr { key: \"init\" value: \"constant(0.01)\" } }\n");
+    text += Fmt("node { name: \"fc", k, "\" op: \"fully_connected\" input: \"", k == 1 ? "flat" : Fmt("r", k - 1),
+                "\" input: \"", w, "\" input: \"b", k, "\" attr { key: \"num_hidden\" value: \"16\" } }\n");
+    text += Fmt("node { name: \"r", k, "\" op: \"relu\" input: \"fc", k, "\" }\n");
+  }
+  text += R"(node { name: "out" op: "fully_connected" input: "r3" attr { key: "num_hidden" value: "10" } }
+node { name: "prob" op: "softmax_cross_entropy" input: "out" input: "label" }
+data { batch_size: 8 sample_shape: [1, 4, 4] }
+solver { lr: 0.5 momentum: 0.9 seed: 5 }
+)";
+  return ParseConfig(text, "shared.prototxt", {});
+}
+
+TEST(PlanMemory, GradientPartsAddIntoTheirSum) {
+  const ConfigFile shared = SharedWeightNet(true), separate = SharedWeightNet(false);
+  for (MemoryStrategy s : AllMemoryStrategies()) {
+    const Model m = BuildModel(shared, s);
+    EXPECT_EQ(VerifyPlan(m.train, m.train_plan), "") << s.Name();
+    EXPECT_EQ(std::count(m.train_plan.entry_req.begin(), m.train_plan.entry_req.end(), OpReq::kAdd), 1) << s.Name();
+  }
+  // Parameters in name order: b1 b2 b3 out_bias out_weight, then w or w1 w2 w3.
+  const auto a = test::TrainSteps(shared, MemoryStrategy::kShare, 1);
+  const auto b = test::TrainSteps(separate, MemoryStrategy::kNone, 1);
+  ASSERT_EQ(a.size(), 7u);
+  ASSERT_EQ(b.size(), 9u);
+  for (size_t i = 0; i < a[5].size(); ++i) {
+    const float moved = a[5][i] - 0.05f, parts = (b[5][i] - 0.05f) + (b[6][i] - 0.05f) + (b[7][i] - 0.05f);
+    ASSERT_NEAR(moved, parts, 1e-6f + 1e-4f * std::fabs(parts)) << "w[" << i << "]";
+  }
+  float total = 0;
+  for (float v : a[5]) total += std::fabs(v - 0.05f);
+  EXPECT_GT(total, 1e-3f) << "the step moved w";
 }
 
 TEST(PlanMemory, PlanScalesWithBatch) {

@@ -187,6 +187,12 @@ class OpDef {
   // pass (saved statistics) and never become graph outputs by default.
   OpDef& VisibleOutputs(int n) { visible_outputs_ = n; return *this; }
   OpDef& Recompute(Cost c) { cost_ = c; return *this; }
+  // Outputs whose kernel honours OpReq::kAdd (adds into the buffer). Where
+  // such an output is one part of a gradient sum (add_n(sum, part), each
+  // read by that add_n alone) the planner has the op add the part into the
+  // sum's buffer and the add_n do nothing: the weight gradient of an
+  // unrolled RNN accumulates in its GEMM, not in an extra pass per step.
+  OpDef& AddTo(std::vector<int> outputs) { add_to_ = std::move(outputs); return *this; }
   // A recomputed copy (mirror) of this op reads input `in` from output `out`
   // of the node it recomputes, which stays alive (it must be small): batch_norm's
   // mirror takes the saved batch statistics in place of the moving ones and
@@ -232,6 +238,7 @@ class OpDef {
   const std::vector<std::pair<int, int>>& inplace() const { return inplace_; }
   const std::vector<int>& mutates() const { return mutates_; }
   const std::vector<std::pair<int, int>>& mirror_reads() const { return mirror_reads_; }
+  const std::vector<int>& add_to() const { return add_to_; }
   int NumVisibleOutputs(const std::any& params) const {
     return visible_outputs_ < 0 ? NumOutputs(params) : visible_outputs_;
   }
@@ -261,6 +268,7 @@ class OpDef {
   std::vector<std::pair<int, int>> inplace_;
   std::vector<int> mutates_;
   std::vector<std::pair<int, int>> mirror_reads_;
+  std::vector<int> add_to_;
   int visible_outputs_ = -1;
   Cost cost_ = Cost::kCheap;
   Randomness rng_ = Randomness::kNone;

@@ -113,6 +113,7 @@ void Register_fully_connected(OpRegistry* r) {
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[0].Size() * in[2][1];  // dx and dW: two products of N*M*K
       })
+      .AddTo({0, 1, 2})
       .CpuKernel(FcBackward);
 }
 

@@ -6,7 +6,11 @@
 //    and a death step (its last reader; graph outputs live to the end).
 // 2. Blocks: an entry starts a block, or (in place) joins the block of an
 //    input that dies at this very step, when the op allows it and the sizes
-//    match. Op workspaces are blocks that live for one step.
+//    match. Op workspaces are blocks that live for one step. A gradient sum
+//    add_n(sum, part) whose part comes from an op that can add into its
+//    output (OpDef::AddTo) is folded under every strategy, so that all give
+//    the same bits: the part is added into the sum's block (OpReq::kAdd), and
+//    the add_n, in place, does nothing (kNull).
 // 3. Offsets: without sharing, blocks are laid end to end; with sharing,
 //    the best of several greedy placements (each block in turn at the
 //    lowest offset, or in the smallest gap, that no block with an
@@ -55,6 +59,38 @@ std::vector<bool> External(const Graph& g) {
   for (const Entry& e : g.grad_of)
     if (e.valid()) ext[g.EntryId(e)] = true;
   return ext;
+}
+
+// Readers of every entry (graph outputs count as one more).
+std::vector<int> ReaderCount(const Graph& g) {
+  std::vector<int> readers(g.num_entries(), 0);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs) ++readers[g.EntryId(e)];
+  for (const Entry& e : g.outputs) ++readers[g.EntryId(e)];
+  return readers;
+}
+
+// Folded gradient sums: into[part] = the sum entry it is added into, for
+// each add_n(sum, part) of two arena entries read by that add_n alone, whose
+// part comes from an op that adds into that output (OpDef::AddTo) after
+// the sum was made, and whose result stays in the arena; -1 elsewhere.
+std::vector<int> FoldedSums(const Graph& g, const std::vector<bool>& ext, const std::vector<int64_t>& bytes) {
+  std::vector<int> into(g.num_entries(), -1);
+  const std::vector<int> readers = ReaderCount(g);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (!n.op || n.op->name() != "add_n" || n.inputs.size() != 2 || n.fwd >= 0) continue;
+    const Entry sum = n.inputs[0], part = n.inputs[1];
+    const int s = g.EntryId(sum), p = g.EntryId(part), o = g.EntryId({i, 0});
+    const Node& producer = g.node(part.node);
+    const std::vector<int>& add_to = producer.is_variable() ? std::vector<int>{} : producer.op->add_to();
+    if (ext[s] || ext[p] || ext[o] || readers[s] != 1 || readers[p] != 1 || sum.node >= part.node ||
+        bytes[s] != bytes[p] || bytes[o] != bytes[s] || g.node(sum.node).is_variable() ||
+        std::find(add_to.begin(), add_to.end(), part.index) == add_to.end())
+      continue;
+    into[p] = s;
+  }
+  return into;
 }
 
 // Tries to put entry `out` of node i into the block of one of its inputs.
@@ -339,6 +375,10 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   plan.workspace_bytes.assign(g.num_nodes(), 0);
   std::vector<Block> blocks;
   std::vector<int> workspace_block(g.num_nodes(), -1);
+  const std::vector<int> into = FoldedSums(g, ext, bytes);
+  std::vector<bool> folded_add(g.num_nodes(), false);
+  for (int e = 0; e < num_entries; ++e)
+    if (into[e] >= 0) folded_add[last[e]] = true;  // the add_n reading the part
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
@@ -346,6 +386,14 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
       int e = g.EntryId({i, k});
       if (ext[e]) continue;
       if (last[e] < 0) { plan.entry_req[e] = OpReq::kNull; continue; }
+      const int fold_into = into[e] >= 0 ? into[e] : folded_add[i] ? g.EntryId(n.inputs[0]) : -1;
+      if (fold_into >= 0) {  // a part added into its sum, or the sum's add_n, which does nothing
+        const int b = plan.entry_block[fold_into];
+        plan.entry_block[e] = b;
+        plan.entry_req[e] = into[e] >= 0 ? OpReq::kAdd : OpReq::kNull;
+        blocks[b].end = std::max(blocks[b].end, last[e]);
+        continue;
+      }
       plan.no_sharing_bytes += Align(bytes[e]);
       if (strategy.kind != MemoryStrategy::kNone &&
           TryInplace(g, i, k, bytes, ext, last, &plan.entry_block, &blocks)) {
@@ -404,8 +452,11 @@ std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
       const Item &x = items[a], &y = items[b];
       bool mem = x.off < y.off + y.size && y.off < x.off + x.size;
       bool time = x.start <= y.end && y.start <= x.end;
-      // An in-place successor is born at the step its predecessor dies.
-      bool handoff = plan.entry_block[x.entry] == plan.entry_block[y.entry] && (x.end == y.start || y.end == x.start);
+      // An in-place successor is born at the step its predecessor dies; a
+      // gradient part is added into its sum (kAdd).
+      const bool same_block = plan.entry_block[x.entry] == plan.entry_block[y.entry];
+      bool handoff = same_block && (x.end == y.start || y.end == x.start || plan.entry_req[x.entry] == OpReq::kAdd ||
+                                    plan.entry_req[y.entry] == OpReq::kAdd);
       if (mem && time && !handoff) {
         auto name = [&](int e) { Entry en = g.EntryOf(e); return Fmt(g.node(en.node).name, ":", en.index); };
         return Fmt("entries ", name(x.entry), " and ", name(y.entry), " are live together in overlapping memory");
