@@ -396,7 +396,7 @@ TEST(CudaCli, GpusWithoutADeviceIsAClearError) {
   EXPECT_NE(r.output.find(backend::BuiltWithCuda() ? "no CUDA device" : "without CUDA"), std::string::npos) << r.output;
 }
 
-TEST(CudaCli, TimeRunsOnOneGpu) {
+TEST(CudaCli, TimeRefusesTwoGpus) {
   const test::RunResult r = test::RunFrugal("time --config models/mlp/fashion_mnist.prototxt --gpus 0,1 --iters 1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--gpus 0,1: this command runs on one GPU (--gpus 0); frugal train takes several"),
