@@ -98,6 +98,24 @@ TEST(OnnxTestCommand, CountsAndExitStatus) {
   EXPECT_NE(r.output.find("UNSUPPORTED test_cast_FLOAT_to_DOUBLE: "), std::string::npos) << r.output;
 }
 
+// --expect-passed: a listed test that is unsupported (or absent) is named
+// and fails the run, its line ending the output.
+TEST(OnnxTestCommand, AListedTestThatNoLongerPassesFails) {
+  TempDir dir;
+  const std::string list = dir.File("passing.txt");
+  std::ofstream(list) << "# what passes\ntest_relu\n";
+  const std::string two = kNode + "/test_relu " + kNode + "/test_cast_FLOAT_to_DOUBLE";
+  RunResult r = RunFrugal("onnx-test --expect-passed " + list + " " + two);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(LastLine(r.output), "1 passed, 0 failed, 1 unsupported") << r.output;
+  std::ofstream(list, std::ios::app) << "test_cast_FLOAT_to_DOUBLE  # as if it had passed once\ntest_gone\n";
+  r = RunFrugal("onnx-test --expect-passed " + list + " " + two);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("NO LONGER PASSES test_cast_FLOAT_to_DOUBLE: unsupported: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NO LONGER PASSES test_gone: not found among the tests run"), std::string::npos) << r.output;
+  EXPECT_EQ(LastLine(r.output), "2 tests of " + list + " no longer pass") << r.output;
+}
+
 TEST(OnnxTestCommand, AWrongExpectedOutputFails) {
   TempDir dir;
   const std::string t = dir.File("tests/test_relu_wrong");
