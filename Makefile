@@ -32,12 +32,16 @@ test: build data
 	$(MAKE) tsan
 
 # The whole suite under ThreadSanitizer: the engine, the executor, the
-# trainer loop and the CLI's training runs included (about 25 s on 2 cores
-# after a 2-3 minute build). halt_on_error makes the first race fail the run.
+# trainer loop and the CLI's training runs included (about 2 minutes on 2
+# cores after an 8-minute build). halt_on_error makes the first race fail the
+# run; a run past TSAN_TIMEOUT seconds (a hang: the last "[ RUN ]" line names
+# the test) fails it too.
+TSAN_TIMEOUT ?= 900
 tsan: deps data
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_TSAN=ON -DFRUGAL_CUDA=OFF
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target frugal_tests
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tools/tsan.supp" $(TSAN_BUILD)/tests/frugal_tests
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tools/tsan.supp" \
+	  timeout --kill-after=30 $(TSAN_TIMEOUT) $(TSAN_BUILD)/tests/frugal_tests
 
 demo: build data
 	$(FRUGAL) plan --config $(DEMO_CONFIG) --memory all

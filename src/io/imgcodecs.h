@@ -5,7 +5,8 @@
 // 35 MiB of resident memory and their relocations at start, though only
 // RecordIO images and `frugal im2rec` use them. They live in a module,
 // libfrugal_imgcodecs.so (src/io/imgcodecs_module.cc), built beside the
-// frugal binary and opened the first time an image is decoded or encoded.
+// frugal binary and opened the first time an image is decoded or encoded
+// (beside the binary, in its build folder or on LD_LIBRARY_PATH).
 // A missing module is an Error naming it and the fix.
 #pragma once
 
