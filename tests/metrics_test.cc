@@ -51,6 +51,24 @@ TEST(Metrics, TiesGoToTheLowerClass) {
   EXPECT_DOUBLE_EQ(acc->Get(), 0.0);
 }
 
+TEST(Metrics, NaNPredictionsAreWrong) {
+  // A broken model's NaN outputs: neither first by default nor a silent
+  // cross-entropy; a NaN beside a finite label score outranks it too.
+  const float nan = std::nanf("");
+  Tensor p = Make(Shape{3, 3}, {nan, nan, nan,        // label 0
+                                0.2f, nan, 0.1f,      // label 0: the NaN outranks it
+                                0.1f, 0.8f, 0.1f});   // label 1: right
+  Tensor y = Make(Shape{3}, {0, 0, 1});
+  for (const char* name : {"accuracy", "top_k_accuracy_2"}) {
+    auto m = MakeMetric(name);
+    m->Update(p, y, 3);
+    EXPECT_DOUBLE_EQ(m->Get(), std::string(name) == "accuracy" ? 1.0 / 3 : 2.0 / 3) << name;
+  }
+  auto ce = MakeMetric("cross_entropy");
+  ce->Update(p, y, 3);
+  EXPECT_TRUE(std::isnan(ce->Get()));
+}
+
 TEST(Metrics, MeanSquaredError) {
   Tensor out = Make(Shape{3, 2}, {1, 2, 3, 4, 100, 100});
   Tensor y = Make(Shape{3, 2}, {1, 0, 0, 4, 0, 0});

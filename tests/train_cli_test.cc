@@ -484,6 +484,12 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
       {"train" + config("policy.prototxt", "lr_policy: STEP"), "stepsize"},
       {"train" + config("metric.prototxt", "metric: \"acuracy\""), "acuracy"},
       {"train" + config("iter.prototxt", "iter_size: 0"), "iter_size"},
+      {"train" + config("clip.prototxt", "clip_gradient: -1"), "solver.clip_gradient must be a number >= 0"},
+      {"train" + config("mult.prototxt", "",
+                        "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
+                        "attr { key: \"num_hidden\" value: \"4\" } lr_mult { key: \"weight\" value: nan } }\n"),
+       "lr_mult of 'weight' is nan"},
+      {"train" + toy + " --lr 1e30 --checkpoint-dir " + dir.File("nanck"), "the training loss is not a number"},
       {"train --config " + dir.File("missing.prototxt"), "missing.prototxt"},
       {"train", "no config given"},
       {"train" + toy + " extra", "unexpected argument 'extra'"},

@@ -5,9 +5,12 @@
 #include <glog/logging.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
+#include "frugal/checkpoint.h"
 #include "frugal/config.h"
 #include "frugal/io.h"
 #include "frugal/progress.h"
@@ -235,6 +238,39 @@ TEST_F(TrainerTest, AnOpErrorStopsTrainingWithTheOpName) {
       EXPECT_EQ(msg.rfind("prob: ", 0), 0u) << engine << ": " << msg;
       EXPECT_NE(msg.find("label 9 of sample "), std::string::npos) << engine << ": " << msg;
     }
+  }
+}
+
+TEST_F(TrainerTest, ANonFiniteLossStopsTrainingAndIsNeverCheckpointed) {
+  // lr 1e30: the weights overflow the forward pass within a few steps.
+  for (const char* engine : {"naive", "threaded"}) {
+    ConfigFile cfg = ToyConfig(dir_, engine);
+    const std::string ckpt = dir_.File(std::string("ckpt-") + engine);
+    cfg.net.mutable_solver()->set_lr(1e30f);
+    cfg.net.mutable_solver()->set_checkpoint_dir(ckpt);
+    cfg.net.mutable_solver()->set_checkpoint_interval(1);
+    try {
+      Train(cfg, {});
+      ADD_FAILURE() << engine << ": trained to the end";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("is not a number"), std::string::npos) << engine << ": " << msg;
+      EXPECT_NE(msg.find("Lower the learning rate (1e+30"), std::string::npos) << engine << ": " << msg;
+    }
+    // What was checkpointed before the loss broke is finite.
+    for (const auto& f : std::filesystem::directory_iterator(ckpt)) {
+      const CheckpointState c = LoadCheckpoint(f.path().string());
+      for (const auto& [name, t] : c.params)
+        for (int64_t i = 0; i < t.size(); ++i) ASSERT_TRUE(std::isfinite(t.f()[i])) << f.path() << " " << name;
+    }
+  }
+}
+
+TEST_F(TrainerTest, AClipThatIsNotANumberOrIsNegativeIsRefused) {
+  for (float clip : {-1.0f, std::nanf("")}) {
+    ConfigFile cfg = ToyConfig(dir_, "naive");
+    cfg.net.mutable_solver()->set_clip_gradient(clip);
+    test::ExpectError([&] { Train(cfg, {}); }, {"toy.prototxt", "solver.clip_gradient must be a number >= 0"});
   }
 }
 

@@ -3,6 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -296,8 +297,14 @@ void CheckParamKeys(const config::Node& nc, const Graph& g, const Node& n) {
                    "`input`, e.g. weight, bias)");
   };
   for (const auto& kv : nc.init()) check("init", kv.first);
-  for (const auto& kv : nc.lr_mult()) check("lr_mult", kv.first);
-  for (const auto& kv : nc.wd_mult()) check("wd_mult", kv.first);
+  for (const auto* mults : {&nc.lr_mult(), &nc.wd_mult()}) {
+    const char* field = mults == &nc.lr_mult() ? "lr_mult" : "wd_mult";
+    for (const auto& [key, value] : *mults) {
+      check(field, key);
+      FRUGAL_REQUIRE(std::isfinite(value), n.Where(), ": ", field, " of '", key, "' is ", value,
+                     "; a multiplier must be a finite number");
+    }
+  }
 }
 
 }  // namespace

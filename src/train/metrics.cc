@@ -34,9 +34,12 @@ void CheckOneLabelPerRow(const std::string& metric, const Tensor& out, const Ten
 }
 
 // Rows ranked above the label: larger outputs, or equal ones at a lower index.
+// A NaN output ranks above every number, so a NaN at the label ranks last:
+// a model that predicts NaN is wrong, not first by default.
 int64_t RankOfLabel(const float* p, int64_t k, int64_t truth) {
+  if (std::isnan(p[truth])) return k;
   int64_t rank = 0;
-  for (int64_t j = 0; j < k; ++j) rank += p[j] > p[truth] || (p[j] == p[truth] && j < truth);
+  for (int64_t j = 0; j < k; ++j) rank += p[j] > p[truth] || std::isnan(p[j]) || (p[j] == p[truth] && j < truth);
   return rank;
 }
 

@@ -39,8 +39,18 @@ class Checkpoints : public Observer {
     const bool in_epoch = r.batch < r.batches;
     r.s.engine->WaitAll();
     r.progress.Clear();
-    const std::string path = ckpt_->Save(
-        r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0));
+    r.CheckFinite(r.iter - 1);
+    CheckpointState state = r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0);
+    // A checkpoint is something to resume from: never one of a broken loss
+    // or state.
+    for (const auto* part : {&state.params, &state.aux, &state.opt_state}) {
+      const std::string bad = FirstNonFinite(*part);
+      FRUGAL_REQUIRE(bad.empty(), "update ", r.updates(), ": the state is not a number (", bad,
+                     ") and is not checkpointed (what ", r.sc.checkpoint_dir(),
+                     " holds is from before it). Lower the learning rate (", r.rate,
+                     " now: --lr or solver.lr), set solver.clip_gradient, or check the data");
+    }
+    const std::string path = ckpt_->Save(state);
     LOG_IF(INFO, !r.opts.quiet) << "checkpoint " << path;
   }
 

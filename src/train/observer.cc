@@ -1,5 +1,7 @@
 #include "train/observer.h"
 
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,22 @@ void Run::AverageAux() {
   if (!dp || s.aux.empty()) return;
   s.engine->WaitAll();
   dp->AverageAcrossRanks(s.aux);
+}
+
+void Run::CheckFinite(int64_t at) {
+  for (const auto& [name, value] : epoch_m.Values()) {
+    if (std::isfinite(value)) continue;
+    s.engine->WaitAll();
+    progress.Clear();
+    const std::map<std::string, Tensor> w = OnHost(s.params.Values());
+    const std::string bad = FirstNonFinite(w);
+    throw Error(Fmt("iteration ", at, " (epoch ", epoch, "): the training loss is not a number (", name, "=", value,
+                    "); ",
+                    bad.empty() ? "the weights are finite, the largest is " + LargestMagnitude(w)
+                                : "the first weight that is not is " + bad,
+                    ". Nothing was checkpointed from it. Lower the learning rate (", rate,
+                    " now: --lr or solver.lr), set solver.clip_gradient, or check the data for NaN or Inf"));
+  }
 }
 
 }  // namespace frugal

@@ -62,6 +62,11 @@ struct Run {
   // Every rank's BatchNorm statistics come from its own shard: their mean is
   // validated with and checkpointed. Called where every rank gets to.
   void AverageAux();
+  // With the metrics of this epoch's batches up to `iter` in (after a wait):
+  // throws Error if one is not a number (batch `iter` broke the model, when
+  // the check before it passed), naming the first weight that is not, or
+  // the largest, and the fixes. A look at a few sums.
+  void CheckFinite(int64_t iter);
   // Calls f on every observer, in order.
   template <typename F>
   void Each(F f) {

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 #include <google/protobuf/text_format.h>
 
+#include <cmath>
 #include <utility>
 
 #include "backend/device.h"
@@ -105,6 +106,30 @@ std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts) {
   std::map<std::string, Tensor> host;
   for (const auto& [name, t] : ts) host[name] = t.OnHost();
   return host;
+}
+
+std::string FirstNonFinite(const std::map<std::string, Tensor>& ts) {
+  for (const auto& [name, t] : ts) {
+    if (t.dtype() != DType::kFloat32) continue;
+    const float* v = t.f();
+    for (int64_t i = 0; i < t.size(); ++i)
+      if (!std::isfinite(v[i])) return Fmt(name, "[", i, "] = ", v[i]);
+  }
+  return "";
+}
+
+std::string LargestMagnitude(const std::map<std::string, Tensor>& ts) {
+  float best = -1;
+  std::string where;
+  for (const auto& [name, t] : ts) {
+    if (t.dtype() != DType::kFloat32) continue;
+    for (int64_t i = 0; i < t.size(); ++i) {
+      if (std::abs(t.f()[i]) <= best) continue;
+      best = std::abs(t.f()[i]);
+      where = name;
+    }
+  }
+  return Fmt(where, " (", best, ")");
 }
 
 }  // namespace frugal

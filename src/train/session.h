@@ -58,6 +58,13 @@ struct Session {
 // engine must be idle.
 std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts);
 
+// The first float32 value of host tensors `ts` (by name, then index) that is
+// NaN or infinite, as "fc1_weight[12] = nan"; empty when all are finite.
+std::string FirstNonFinite(const std::map<std::string, Tensor>& ts);
+// "fc1_weight (1.2e+29)": the value of largest magnitude in host tensors
+// `ts`, with its tensor.
+std::string LargestMagnitude(const std::map<std::string, Tensor>& ts);
+
 // Waits for the engine when the scope is left by an exception, so that no
 // pushed function outlives the locals it points to.
 class DrainOnUnwind {

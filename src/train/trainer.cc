@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <fstream>
 #include <utility>
 
@@ -142,6 +143,7 @@ class Fit {
     step_.Push(r_.iter, &r_.rate);
     // The previous batch's metrics: the loop stays at most one batch ahead.
     r_.s.engine->WaitForVar(r_.s.metrics_var);
+    r_.CheckFinite(r_.iter - 1);
     ReportWindow();
     r_.Each([&](Observer& o) { o.OnMetrics(r_); });
     feed_.PushMetrics(*r_.s.train, {&r_.epoch_m, &window_m_}, &window_samples_);
@@ -162,6 +164,7 @@ class Fit {
   // False when a signal stopped the run.
   bool EndEpoch() {
     r_.s.engine->WaitAll();
+    r_.CheckFinite(r_.iter - 1);
     r_.progress.Clear();
     ReportWindow();
     if (r_.stop) {
@@ -220,6 +223,8 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const MemoryStrategy strategy = ParseMemoryStrategy(cfg.net.memory().strategy());
   MetricSet probe(MetricNames(sc));  // a bad metric name fails before anything runs
   FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
+  FRUGAL_REQUIRE(sc.clip_gradient() >= 0 && std::isfinite(sc.clip_gradient()), cfg.path,
+                 ": solver.clip_gradient must be a number >= 0 (0: no clipping), got ", sc.clip_gradient());
   Session s(cfg, strategy, opts.engine, opts.device);
   std::unique_ptr<Feed> feed = MakeFeed(&s);
   std::unique_ptr<DataParallel> dp;

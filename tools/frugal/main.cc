@@ -257,5 +257,8 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "frugal: error: %s\n", e.what());
     return 1;
+  } catch (const std::exception& e) {  // a library's (protobuf, oneDNN, the standard library's): still one line
+    std::fprintf(stderr, "frugal: error: %s (unexpected here: please report it with the command)\n", e.what());
+    return 1;
   }
 }
