@@ -74,7 +74,9 @@ int64_t ParseBytes(const std::string& text) {
   FRUGAL_REQUIRE(pos > 0 && v >= 0, "'", text,
                  "' is not a byte size (write a number with an optional unit: 1024, 512MiB, 7GB)");
   for (const U& u : units) {
-    if (unit == u.name) return static_cast<int64_t>(std::llround(v * u.mult));
+    if (unit != u.name) continue;
+    FRUGAL_REQUIRE(v * u.mult < 9.2e18, "'", text, "' is more bytes than frugal counts (at most 9.2e18)");
+    return static_cast<int64_t>(std::llround(v * u.mult));
   }
   throw Error(Fmt("'", text, "': unknown unit '", unit,
                   "' (use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)"));

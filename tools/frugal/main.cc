@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +24,7 @@
 #include "cli.h"
 
 DEFINE_string(config, "", "network config (.prototxt)");
+// The overrides below apply when given (their defaults are never used).
 DEFINE_int32(epochs, -1, "override solver.epochs");
 DEFINE_int64(max_iters, -1, "override solver.max_iters (0: no limit)");
 DEFINE_int32(batch, -1, "override data.batch_size");
@@ -45,22 +49,27 @@ namespace frugal::cli {
 std::vector<std::string> g_defines;
 std::vector<std::string> g_args;
 
+namespace {
+// Set on the command line (each override's range is checked by CheckRanges).
+bool Given(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
+}  // namespace
+
 ConfigFile LoadConfigFromFlags() {
   FRUGAL_REQUIRE(!FLAGS_config.empty(), "no config given (use --config FILE)");
   ConfigFile cfg = LoadConfig(FLAGS_config, g_defines);
   config::NetConfig& net = cfg.net;
-  if (FLAGS_epochs >= 0) net.mutable_solver()->set_epochs(FLAGS_epochs);
-  if (FLAGS_max_iters >= 0) net.mutable_solver()->set_max_iters(FLAGS_max_iters);
-  if (FLAGS_batch >= 0) net.mutable_data()->set_batch_size(FLAGS_batch);
-  if (FLAGS_seed >= 0) net.mutable_solver()->set_seed(FLAGS_seed);
+  if (Given("epochs")) net.mutable_solver()->set_epochs(FLAGS_epochs);
+  if (Given("max_iters")) net.mutable_solver()->set_max_iters(FLAGS_max_iters);
+  if (Given("batch")) net.mutable_data()->set_batch_size(FLAGS_batch);
+  if (Given("seed")) net.mutable_solver()->set_seed(FLAGS_seed);
   if (!FLAGS_engine.empty()) net.mutable_solver()->set_engine(FLAGS_engine);
-  if (FLAGS_engine_workers >= 0) net.mutable_solver()->set_engine_workers(FLAGS_engine_workers);
-  if (FLAGS_engine_kernel_threads >= 0) net.mutable_solver()->set_engine_kernel_threads(FLAGS_engine_kernel_threads);
+  if (Given("engine_workers")) net.mutable_solver()->set_engine_workers(FLAGS_engine_workers);
+  if (Given("engine_kernel_threads")) net.mutable_solver()->set_engine_kernel_threads(FLAGS_engine_kernel_threads);
   if (!FLAGS_memory.empty() && FLAGS_memory != "all") net.mutable_memory()->set_strategy(FLAGS_memory);
-  if (FLAGS_lr >= 0) net.mutable_solver()->set_lr(static_cast<float>(FLAGS_lr));
+  if (Given("lr")) net.mutable_solver()->set_lr(static_cast<float>(FLAGS_lr));
   if (!FLAGS_checkpoint_dir.empty()) net.mutable_solver()->set_checkpoint_dir(FLAGS_checkpoint_dir);
-  if (FLAGS_val_interval >= 0) net.mutable_solver()->set_val_interval(FLAGS_val_interval);
-  if (FLAGS_checkpoint_interval >= 0) net.mutable_solver()->set_checkpoint_interval(FLAGS_checkpoint_interval);
+  if (Given("val_interval")) net.mutable_solver()->set_val_interval(FLAGS_val_interval);
+  if (Given("checkpoint_interval")) net.mutable_solver()->set_checkpoint_interval(FLAGS_checkpoint_interval);
   if (FLAGS_deterministic) net.mutable_solver()->set_deterministic(true);
   if (!gflags::GetCommandLineFlagInfoOrDie("fuse").is_default) net.set_fuse(FLAGS_fuse);
   if (net.solver().deterministic()) {
@@ -153,6 +162,46 @@ void CommandHelp(const std::string& cmd) {
   std::printf("\nglog's flags apply too: --v=N (verbose logging), --minloglevel=N, --log_dir=DIR.\n");
 }
 
+// A numeric flag's value must be all number, and an int32 one must fit:
+// frugal's error line, not gflags' "illegal value".
+void CheckNumber(const gflags::CommandLineFlagInfo& f, const std::string& value) {
+  const bool whole = f.type == "int32" || f.type == "int64" || f.type == "uint64";
+  if (!whole && f.type != "double") return;
+  errno = 0;
+  char* end = nullptr;
+  const double v = whole ? static_cast<double>(std::strtoll(value.c_str(), &end, 10)) : std::strtod(value.c_str(), &end);
+  const bool fits = errno == 0 && (f.type != "int32" || (v >= INT32_MIN && v <= INT32_MAX));
+  FRUGAL_REQUIRE(!value.empty() && *end == '\0' && fits, Dashed(f.name), " '", value, "' is not ",
+                 whole ? "a whole number" : "a number", f.type == "int32" ? " of at most 2147483647" : "");
+}
+
+// The values each numeric flag takes when given; anything else is an error
+// naming the range (a negative --batch was once read as "not set").
+struct Range {
+  const char* flag;
+  double min, max;
+};
+constexpr double kAny = 9.2e18;  // no bound but int64's
+constexpr Range kRanges[] = {
+    {"epochs", 1, 1e9},          {"max_iters", 0, kAny},         {"batch", 1, 1 << 30},
+    {"seed", 0, kAny},           {"engine_workers", 0, 256},     {"engine_kernel_threads", 0, 1024},
+    {"lr", 0, 1e30},             {"val_interval", 0, kAny},      {"checkpoint_interval", 0, kAny},
+    {"profile_steps", 1, 1e6},   {"iters", 1, 1e9},              {"warmup", 0, 1e9},
+    {"token_data", 0, 1 << 30},  {"dist_timeout", 1e-3, 1e7},    {"dist_check_every", 0, kAny},
+    {"resize", 0, 1 << 20},      {"threads", 1, 256},
+};
+
+void CheckRanges() {
+  for (const Range& r : kRanges) {
+    gflags::CommandLineFlagInfo f;
+    if (!gflags::GetCommandLineFlagInfo(r.flag, &f) || f.is_default) continue;
+    const double v = std::strtod(f.current_value.c_str(), nullptr);
+    auto num = [](double x) { return x == std::floor(x) && x < 1e15 ? std::to_string(static_cast<int64_t>(x)) : Fmt(x); };
+    FRUGAL_REQUIRE(v >= r.min && v <= r.max, Dashed(f.name), " ", f.current_value, ": must be ",
+                   r.max == kAny ? "at least " + num(r.min) : num(r.min) + " to " + num(r.max));
+  }
+}
+
 // gflags wants underscores; users write --max-iters. Pulls out every
 // --define, which may repeat, and refuses flags the command does not take
 // (naming the nearest one it does), so a flag of another command is never
@@ -194,7 +243,13 @@ std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** 
       throw Error(Fmt(Dashed(name), why, best.empty() ? "" : " (did you mean " + Dashed(best) + "?)", "; 'frugal ",
                       cmd, " --help' lists its flags"));
     }
-    if (eq == std::string::npos && f.type != "bool" && i + 1 < argc) out.push_back(argv[++i]);  // the value
+    if (f.type == "bool") continue;
+    if (eq != std::string::npos) {
+      CheckNumber(f, a.substr(eq + 1));
+    } else if (i + 1 < argc) {
+      out.push_back(argv[++i]);  // the value
+      CheckNumber(f, out.back());
+    }
   }
   return out;
 }
@@ -251,6 +306,7 @@ int main(int argc, char** argv) {
     int n = static_cast<int>(ptrs.size());
     char** p = ptrs.data();
     gflags::ParseCommandLineFlags(&n, &p, true);
+    CheckRanges();
     if (n > 1 && !cmd->second.takes_args) throw Error(Fmt("unexpected argument '", p[1], "'"));
     frugal::cli::g_args.assign(p + 1, p + n);
     return cmd->second.run();
