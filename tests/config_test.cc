@@ -200,6 +200,34 @@ TEST(ConfigExpr, ArithmeticComparisonsAndChoice) {
   EXPECT_EQ(ExpandExprs("$($((20 - 2) / $(20 >= 164 ? 9 : 6)) - 1)", "t"), "2");
 }
 
+TEST(ConfigExpr, OverflowAndDepthAreErrorsNotWrongValues) {
+  auto expect_error = [](const std::string& expr, const std::string& needle) {
+    try {
+      const int64_t v = EvalExpr(expr, "net.prototxt:3");
+      ADD_FAILURE() << expr << " = " << v;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("net.prototxt:3: in $(", 0), 0u) << e.what();
+    }
+  };
+  expect_error("4611686018427387904 * 4 + 4", "4611686018427387904 * 4 overflows");
+  expect_error("9223372036854775807 + 1", "overflows");
+  expect_error("-9223372036854775807 - 2", "overflows");
+  expect_error("(-9223372036854775807 - 1) / -1", "/ -1 overflows");
+  expect_error("(-9223372036854775807 - 1) % -1", "% -1 overflows");
+  expect_error("-(-9223372036854775807 - 1)", "overflows");
+  expect_error("99999999999999999999", "99999999999999999999 is more than a 64-bit integer holds");
+  expect_error(std::string(20000, '(') + "1" + std::string(20000, ')'), "nested more than 200 deep");
+  expect_error(std::string(20000, '-') + "1", "nested more than 200 deep");
+  // The largest values themselves are fine.
+  EXPECT_EQ(EvalExpr("9223372036854775807", "t"), INT64_MAX);
+  EXPECT_EQ(EvalExpr("-9223372036854775807 - 1", "t"), INT64_MIN);
+  EXPECT_EQ(EvalExpr(std::string(50, '(') + "7" + std::string(50, ')'), "t"), 7);
+  std::string nested = "1";
+  for (int i = 0; i < 300; ++i) nested = "$(" + nested + ")";
+  EXPECT_THROW(ExpandExprs(nested, "t"), Error);
+}
+
 }  // namespace
 }  // namespace frugal
 

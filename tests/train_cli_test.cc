@@ -441,6 +441,11 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
     return " --config " + dir.Write(name, ToyConfig(dir, solver, nodes));
   };
   const std::string toy = config("toy.prototxt", "lr: 0.1 epochs: 1");
+  auto shaped = [&](const std::string& name, const std::string& shape) {
+    std::string text = ToyConfig(dir, "");
+    text.replace(text.find("[1, 4, 4]"), 9, shape);
+    return " --config " + dir.Write(name, text);
+  };
   struct Case {
     std::string args, needle;
   };
@@ -481,6 +486,13 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
       {"train" + toy + " --memory budget=1KB", "budget"},
       {"train" + toy + " --memory sqrtt", "unknown memory strategy 'sqrtt'"},
       {"train" + toy + " --memory budget=99999999999999999999999GB", "more bytes than frugal counts"},
+      {"plan" + shaped("big.prototxt", "[1, 4294967296, 4294967296]"),
+       "a batch of 8 samples of data.sample_shape (1,4294967296,4294967296) is more than 2^57 values"},
+      {"plan" + shaped("neg.prototxt", "[1, -4, 4]"), "data.sample_shape has a dimension of -4"},
+      {"plan --config models/resnet/resnet_cifar.prototxt --define widen=134217728",
+       "node 'stage1/conv2' (convolution): shape (2147483648,2147483648,3,3) has more elements than"},
+      {"plan --config models/resnet/resnet_cifar.prototxt --define size=65536 --define batch=65536",
+       "node 'stage1/proj' (convolution): the kernel library refuses inputs (65536,16,65536,65536)"},
       {"train" + toy + " --batch abc", "--batch 'abc' is not a whole number"},
       {"train" + toy + " --epochs 1e99", "--epochs '1e99' is not a whole number"},
       {"train" + toy + " --batch -3", "--batch -3: must be 1 to 1073741824"},

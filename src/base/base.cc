@@ -11,7 +11,10 @@ int64_t Shape::Size() const { return Prod(0, ndim()); }
 
 int64_t Shape::Prod(int begin, int end) const {
   int64_t n = 1;
-  for (int i = begin; i < end; ++i) n *= dims_[i];
+  for (int i = begin; i < end; ++i) {
+    const bool overflow = __builtin_mul_overflow(n, dims_[i], &n);
+    FRUGAL_REQUIRE(!overflow, "shape ", ToString(), " has more elements than a 64-bit count holds");
+  }
   return n;
 }
 

@@ -35,7 +35,18 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
       ctx.fwd_out = &fwd_out;
     }
     CHECK(n.op->infer_shape()) << n.op->name() << " has no shape inference";
-    n.op->infer_shape()(ctx);
+    try {
+      n.op->infer_shape()(ctx);
+      // Every shape's element count must fit int64 (Size throws): found
+      // here, the error names the node.
+      for (const std::vector<Shape>* shapes : {&in, &out})
+        for (const Shape& sh : *shapes)
+          if (sh.known()) static_cast<void>(sh.Size());
+    } catch (const Error& e) {  // one that does not name the node yet (a shape too large to count)
+      const std::string where = n.Where();
+      if (std::string(e.what()).rfind(where, 0) == 0) throw;
+      throw Error(Fmt(where, ": ", e.what()));
+    }
     // Inputs the op completed (parameter shapes) flow back to their variables.
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       Shape& s = g.shapes[g.EntryId(n.inputs[k])];

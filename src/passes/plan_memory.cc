@@ -407,7 +407,17 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
     std::vector<Shape> out_shapes;
     for (int k = 0; k < g.NumOutputs(i); ++k) out_shapes.push_back(g.shape({i, k}));
-    int64_t ws = n.op->WorkspaceBytes(n, in_shapes, out_shapes);
+    int64_t ws = 0;
+    try {
+      ws = n.op->WorkspaceBytes(n, in_shapes, out_shapes);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {  // a library's (oneDNN refusing the sizes)
+      std::string shapes;
+      for (const Shape& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + sh.ToString();
+      throw Error(Fmt(n.Where(), ": the kernel library refuses inputs ", shapes, " (", e.what(),
+                      "); check the sizes, which may be beyond what it takes"));
+    }
     if (ws > 0) {
       plan.workspace_bytes[i] = ws;
       plan.no_sharing_bytes += Align(ws);

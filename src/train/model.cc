@@ -12,6 +12,18 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy) {
   FRUGAL_REQUIRE(data.sample_shape_size() > 0, cfg.path,
                  ": data.sample_shape is not set (e.g. sample_shape: [1, 28, 28])");
   FRUGAL_REQUIRE(data.batch_size() > 0, cfg.path, ": data.batch_size must be positive, got ", data.batch_size());
+  for (const auto* dims : {&data.sample_shape(), &data.label_shape()})
+    for (int64_t d : *dims)
+      FRUGAL_REQUIRE(d > 0, cfg.path, ": data.", dims == &data.sample_shape() ? "sample_shape" : "label_shape",
+                     " has a dimension of ", d, "; every dimension must be positive");
+  int64_t elements = data.batch_size();
+  for (int64_t d : data.sample_shape()) {
+    const bool overflow = __builtin_mul_overflow(elements, d, &elements);
+    FRUGAL_REQUIRE(!overflow && elements < (int64_t{1} << 57), cfg.path, ": a batch of ", data.batch_size(),
+                   " samples of data.sample_shape ", Shape(std::vector<int64_t>(data.sample_shape().begin(),
+                                                                                data.sample_shape().end())),
+                   " is more than 2^57 values; check the shape and the batch size");
+  }
   Model m;
   m.batch = data.batch_size();
   std::vector<int64_t> dims{m.batch};
