@@ -1,6 +1,7 @@
 // Checkpoints: round trip, every kind of damaged file refused with its
 // message, interrupted writes, keep-last-K, resume and --weights loading.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -178,6 +179,19 @@ TEST(Checkpoint, UnwritableDirectoryIsAnError) {
     EXPECT_NE(std::string(e.what()).find("cannot write checkpoint /nonexistent-dir/a.frugal"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(Checkpoint, ManagerRemovesTheTemporariesOfDeadWritesOnly) {
+  TempDir dir;
+  // 99999999 is past Linux's largest pid (4194304): that writer is gone.
+  const std::string dead = dir.File(".ckpt-0000000100.frugal.tmp-99999999");
+  const std::string alive = dir.File(".ckpt-0000000100.frugal.tmp-" + std::to_string(::getpid()));
+  const std::string other = dir.File(".notes.tmp-99999999");
+  for (const std::string& f : {dead, alive, other}) std::ofstream(f) << "partial";
+  CheckpointManager m(dir.path(), 0, 2);
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));  // a write in progress
+  EXPECT_TRUE(std::filesystem::exists(other));  // not a checkpoint's
 }
 
 TEST(Checkpoint, ManagerKeepsTheLastK) {

@@ -493,6 +493,7 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
        "node 'stage1/conv2' (convolution): shape (2147483648,2147483648,3,3) has more elements than"},
       {"plan --config models/resnet/resnet_cifar.prototxt --define size=65536 --define batch=65536",
        "node 'stage1/proj' (convolution): the kernel library refuses inputs (65536,16,65536,65536)"},
+      {"train" + toy + " --log-json /dev/full", "/dev/full: writing the JSON log failed"},
       {"train" + toy + " --batch abc", "--batch 'abc' is not a whole number"},
       {"train" + toy + " --epochs 1e99", "--epochs '1e99' is not a whole number"},
       {"train" + toy + " --batch -3", "--batch -3: must be 1 to 1073741824"},

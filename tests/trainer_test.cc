@@ -274,6 +274,39 @@ TEST_F(TrainerTest, AClipThatIsNotANumberOrIsNegativeIsRefused) {
   }
 }
 
+TEST_F(TrainerTest, AFolderHoldsOneRunsCheckpoints) {
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  const std::string ckpt = dir_.File("ckpt");
+  cfg.net.mutable_solver()->set_checkpoint_dir(ckpt);
+  cfg.net.mutable_solver()->set_epochs(1);
+  Train(cfg, {});
+  const std::vector<std::string> first = CheckpointManager(ckpt, 0, 0).List();
+  ASSERT_EQ(first.size(), 1u);
+  // A new run there would rotate the first one's away and be resumed as it.
+  test::ExpectError([&] { Train(cfg, {}); }, {ckpt, "holds the checkpoints of another run", "--resume " + ckpt});
+  EXPECT_EQ(CheckpointManager(ckpt, 0, 0).List(), first);
+  // Continuing it there is the same run.
+  cfg.net.mutable_solver()->set_epochs(2);
+  TrainOptions resume;
+  resume.resume = ckpt;
+  Train(cfg, resume);
+  EXPECT_EQ(CheckpointManager(ckpt, 0, 0).List().size(), 2u);
+}
+
+TEST_F(TrainerTest, ACheckpointWhoseFieldsCannotBeThisRunsIsRefused) {
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  cfg.net.mutable_solver()->set_checkpoint_dir(dir_.File("ckpt"));
+  cfg.net.mutable_solver()->set_epochs(1);
+  Train(cfg, {});
+  CheckpointState c = LoadCheckpoint(CheckpointManager(dir_.File("ckpt"), 0, 0).Latest());
+  c.data_position = 1000000000000;  // a valid CRC over impossible contents
+  SaveCheckpoint(dir_.File("bad.frugal"), c);
+  cfg.net.mutable_solver()->set_checkpoint_dir("");
+  TrainOptions resume;
+  resume.resume = dir_.File("bad.frugal");
+  test::ExpectError([&] { Train(cfg, resume); }, {"bad.frugal", "batch 1000000000000", "cannot continue from"});
+}
+
 TEST(Progress, TextAndDurations) {
   EXPECT_EQ(FormatDuration(0), "0:00");
   EXPECT_EQ(FormatDuration(65.4), "1:05");

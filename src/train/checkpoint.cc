@@ -1,5 +1,12 @@
 // Restoring from checkpoints (resume, --weights) and the checkpoint manager.
+#include <fcntl.h>
+#include <glog/logging.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -25,6 +32,24 @@ int64_t IterationOf(const std::string& file) {
   std::string digits = file.substr(pre.size(), file.size() - pre.size() - post.size());
   if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
   return std::stoll(digits);
+}
+
+// The temporary files of checkpoint writes ("." + name + ".tmp-<pid>")
+// whose process is gone: a write killed mid-way leaves one behind.
+void RemoveStaleTemporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t tag = name.rfind(".tmp-");
+    if (name.empty() || name[0] != '.' || tag == std::string::npos || IterationOf(name.substr(1, tag - 1)) < 0)
+      continue;
+    const std::string digits = name.substr(tag + 5);
+    if (digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    std::error_code rm;
+    if (fs::remove(e.path(), rm)) LOG(INFO) << "removed " << e.path().string() << ", left by a write killed mid-way";
+  }
 }
 
 }  // namespace
@@ -88,6 +113,14 @@ CheckpointManager::CheckpointManager(const std::string& dir, int64_t interval, i
   std::error_code ec;
   fs::create_directories(dir, ec);
   FRUGAL_REQUIRE(!ec && fs::is_directory(dir), "cannot create the checkpoint directory ", dir, ": ", ec.message());
+  // Found now, not after an epoch of training: a folder frugal cannot write.
+  const std::string probe = dir + "/.frugal-probe-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  FRUGAL_REQUIRE(fd >= 0, "cannot write checkpoints into ", dir, ": ", std::strerror(errno),
+                 " (give a --checkpoint-dir frugal can write)");
+  ::close(fd);
+  fs::remove(probe, ec);
+  RemoveStaleTemporaries(dir);
 }
 
 bool CheckpointManager::Due(int64_t iteration, bool epoch_end) const {

@@ -4,16 +4,34 @@
 // next epoch's start.
 #include <glog/logging.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "train/observer.h"
+
+namespace fs = std::filesystem;
 
 namespace frugal {
 namespace {
 
 class Checkpoints : public Observer {
  public:
-  explicit Checkpoints(const config::Solver& sc) {
-    if (!sc.checkpoint_dir().empty())
-      ckpt_ = std::make_unique<CheckpointManager>(sc.checkpoint_dir(), sc.checkpoint_interval(), sc.keep_checkpoints());
+  Checkpoints(const config::Solver& sc, const std::string& resume) {
+    if (sc.checkpoint_dir().empty()) return;
+    ckpt_ = std::make_unique<CheckpointManager>(sc.checkpoint_dir(), sc.checkpoint_interval(), sc.keep_checkpoints());
+    // Rotation removes the folder's oldest checkpoints, and --resume DIR
+    // takes its latest: a folder holds one run. A run continues the one
+    // there (resuming from it) or starts in a folder without checkpoints.
+    const std::string latest = ckpt_->Latest();
+    if (latest.empty()) return;
+    std::error_code ec;
+    const fs::path from = resume.empty() ? fs::path() : fs::is_directory(resume, ec) ? fs::path(resume)
+                                                                                     : fs::path(resume).parent_path();
+    const bool continues = !resume.empty() && fs::equivalent(from.empty() ? "." : from, sc.checkpoint_dir(), ec);
+    FRUGAL_REQUIRE(continues, sc.checkpoint_dir(), " holds the checkpoints of another run (the latest ", latest,
+                   ")", resume.empty() ? "" : Fmt(", not the run resumed from ", resume),
+                   ": a run there would rotate them away and mix with them. Continue it with --resume ",
+                   sc.checkpoint_dir(), ", or give another --checkpoint-dir (or remove them)");
   }
 
   void OnUpdate(Run& r) override {
@@ -59,6 +77,8 @@ class Checkpoints : public Observer {
 
 }  // namespace
 
-std::unique_ptr<Observer> MakeCheckpoints(const config::Solver& sc) { return std::make_unique<Checkpoints>(sc); }
+std::unique_ptr<Observer> MakeCheckpoints(const config::Solver& sc, const std::string& resume) {
+  return std::make_unique<Checkpoints>(sc, resume);
+}
 
 }  // namespace frugal

@@ -1,6 +1,8 @@
 // The JSON log (--log-json): one line per training window, per validation
 // between epochs, and per epoch (with its validation, speed, time and
 // memory).
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "train/observer.h"
@@ -16,7 +18,9 @@ std::string JsonMetrics(const std::string& prefix, const MetricValues& m) {
 
 class JsonLog : public Observer {
  public:
-  explicit JsonLog(const std::string& path) : out_(path) { FRUGAL_REQUIRE(out_, path, ": cannot write the JSON log"); }
+  explicit JsonLog(const std::string& path) : path_(path), out_(path) {
+    FRUGAL_REQUIRE(out_, path, ": cannot write the JSON log");
+  }
 
   void OnWindow(Run& r, const MetricValues& m, double speed) override {
     out_ << "{\"epoch\":" << r.epoch << ",\"batch\":" << r.batch << ",\"iterations\":" << r.updates()
@@ -26,7 +30,7 @@ class JsonLog : public Observer {
   void OnValidation(Run& r, const MetricValues& m, bool epoch_end) override {
     if (epoch_end) return;  // in the epoch's line
     out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("val_", m) << "}\n";
-    out_.flush();
+    Flush();
   }
 
   void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
@@ -36,10 +40,20 @@ class JsonLog : public Observer {
          << ",\"arena_bytes\":" << r.s.train->arena_bytes() + r.s.eval->arena_bytes()
          << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
          << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
-    out_.flush();
+    Flush();
   }
 
+  void OnEnd(Run&) override { Flush(); }
+
  private:
+  // A log that cannot be written fails the run as a checkpoint would.
+  void Flush() {
+    out_.flush();
+    FRUGAL_REQUIRE(out_, path_, ": writing the JSON log failed (", std::strerror(errno),
+                   "); free some space or give another --log-json");
+  }
+
+  std::string path_;
   std::ofstream out_;
 };
 

@@ -115,8 +115,10 @@ std::unique_ptr<Observer> MakeJsonLog(const std::string& path);
 std::unique_ptr<Observer> MakeSignalStop();
 // observe_checkpoint.cc: checkpoints as the solver asks and on a signal
 // (into solver.checkpoint_dir; without one only the BatchNorm statistics
-// are averaged over ranks where a checkpoint would be).
-std::unique_ptr<Observer> MakeCheckpoints(const config::Solver& sc);
+// are averaged over ranks where a checkpoint would be). Throws Error if the
+// folder holds checkpoints of a run other than the one resumed from
+// (`resume`: --resume's file or folder, or empty).
+std::unique_ptr<Observer> MakeCheckpoints(const config::Solver& sc, const std::string& resume);
 // observe_profile.cc: a Chrome trace of the first steps' ops.
 std::unique_ptr<Observer> MakeProfile(Run& r);
 

@@ -76,6 +76,11 @@ int64_t Start(Run* r) {
   int64_t skip = 0;
   if (!r->opts.resume.empty()) {
     const std::array<int64_t, 3> at = Resume(&s, r->opts.resume);
+    FRUGAL_REQUIRE(at[0] >= 0 && at[0] <= r->sc.epochs() && at[1] >= 0 && at[1] < (int64_t{1} << 53) / r->iter_size &&
+                       at[2] >= 0 && at[2] <= r->batches,
+                   r->opts.resume, ": the checkpoint says epoch ", at[0], ", iteration ", at[1], ", batch ", at[2],
+                   ", which this run cannot continue from (", r->sc.epochs(), " epochs of ", r->batches,
+                   " batches): it is not a checkpoint of this config and data");
     r->epoch = at[0];
     r->iter = at[1] * r->iter_size;
     skip = at[2];
@@ -93,7 +98,7 @@ int64_t Start(Run* r) {
 std::vector<std::unique_ptr<Observer>> Observers(Run& r, Feed* feed, DataIter* val) {
   const TrainOptions& o = r.opts;
   // Made first: its directory is created before the others open their files.
-  std::unique_ptr<Observer> checkpoints = MakeCheckpoints(r.sc);
+  std::unique_ptr<Observer> checkpoints = MakeCheckpoints(r.sc, o.resume);
   std::vector<std::unique_ptr<Observer>> v;
   if (o.progress) v.push_back(MakeProgressLine());
   if (!o.quiet) v.push_back(MakeLogLines());
