@@ -182,6 +182,48 @@ TEST(ConfigBlocks, Errors) {
   EXPECT_NE(e.find("repeat must be 0 or more, got -1"), std::string::npos) << e;
 }
 
+TEST(ConfigBlocks, ExpansionIsBoundedAndNamesItsCulprit) {
+  // A repeat count gone wrong: refused before anything is copied.
+  std::string e = ErrorOf(std::string(kBlocks) + "node { name: \"y\" block: \"res\" repeat: 1000000000 input: \"head\" }\n");
+  EXPECT_NE(e.find("node 'y': repeat 1000000000 of block 'res' (3 nodes) would bring the network to 3000000018 "
+                   "nodes, more than max_nodes 5000000; raise --max-nodes"),
+            std::string::npos)
+      << e;
+  // Nested blocks of 1,000 repeats each: the copy that would pass the bound is named.
+  e = ErrorOf("version: 1\nmax_nodes: 5000\n"
+              "block { name: \"in\" node { name: \"f\" op: \"relu\" input: \"@{in}\" } }\n"
+              "block { name: \"mid\" node { name: \"b\" block: \"in\" repeat: 1000 input: \"@{in}\" } }\n"
+              "node { name: \"top\" block: \"mid\" repeat: 1000 input: \"data\" }\n");
+  EXPECT_NE(e.find("(in top/5): node 'top/5/b': repeat 1000 of block 'in' (1 nodes) would bring the network to "
+                   "6000 nodes, more than max_nodes 5000"),
+            std::string::npos)
+      << e;
+  // Ten levels of variables that each expand tenfold: 10^10 characters.
+  std::string text = "version: 1\nvariable { name: \"v0\" value: \"1\" }\n";
+  for (int k = 1; k <= 10; ++k) {
+    std::string ten;
+    for (int j = 0; j < 10; ++j) ten += "${v" + std::to_string(k - 1) + "}";
+    text += "variable { name: \"v" + std::to_string(k) + "\" value: \"" + ten + "\" }\n";
+  }
+  e = ErrorOf(text + "name: \"${v10}\"\n");
+  EXPECT_NE(e.find("makes the text more than 67108864 characters"), std::string::npos) << e;
+  // 20,000 chained variables: linear, and bounded in depth (each link is a recursion).
+  text = "version: 1\nvariable { name: \"c0\" value: \"7\" }\n";
+  for (int k = 1; k < 20000; ++k)
+    text += "variable { name: \"c" + std::to_string(k) + "\" value: \"${c" + std::to_string(k - 1) + "}\" }\n";
+  e = ErrorOf(text + "name: \"${c19999}\"\n");
+  EXPECT_NE(e.find("a chain of more than 1000 variables"), std::string::npos) << e;
+  text = "version: 1\nvariable { name: \"c0\" value: \"7\" }\n";
+  for (int k = 1; k < 900; ++k)
+    text += "variable { name: \"c" + std::to_string(k) + "\" value: \"${c" + std::to_string(k - 1) + "}\" }\n";
+  EXPECT_EQ(ParseConfig(text + "name: \"n${c899}\"\n", "net.prototxt", {}).net.name(), "n7");
+  // Repeat without a block, a node named as a data input.
+  e = ErrorOf("version: 1\nnode { name: \"r\" op: \"relu\" input: \"data\" repeat: 3 }\n");
+  EXPECT_NE(e.find("node 'r' has repeat but no block"), std::string::npos) << e;
+  e = ErrorOf("version: 1\nnode { name: \"label\" op: \"relu\" input: \"data\" }\n");
+  EXPECT_NE(e.find("the name 'label' is the data input's"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace frugal
 

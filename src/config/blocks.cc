@@ -72,6 +72,8 @@ class Expander {
     for (auto& [key, value] : *node.mutable_attr()) value = ExpandExprs(Args(value, args, loc), loc.ToString());
     for (auto& [key, value] : *node.mutable_arg()) value = ExpandExprs(Args(value, args, loc), loc.ToString());
     if (node.block().empty()) {
+      FRUGAL_REQUIRE(!n.has_repeat(), loc.ToString(), ": node '", node.name(),
+                     "' has repeat but no block; repeat copies a block (block: NAME)");
       out_.nodes.push_back({std::move(node), loc});
       return;
     }
@@ -98,6 +100,12 @@ class Expander {
     std::string output = block.output().empty() ? block.node(block.node_size() - 1).name() : block.output();
     FRUGAL_REQUIRE(local.count(output), where, ": block '", block.name(), "' output '", output, "' is not one of its nodes");
 
+    // Each copy's nodes are checked here, a nested block's again when it is
+    // copied: the network never grows past max_nodes.
+    const int64_t total = static_cast<int64_t>(out_.nodes.size()) + int64_t{n.repeat()} * block.node_size();
+    FRUGAL_REQUIRE(total <= cfg_.net.max_nodes(), where, ": repeat ", n.repeat(), " of block '", block.name(), "' (",
+                   block.node_size(), " nodes) would bring the network to ", total, " nodes, more than max_nodes ",
+                   cfg_.net.max_nodes(), "; raise --max-nodes (or max_nodes in the config) if it is meant");
     std::string input = n.input(0);
     for (int r = 0; r < n.repeat(); ++r) {
       std::string prefix = n.repeat() > 1 ? Fmt(n.name(), "/", r, "/") : n.name() + "/";

@@ -4,7 +4,9 @@
 #include <google/protobuf/text_format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -42,6 +44,12 @@ std::pair<int, int> LineCol(const std::string& text, size_t pos) {
   return {line, col};
 }
 
+// A bound on a config after substitution: variables that each expand
+// another tenfold would otherwise fill the memory.
+constexpr size_t kMaxConfigChars = size_t{64} << 20;
+// A bound on variables that refer to variables (a recursion per link).
+constexpr int kMaxVariableChain = 1000;
+
 // Replaces every ${name}; lookup returns nullptr for an unknown name.
 template <typename Lookup>
 std::string Substitute(const std::string& text, const std::string& path, Lookup lookup) {
@@ -51,14 +59,20 @@ std::string Substitute(const std::string& text, const std::string& path, Lookup 
     size_t open = text.find("${", pos);
     if (open == std::string::npos) break;
     size_t close = text.find('}', open);
-    auto [line, col] = LineCol(text, open);
-    FRUGAL_REQUIRE(close != std::string::npos && text.find('\n', open) > close, path, ":", line, ":", col,
+    auto at = [&] {  // only for an error: finding the line is linear in the text
+      auto [line, col] = LineCol(text, open);
+      return Fmt(path, ":", line, ":", col);
+    };
+    const size_t newline = text.find('\n', open);
+    FRUGAL_REQUIRE(close != std::string::npos && (newline == std::string::npos || newline > close), at(),
                    ": '${' without a closing '}' on the same line");
     std::string name = text.substr(open + 2, close - open - 2);
     const std::string* value = lookup(name);
-    FRUGAL_REQUIRE(value, path, ":", line, ":", col, ": unknown variable '", name,
-                   "' (declare it: variable { name: \"", name, "\" value: \"...\" })");
+    FRUGAL_REQUIRE(value, at(), ": unknown variable '", name, "' (declare it: variable { name: \"", name,
+                   "\" value: \"...\" })");
     out.append(text, pos, open - pos).append(*value);
+    FRUGAL_REQUIRE(out.size() <= kMaxConfigChars, path, ": substituting ${", name, "} makes the text more than ",
+                   kMaxConfigChars, " characters (variables that expand each other many times over?)");
     pos = close + 1;
   }
   return out.append(text, pos, std::string::npos);
@@ -153,20 +167,26 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
     }
     cfg.values[name] = d.substr(eq + 1);
   }
-  // Values may use other variables: resolve them first (no cycles).
-  for (int round = 0;; ++round) {
-    bool changed = false;
-    for (auto& [name, value] : cfg.values) {
-      if (value.find("${") == std::string::npos) continue;
-      FRUGAL_REQUIRE(round < 32, path, ": variable '", name, "' refers to itself through other variables");
-      value = Substitute(value, Fmt(path, ": variable '", name, "'"), [&](const std::string& n) -> const std::string* {
-        auto it = cfg.values.find(n);
-        return it == cfg.values.end() ? nullptr : &it->second;
-      });
-      changed = true;
-    }
-    if (!changed) break;
-  }
+  // Values may use other variables: each is resolved once, those it uses
+  // first (depth first, linear in the values' size; a cycle is an error).
+  std::map<std::string, int> state;  // absent: not yet, 1: resolving, 2: done
+  std::function<const std::string*(const std::string&, int)> resolve = [&](const std::string& name,
+                                                                           int depth) -> const std::string* {
+    auto it = cfg.values.find(name);
+    if (it == cfg.values.end()) return nullptr;
+    int& st = state[name];
+    if (st == 2) return &it->second;
+    FRUGAL_REQUIRE(st == 0, path, ": variable '", name, "' refers to itself through other variables");
+    FRUGAL_REQUIRE(depth < kMaxVariableChain, path, ": variable '", name, "' is at the end of a chain of more than ",
+                   kMaxVariableChain, " variables that use each other");
+    st = 1;
+    if (it->second.find("${") != std::string::npos)
+      it->second = Substitute(it->second, Fmt(path, ": variable '", name, "'"),
+                              [&](const std::string& n) { return resolve(n, depth + 1); });
+    state[name] = 2;
+    return &it->second;
+  };
+  for (const auto& [name, value] : cfg.values) resolve(name, 0);
   // Pass 2: the real values.
   std::string final_text = Substitute(text, path, [&](const std::string& name) -> const std::string* {
     auto it = cfg.values.find(name);
@@ -205,6 +225,8 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
 }
 
 ConfigFile LoadConfig(const std::string& path, const std::vector<std::string>& defines) {
+  FRUGAL_REQUIRE(!std::filesystem::is_directory(path), path,
+                 ": is a directory; give a config file (e.g. models/mlp/fashion_mnist.prototxt)");
   std::ifstream in(path);
   FRUGAL_REQUIRE(in, path, ": cannot open the config file (check the path)");
   std::stringstream text;
@@ -321,6 +343,8 @@ Graph BuildGraph(const ConfigFile& cfg) {
     n.loc = fn.loc;
     FRUGAL_REQUIRE(!n.name.empty(), n.loc.ToString(), ": node has no name");
     FRUGAL_REQUIRE(g.FindNode(n.name) < 0, n.Where(), ": the name is already used above");
+    FRUGAL_REQUIRE(n.name != data.data_name() && n.name != data.label_name(), n.Where(), ": the name '", n.name,
+                   "' is the data input's (data.data_name / data.label_name); give the node another name");
     FRUGAL_REQUIRE(!nc.op().empty(), n.Where(), ": node has no op");
     if (nc.op() == "variable") {
       AddConfigVariable(&g, nc, std::move(n));

@@ -40,6 +40,7 @@ DEFINE_double(lr, -1, "override solver.lr");
 DEFINE_string(checkpoint_dir, "", "override solver.checkpoint_dir (checkpoints every epoch or checkpoint_interval)");
 DEFINE_int64(val_interval, -1, "override solver.val_interval (updates between validations; 0: every epoch)");
 DEFINE_int64(checkpoint_interval, -1, "override solver.checkpoint_interval (updates between checkpoints; 0: every epoch)");
+DEFINE_int64(max_nodes, -1, "override max_nodes (the most nodes the config's blocks may expand to)");
 DEFINE_bool(fuse, true, "override fuse: batch_norm + relu pairs run as one op (--nofuse keeps them apart)");
 DEFINE_bool(deterministic, false,
             "bit-identical runs: the naive engine with one kernel thread (fixed reduction orders)");
@@ -70,6 +71,7 @@ ConfigFile LoadConfigFromFlags() {
   if (!FLAGS_checkpoint_dir.empty()) net.mutable_solver()->set_checkpoint_dir(FLAGS_checkpoint_dir);
   if (Given("val_interval")) net.mutable_solver()->set_val_interval(FLAGS_val_interval);
   if (Given("checkpoint_interval")) net.mutable_solver()->set_checkpoint_interval(FLAGS_checkpoint_interval);
+  if (Given("max_nodes")) net.set_max_nodes(FLAGS_max_nodes);
   if (FLAGS_deterministic) net.mutable_solver()->set_deterministic(true);
   if (!gflags::GetCommandLineFlagInfoOrDie("fuse").is_default) net.set_fuse(FLAGS_fuse);
   if (net.solver().deterministic()) {
@@ -188,7 +190,7 @@ constexpr Range kRanges[] = {
     {"lr", 0, 1e30},             {"val_interval", 0, kAny},      {"checkpoint_interval", 0, kAny},
     {"profile_steps", 1, 1e6},   {"iters", 1, 1e9},              {"warmup", 0, 1e9},
     {"token_data", 0, 1 << 30},  {"dist_timeout", 1e-3, 1e7},    {"dist_check_every", 0, kAny},
-    {"resize", 0, 1 << 20},      {"threads", 1, 256},
+    {"resize", 0, 1 << 20},      {"threads", 1, 256},            {"max_nodes", 1, kAny},
 };
 
 void CheckRanges() {
