@@ -207,16 +207,15 @@ TEST(ConfigBlocks, ExpansionIsBoundedAndNamesItsCulprit) {
   }
   e = ErrorOf(text + "name: \"${v10}\"\n");
   EXPECT_NE(e.find("makes the text more than 67108864 characters"), std::string::npos) << e;
-  // 20,000 chained variables: linear, and bounded in depth (each link is a recursion).
+  // 20,000 chained variables (6 s once, quadratic): each resolved once, and
+  // a cycle through them is still found.
   text = "version: 1\nvariable { name: \"c0\" value: \"7\" }\n";
   for (int k = 1; k < 20000; ++k)
     text += "variable { name: \"c" + std::to_string(k) + "\" value: \"${c" + std::to_string(k - 1) + "}\" }\n";
-  e = ErrorOf(text + "name: \"${c19999}\"\n");
-  EXPECT_NE(e.find("a chain of more than 1000 variables"), std::string::npos) << e;
-  text = "version: 1\nvariable { name: \"c0\" value: \"7\" }\n";
-  for (int k = 1; k < 900; ++k)
-    text += "variable { name: \"c" + std::to_string(k) + "\" value: \"${c" + std::to_string(k - 1) + "}\" }\n";
-  EXPECT_EQ(ParseConfig(text + "name: \"n${c899}\"\n", "net.prototxt", {}).net.name(), "n7");
+  EXPECT_EQ(ParseConfig(text + "name: \"n${c19999}\"\n", "net.prototxt", {}).net.name(), "n7");
+  text.replace(text.find("value: \"7\""), 10, "value: \"${c19999}\"");
+  e = ErrorOf(text);
+  EXPECT_NE(e.find("refers to itself through other variables"), std::string::npos) << e;
   // Repeat without a block, a node named as a data input.
   e = ErrorOf("version: 1\nnode { name: \"r\" op: \"relu\" input: \"data\" repeat: 3 }\n");
   EXPECT_NE(e.find("node 'r' has repeat but no block"), std::string::npos) << e;

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <set>
 #include <sstream>
 
@@ -47,8 +46,17 @@ std::pair<int, int> LineCol(const std::string& text, size_t pos) {
 // A bound on a config after substitution: variables that each expand
 // another tenfold would otherwise fill the memory.
 constexpr size_t kMaxConfigChars = size_t{64} << 20;
-// A bound on variables that refer to variables (a recursion per link).
-constexpr int kMaxVariableChain = 1000;
+
+// The names of the ${name}s in text.
+std::vector<std::string> VariablesIn(const std::string& text) {
+  std::vector<std::string> names;
+  for (size_t open = text.find("${"); open != std::string::npos; open = text.find("${", open + 2)) {
+    const size_t close = text.find('}', open);
+    if (close == std::string::npos) break;  // Substitute names the error
+    names.push_back(text.substr(open + 2, close - open - 2));
+  }
+  return names;
+}
 
 // Replaces every ${name}; lookup returns nullptr for an unknown name.
 template <typename Lookup>
@@ -167,26 +175,34 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
     }
     cfg.values[name] = d.substr(eq + 1);
   }
-  // Values may use other variables: each is resolved once, those it uses
-  // first (depth first, linear in the values' size; a cycle is an error).
-  std::map<std::string, int> state;  // absent: not yet, 1: resolving, 2: done
-  std::function<const std::string*(const std::string&, int)> resolve = [&](const std::string& name,
-                                                                           int depth) -> const std::string* {
-    auto it = cfg.values.find(name);
-    if (it == cfg.values.end()) return nullptr;
-    int& st = state[name];
-    if (st == 2) return &it->second;
-    FRUGAL_REQUIRE(st == 0, path, ": variable '", name, "' refers to itself through other variables");
-    FRUGAL_REQUIRE(depth < kMaxVariableChain, path, ": variable '", name, "' is at the end of a chain of more than ",
-                   kMaxVariableChain, " variables that use each other");
-    st = 1;
-    if (it->second.find("${") != std::string::npos)
-      it->second = Substitute(it->second, Fmt(path, ": variable '", name, "'"),
-                              [&](const std::string& n) { return resolve(n, depth + 1); });
-    state[name] = 2;
-    return &it->second;
-  };
-  for (const auto& [name, value] : cfg.values) resolve(name, 0);
+  // Values may use other variables: each is resolved once, after those it
+  // uses (a depth-first walk on an explicit stack, linear in the values'
+  // size however long the chains; a cycle is an error).
+  std::map<std::string, int> state;  // absent: not yet, 1: on the walk's path, 2: resolved
+  for (const auto& [root, unused] : cfg.values) {
+    std::vector<std::pair<std::string, bool>> stack{{root, false}};  // name, its uses pushed
+    while (!stack.empty()) {
+      auto& [name, pushed] = stack.back();
+      int& st = state[name];
+      if (st == 2) {
+        stack.pop_back();
+      } else if (!pushed) {
+        FRUGAL_REQUIRE(st == 0, path, ": variable '", name, "' refers to itself through other variables");
+        st = 1;
+        pushed = true;
+        for (const std::string& used : VariablesIn(cfg.values.at(name)))
+          if (cfg.values.count(used) && state[used] != 2) stack.push_back({used, false});
+      } else {
+        std::string& value = cfg.values.at(name);
+        value = Substitute(value, Fmt(path, ": variable '", name, "'"), [&](const std::string& n) -> const std::string* {
+          auto it = cfg.values.find(n);
+          return it == cfg.values.end() ? nullptr : &it->second;
+        });
+        st = 2;
+        stack.pop_back();
+      }
+    }
+  }
   // Pass 2: the real values.
   std::string final_text = Substitute(text, path, [&](const std::string& name) -> const std::string* {
     auto it = cfg.values.find(name);
