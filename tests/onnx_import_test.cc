@@ -267,6 +267,44 @@ TEST(OnnxImport, MalformedModelsThrow) {
   EXPECT_THROW(ImportOnnx(bad.m), Error);
 }
 
+TEST(OnnxImport, HostileModelsAreOneLineErrors) {
+  auto expect_error = [](const onnx::ModelProto& m, const std::string& needle) {
+    try {
+      ImportOnnx(m);
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  {  // an initializer whose dims overflow a count
+    ModelBuilder b;
+    b.Input("x", {2});
+    b.Init("w", {4294967296, 4294967296, 4}, {1});
+    b.Node("Add", {"x", "w"}, {"y"});
+    b.Output("y");
+    expect_error(b.m, "initializer 'w'");
+  }
+  {  // two nodes writing one output
+    ModelBuilder b;
+    b.Input("x", {2});
+    b.Node("Relu", {"x"}, {"y"});
+    b.Node("Sigmoid", {"x"}, {"y"});
+    b.Output("y");
+    expect_error(b.m, "'y' is written by two nodes");
+  }
+  {  // an Identity of the empty (absent) input: reported, not a CHECK
+    ModelBuilder b;
+    b.Input("x", {2});
+    b.Node("Identity", {""}, {"y"});
+    b.Node("Add", {"x", "y"}, {"z"});
+    b.Output("z");
+    const OnnxImport r = ImportOnnx(b.m);
+    ASSERT_FALSE(r.unsupported.empty());
+    EXPECT_EQ(r.unsupported[0].op_type, "Identity");
+    EXPECT_EQ(r.unsupported[0].reason, "input 1 is absent, and Identity needs it");
+  }
+}
+
 // Writes a model to dir/name and returns the path.
 std::string WriteModel(const TempDir& dir, const std::string& name, const onnx::ModelProto& m) {
   std::ofstream out(dir.File(name), std::ios::binary);
@@ -342,6 +380,10 @@ TEST(OnnxImport, ImportOnnxCommandErrors) {
   EXPECT_NE(r.output.find("needs --out PREFIX"), std::string::npos) << r.output;
   r = RunFrugal("import-onnx " + dir.File("missing.onnx") + " --out " + dir.File("m"));
   EXPECT_NE(r.output.find("cannot open the ONNX model"), std::string::npos) << r.output;
+  std::ofstream(dir.File("empty.onnx")).close();
+  r = RunFrugal("import-onnx " + dir.File("empty.onnx") + " --out " + dir.File("e"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("empty.onnx: the file is empty, not an ONNX model"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <glog/logging.h>
 
 #include <deque>
+#include <map>
 #include <set>
 
 #include "frugal/op.h"
@@ -99,6 +100,17 @@ OnnxImport Importer::Run() {
   if (g.sparse_initializer_size() > 0)
     out_.unsupported.push_back({g.name(), "(graph)", "sparse initializers are not supported"});
   AddGraphInputs();
+  // ONNX graphs are in single-assignment form: a second writer of a name is
+  // a malformed file, not something to import silently.
+  std::map<std::string, std::string> writer;
+  for (const auto& node : g.node())
+    for (const std::string& out : node.output()) {
+      const std::string who = Fmt(node.op_type(), " '", node.name(), "'");
+      const auto [it, first] = writer.emplace(out, who);
+      FRUGAL_REQUIRE(out.empty() || (first && values_.count(out) == 0), "'", out, "' is written by two nodes (",
+                     first ? "and is an initializer or graph input" : it->second, ", ", who,
+                     "): an ONNX graph assigns each name once; the file is malformed");
+    }
   for (const auto& node : g.node()) ImportNode(node);
   for (const auto& o : g.output()) {
     if (!values_.count(o.name())) throw Error(Fmt("graph output '", o.name(), "' is made by no node"));
@@ -237,8 +249,8 @@ std::string Importer::CheckLowering(const Lowering& low, const onnx::NodeProto& 
   if (low.alias) used.push_back(*low.alias);
   for (const Operand& o : used) {
     if (o.kind != Operand::kInput) continue;
-    CHECK(o.index < node.input_size() && !node.input(o.index).empty())
-        << node.op_type() << " rule reads absent input " << o.index;
+    if (o.index >= node.input_size() || node.input(o.index).empty())
+      return Fmt("input ", o.index + 1, " is absent, and ", node.op_type(), " needs it");
     if (std::string why = TensorProblem(node.input(o.index)); !why.empty()) return why;
   }
   if (low.alias && node.output_size() != 1) return "an alias has one output";
