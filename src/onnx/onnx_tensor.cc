@@ -39,7 +39,7 @@ int64_t ReadLE(const unsigned char* p, int bytes, bool is_signed) {
 
 int64_t OnnxTensor::NumElements() const {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) n *= d;  // checked when decoded
   return n;
 }
 
@@ -49,8 +49,12 @@ OnnxTensor DecodeOnnxTensor(const onnx::TensorProto& t, const std::string& where
   out.type_name = onnx::TensorProto::DataType_IsValid(type)
                       ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(type))
                       : Fmt("type ", type);
+  int64_t count = 1;
   for (int64_t d : t.dims()) {
     FRUGAL_REQUIRE(d >= 0, where, ": tensor '", t.name(), "' has a negative dim ", d);
+    const bool overflow = __builtin_mul_overflow(count, d, &count);
+    FRUGAL_REQUIRE(!overflow, where, ": tensor '", t.name(), "' has dims ", Shape(std::vector<int64_t>(t.dims().begin(), t.dims().end())),
+                   ", more elements than a 64-bit count holds");
     out.dims.push_back(d);
   }
   FRUGAL_REQUIRE(t.data_location() != onnx::TensorProto::EXTERNAL, where, ": tensor '", t.name(),
