@@ -105,10 +105,12 @@ OnnxImport Importer::Run() {
   std::map<std::string, std::string> writer;
   for (const auto& node : g.node())
     for (const std::string& out : node.output()) {
+      if (out.empty()) continue;  // an optional output left out
       const std::string who = Fmt(node.op_type(), " '", node.name(), "'");
+      FRUGAL_REQUIRE(!values_.count(out), "'", out, "' is an initializer or graph input and is written by ", who,
+                     ": an ONNX graph assigns each name once; the file is malformed");
       const auto [it, first] = writer.emplace(out, who);
-      FRUGAL_REQUIRE(out.empty() || (first && values_.count(out) == 0), "'", out, "' is written by two nodes (",
-                     first ? "and is an initializer or graph input" : it->second, ", ", who,
+      FRUGAL_REQUIRE(first, "'", out, "' is written by two nodes (", it->second, ", ", who,
                      "): an ONNX graph assigns each name once; the file is malformed");
     }
   for (const auto& node : g.node()) ImportNode(node);

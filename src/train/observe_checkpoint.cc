@@ -25,9 +25,9 @@ class Checkpoints : public Observer {
     const std::string latest = ckpt_->Latest();
     if (latest.empty()) return;
     std::error_code ec;
-    const fs::path from = resume.empty() ? fs::path() : fs::is_directory(resume, ec) ? fs::path(resume)
-                                                                                     : fs::path(resume).parent_path();
-    const bool continues = !resume.empty() && fs::equivalent(from.empty() ? "." : from, sc.checkpoint_dir(), ec);
+    fs::path from = fs::is_directory(resume, ec) ? fs::path(resume) : fs::path(resume).parent_path();
+    if (from.empty()) from = ".";  // a file in the working directory
+    const bool continues = !resume.empty() && fs::equivalent(from, sc.checkpoint_dir(), ec);
     FRUGAL_REQUIRE(continues, sc.checkpoint_dir(), " holds the checkpoints of another run (the latest ", latest,
                    ")", resume.empty() ? "" : Fmt(", not the run resumed from ", resume),
                    ": a run there would rotate them away and mix with them. Continue it with --resume ",
@@ -65,8 +65,7 @@ class Checkpoints : public Observer {
       const std::string bad = FirstNonFinite(*part);
       FRUGAL_REQUIRE(bad.empty(), "update ", r.updates(), ": the state is not a number (", bad,
                      ") and is not checkpointed (what ", r.sc.checkpoint_dir(),
-                     " holds is from before it). Lower the learning rate (", r.rate,
-                     " now: --lr or solver.lr), set solver.clip_gradient, or check the data");
+                     " holds is from before it). ", r.NonFiniteAdvice());
     }
     const std::string path = ckpt_->Save(state);
     LOG_IF(INFO, !r.opts.quiet) << "checkpoint " << path;

@@ -42,9 +42,13 @@ void Run::CheckFinite(int64_t at) {
                     "); ",
                     bad.empty() ? "the weights are finite, the largest is " + LargestMagnitude(w)
                                 : "the first weight that is not is " + bad,
-                    ". Nothing was checkpointed from it. Lower the learning rate (", rate,
-                    " now: --lr or solver.lr), set solver.clip_gradient, or check the data for NaN or Inf"));
+                    ". Nothing was checkpointed from it. ", NonFiniteAdvice()));
   }
+}
+
+std::string Run::NonFiniteAdvice() const {
+  return Fmt("Lower the learning rate (", rate,
+             " now: --lr or solver.lr), set solver.clip_gradient, or check the data for NaN or Inf");
 }
 
 }  // namespace frugal

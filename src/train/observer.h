@@ -67,6 +67,8 @@ struct Run {
   // the check before it passed), naming the first weight that is not, or
   // the largest, and the fixes. A look at a few sums.
   void CheckFinite(int64_t iter);
+  // What to do about a loss or state that is not a number.
+  std::string NonFiniteAdvice() const;
   // Calls f on every observer, in order.
   template <typename F>
   void Each(F f) {

@@ -151,8 +151,6 @@ void CheckFlags() {
                  "--quality ", FLAGS_quality, " must be 1 to 100 for JPEG");
   FRUGAL_REQUIRE(FLAGS_quality == -1 || FLAGS_encoding != ".png" || (FLAGS_quality >= 0 && FLAGS_quality <= 9),
                  "--quality ", FLAGS_quality, " must be 0 to 9 (compression) for PNG");
-  FRUGAL_REQUIRE(FLAGS_resize >= 0, "--resize ", FLAGS_resize, " must be >= 0");
-  FRUGAL_REQUIRE(FLAGS_threads >= 1 && FLAGS_threads <= 256, "--threads ", FLAGS_threads, " must be 1 to 256");
   FRUGAL_REQUIRE(!FLAGS_pass_through || (FLAGS_resize == 0 && !FLAGS_center_crop),
                  "--pass_through stores files as they are: it cannot be combined with --resize or --center_crop");
 }

@@ -73,7 +73,7 @@ ConfigFile LoadConfigFromFlags() {
   if (Given("checkpoint_interval")) net.mutable_solver()->set_checkpoint_interval(FLAGS_checkpoint_interval);
   if (Given("max_nodes")) net.set_max_nodes(FLAGS_max_nodes);
   if (FLAGS_deterministic) net.mutable_solver()->set_deterministic(true);
-  if (!gflags::GetCommandLineFlagInfoOrDie("fuse").is_default) net.set_fuse(FLAGS_fuse);
+  if (Given("fuse")) net.set_fuse(FLAGS_fuse);
   if (net.solver().deterministic()) {
     net.mutable_solver()->set_engine("naive");
     net.mutable_solver()->set_engine_kernel_threads(1);
