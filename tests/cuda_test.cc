@@ -415,6 +415,18 @@ TEST(CudaCli, TrainOnSeveralGpusWithoutThemIsAClearError) {
   EXPECT_NE(r.output.find("--gpus 1,1: GPU 1 is named twice"), std::string::npos) << r.output;
 }
 
+// A CPU run never loads cuBLAS (about 150 MiB resident through libcublasLt):
+// the CUDA backend opens it when a GPU needs it. The loader's log of the
+// files it opens (LD_DEBUG=files) must show oneDNN, and no cuBLAS.
+TEST(CudaCli, CpuRunDoesNotLoadCublas) {
+  const test::RunResult r =
+      test::RunShell(std::string("LD_DEBUG=files ") + FRUGAL_BIN +
+                     " time --config models/mlp/fashion_mnist.prototxt --iters 1 --warmup 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_NE(r.output.find("libdnnl"), std::string::npos) << "LD_DEBUG=files logged nothing:\n" << r.output;
+  EXPECT_EQ(r.output.find("libcublas"), std::string::npos) << r.output;
+}
+
 TEST(CudaCli, BadGpuListIsAClearError) {
   const test::RunResult r = test::RunFrugal("time --config models/mlp/fashion_mnist.prototxt --gpus x --iters 1");
   EXPECT_NE(r.exit_code, 0);

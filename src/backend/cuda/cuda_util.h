@@ -60,6 +60,21 @@ inline Context& Ctx(const KernelCtx& c) { return *static_cast<Context*>(c.cuda);
 inline cudaStream_t Stream(const KernelCtx& c) { return Ctx(c).stream; }
 
 [[noreturn]] void ThrowCuda(const char* expr, const char* file, int line, const char* message);
+
+// cuBLAS is opened on first use (dlopen), not linked: linking it maps
+// libcublasLt into every process, about 150 MiB resident, CPU-only runs
+// included. These are the entry points frugal calls (the header's names
+// are macros for the _v2 symbols, so decltype and FRUGAL_CUBLAS_SYMBOL see
+// the real ones).
+struct CublasApi {
+  decltype(&cublasCreate) create;
+  decltype(&cublasSetStream) set_stream;
+  decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
+  decltype(&cublasGetStatusString) status_string;
+};
+// Opens libcublas.so.<major> once; throws Error naming the library and the
+// loader's reason when it cannot.
+const CublasApi& Cublas();
 // The Error message of a fault ("label 9 of sample 0 is not a class index in [0, 4) ...").
 std::string FaultMessage(const Fault& f);
 
@@ -69,11 +84,11 @@ std::string FaultMessage(const Fault& f);
     if (frugal_e != cudaSuccess)                                                        \
       ::frugal::cuda::ThrowCuda(#expr, __FILE__, __LINE__, cudaGetErrorString(frugal_e)); \
   } while (0)
-#define FRUGAL_CUBLAS_CHECK(expr)                                                              \
-  do {                                                                                         \
-    const cublasStatus_t frugal_s = (expr);                                                    \
-    if (frugal_s != CUBLAS_STATUS_SUCCESS)                                                     \
-      ::frugal::cuda::ThrowCuda(#expr, __FILE__, __LINE__, cublasGetStatusString(frugal_s));   \
+#define FRUGAL_CUBLAS_CHECK(expr)                                                                       \
+  do {                                                                                                  \
+    const cublasStatus_t frugal_s = (expr);                                                             \
+    if (frugal_s != CUBLAS_STATUS_SUCCESS)                                                              \
+      ::frugal::cuda::ThrowCuda(#expr, __FILE__, __LINE__, ::frugal::cuda::Cublas().status_string(frugal_s)); \
   } while (0)
 #define FRUGAL_CUDNN_CHECK(expr)                                                            \
   do {                                                                                      \

@@ -1,6 +1,7 @@
 // The CUDA implementation of backend/device.h: device discovery, the arena
 // and pool allocators, pinned host memory, copies, and one stream per GPU
 // with a completion thread that turns CUDA events into engine completions.
+#include <dlfcn.h>
 #include <glog/logging.h>
 
 #include <condition_variable>
@@ -9,6 +10,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
 #include <thread>
 
 #include "backend/cuda/cuda_util.h"
@@ -19,6 +23,32 @@ namespace cuda {
 
 void ThrowCuda(const char* expr, const char* file, int line, const char* message) {
   throw Error(Fmt("CUDA error: ", message, " (", expr, " at ", file, ":", line, ")"));
+}
+
+#define FRUGAL_CUBLAS_SYMBOL2(name) #name
+#define FRUGAL_CUBLAS_SYMBOL(name) FRUGAL_CUBLAS_SYMBOL2(name)  // expands cublasCreate to "cublasCreate_v2"
+
+const CublasApi& Cublas() {
+  static std::mutex mu;
+  static std::optional<CublasApi> api;
+  std::lock_guard<std::mutex> lock(mu);
+  if (api) return *api;
+  const std::string lib = Fmt("libcublas.so.", CUBLAS_VER_MAJOR);
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) throw Error(Fmt("cannot open ", lib, " (", dlerror(), "): install cuBLAS ", CUBLAS_VER_MAJOR,
+                          " or put its folder in LD_LIBRARY_PATH"));
+  auto get = [&](const char* name, auto* fn) {
+    void* p = dlsym(h, name);
+    if (!p) throw Error(Fmt(lib, " has no ", name, ": a cuBLAS other than version ", CUBLAS_VER_MAJOR, "?"));
+    *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(p);
+  };
+  CublasApi a;
+  get(FRUGAL_CUBLAS_SYMBOL(cublasCreate), &a.create);
+  get(FRUGAL_CUBLAS_SYMBOL(cublasSetStream), &a.set_stream);
+  get(FRUGAL_CUBLAS_SYMBOL(cublasSgemmStridedBatched), &a.sgemm_strided_batched);
+  get(FRUGAL_CUBLAS_SYMBOL(cublasGetStatusString), &a.status_string);
+  api = a;
+  return *api;
 }
 
 // The CPU kernels' messages (src/ops/softmax_cross_entropy.cc, embedding.cc);
@@ -53,8 +83,8 @@ class Device {
     FRUGAL_CUDA_CHECK(cudaSetDevice(id));
     FRUGAL_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
     ctx_.device = id;
-    FRUGAL_CUBLAS_CHECK(cublasCreate(&ctx_.cublas));
-    FRUGAL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream));
+    FRUGAL_CUBLAS_CHECK(Cublas().create(&ctx_.cublas));
+    FRUGAL_CUBLAS_CHECK(Cublas().set_stream(ctx_.cublas, ctx_.stream));
     FRUGAL_CUDNN_CHECK(cudnnCreate(&ctx_.cudnn));
     FRUGAL_CUDNN_CHECK(cudnnSetStream(ctx_.cudnn, ctx_.stream));
     FRUGAL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&fault_), sizeof(Fault), cudaHostAllocMapped));

@@ -62,9 +62,9 @@ inline void GemmRowMajor(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t 
                          int64_t stride_b = 0, int64_t stride_c = 0) {
   const float alpha = 1.f;
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
-  FRUGAL_CUBLAS_CHECK(cublasSgemmStridedBatched(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, in,
-                                                im, ik, &alpha, b, tb ? ik : in, stride_b, a, ta ? im : ik, stride_a,
-                                                &beta, c, in, stride_c, static_cast<int>(batch)));
+  FRUGAL_CUBLAS_CHECK(Cublas().sgemm_strided_batched(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                    in, im, ik, &alpha, b, tb ? ik : in, stride_b, a, ta ? im : ik,
+                                                    stride_a, &beta, c, in, stride_c, static_cast<int>(batch)));
 }
 
 // The same for output k of a kernel, over its size.
