@@ -225,7 +225,7 @@ OpReport CheckOp(const OpCase& c) {
   // The reference gives every visible output and may give hidden ones
   // (saved statistics); an op-internal encoding (an argmax workspace) is
   // checked through the gradient instead.
-  const OpDef& op = OpRegistry::Get().Require(c.op, "test");
+  const OpDef& op = OpRegistry::Get().Require(c.op, [] { return std::string("test"); });
   const Node& op_node = fwd.g.node(fwd.op_node);
   const size_t n_visible = static_cast<size_t>(op.NumVisibleOutputs(op_node.params));
   EXPECT_GE(want.size(), n_visible);

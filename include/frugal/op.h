@@ -56,10 +56,12 @@ inline BackwardRead Output(int i) { return {BackwardRead::kOutput, i}; }
 inline BackwardRead OutGrad(int i) { return {BackwardRead::kOutGrad, i}; }
 
 // Reads typed values from a node's attribute map; every key must be consumed
-// (Finish), so a misspelt attribute is an error rather than ignored.
+// (Finish), so a misspelt attribute is an error rather than ignored. `where`
+// names the node in errors; it is called only when there is one (building
+// the text for every node took a tenth of planning a large graph).
 class AttrReader {
  public:
-  AttrReader(std::string where, AttrMap attrs) : where_(std::move(where)), attrs_(std::move(attrs)) {}
+  AttrReader(std::function<std::string()> where, AttrMap attrs) : where_(std::move(where)), attrs_(std::move(attrs)) {}
   int64_t Int(const std::string& key);
   int64_t Int(const std::string& key, int64_t dflt);
   double Float(const std::string& key, double dflt);
@@ -71,12 +73,12 @@ class AttrReader {
   // "(2,3,-1)" or "2,3,-1".
   std::vector<int64_t> Ints(const std::string& key);
   void Finish() const;
-  const std::string& where() const { return where_; }
+  std::string where() const { return where_(); }
 
  private:
   const std::string* Find(const std::string& key);
   std::string GivenNote() const;  // "; the node gives 'a', 'b'" for errors
-  std::string where_;
+  std::function<std::string()> where_;
   AttrMap attrs_;
   std::vector<std::string> known_;
 };
@@ -287,8 +289,9 @@ class OpRegistry {
   OpDef& Existing(const std::string& name);
   // nullptr if absent.
   const OpDef* Find(const std::string& name) const;
-  // Throws Error "<where>: unknown op 'x' (did you mean 'y'?)".
-  const OpDef& Require(const std::string& name, const std::string& where) const;
+  // Throws Error "<where()>: unknown op 'x' (did you mean 'y'?)"; where() is
+  // called only then.
+  const OpDef& Require(const std::string& name, const std::function<std::string()>& where) const;
   // All ops, sorted by name.
   std::vector<const OpDef*> All() const;
 

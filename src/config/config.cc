@@ -310,7 +310,7 @@ std::vector<std::string> ExpandWildcards(const Graph& g, const config::Node& nc,
 // A node with op "variable": a parameter or aux state named in the config.
 void AddConfigVariable(Graph* g, const config::Node& nc, Node n) {
   FRUGAL_REQUIRE(nc.input_size() == 0, n.Where(), ": a variable takes no inputs");
-  AttrReader r(n.Where(), AttrMap(nc.attr().begin(), nc.attr().end()));
+  AttrReader r([&n] { return n.Where(); }, AttrMap(nc.attr().begin(), nc.attr().end()));
   std::string kind = r.Choice("kind", "param", {"param", "aux"});
   n.var = kind == "param" ? VarKind::kParam : VarKind::kAux;
   n.init = r.Str("init", kind == "param" ? "xavier" : "zero");
@@ -366,12 +366,12 @@ Graph BuildGraph(const ConfigFile& cfg) {
       AddConfigVariable(&g, nc, std::move(n));
       continue;
     }
-    n.op = &OpRegistry::Get().Require(nc.op(), n.Where());
+    n.op = &OpRegistry::Get().Require(nc.op(), [&n] { return n.Where(); });
     n.attrs = AttrMap(nc.attr().begin(), nc.attr().end());
     FRUGAL_REQUIRE(!(nc.mirror() && nc.checkpoint()), n.Where(), ": mirror and checkpoint contradict each other");
     n.keep = nc.mirror() ? Node::Keep::kMirror : nc.checkpoint() ? Node::Keep::kCheckpoint : Node::Keep::kAuto;
     n.stage = nc.stage();
-    AttrReader reader(n.Where(), n.attrs);
+    AttrReader reader([&n] { return n.Where(); }, n.attrs);
     n.params = n.op->ParseParams(reader);
 
     const int n_in = n.op->NumInputs(n.params);

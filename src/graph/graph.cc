@@ -38,9 +38,9 @@ int Graph::AddOp(const std::string& op, const std::string& name, const AttrMap& 
   Node n;
   n.name = name;
   n.loc = std::move(loc);
-  n.op = &OpRegistry::Get().Require(op, n.Where());
+  n.op = &OpRegistry::Get().Require(op, [&n] { return n.Where(); });
   n.attrs = attrs;
-  AttrReader reader(n.Where(), attrs);
+  AttrReader reader([&n] { return n.Where(); }, attrs);
   n.params = n.op->ParseParams(reader);
   n.inputs = std::move(inputs);
   return AddNode(std::move(n));

@@ -33,7 +33,7 @@ std::string AttrReader::GivenNote() const {
 
 int64_t AttrReader::Int(const std::string& key) {
   const std::string* v = Find(key);
-  FRUGAL_REQUIRE(v, where_, ": attribute '", key, "' is required (an integer)", GivenNote());
+  FRUGAL_REQUIRE(v, where(), ": attribute '", key, "' is required (an integer)", GivenNote());
   return Int(key, 0);
 }
 
@@ -43,7 +43,7 @@ int64_t AttrReader::Int(const std::string& key, int64_t dflt) {
   char* end = nullptr;
   errno = 0;
   long long x = std::strtoll(v->c_str(), &end, 10);
-  FRUGAL_REQUIRE(!v->empty() && *end == '\0' && errno == 0, where_, ": attribute '", key,
+  FRUGAL_REQUIRE(!v->empty() && *end == '\0' && errno == 0, where(), ": attribute '", key,
                  "' must be an integer, got '", *v, "'");
   return x;
 }
@@ -53,7 +53,7 @@ double AttrReader::Float(const std::string& key, double dflt) {
   if (!v) return dflt;
   char* end = nullptr;
   double x = std::strtod(v->c_str(), &end);
-  FRUGAL_REQUIRE(!v->empty() && *end == '\0', where_, ": attribute '", key,
+  FRUGAL_REQUIRE(!v->empty() && *end == '\0', where(), ": attribute '", key,
                  "' must be a number, got '", *v, "'");
   return x;
 }
@@ -63,7 +63,7 @@ bool AttrReader::Bool(const std::string& key, bool dflt) {
   if (!v) return dflt;
   if (*v == "true" || *v == "1" || *v == "True") return true;
   if (*v == "false" || *v == "0" || *v == "False") return false;
-  throw Error(Fmt(where_, ": attribute '", key, "' must be true or false, got '", *v, "'"));
+  throw Error(Fmt(where(), ": attribute '", key, "' must be true or false, got '", *v, "'"));
 }
 
 std::string AttrReader::Str(const std::string& key, const std::string& dflt) {
@@ -77,12 +77,12 @@ std::string AttrReader::Choice(const std::string& key, const std::string& dflt,
   if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return v;
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  throw Error(Fmt(where_, ": attribute '", key, "' is '", v, "'; expected one of: ", list));
+  throw Error(Fmt(where(), ": attribute '", key, "' is '", v, "'; expected one of: ", list));
 }
 
 std::vector<int64_t> AttrReader::Ints(const std::string& key) {
   const std::string* v = Find(key);
-  FRUGAL_REQUIRE(v, where_, ": attribute '", key, "' is required (a list like (2,3,-1))", GivenNote());
+  FRUGAL_REQUIRE(v, where(), ": attribute '", key, "' is required (a list like (2,3,-1))", GivenNote());
   std::string s = *v;
   for (char& c : s)
     if (c == '(' || c == ')' || c == '[' || c == ']' || c == ',') c = ' ';
@@ -96,7 +96,7 @@ std::vector<int64_t> AttrReader::Ints(const std::string& key) {
     p = end;
   }
   while (*p == ' ') ++p;
-  FRUGAL_REQUIRE(*p == '\0', where_, ": attribute '", key, "' must be a list of integers like (2,3,-1), got '",
+  FRUGAL_REQUIRE(*p == '\0', where(), ": attribute '", key, "' must be a list of integers like (2,3,-1), got '",
                  *v, "'");
   return out;
 }
@@ -107,7 +107,7 @@ void AttrReader::Finish() const {
     std::string list;
     for (const auto& k : known_)
       if (list.find("'" + k + "'") == std::string::npos) list += (list.empty() ? "'" : ", '") + k + "'";
-    throw Error(Fmt(where_, ": unknown attribute '", key, "'",
+    throw Error(Fmt(where(), ": unknown attribute '", key, "'",
                     list.empty() ? " (this op takes no attributes)" : " (known: " + list + ")"));
   }
 }
@@ -136,7 +136,7 @@ std::vector<Entry> OpDef::BuildGradient(Graph& g, const GradCtx& c) const {
   const Node& f = g.node(fwd);
   Node b;
   b.name = f.name + "_backward";
-  b.op = &OpRegistry::Get().Require(backward_op_, f.Where());
+  b.op = &OpRegistry::Get().Require(backward_op_, [&f] { return f.Where(); });
   b.params = f.params;
   b.attrs = f.attrs;
   b.fwd = fwd;
@@ -217,13 +217,13 @@ const OpDef* OpRegistry::Find(const std::string& name) const {
 }
 
 
-const OpDef& OpRegistry::Require(const std::string& name, const std::string& where) const {
+const OpDef& OpRegistry::Require(const std::string& name, const std::function<std::string()>& where) const {
   if (const OpDef* op = Find(name)) return *op;
   std::vector<std::string> names;
   for (const auto& [n, op] : ops_)
     if (n[0] != '_') names.push_back(n);  // backward ops are not for configs
   const std::string best = Nearest(name, names);
-  throw Error(Fmt(where, ": unknown op '", name, "'",
+  throw Error(Fmt(where(), ": unknown op '", name, "'",
                   best.empty() ? " (run 'frugal ops' for the list)" : " (did you mean '" + best + "'?)"));
 }
 

@@ -267,7 +267,7 @@ std::vector<std::any> Importer::ParseAll(const Lowering& low, const onnx::NodePr
   std::vector<std::any> params;
   for (const auto& n : low.nodes) {
     const OpDef* op = OpRegistry::Get().Find(n.op);
-    AttrReader reader(Fmt("ONNX node '", label, "' (", node.op_type(), " -> ", n.op, ")"), n.attrs);
+    AttrReader reader([&] { return Fmt("ONNX node '", label, "' (", node.op_type(), " -> ", n.op, ")"); }, n.attrs);
     params.push_back(op->ParseParams(reader));
   }
   return params;

@@ -187,7 +187,7 @@ std::vector<Entry> SplitGradient(Graph& g, const GradCtx& c) {
   const Node& f = g.node(c.fwd);
   Node b;
   b.name = f.name + "_backward";
-  b.op = &OpRegistry::Get().Require("_backward_split", f.Where());
+  b.op = &OpRegistry::Get().Require("_backward_split", [&f] { return f.Where(); });
   b.params = f.params;
   b.attrs = f.attrs;
   b.fwd = c.fwd;

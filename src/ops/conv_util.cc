@@ -12,7 +12,7 @@ Pair ReadPair(AttrReader& a, const std::string& key, Pair dflt, int64_t min, boo
     std::string s = a.Str(key, "");
     if (s.empty()) return dflt;
     AttrMap one{{key, s}};
-    AttrReader r(a.where(), one);
+    AttrReader r([&a] { return a.where(); }, one);
     v = r.Ints(key);
   }
   FRUGAL_REQUIRE(v.size() == 1 || v.size() == 2, a.where(), ": attribute '", key,

@@ -133,7 +133,7 @@ std::vector<Entry> LstmGradient(Graph& g, const GradCtx& c) {
   const Node& f = g.node(c.fwd);
   Node b;
   b.name = f.name + "_backward";
-  b.op = &OpRegistry::Get().Require("_backward_lstm_cell", f.Where());
+  b.op = &OpRegistry::Get().Require("_backward_lstm_cell", [&f] { return f.Where(); });
   b.params = f.params;
   b.attrs = f.attrs;
   b.fwd = c.fwd;

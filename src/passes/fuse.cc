@@ -54,7 +54,7 @@ Graph FuseBnRelu(const Graph& g) {
     if (fused_relu[i] >= 0) {
       const Node& relu = g.node(fused_relu[i]);
       m.attrs["act_type"] = "relu";
-      AttrReader reader(m.Where(), m.attrs);
+      AttrReader reader([&m] { return m.Where(); }, m.attrs);
       m.params = m.op->ParseParams(reader);
       m.keep = Merged(n.keep, relu.keep);
       m.stage = n.stage || relu.stage;

@@ -5,8 +5,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <iterator>
-#include <map>
+#include <set>
 
 #include "frugal/passes.h"
 
@@ -128,16 +127,21 @@ std::vector<std::vector<int>> CrossingProducers(const Graph& g, const std::vecto
   for (int i = 0; i < g.num_nodes(); ++i)
     for (const Entry& e : g.node(i).inputs) last_read[g.EntryId(e)] = i;
   std::vector<std::vector<int>> out;
-  std::map<int, int> live;  // entry -> its last reader, for entries made so far
+  std::set<int> live;                                // entries made so far and read later
+  std::vector<std::vector<int>> dies(g.num_nodes());  // node -> the live entries it reads last
   size_t next = 0;
   for (int i = 0; i < g.num_nodes() && next < cands.size(); ++i) {
     if (!g.node(i).is_variable())
-      for (int k = 0; k < g.NumOutputs(i); ++k)
-        if (last_read[g.EntryId({i, k})] > i) live[g.EntryId({i, k})] = last_read[g.EntryId({i, k})];
-    for (auto it = live.begin(); it != live.end();) it = it->second <= i ? live.erase(it) : std::next(it);
+      for (int k = 0; k < g.NumOutputs(i); ++k) {
+        const int e = g.EntryId({i, k});
+        if (last_read[e] <= i) continue;
+        live.insert(e);
+        dies[last_read[e]].push_back(e);
+      }
+    for (int e : dies[i]) live.erase(e);
     if (cands[next] != i) continue;
     std::vector<int> producers;
-    for (const auto& [e, last] : live) {
+    for (int e : live) {
       int p = g.EntryOf(e).node;
       if (producers.empty() || producers.back() != p) producers.push_back(p);
     }
