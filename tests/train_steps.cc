@@ -1,5 +1,7 @@
 #include "train_steps.h"
 
+#include "test_util.h"
+
 namespace frugal::test {
 
 BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy)
@@ -25,6 +27,9 @@ BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy)
   data = b.vars["data"] = Tensor::Empty(m.data_shape);
   label = b.vars["label"] = Tensor::Empty(m.label_shape);
   const int64_t before = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
+  // The arena poisoned (frugal/executor.h): a kernel that reads a dead
+  // buffer yields NaN, never the reference's bits.
+  const ScopedEnv poison("FRUGAL_POISON_ARENA", "1");
   exec = std::make_unique<Executor>(m.train, m.train_plan, b, engine.get());
   arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena) - before;
 }

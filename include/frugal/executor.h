@@ -10,6 +10,13 @@
 // also writes the variables of the blocks that held its bytes before, so it
 // waits for their last readers. Buffer reuse is thus write-after-read
 // ordering, and any engine runs the graph safely.
+//
+// Debugging: with FRUGAL_POISON_ARENA=1 in the environment, a CPU executor
+// fills every arena block with NaN (bytes 0xff) before the op that first
+// writes it and again after its last reader, and every workspace before and
+// after its op. A kernel that reads a dead or unwritten buffer, or adds into
+// an output it should overwrite, then yields NaN instead of plausible stale
+// values; the strategy tests run this way (tests/train_steps.cc).
 #pragma once
 
 #include <map>
@@ -90,6 +97,8 @@ class Executor {
   void BindExternal(const Bindings& b);
   void BindArena();
   void PushCuda(bool is_train, int64_t step, uint64_t seed);
+  void PoisonDeadBlocks(const std::vector<int>& first_writer, const std::vector<int64_t>& block_offset,
+                        const std::vector<int64_t>& block_bytes, const std::vector<Var>& block_var);
   const Graph& graph_;
   MemoryPlan plan_;
   Engine* engine_;
@@ -104,6 +113,14 @@ class Executor {
   std::vector<OpRun> runs_;
   std::vector<OpSchedule> schedule_;  // parallel to runs_
   std::vector<Var> owned_vars_;  // engine variables this executor made
+  // FRUGAL_POISON_ARENA (see above): per node, the blocks it writes first
+  // and the blocks whose last reader it is, as arena ranges.
+  struct Range {
+    int64_t offset, bytes;
+    Var var;
+  };
+  bool poison_ = false;
+  std::vector<std::vector<Range>> fresh_, dying_;
   bool profiling_ = false;
   std::vector<double> node_seconds_;  // per node, while profiling
   TraceWriter* trace_ = nullptr;

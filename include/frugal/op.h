@@ -188,6 +188,11 @@ class OpDef {
   // Only the first n outputs are results; the rest exist for the backward
   // pass (saved statistics) and never become graph outputs by default.
   OpDef& VisibleOutputs(int n) { visible_outputs_ = n; return *this; }
+  // The kernel writes all its outputs or none (one library call makes them
+  // together): where any is read, the plan gives the unread ones bytes too,
+  // for the node's own step. Max pooling makes y to make the argmax, and a
+  // recomputed pooling is read for its argmax alone.
+  OpDef& WritesOutputsTogether() { outputs_together_ = true; return *this; }
   OpDef& Recompute(Cost c) { cost_ = c; return *this; }
   // Outputs whose kernel honours OpReq::kAdd (adds into the buffer). Where
   // such an output is one part of a gradient sum (add_n(sum, part), each
@@ -239,6 +244,7 @@ class OpDef {
   double Flops(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out) const;
   const std::vector<std::pair<int, int>>& inplace() const { return inplace_; }
   const std::vector<int>& mutates() const { return mutates_; }
+  bool writes_outputs_together() const { return outputs_together_; }
   const std::vector<std::pair<int, int>>& mirror_reads() const { return mirror_reads_; }
   const std::vector<int>& add_to() const { return add_to_; }
   int NumVisibleOutputs(const std::any& params) const {
@@ -272,6 +278,7 @@ class OpDef {
   std::vector<std::pair<int, int>> mirror_reads_;
   std::vector<int> add_to_;
   int visible_outputs_ = -1;
+  bool outputs_together_ = false;
   Cost cost_ = Cost::kCheap;
   Randomness rng_ = Randomness::kNone;
   std::function<int64_t(const Node&, const std::vector<Shape>&)> workspace_;

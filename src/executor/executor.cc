@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <iterator>
 
 #include "backend/device.h"
@@ -40,6 +42,27 @@ class ArenaOwners {
   std::map<int64_t, int> owner_;
 };
 
+// Every byte 0xff: a float NaN.
+void Poison(Storage* arena, int64_t offset, int64_t bytes) {
+  std::memset(static_cast<char*>(arena->data()) + offset, 0xff, static_cast<size_t>(bytes));
+}
+
+// Throws Error naming the node if an arena input of a poisoned run still
+// holds the poison: the op reads bytes that are dead or were never written.
+void CheckNotPoisoned(const Graph& g, const Node& n, const std::vector<Tensor>& in, const Storage* arena) {
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!in[k].defined() || in[k].storage().get() != arena) continue;
+    const auto* words = static_cast<const uint32_t*>(in[k].raw());
+    const int64_t count = in[k].bytes() / 4;
+    for (int64_t i = 0; i < count; ++i) {
+      if (words[i] != 0xffffffffu) continue;
+      throw Error(Fmt(n.Where(), ": input ", k, " ('", g.node(n.inputs[k].node).name, "' output ", n.inputs[k].index,
+                      ") holds the arena's poison at element ", i, " of ", count,
+                      ": the op reads bytes that are dead or were never written (FRUGAL_POISON_ARENA)"));
+    }
+  }
+}
+
 void AddOnce(std::vector<Var>* vars, Var v) {
   if (std::find(vars->begin(), vars->end(), v) == vars->end()) vars->push_back(v);
 }
@@ -67,6 +90,8 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
   }
   if (gpu) backend::RequireCudaDevice(device_.id, Fmt("executor on ", device_.ToString()));
   arena_ = std::make_shared<Storage>(device_, plan_.arena_bytes, MemKind::kArena);
+  const char* poison = std::getenv("FRUGAL_POISON_ARENA");
+  poison_ = !gpu && poison && *poison && std::string(poison) != "0";
   entries_.resize(g.num_entries());
   entry_var_.assign(g.num_entries(), -1);
   workspace_var_.assign(g.num_nodes(), -1);
@@ -162,6 +187,7 @@ void Executor::BindArena() {
   // bytes before. It declares a write of their variables. Claimants are
   // blocks [0, num_blocks) and workspaces num_blocks + node.
   auto claimant_var = [&](int c) { return c < num_blocks ? block_var[c] : workspace_var_[c - num_blocks]; };
+  std::vector<int> first_writer(num_blocks, -1);
   ArenaOwners owners;
   reuse_writes_.assign(g.num_nodes(), {});
   // The first pass leaves the owners at the end of a run, which is where
@@ -176,6 +202,7 @@ void Executor::BindArena() {
         const int b = plan_.entry_offset[e] >= 0 ? plan_.entry_block[e] : -1;
         if (b < 0 || claimed[b]) continue;  // in place: the block was claimed by its first producer
         claimed[b] = true;
+        first_writer[b] = i;
         owners.Claim(block_offset[b], block_offset[b] + block_bytes[b], b, &before);
       }
       if (plan_.workspace_offset[i] >= 0) {
@@ -185,6 +212,37 @@ void Executor::BindArena() {
       if (pass == 1)
         for (int c : before) reuse_writes_[i].push_back(claimant_var(c));
     }
+  }
+  if (poison_) PoisonDeadBlocks(first_writer, block_offset, block_bytes, block_var);
+}
+
+// fresh_: each block before its first writer, each workspace before its op;
+// dying_: each block after its last reader (never a graph output's), each
+// workspace after its op.
+void Executor::PoisonDeadBlocks(const std::vector<int>& first_writer, const std::vector<int64_t>& block_offset,
+                                const std::vector<int64_t>& block_bytes, const std::vector<Var>& block_var) {
+  const Graph& g = graph_;
+  const int num_blocks = plan_.num_blocks;
+  std::vector<int> last_reader(num_blocks, -1);
+  auto block_of = [&](Entry e) { return plan_.entry_offset[g.EntryId(e)] >= 0 ? plan_.entry_block[g.EntryId(e)] : -1; };
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs)
+      if (block_of(e) >= 0) last_reader[block_of(e)] = std::max(last_reader[block_of(e)], i);
+  for (const Entry& e : g.outputs)
+    if (block_of(e) >= 0) last_reader[block_of(e)] = g.num_nodes();  // live to the end
+  fresh_.assign(g.num_nodes(), {});
+  dying_.assign(g.num_nodes(), {});
+  for (int b = 0; b < num_blocks; ++b) {
+    if (first_writer[b] < 0) continue;
+    const Range r{block_offset[b], block_bytes[b], block_var[b]};
+    fresh_[first_writer[b]].push_back(r);
+    if (last_reader[b] < g.num_nodes()) dying_[std::max(last_reader[b], first_writer[b])].push_back(r);
+  }
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (plan_.workspace_offset[i] < 0) continue;
+    const Range r{plan_.workspace_offset[i], plan_.workspace_bytes[i], workspace_var_[i]};
+    fresh_[i].push_back(r);
+    dying_[i].push_back(r);
   }
 }
 
@@ -206,7 +264,11 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed) {
     // the executor: a later Push with other arguments cannot change it.
     engine_->Push(
         [&r, &n, is_train, step, seed, threads, seconds = profiling_ ? &node_seconds_[r.node] : nullptr,
-         trace = trace_] {
+         trace = trace_, fresh = poison_ ? &fresh_[r.node] : nullptr, arena = arena_.get(), graph = &graph_] {
+          if (fresh) {
+            CheckNotPoisoned(*graph, n, r.in, arena);
+            for (const Range& p : *fresh) Poison(arena, p.offset, p.bytes);
+          }
           KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step, threads};
           if (trace) {
             const char* category = r.is_recompute ? "recompute" : n.fwd >= 0 ? "backward" : "forward";
@@ -225,6 +287,11 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed) {
           *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         },
         schedule_[j].reads, schedule_[j].writes, opts);
+    if (!poison_) continue;
+    PushOptions poison_opts;
+    poison_opts.name = "poison";
+    for (const Range& p : dying_[r.node])
+      engine_->Push([arena = arena_.get(), p] { Poison(arena, p.offset, p.bytes); }, {}, {p.var}, poison_opts);
   }
 }
 

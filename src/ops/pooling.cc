@@ -148,6 +148,7 @@ void Register_pooling(OpRegistry* r) {
       .Inputs({{"x"}})
       .Outputs({"y", "argmax"})
       .VisibleOutputs(1)
+      .WritesOutputsTogether()
       .Params([](AttrReader& a) {
         PoolParams p;
         p.max = a.Choice("pool_type", "max", {"max", "avg"}) == "max";

@@ -1,9 +1,11 @@
 // plan-memory: liveness over the execution order, in-place reuse, then
 // offsets in one arena.
 //
-// 1. Every entry that some node reads (or that is a graph output) and that
-//    is not external gets bytes = shape x dtype, a birth step (its producer)
-//    and a death step (its last reader; graph outputs live to the end).
+// 1. Every entry that some node reads (or that is a graph output, or that its
+//    op writes together with one that is read: OpDef::WritesOutputsTogether)
+//    and that is not external gets bytes = shape x dtype, a birth step (its
+//    producer) and a death step (its last reader; graph outputs live to the
+//    end; an unread entry dies where it is born).
 // 2. Blocks: an entry starts a block, or (in place) joins the block of an
 //    input that dies at this very step, when the op allows it and the sizes
 //    match. Op workspaces are blocks that live for one step. A gradient sum
@@ -382,10 +384,13 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
+    bool any_read = false;
+    for (int k = 0; k < g.NumOutputs(i); ++k) any_read = any_read || last[g.EntryId({i, k})] >= 0;
+    const bool made_unread = any_read && n.op->writes_outputs_together();
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       int e = g.EntryId({i, k});
       if (ext[e]) continue;
-      if (last[e] < 0) { plan.entry_req[e] = OpReq::kNull; continue; }
+      if (last[e] < 0 && !made_unread) { plan.entry_req[e] = OpReq::kNull; continue; }
       const int fold_into = into[e] >= 0 ? into[e] : folded_add[i] ? g.EntryId(n.inputs[0]) : -1;
       if (fold_into >= 0) {  // a part added into its sum, or the sum's add_n, which does nothing
         const int b = plan.entry_block[fold_into];
@@ -395,13 +400,13 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
         continue;
       }
       plan.no_sharing_bytes += Align(bytes[e]);
-      if (strategy.kind != MemoryStrategy::kNone &&
+      if (strategy.kind != MemoryStrategy::kNone && last[e] >= 0 &&
           TryInplace(g, i, k, bytes, ext, last, &plan.entry_block, &blocks)) {
         ++plan.num_inplace;
         continue;
       }
       plan.entry_block[e] = static_cast<int>(blocks.size());
-      blocks.push_back({i, last[e], Align(bytes[e])});
+      blocks.push_back({i, std::max(last[e], i), Align(bytes[e])});  // an unread output lives for its step
     }
     std::vector<Shape> in_shapes;
     for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
