@@ -88,7 +88,8 @@ std::string Text(const OpDef& op) {
   for (int i : op.mutates()) mutates.push_back(Fmt(i));
   if (op.mutates_all()) mutates.push_back("all");
   std::string devices = Joined(Devices(op), ",");
-  return Fmt(op.name(), "\n    inputs: ", Joined(in, ", "), "  outputs: ", Joined(op.outputs(), ", "),
+  return Fmt(op.name(), "\n    inputs: ", Joined(in, ", "), "  outputs: ",
+             op.outputs().empty() ? "none (updates inputs)" : Joined(op.outputs(), ", "),
              "\n    devices: ", devices.empty() ? "none" : devices,
              "  in-place: ", inplace.empty() ? "-" : Joined(inplace, ","),
              mutates.empty() ? "" : "  updates inputs: " + Joined(mutates, ","), "  recompute: ", CostName(op.cost()),
