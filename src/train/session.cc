@@ -126,6 +126,11 @@ CheckpointState Session::State(const ConfigFile& cfg, int64_t epoch, int64_t ite
   return c;
 }
 
+int64_t ArenaBytes(const Session& s) {
+  int64_t bytes = s.train->arena_bytes() + s.eval->arena_bytes() + s.update->arena_bytes();
+  return s.accumulate ? bytes + s.accumulate->arena_bytes() : bytes;
+}
+
 std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts) {
   std::map<std::string, Tensor> host;
   for (const auto& [name, t] : ts) host[name] = t.OnHost();

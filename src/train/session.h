@@ -60,6 +60,10 @@ struct Session {
   std::vector<Var> vars_;  // every engine variable made here
 };
 
+// The bytes of every arena the session's executors allocated (train, eval,
+// and the update graphs': clipping's workspace).
+int64_t ArenaBytes(const Session& s);
+
 // Host copies of tensors on a GPU (the tensors themselves on the CPU). The
 // engine must be idle.
 std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts);
