@@ -293,6 +293,7 @@ TEST(CudaOps, EveryCudaKernelHasAnAgreementCase) {
     if (!op->cuda_kernel()) continue;
     ++with_kernel;
     if (op->name()[0] == '_' || op->name() == "block_grad" || op->name() == "zeros_like") continue;  // run as gradients
+    if (op->outputs().empty()) continue;  // updates: tests/cuda_train_test.cc compares their mutated inputs
     EXPECT_TRUE(covered.count(op->name())) << op->name() << " has a CUDA kernel but no case in GpuCases()";
   }
   if (backend::BuiltWithCuda()) {

@@ -8,13 +8,13 @@
 
 #include <cmath>
 #include <fstream>
-#include <future>
 
 #include "backend/device.h"
 #include "frugal/checkpoint.h"
 #include "frugal/dist.h"
 #include "frugal/train.h"
 #include "test_util.h"
+#include "train_steps.h"
 
 namespace frugal {
 namespace {
@@ -27,13 +27,6 @@ namespace {
   } while (0)
 
 const Device kGpu0{DeviceType::kCUDA, 0};
-
-// Runs launch(context) on cuda(0)'s stream and waits for it.
-void OnGpu0(const std::function<void(void*)>& launch) {
-  std::promise<std::exception_ptr> done;
-  backend::LaunchAsync(0, launch, [&](std::exception_ptr e) { done.set_value(e); });
-  if (std::exception_ptr e = done.get_future().get()) std::rethrow_exception(e);
-}
 
 Tensor Random(const Shape& s, uint64_t seed, Device dev = {}) {
   Tensor t = Tensor::Empty(s);
@@ -69,8 +62,8 @@ TEST(CudaTrain, OptimizersMatchTheCpu) {
       OptState s = opt.CreateState(w), sg = opt.CreateState(wg);
       for (int step = 1; step <= 3; ++step) {
         Tensor g = Random(shape, 10 + step), gg = Random(shape, 10 + step, kGpu0);
-        opt.Update(&w, g, &s, 0.05f, step, {2.f, 0.5f});
-        OnGpu0([&](void* cuda) { opt.Update(&wg, gg, &sg, 0.05f, step, {2.f, 0.5f}, cuda); });
+        test::Update(opt, &w, g, &s, 0.05f, step, {2.f, 0.5f});
+        test::Update(opt, &wg, gg, &sg, 0.05f, step, {2.f, 0.5f});  // the op's CUDA kernel
       }
       EXPECT_LT(MaxDiff(w, wg), 1e-5) << opt.name() << (centered ? " centered" : "");
       for (size_t k = 0; k < s.size(); ++k) EXPECT_LT(MaxDiff(s[k], sg[k]), 1e-5) << opt.name() << " state " << k;
@@ -78,13 +71,26 @@ TEST(CudaTrain, OptimizersMatchTheCpu) {
   }
 }
 
+TEST(CudaTrain, GradAccumulateMatchesTheCpu) {
+  FRUGAL_REQUIRE_GPUS(1);
+  Tensor sum = Random(Shape({70000}), 5), sumg = Random(Shape({70000}), 5, kGpu0);
+  Tensor g = Random(Shape({70000}), 6), gg = Random(Shape({70000}), 6, kGpu0);
+  for (int64_t micro = 0; micro < 3; ++micro) {
+    test::RunNode("grad_accumulate", {{"iter_size", "3"}}, {sum, g}, micro);
+    test::RunNode("grad_accumulate", {{"iter_size", "3"}}, {sumg, gg}, micro);
+  }
+  EXPECT_EQ(MaxDiff(g, gg), 0);
+  EXPECT_EQ(MaxDiff(sum, sumg), 0);
+}
+
 TEST(CudaTrain, RescaleAndClipMatchesTheCpu) {
   FRUGAL_REQUIRE_GPUS(1);
   for (float max_norm : {0.f, 1.f, 1e6f}) {
     Tensor a = Random(Shape({70000}), 3), b = Random(Shape({5}), 4);
     Tensor ag = Random(Shape({70000}), 3, kGpu0), bg = Random(Shape({5}), 4, kGpu0);
-    RescaleAndClip({&a, &b}, 0.5f, max_norm);
-    OnGpu0([&](void* cuda) { backend::RescaleAndClipAsync(cuda, {{ag.f(), ag.size()}, {bg.f(), bg.size()}}, 0.5f, max_norm); });
+    const AttrMap attrs{{"num_args", "2"}, {"rescale", "0.5"}, {"max_norm", ExactAttr(max_norm)}};
+    test::RunNode("rescale_clip", attrs, {a, b}, 1);
+    test::RunNode("rescale_clip", attrs, {ag, bg}, 1);
     EXPECT_LT(MaxDiff(a, ag), 1e-6) << "max_norm " << max_norm;
     EXPECT_LT(MaxDiff(b, bg), 1e-6) << "max_norm " << max_norm;
   }

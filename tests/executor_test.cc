@@ -63,8 +63,7 @@ std::vector<std::vector<Access>> ArenaAccesses(const Graph& g, const MemoryPlan&
       a.push_back({plan.entry_offset[e], plan.entry_offset[e] + bytes, write, plan.entry_block[e]});
     };
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const auto& m = n.op->mutates();
-      add(g.EntryId(n.inputs[k]), std::find(m.begin(), m.end(), static_cast<int>(k)) != m.end());
+      add(g.EntryId(n.inputs[k]), n.op->mutates(static_cast<int>(k)));
     }
     for (int k = 0; k < g.NumOutputs(op.node); ++k) add(g.EntryId({op.node, k}), true);
     if (plan.workspace_offset[op.node] >= 0) {

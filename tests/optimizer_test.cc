@@ -1,11 +1,13 @@
 // Optimizers against closed-form values for constant gradients, on a
 // quadratic, with multipliers; gradient accumulation and global-norm
-// clipping.
+// clipping. Every update runs through its op (src/ops/optimizer_update.cc,
+// grad_combine.cc) in a one-node graph on an executor.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "frugal/optimizer.h"
+#include "train_steps.h"
 
 namespace frugal {
 namespace {
@@ -25,7 +27,7 @@ Tensor RunConstant(const OptimizerOptions& o, float lr, int steps, const std::ve
   auto opt = MakeOptimizer(o);
   Tensor w = FromVector(w0), g = FromVector(g0);
   OptState s = opt->CreateState(w);
-  for (int t = 1; t <= steps; ++t) opt->Update(&w, g, &s, lr, t, mult);
+  for (int t = 1; t <= steps; ++t) test::Update(*opt, &w, g, &s, lr, t, mult);
   return w;
 }
 
@@ -179,7 +181,7 @@ TEST(Optimizer, EachReducesAQuadratic) {
     const double f0 = f(w);
     for (int t = 1; t <= 500; ++t) {
       for (int i = 0; i < 3; ++i) g.f()[i] = a[i] * (w.f()[i] - c[i]);
-      opt->Update(&w, g, &s, k.lr, t);
+      test::Update(*opt, &w, g, &s, k.lr, t);
     }
     EXPECT_LT(f(w), 1e-3 * f0) << opt->name() << ": f went from " << f0 << " to " << f(w);
   }
@@ -212,32 +214,101 @@ TEST(Optimizer, NamedStatesForCheckpoints) {
   EXPECT_EQ(named.at("fc_weight/v").raw(), states["fc_weight"][1].raw());  // a view, not a copy
 }
 
-TEST(Gradients, AccumulateRescaleAndClip) {
-  Tensor a = FromVector({3, 4}), b = FromVector({12});
-  EXPECT_DOUBLE_EQ(GlobalNorm({&a, &b}), 13.0);
-  // Over the limit: every gradient scaled by max_norm / norm.
-  EXPECT_DOUBLE_EQ(RescaleAndClip({&a, &b}, 1.f, 6.5f), 13.0);
+AttrMap Clip(int n, float rescale, float max_norm) {
+  return {{"num_args", Fmt(n)}, {"rescale", ExactAttr(rescale)}, {"max_norm", ExactAttr(max_norm)}};
+}
+
+TEST(Gradients, RescaleAndClip) {
+  Tensor a = FromVector({3, 4}), b = FromVector({12});  // global norm 13
+  // Over the limit: every gradient scaled by max_norm / norm; the norm's
+  // partial sums live in the node's workspace, which the plan gives it.
+  EXPECT_GT(test::RunNode("rescale_clip", Clip(2, 1.f, 6.5f), {a, b}, 1), 0);
   EXPECT_FLOAT_EQ(a.f()[0], 1.5f);
   EXPECT_FLOAT_EQ(a.f()[1], 2.f);
   EXPECT_FLOAT_EQ(b.f()[0], 6.f);
-  // Under the limit: unchanged; rescale alone (iter_size 2).
-  EXPECT_DOUBLE_EQ(RescaleAndClip({&a, &b}, 1.f, 100.f), 6.5);
+  // Under the limit: unchanged. Rescaling alone (iter_size 2) needs no workspace.
+  test::RunNode("rescale_clip", Clip(2, 1.f, 100.f), {a, b}, 1);
   EXPECT_FLOAT_EQ(a.f()[0], 1.5f);
-  RescaleAndClip({&a, &b}, 0.5f, 0.f);
+  EXPECT_EQ(test::RunNode("rescale_clip", Clip(2, 0.5f, 0.f), {a, b}, 1), 0);
   EXPECT_FLOAT_EQ(b.f()[0], 3.f);
-  // Accumulation: first batch copies, later ones add.
-  Tensor sum = FromVector({0, 0}), g = FromVector({1, 2});
-  sum.Fill(7);
-  AccumulateGrad(&sum, g, true);
-  AccumulateGrad(&sum, g, false);
-  EXPECT_FLOAT_EQ(sum.f()[0], 2.f);
-  EXPECT_FLOAT_EQ(sum.f()[1], 4.f);
+  // The norm is of the rescaled gradients: 0.5 * 6.5 = 3.25 < 4, unclipped.
+  test::RunNode("rescale_clip", Clip(2, 0.5f, 4.f), {a, b}, 1);
+  EXPECT_FLOAT_EQ(b.f()[0], 1.5f);
 }
 
-TEST(Gradients, GlobalNormOfALargeTensorIsExact) {
+TEST(Gradients, AccumulateOverMicroBatches) {
+  // iter_size 3: micro 0 copies, micro 1 adds, micro 2 leaves the total in
+  // the gradient. The run step counts micro-batches (step % iter_size).
+  Tensor sum = FromVector({7, 7}), g = FromVector({1, 2});
+  const AttrMap three{{"iter_size", "3"}};
+  test::RunNode("grad_accumulate", three, {sum, g}, 3);  // micro 0 of the second update
+  EXPECT_FLOAT_EQ(sum.f()[0], 1.f);
+  test::RunNode("grad_accumulate", three, {sum, g}, 4);
+  EXPECT_FLOAT_EQ(sum.f()[1], 4.f);
+  g.f()[0] = 10;
+  test::RunNode("grad_accumulate", three, {sum, g}, 5);
+  EXPECT_FLOAT_EQ(g.f()[0], 12.f);
+  EXPECT_FLOAT_EQ(g.f()[1], 6.f);
+  EXPECT_FLOAT_EQ(sum.f()[0], 2.f) << "the last micro-batch writes the gradient, not the sum";
+}
+
+TEST(Gradients, ClipNormOfALargeTensorIsExact) {
+  // 300000 ones: norm sqrt(300000) over five chunks, in fixed order.
   Tensor t = Tensor::Empty(Shape{300000});
   t.Fill(1.f);
-  EXPECT_DOUBLE_EQ(GlobalNorm({&t}), std::sqrt(300000.0));
+  test::RunNode("rescale_clip", Clip(1, 1.f, static_cast<float>(std::sqrt(300000.0) / 4)), {t}, 1);
+  EXPECT_FLOAT_EQ(t.f()[0], 0.25f);
+  EXPECT_FLOAT_EQ(t.f()[299999], 0.25f);
+}
+
+TEST(UpdateOps, UpdateNodesMutateWeightAndStateAndReadTheGradient) {
+  // adam_update(weight, grad, m, v): the executor writes the variables of
+  // weight, m and v and reads the gradient's.
+  Optimizer opt(Opts(OptimizerKind::kAdam));
+  Graph g;
+  std::vector<Entry> in;
+  for (const char* name : {"w", "g", "m", "v"}) {
+    in.push_back({g.AddVariable(name, VarKind::kInput), 0});
+    g.mutable_node(in.back().node).shape = Shape{3};
+  }
+  g.AddOp(opt.UpdateOp(), "update(w)", opt.UpdateAttrs({}), in);
+  InferShapes(&g, {});
+  const MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
+  EXPECT_EQ(plan.arena_bytes, 0);
+  Bindings b;
+  auto engine = MakeEngine("naive");
+  for (const char* name : {"w", "g", "m", "v"}) {
+    b.vars[name] = Tensor::Empty(Shape{3});
+    b.var_vars[name] = engine->NewVar();
+  }
+  Executor e(g, plan, b, engine.get());
+  ASSERT_EQ(e.schedule().size(), 1u);
+  EXPECT_EQ(e.schedule()[0].reads, std::vector<Var>{b.var_vars["g"]});
+  EXPECT_EQ(e.schedule()[0].writes, (std::vector<Var>{b.var_vars["w"], b.var_vars["m"], b.var_vars["v"]}));
+}
+
+TEST(UpdateOps, AttributesKeepEveryBitOfTheSolver) {
+  // A value with no short decimal form reaches the kernel unchanged: the
+  // op's update equals the rule applied with the same floats.
+  OptimizerOptions o = Opts(OptimizerKind::kSgd);
+  o.momentum = 0.9f;
+  o.weight_decay = 1.f / 3.f;
+  Tensor w = FromVector(kW0), g = FromVector(kG);
+  Optimizer opt(o);
+  OptState s = opt.CreateState(w);
+  test::Update(opt, &w, g, &s, 0.1f, 1, {0.7f, 1.f / 7.f});
+  for (int i = 0; i < 3; ++i) {
+    const float lr = 0.1f * 0.7f, wd = (1.f / 3.f) * (1.f / 7.f);
+    const float m = 0.9f * 0.f - lr * (kG[i] + wd * kW0[i]);
+    EXPECT_EQ(w.f()[i], kW0[i] + m) << i;
+  }
+}
+
+TEST(UpdateOps, StepCountsFromOne) {
+  Optimizer opt(Opts(OptimizerKind::kAdam));
+  Tensor w = FromVector(kW0), g = FromVector(kG);
+  OptState s = opt.CreateState(w);
+  EXPECT_THROW(test::Update(opt, &w, g, &s, 0.1f, 0), Error);
 }
 
 }  // namespace

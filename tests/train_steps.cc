@@ -32,11 +32,45 @@ BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy)
   const ScopedEnv poison("FRUGAL_POISON_ARENA", "1");
   exec = std::make_unique<Executor>(m.train, m.train_plan, b, engine.get());
   arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena) - before;
+  Bindings u;
+  for (const auto& [name, g] : grads) {
+    u.vars[name] = b.vars[name];
+    u.vars[name + "/grad"] = g;
+    for (size_t k = 0; k < states[name].size(); ++k) u.vars[name + "/" + opt->StateNames()[k]] = states[name][k];
+  }
+  update = std::make_unique<Executor>(m.update, m.update_plan, u, engine.get());
 }
 
 void BoundModel::Step(int64_t step) {
   exec->Run(true, step - 1, solver.seed());
-  for (auto& [name, g] : grads) opt->Update(&b.vars[name], g, &states[name], solver.lr(), step);
+  update->Run(true, step, solver.seed(), solver.lr());
+}
+
+int64_t RunNode(const std::string& op, const AttrMap& attrs, const std::vector<Tensor>& in, int64_t step, float lr) {
+  Graph g;
+  Bindings b;
+  std::vector<Entry> xs;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const std::string name = Fmt("x", k);
+    xs.push_back({g.AddVariable(name, VarKind::kInput), 0});
+    g.mutable_node(xs.back().node).shape = in[k].shape();
+    b.vars[name] = in[k];
+  }
+  g.AddOp(op, op, attrs, xs);
+  InferShapes(&g, {});
+  const MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
+  b.device = in[0].device();
+  auto engine = MakeEngine("naive");
+  Executor e(g, plan, b, engine.get());
+  e.Run(true, step, 0, lr);
+  return plan.arena_bytes;
+}
+
+void Update(const Optimizer& opt, Tensor* w, const Tensor& g, OptState* state, float lr, int64_t step,
+            const ParamMult& mult) {
+  std::vector<Tensor> in{*w, g};
+  in.insert(in.end(), state->begin(), state->end());
+  RunNode(opt.UpdateOp(), opt.UpdateAttrs(mult), in, step, lr);
 }
 
 std::vector<std::vector<float>> BoundModel::Params() const {

@@ -33,7 +33,18 @@ struct BoundModel {
   Tensor data, label;
   int64_t arena_allocated = 0;  // bytes the executor's arena took
   std::unique_ptr<Executor> exec;
+  std::unique_ptr<Executor> update;  // m.update over the tensors above
 };
+
+// One node of `op` over the tensors `in` (all on one device; the ones it
+// mutates are updated in place), run through a graph, a plan and an executor
+// on the naive engine at run step `step` and rate `lr`. Returns the bytes of
+// the plan's arena (the node's workspace).
+int64_t RunNode(const std::string& op, const AttrMap& attrs, const std::vector<Tensor>& in, int64_t step,
+                float lr = 0);
+// One update of w by g through opt's update op (state in StateNames' order).
+void Update(const Optimizer& opt, Tensor* w, const Tensor& g, OptState* state, float lr, int64_t step,
+            const ParamMult& mult = {});
 
 // Runs `steps` steps on pseudo-random data drawn from the solver's seed (data
 // uniform in [-1, 1), labels in [0, 10)). Returns every parameter's and aux state's values,

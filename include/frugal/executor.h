@@ -57,15 +57,16 @@ class Executor {
   ~Executor();
 
   // Pushes every node in plan order and returns without waiting. step and
-  // seed key the counter-based RNG of random ops; they are copied into each
-  // function, so the next Push may follow at once.
-  void Push(bool is_train, int64_t step, uint64_t seed);
+  // seed key the counter-based RNG of random ops; lr is the scheduled
+  // learning rate the update ops read (KernelCtx::lr). They are copied into
+  // each function, so the next Push may follow at once.
+  void Push(bool is_train, int64_t step, uint64_t seed, float lr = 0);
   // Blocks until the graph outputs of the pushed runs are written; rethrows
   // an op's error.
   void WaitForOutputs();
   // Push, then wait for everything pushed to the engine (outputs, gradients,
   // updated aux state).
-  void Run(bool is_train, int64_t step, uint64_t seed);
+  void Run(bool is_train, int64_t step, uint64_t seed, float lr = 0);
 
   // With profiling on, Run adds each node's kernel wall time (seconds) to
   // node_seconds()[node]; for `frugal time`. Off by default.
@@ -96,7 +97,7 @@ class Executor {
   struct OpRun;  // one node's tensors and requests
   void BindExternal(const Bindings& b);
   void BindArena();
-  void PushCuda(bool is_train, int64_t step, uint64_t seed);
+  void PushCuda(bool is_train, int64_t step, uint64_t seed, float lr);
   void PoisonDeadBlocks(const std::vector<int>& first_writer, const std::vector<int64_t>& block_offset,
                         const std::vector<int64_t>& block_bytes, const std::vector<Var>& block_var);
   const Graph& graph_;

@@ -41,6 +41,7 @@ enum class VarKind : uint8_t {
   kInput,  // fed from data each step (data, label)
   kParam,  // learnable, updated by the optimizer
   kAux,    // state an op updates itself (BatchNorm moving statistics)
+  kState,  // optimizer state and iter_size gradient sums (the update graph's)
 };
 
 struct Node {

@@ -7,6 +7,7 @@
 // Ops register through the inventory in src/ops/op_list.def, one file per op.
 #pragma once
 
+#include <algorithm>
 #include <any>
 #include <functional>
 #include <map>
@@ -109,6 +110,9 @@ struct KernelCtx {
   // stream, cuBLAS and cuDNN handles); nullptr on the CPU. CUDA kernels
   // launch work on that stream and return without waiting for it.
   void* cuda = nullptr;
+  // The learning rate scheduled for this run (before lr_mult), for the
+  // optimizer update ops; 0 in the forward and backward graphs.
+  float lr = 0;
   template <typename P>
   const P& params() const { return std::any_cast<const P&>(node.params); }
 };
@@ -183,8 +187,12 @@ class OpDef {
   // A loss head: its backward pass starts here and reads no output gradient.
   OpDef& Loss() { is_loss_ = true; return *this; }
   OpDef& Inplace(std::vector<std::pair<int, int>> pairs) { inplace_ = std::move(pairs); return *this; }
-  // Inputs the forward kernel updates in place when training (aux state).
+  // Inputs the forward kernel updates in place when training (aux state;
+  // an optimizer update's weight and state). An op whose only effect is on
+  // such inputs may have no outputs.
   OpDef& Mutates(std::vector<int> inputs) { mutates_ = std::move(inputs); return *this; }
+  // Every input, however many a node has (rescale_clip).
+  OpDef& MutatesAll() { mutates_all_ = true; return *this; }
   // Only the first n outputs are results; the rest exist for the backward
   // pass (saved statistics) and never become graph outputs by default.
   OpDef& VisibleOutputs(int n) { visible_outputs_ = n; return *this; }
@@ -245,6 +253,10 @@ class OpDef {
   const std::vector<std::pair<int, int>>& inplace() const { return inplace_; }
   const std::vector<int>& mutates() const { return mutates_; }
   bool writes_outputs_together() const { return outputs_together_; }
+  bool mutates_all() const { return mutates_all_; }
+  bool mutates(int input) const {
+    return mutates_all_ || std::find(mutates_.begin(), mutates_.end(), input) != mutates_.end();
+  }
   const std::vector<std::pair<int, int>>& mirror_reads() const { return mirror_reads_; }
   const std::vector<int>& add_to() const { return add_to_; }
   int NumVisibleOutputs(const std::any& params) const {
@@ -275,6 +287,7 @@ class OpDef {
   bool is_loss_ = false;
   std::vector<std::pair<int, int>> inplace_;
   std::vector<int> mutates_;
+  bool mutates_all_ = false;
   std::vector<std::pair<int, int>> mirror_reads_;
   std::vector<int> add_to_;
   int visible_outputs_ = -1;

@@ -1,6 +1,6 @@
-// Optimizers: one interface, state tensors per parameter, and the gradient
-// helpers a training step needs around them (accumulation for iter_size,
-// rescaling, global-norm clipping).
+// Optimizers: one rule each, state tensors per parameter. The update itself
+// is an op (src/ops/optimizer_update.cc), as are the gradient sums for
+// iter_size and global-norm clipping (src/ops/grad_combine.cc).
 //
 // With g the gradient, w the parameter, lr = base lr * lr_mult and
 // wd = weight_decay * wd_mult for this parameter, and t the step (1 for the
@@ -17,9 +17,8 @@
 //             else:     s = sqrt(v) + eps
 //             w = w - lr * d / s            (no momentum, as Caffe)
 //
-// Updates are elementwise (frugal/update_rule.h; OpenMP over large tensors
-// on the CPU, a kernel on the GPU) and therefore deterministic whatever the
-// thread count.
+// Updates are elementwise (frugal/update_rule.h, shared by the ops' CPU and
+// CUDA kernels) and therefore deterministic whatever the thread count.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "frugal.pb.h"
+#include "frugal/graph.h"
 #include "frugal/tensor.h"
 #include "frugal/update_rule.h"
 
@@ -62,12 +62,13 @@ class Optimizer {
   std::vector<std::string> StateNames() const;
   // Zeroed state for a parameter, on its device (accounted as MemKind::kParam).
   OptState CreateState(const Tensor& w) const;
-  // One update of w by its gradient g. lr is the scheduled rate (before
-  // lr_mult); step counts updates from 1. On a GPU, `cuda` is the context
-  // of the LaunchAsync that runs it (backend/device.h); the update is
-  // queued on its stream.
-  void Update(Tensor* w, const Tensor& g, OptState* state, float lr, int64_t step, const ParamMult& mult = {},
-              void* cuda = nullptr) const;
+  // The op that applies this rule to one parameter (src/ops/optimizer_update.cc:
+  // "sgd_mom_update", "adam_update", ...; inputs weight, grad, then the state
+  // in the order of StateNames()), and its attributes for a parameter with
+  // multipliers `mult`. The training step runs one such node per parameter
+  // (Model::update), at the scheduled rate and step of the update.
+  const char* UpdateOp() const;
+  AttrMap UpdateAttrs(const ParamMult& mult) const;
   const OptimizerOptions& options() const { return o_; }
 
  private:
@@ -82,24 +83,12 @@ const char* OptimizerName(OptimizerKind k);
 // field for a value out of range (betas and rho in [0, 1), eps > 0, ...).
 OptimizerOptions OptimizerOptionsFromConfig(const config::Solver& s, const std::string& path);
 
+// v as an op attribute that parses back to the same float (%.17g of its
+// double: every digit).
+std::string ExactAttr(float v);
+
 // State tensors by "<param>/<state name>" (views of the same memory), for
 // checkpoints.
 std::map<std::string, Tensor> NamedStates(const Optimizer& opt, const std::map<std::string, OptState>& states);
-
-// sum = g (first) or sum + g: gradient accumulation over iter_size batches.
-// On a GPU, `cuda` is the LaunchAsync context whose stream runs it.
-void AccumulateGrad(Tensor* sum, const Tensor& g, bool first, void* cuda = nullptr);
-
-// The L2 norm of all gradients together, summed in double in fixed chunks so
-// the result does not depend on the thread count.
-double GlobalNorm(const std::vector<const Tensor*>& grads);
-
-// Multiplies every gradient by `rescale` (e.g. 1 / iter_size) and then, if
-// max_norm > 0 and the global norm of the rescaled gradients exceeds it,
-// scales them all by max_norm / norm, in one pass. Returns the global norm
-// of the rescaled gradients before clipping (for logging), or 0 when
-// max_norm is 0 (no norm is computed then). CPU tensors only (on a GPU:
-// backend::RescaleAndClipAsync).
-double RescaleAndClip(const std::vector<Tensor*>& grads, float rescale, float max_norm);
 
 }  // namespace frugal

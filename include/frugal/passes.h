@@ -149,6 +149,7 @@ struct MemoryPlan {
   int64_t param_bytes = 0;                  // parameters and aux state (not in the arena)
   int64_t param_grad_bytes = 0;             // their gradients (not in the arena)
   int64_t input_bytes = 0;                  // data inputs (not in the arena)
+  int64_t state_bytes = 0;                  // optimizer state and gradient sums (not in the arena)
   int64_t no_sharing_bytes = 0;             // what the arena would be with strategy none
   int num_inplace = 0;                      // entries that took their input's buffer
   int num_recomputed = 0;                   // mirror nodes (recomputations)

@@ -35,6 +35,18 @@ struct Model {
   std::vector<int> params;        // node ids of parameters (same in both graphs)
   std::vector<int> aux;           // node ids of aux state (BatchNorm moving statistics)
   int64_t batch = 0;
+  // What a training step does after backward, as graphs of ops
+  // (src/train/update_graph.cc). Per update: `update`, rescale_clip over
+  // every gradient (iter_size > 1 or clip_gradient) and then one optimizer
+  // update node per trained parameter, in name order; its variables are
+  // "<param>" (kParam), "<param>/grad" (kInput) and "<param>/<state>"
+  // (kState, e.g. "fc1_weight/mom": update_plan.state_bytes). Per
+  // micro-batch with iter_size > 1: `accumulate`, grad_accumulate(
+  // "<param>/sum", "<param>/grad") per trained parameter (the sums:
+  // accumulate_plan.state_bytes); empty otherwise.
+  std::string optimizer;  // the rule's name ("sgd", "adam", ...)
+  Graph update, accumulate;
+  MemoryPlan update_plan, accumulate_plan;
 };
 // Throws Error for a config that cannot be planned (shapes, no loss, ...).
 Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy);

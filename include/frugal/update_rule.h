@@ -1,7 +1,7 @@
-// The optimizers' update of one element, shared by the CPU loop
-// (src/train/optimizer.cc) and the CUDA kernel
-// (src/backend/cuda/train_kernels.cu), so that both give the same formula
-// in the same order of operations. The formulas are in frugal/optimizer.h.
+// The optimizers' update of one element, shared by the update ops' CPU
+// kernel (src/ops/optimizer_update.cc, through backend/cpu/vec.h) and CUDA
+// kernel (src/ops/cuda/optimizer_update.cu), so that both give the same
+// formula in the same order of operations. The formulas are in frugal/optimizer.h.
 // Plain C++: under nvcc the function is __host__ __device__.
 #pragma once
 

@@ -27,7 +27,6 @@
 
 #include "frugal/base.h"
 #include "frugal/engine.h"
-#include "frugal/update_rule.h"
 
 namespace frugal::backend {
 
@@ -69,21 +68,9 @@ void LaunchAsync(int dev, const std::function<void(void* context)>& launch, Done
 // Blocks until the stream of `dev` is idle.
 void Synchronize(int dev);
 
-// Work queued on the stream of a LaunchAsync context (its argument), for the
-// training loop around the graph: copies of batches and outputs, optimizer
-// updates, gradient sums and clipping.
-// A copy between the context's GPU and the host (pinned memory for overlap)
-// or within the GPU.
+// A copy queued on the stream of a LaunchAsync context (its argument), for
+// the training loop around the graphs (batches and outputs): between the
+// context's GPU and the host (pinned memory for overlap) or within the GPU.
 void CopyAsync(void* context, void* dst, Device dst_dev, const void* src, Device src_dev, int64_t bytes);
-// Optimizer::Update's elementwise rule (frugal/update_rule.h) over n elements.
-void UpdateAsync(void* context, const UpdateArgs& a, float* w, const float* g, float* s0, float* s1, int64_t n);
-// sum += g.
-void AddAsync(void* context, float* sum, const float* g, int64_t n);
-// As RescaleAndClip (frugal/optimizer.h) on device gradients: every one
-// times rescale, then all scaled by max_norm / norm when max_norm > 0 and
-// their global L2 norm exceeds it. The norm is summed in fixed chunks in a
-// fixed order (the same bits every run) and never leaves the GPU.
-void RescaleAndClipAsync(void* context, const std::vector<std::pair<float*, int64_t>>& grads, float rescale,
-                         float max_norm);
 
 }  // namespace frugal::backend

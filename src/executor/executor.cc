@@ -106,12 +106,10 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
     const Node& origin = g.node(n.mirror_of >= 0 ? n.mirror_of : n.fwd >= 0 ? n.fwd : i);
     OpRun r{i, n.mirror_of >= 0, StableHash(origin.name)};
     OpSchedule s{i};
-    const auto& mutates = n.op->mutates();
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       int e = g.EntryId(n.inputs[k]);
       r.in.push_back(entries_[e]);
-      const bool written =
-          !r.is_recompute && std::find(mutates.begin(), mutates.end(), static_cast<int>(k)) != mutates.end();
+      const bool written = !r.is_recompute && n.op->mutates(static_cast<int>(k));
       AddOnce(written ? &s.writes : &s.reads, entry_var_[e]);
     }
     for (int k = 0; k < g.NumOutputs(i); ++k) {
@@ -252,8 +250,8 @@ Executor::~Executor() {
   for (Var v : owned_vars_) engine_->DeleteVar(v);
 }
 
-void Executor::Push(bool is_train, int64_t step, uint64_t seed) {
-  if (device_.type == DeviceType::kCUDA) return PushCuda(is_train, step, seed);
+void Executor::Push(bool is_train, int64_t step, uint64_t seed, float lr) {
+  if (device_.type == DeviceType::kCUDA) return PushCuda(is_train, step, seed, lr);
   const int threads = engine_->KernelThreads(Device{});
   for (size_t j = 0; j < runs_.size(); ++j) {
     const OpRun& r = runs_[j];
@@ -263,13 +261,14 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed) {
     // Everything the kernel needs is captured by value or lives as long as
     // the executor: a later Push with other arguments cannot change it.
     engine_->Push(
-        [&r, &n, is_train, step, seed, threads, seconds = profiling_ ? &node_seconds_[r.node] : nullptr,
+        [&r, &n, is_train, step, seed, lr, threads, seconds = profiling_ ? &node_seconds_[r.node] : nullptr,
          trace = trace_, fresh = poison_ ? &fresh_[r.node] : nullptr, arena = arena_.get(), graph = &graph_] {
           if (fresh) {
             CheckNotPoisoned(*graph, n, r.in, arena);
             for (const Range& p : *fresh) Poison(arena, p.offset, p.bytes);
           }
-          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step, threads};
+          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step,
+                        threads, /*cuda=*/nullptr, lr};
           if (trace) {
             const char* category = r.is_recompute ? "recompute" : n.fwd >= 0 ? "backward" : "forward";
             ScopedTrace t(trace, n.name, category, TraceThreadId());
@@ -300,7 +299,7 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed) {
 // variables when the stream has passed it (an event, backend/device.h). One
 // stream per GPU runs the nodes in push order. Profiling times the launch
 // only; traces are CPU-side only.
-void Executor::PushCuda(bool is_train, int64_t step, uint64_t seed) {
+void Executor::PushCuda(bool is_train, int64_t step, uint64_t seed, float lr) {
   for (size_t j = 0; j < runs_.size(); ++j) {
     const OpRun& r = runs_[j];
     const Node& n = graph_.node(r.node);
@@ -308,12 +307,12 @@ void Executor::PushCuda(bool is_train, int64_t step, uint64_t seed) {
     opts.name = n.name.c_str();
     opts.device = device_;
     engine_->PushAsync(
-        [&r, &n, is_train, step, seed, dev = device_.id](Done done) {
+        [&r, &n, is_train, step, seed, lr, dev = device_.id](Done done) {
           backend::LaunchAsync(
               dev,
               [&](void* cuda) {
                 KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step, 1,
-                              cuda};
+                              cuda, lr};
                 n.op->cuda_kernel()(ctx);
               },
               std::move(done));
@@ -326,8 +325,8 @@ void Executor::WaitForOutputs() {
   for (Var v : output_vars_) engine_->WaitForVar(v);
 }
 
-void Executor::Run(bool is_train, int64_t step, uint64_t seed) {
-  Push(is_train, step, seed);
+void Executor::Run(bool is_train, int64_t step, uint64_t seed, float lr) {
+  Push(is_train, step, seed, lr);
   engine_->WaitAll();
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "frugal/update_rule.h"
 #include "ops/conv_util.h"
 
 namespace frugal {
@@ -138,5 +139,34 @@ struct SceParams {
 struct TransposeParams {
   std::vector<int64_t> axes;  // empty: reverse
 };
+
+// grad_combine.cc
+struct GradAccumulateParams {
+  int64_t iter_size = 2;  // micro-batches per update
+};
+struct RescaleClipParams {
+  int64_t num_args = 1;
+  float rescale = 1;   // every gradient times this first (1 / iter_size)
+  float max_norm = 0;  // then clipped to this global L2 norm; 0: no clipping
+};
+// The rescaled gradients' global norm is summed per chunk of this many
+// elements, the chunks in order (the same bits for any thread count); the
+// workspace holds one double per chunk and the factor.
+constexpr int64_t kNormChunk = 1 << 16;
+int64_t NormChunks(const std::vector<Shape>& grads);
+
+// optimizer_update.cc: one parameter's update by the solver's rule `kind`
+// (frugal/optimizer.h), with the parameter's multipliers.
+struct UpdateParams {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  float momentum = 0, weight_decay = 0;  // sgd, nesterov: momentum
+  float beta1 = 0, beta2 = 0, eps = 0;   // adam, adamw; rmsprop: eps
+  float rho = 0;                         // rmsprop
+  bool centered = false;                 // rmsprop
+  float lr_mult = 1, wd_mult = 1;
+};
+// The scalars of the elementwise rule (frugal/update_rule.h) for the
+// scheduled rate lr (before lr_mult) and update `step` (from 1).
+UpdateArgs UpdateArgsFor(const UpdateParams& p, float lr, int64_t step);
 
 }  // namespace frugal

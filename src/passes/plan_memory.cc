@@ -367,6 +367,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     const Node& n = g.node(i);
     if (n.var == VarKind::kParam || n.var == VarKind::kAux) plan.param_bytes += bytes[g.EntryId({i, 0})];
     if (n.var == VarKind::kInput) plan.input_bytes += bytes[g.EntryId({i, 0})];
+    if (n.var == VarKind::kState) plan.state_bytes += bytes[g.EntryId({i, 0})];
   }
   for (const Entry& e : g.grad_of)
     if (e.valid()) plan.param_grad_bytes += bytes[g.EntryId(e)];

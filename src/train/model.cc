@@ -4,6 +4,7 @@
 
 #include "frugal/op.h"
 #include "frugal/train.h"
+#include "train/update_graph.h"
 
 namespace frugal {
 
@@ -50,6 +51,7 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy) {
   }
   // Evaluation keeps nothing for a backward pass: sharing alone is enough.
   m.eval_plan = PlanMemory(m.eval, strategy.shares() ? MemoryStrategy::kShare : strategy);
+  BuildUpdateGraphs(cfg.net.solver(), cfg.path, &m);
   return m;
 }
 

@@ -37,7 +37,7 @@ class JsonLog : public Observer {
     out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("train_", train);
     if (r.val.count > 0) out_ << JsonMetrics("val_", r.val);
     out_ << ",\"samples_per_s\":" << train.count / secs << ",\"time_s\":" << secs
-         << ",\"arena_bytes\":" << r.s.train->arena_bytes() + r.s.eval->arena_bytes()
+         << ",\"arena_bytes\":" << ArenaBytes(r.s)
          << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
          << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
     Flush();

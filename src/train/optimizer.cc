@@ -1,19 +1,9 @@
-// The optimizers (formulas in frugal/optimizer.h) and the gradient helpers.
+// The optimizers (formulas in frugal/optimizer.h): state names and the update op of each rule.
 #include "frugal/optimizer.h"
 
-#include "backend/cpu/vec.h"
-#include "backend/device.h"
-#include "ops/op_util.h"
-
-#include <glog/logging.h>
-
-#include <algorithm>
-#include <cmath>
+#include <cstdio>
 
 namespace frugal {
-namespace {
-constexpr int64_t kOmpMin = 32768;  // elements below which a loop stays serial
-}  // namespace
 
 const char* Optimizer::name() const { return OptimizerName(o_.kind); }
 
@@ -37,46 +27,44 @@ OptState Optimizer::CreateState(const Tensor& w) const {
   return s;
 }
 
-void Optimizer::Update(Tensor* w, const Tensor& g, OptState* state, float lr, int64_t step,
-                       const ParamMult& mult, void* cuda) const {
-  CHECK_EQ(w->size(), g.size()) << name() << ": parameter and gradient sizes differ";
-  CHECK_EQ(state->size(), StateNames().size()) << name() << ": state was not made by CreateState";
-  CHECK_GE(step, 1) << name() << ": steps count from 1";
-  std::vector<float*> s;
-  for (Tensor& t : *state) {
-    CHECK_EQ(t.size(), w->size()) << name() << ": state size differs from the parameter's";
-    s.push_back(t.f());
+const char* Optimizer::UpdateOp() const {
+  switch (o_.kind) {
+    case OptimizerKind::kSgd: return "sgd_mom_update";
+    case OptimizerKind::kNesterov: return "nesterov_update";
+    case OptimizerKind::kAdam: return "adam_update";
+    case OptimizerKind::kAdamW: return "adamw_update";
+    case OptimizerKind::kRmsProp: return "rmsprop_update";
   }
-  UpdateArgs a;
-  a.kind = o_.kind;
-  a.lr = lr * mult.lr_mult;
-  a.wd = o_.weight_decay * mult.wd_mult;
-  a.momentum = o_.momentum;
-  a.beta1 = o_.beta1;
-  a.beta2 = o_.beta2;
-  a.eps = o_.eps;
-  a.rho = o_.rho;
-  a.centered = o_.centered;
-  if (o_.kind == OptimizerKind::kAdam || o_.kind == OptimizerKind::kAdamW) {
-    // Bias corrections in double: 1 - beta^t loses digits in float for small t.
-    a.inv_c1 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(o_.beta1), step)));
-    a.inv_c2 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(o_.beta2), step)));
-    const bool decoupled = o_.kind == OptimizerKind::kAdamW;
-    a.l2 = decoupled ? 0.f : a.wd;                 // adam: d = g + wd * w
-    a.shrink = decoupled ? 1.f - a.lr * a.wd : 1.f;  // adamw: w = w * (1 - lr * wd)
+  return "?";
+}
+
+std::string ExactAttr(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(v));
+  return buf;
+}
+
+AttrMap Optimizer::UpdateAttrs(const ParamMult& mult) const {
+  // The op parses back the same floats: the bits of the solver's fields.
+  auto exact = ExactAttr;
+  AttrMap a{{"weight_decay", exact(o_.weight_decay)}, {"lr_mult", exact(mult.lr_mult)},
+            {"wd_mult", exact(mult.wd_mult)}};
+  switch (o_.kind) {
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kNesterov: a["momentum"] = exact(o_.momentum); break;
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      a["beta1"] = exact(o_.beta1);
+      a["beta2"] = exact(o_.beta2);
+      a["eps"] = exact(o_.eps);
+      break;
+    case OptimizerKind::kRmsProp:
+      a["rho"] = exact(o_.rho);
+      a["eps"] = exact(o_.eps);
+      a["centered"] = o_.centered ? "true" : "false";
+      break;
   }
-  float* s0 = s[0];
-  float* s1 = s.size() > 1 ? s[1] : nullptr;
-  const int64_t n = w->size();
-  if (w->on_gpu()) {
-    CHECK(cuda) << name() << ": a GPU update needs its launch context";
-    return backend::UpdateAsync(cuda, a, w->f(), g.f(), s0, s1, n);
-  }
-  float* wp = w->f();
-  const float* gp = g.f();
-  ForEachRange(n, [&](int64_t b, int64_t e) {
-    cpu::Vec().update(a, wp + b, gp + b, s0 + b, s1 ? s1 + b : nullptr, e - b);
-  });
+  return a;
 }
 
 const char* OptimizerName(OptimizerKind k) {
@@ -126,60 +114,6 @@ std::map<std::string, Tensor> NamedStates(const Optimizer& opt, const std::map<s
   for (const auto& [param, s] : states)
     for (size_t i = 0; i < s.size(); ++i) named[param + "/" + names[i]] = s[i];
   return named;
-}
-
-void AccumulateGrad(Tensor* sum, const Tensor& g, bool first, void* cuda) {
-  CHECK_EQ(sum->size(), g.size());
-  if (sum->on_gpu()) {
-    CHECK(cuda) << "AccumulateGrad on a GPU needs its launch context";
-    if (first) return backend::CopyAsync(cuda, sum->raw(), sum->device(), g.raw(), g.device(), g.bytes());
-    return backend::AddAsync(cuda, sum->f(), g.f(), g.size());
-  }
-  if (first) {
-    sum->CopyFrom(g);
-    return;
-  }
-  float* s = sum->f();
-  const float* d = g.f();
-  const int64_t n = g.size();
-#pragma omp parallel for if (n > kOmpMin) schedule(static)
-  for (int64_t i = 0; i < n; ++i) s[i] += d[i];
-}
-
-double GlobalNorm(const std::vector<const Tensor*>& grads) {
-  // Sums of squares per fixed chunk, added in order: the same bits for any
-  // number of threads.
-  constexpr int64_t kChunk = 1 << 16;
-  double total = 0;
-  for (const Tensor* t : grads) {
-    const float* g = t->f();
-    const int64_t n = t->size(), chunks = (n + kChunk - 1) / kChunk;
-    std::vector<double> part(chunks, 0.0);
-#pragma omp parallel for if (chunks > 1) schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      double acc = 0;
-      for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) acc += static_cast<double>(g[i]) * g[i];
-      part[c] = acc;
-    }
-    for (double p : part) total += p;
-  }
-  return std::sqrt(total);
-}
-
-double RescaleAndClip(const std::vector<Tensor*>& grads, float rescale, float max_norm) {
-  std::vector<const Tensor*> view(grads.begin(), grads.end());
-  const double norm = max_norm > 0 ? std::abs(rescale) * GlobalNorm(view) : 0.0;
-  double scale = rescale;
-  if (max_norm > 0 && norm > max_norm) scale *= max_norm / norm;
-  if (scale == 1.0) return norm;
-  const float k = static_cast<float>(scale);
-  for (Tensor* t : grads) {
-    float* g = t->f();
-    const int64_t n = t->size();
-#pragma omp parallel for if (n > kOmpMin) schedule(static)
-    for (int64_t i = 0; i < n; ++i) g[i] *= k;
-  }
-  return norm;
 }
 
 }  // namespace frugal

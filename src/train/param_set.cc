@@ -43,10 +43,4 @@ std::map<std::string, OptState> ParamSet::States() const {
   return m;
 }
 
-std::vector<Var> ParamSet::AllGradVars() const {
-  std::vector<Var> v;
-  for (const Param* p : trained_) v.push_back(p->g_var);
-  return v;
-}
-
 }  // namespace frugal

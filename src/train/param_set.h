@@ -1,6 +1,6 @@
 // The parameters of a bound model, one record each: the values, and for a
 // trained parameter its gradient, the gradient's sum over iter_size batches,
-// the optimizer state and multipliers, with the engine variables that order
+// the optimizer state, with the engine variables that order
 // every access to them.
 #pragma once
 
@@ -23,8 +23,6 @@ struct Param {
   Tensor sum;  // iter_size > 1 only
   Var g_var = -1;
   OptState state;
-  ParamMult mult;
-  std::string update_name;  // "update(fc1_weight)": the engine keeps a pointer to it
   bool trained() const { return g_var >= 0; }
 };
 
@@ -44,7 +42,6 @@ class ParamSet {
   std::map<std::string, Var> GradVars() const;
   std::map<std::string, Tensor> Sums() const;  // empty with iter_size 1
   std::map<std::string, OptState> States() const;
-  std::vector<Var> AllGradVars() const;
 
  private:
   std::map<std::string, Param> all_;

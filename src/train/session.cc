@@ -33,6 +33,30 @@ Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* 
   b.device = dev;
   train = std::make_unique<Executor>(model.train, model.train_plan, b, engine);
   eval = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine);
+  BindUpdates();
+}
+
+// The update graphs over the parameters' tensors, with their engine
+// variables: a weight's update writes its value variable, and everything
+// that touches a gradient or its sum (backward, the all-reduces, the sums,
+// rescaling) goes through the gradient's variable. Optimizer state has a
+// variable of the executor's own: only its update touches it.
+void Session::BindUpdates() {
+  Bindings u, acc;
+  u.device = acc.device = dev;
+  const std::vector<std::string> names = opt->StateNames();
+  for (Param* p : params.trained()) {
+    u.vars[p->name] = p->w;
+    u.var_vars[p->name] = p->w_var;
+    u.vars[p->name + "/grad"] = acc.vars[p->name + "/grad"] = p->g;
+    u.var_vars[p->name + "/grad"] = acc.var_vars[p->name + "/grad"] = p->g_var;
+    for (size_t k = 0; k < names.size(); ++k) u.vars[p->name + "/" + names[k]] = p->state[k];
+    acc.vars[p->name + "/sum"] = p->sum;
+    acc.var_vars[p->name + "/sum"] = p->g_var;
+  }
+  update = std::make_unique<Executor>(model.update, model.update_plan, u, engine);
+  if (model.accumulate.num_nodes() > 0)
+    accumulate = std::make_unique<Executor>(model.accumulate, model.accumulate_plan, acc, engine);
 }
 
 void Session::AddParam(int id, int iter_size, Bindings* b) {
@@ -50,8 +74,6 @@ void Session::AddParam(int id, int iter_size, Bindings* b) {
   p.g_var = b->grad_vars[n.name] = NewVar();
   if (iter_size > 1) p.sum = Tensor::Empty(p.w.shape(), DType::kFloat32, dev, MemKind::kParam);
   p.state = opt->CreateState(p.w);
-  p.mult = {n.lr_mult, n.wd_mult};
-  p.update_name = "update(" + n.name + ")";
   params.Add(std::move(p));
 }
 
@@ -67,6 +89,8 @@ Tensor Session::Initialised(const Node& n, const Shape& shape) {
 Session::~Session() {
   train.reset();  // the executors wait for the engine
   eval.reset();
+  update.reset();
+  accumulate.reset();
   for (Var v : vars_) engine->DeleteVar(v);
 }
 
@@ -100,6 +124,11 @@ CheckpointState Session::State(const ConfigFile& cfg, int64_t epoch, int64_t ite
   c.aux = OnHost(aux);
   c.opt_state = OnHost(NamedStates(*opt, params.States()));
   return c;
+}
+
+int64_t ArenaBytes(const Session& s) {
+  int64_t bytes = s.train->arena_bytes() + s.eval->arena_bytes() + s.update->arena_bytes();
+  return s.accumulate ? bytes + s.accumulate->arena_bytes() : bytes;
 }
 
 std::map<std::string, Tensor> OnHost(const std::map<std::string, Tensor>& ts) {

@@ -1,6 +1,7 @@
 // Everything bound for one run: the model, its engine, the parameters
-// (ParamSet), aux state, the bound data and label, the train and eval
-// executors, and the engine variables that order every access to them.
+// (ParamSet), aux state, the bound data and label, the train, eval and
+// update executors, and the engine variables that order every access to
+// them.
 #pragma once
 
 #include <functional>
@@ -43,6 +44,10 @@ struct Session {
   Var data_var = -1, label_var = -1;
   Var metrics_var = -1;  // the metrics being filled by pushed functions
   std::unique_ptr<Executor> train, eval;
+  // What a step runs after backward (Model::update, Model::accumulate):
+  // update once per update, accumulate (iter_size > 1, else null) once per
+  // micro-batch.
+  std::unique_ptr<Executor> update, accumulate;
 
  private:
   // A parameter or aux tensor on dev, initialised on the host from the
@@ -50,9 +55,14 @@ struct Session {
   Tensor Initialised(const Node& n, const Shape& shape);
   // Parameter `id` of the model, bound into b.
   void AddParam(int id, int iter_size, Bindings* b);
+  void BindUpdates();
 
   std::vector<Var> vars_;  // every engine variable made here
 };
+
+// The bytes of every arena the session's executors allocated (train, eval,
+// and the update graphs': clipping's workspace).
+int64_t ArenaBytes(const Session& s);
 
 // Host copies of tensors on a GPU (the tensors themselves on the CPU). The
 // engine must be idle.

@@ -1,35 +1,9 @@
 #include "train/step.h"
 
-#include <utility>
-
-#include "backend/device.h"
-
 namespace frugal {
-namespace {
-
-// dst = src, on the CPU (cuda null) or on the stream of a LaunchAsync context.
-void CopyOn(void* cuda, Tensor* dst, const Tensor& src) {
-  if (!cuda) return dst->CopyFrom(src);
-  backend::CopyAsync(cuda, dst->raw(), dst->device(), src.raw(), src.device(), dst->bytes());
-}
-
-// Every gradient times `rescale`, then clipped to a global norm of max_norm.
-void RescaleAndClipOn(void* cuda, const std::vector<Param*>& ps, float rescale, float max_norm) {
-  if (!cuda) {
-    std::vector<Tensor*> all;
-    for (Param* p : ps) all.push_back(&p->g);
-    RescaleAndClip(all, rescale, max_norm);
-    return;
-  }
-  std::vector<std::pair<float*, int64_t>> all;
-  for (Param* p : ps) all.emplace_back(p->g.f(), p->g.size());
-  backend::RescaleAndClipAsync(cuda, all, rescale, max_norm);
-}
-
-}  // namespace
 
 Step::Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSchedule& lr)
-    : s_(s), dp_(dp), lr_(lr), iter_size_(sc.iter_size()), clip_(sc.clip_gradient()), seed_(sc.seed()) {}
+    : s_(s), dp_(dp), lr_(lr), iter_size_(sc.iter_size()), seed_(sc.seed()) {}
 
 void Step::Push(int64_t iter, float* rate) {
   const int micro = static_cast<int>(iter % iter_size_);
@@ -40,36 +14,13 @@ void Step::Push(int64_t iter, float* rate) {
   if (dp_ && last_micro && iter_size_ > 1) dp_->PushAllReduce(s_->engine, /*of_sums=*/true);
   s_->train->Push(/*is_train=*/true, iter, seed_);
   if (dp_ && last_micro) dp_->PushAllReduce(s_->engine);
-  PushCombine(micro);
+  // The gradient sums (iter_size > 1), then on the last micro-batch the
+  // rescaling and clipping and one update per parameter, at update count
+  // iter / iter_size + 1 and its scheduled rate.
+  if (s_->accumulate) s_->accumulate->Push(/*is_train=*/true, iter, seed_);
   if (!last_micro) return;
   *rate = static_cast<float>(lr_.At(iter / iter_size_));
-  PushUpdates(*rate, iter / iter_size_ + 1);
-}
-
-void Step::PushCombine(int micro) {
-  if (iter_size_ == 1 && clip_ <= 0) return;
-  const bool first = micro == 0, last = micro == iter_size_ - 1;
-  const std::vector<Var> gv = s_->params.AllGradVars();
-  s_->PushOn(
-      [ps = s_->params.trained(), first, last, n = iter_size_, clip = clip_](void* cuda) {
-        for (Param* p : ps) {
-          if (n == 1) continue;
-          AccumulateGrad(&p->sum, p->g, first, cuda);
-          if (last) CopyOn(cuda, &p->g, p->sum);
-        }
-        if (last) RescaleAndClipOn(cuda, ps, 1.f / static_cast<float>(n), clip);
-      },
-      gv, gv, "combine_gradients");
-}
-
-void Step::PushUpdates(float lr, int64_t step) {
-  for (Param* p : s_->params.trained()) {
-    s_->PushOn(
-        [opt = s_->opt.get(), w = p->w, g = p->g, state = &p->state, lr, step, mult = p->mult](void* cuda) mutable {
-          opt->Update(&w, g, state, lr, step, mult, cuda);
-        },
-        {p->g_var}, {p->w_var}, p->update_name.c_str());
-  }
+  s_->update->Push(/*is_train=*/true, iter / iter_size_ + 1, seed_, *rate);
 }
 
 void Step::CheckRanks(int64_t iter) {

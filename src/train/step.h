@@ -1,7 +1,9 @@
 // What a batch pushes to the engine. Training (Step): the data-parallel
 // gradient exchange, forward and backward, the combination of iter_size
 // micro-batches' gradients with clipping, and one optimizer update per
-// parameter, each waiting only for its own gradient. Evaluation
+// parameter (the session's accumulate and update executors: ops like any
+// other), each update waiting only for its own gradient (and, with
+// clipping, for the rescale_clip node over all of them). Evaluation
 // (Evaluate): load, forward, metrics.
 #pragma once
 
@@ -27,17 +29,10 @@ class Step {
   void CheckRanks(int64_t iter);
 
  private:
-  // After micro-batch `micro` of iter_size: adds the gradients to their sums;
-  // after the last one, scales them by 1/iter_size and clips their global norm
-  // (one function over every gradient, since the norm needs them all).
-  void PushCombine(int micro);
-  void PushUpdates(float lr, int64_t step);
-
   Session* s_;
   DataParallel* dp_;
   const LrSchedule& lr_;
   const int iter_size_;
-  const float clip_;
   const uint64_t seed_;
 };
 

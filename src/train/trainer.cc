@@ -211,12 +211,17 @@ class Fit {
 };
 
 void LogMemory(const Session& s) {
-  const int64_t planned = s.model.train_plan.arena_bytes + s.model.eval_plan.arena_bytes;
+  const Model& m = s.model;
+  const int64_t update = m.update_plan.arena_bytes + m.accumulate_plan.arena_bytes;  // clipping's partial sums
+  const int64_t planned = m.train_plan.arena_bytes + m.eval_plan.arena_bytes + update;
   const int64_t measured = MemoryAccounting::Get().Current(s.dev, MemKind::kArena);
+  const int64_t sums = m.accumulate_plan.state_bytes;
   LOG(INFO) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned)
-            << ": train " << HumanBytes(s.model.train_plan.arena_bytes) << " + eval "
-            << HumanBytes(s.model.eval_plan.arena_bytes) << "), peak of all tensors "
-            << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak " << HumanBytes(ProcessPeakBytes())
+            << ": train " << HumanBytes(m.train_plan.arena_bytes) << " + eval " << HumanBytes(m.eval_plan.arena_bytes)
+            << (update > 0 ? " + update " + HumanBytes(update) : "") << "), " << m.optimizer << " state "
+            << HumanBytes(m.update_plan.state_bytes) << (sums > 0 ? " + gradient sums " + HumanBytes(sums) : "")
+            << ", peak of all tensors " << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak "
+            << HumanBytes(ProcessPeakBytes())
             << " (" << HumanBytes(ProcessPeakBytes() - MemoryAccounting::Get().Peak(Device{}))
             << " beyond the host tensors: code, libraries, graphs)";
 }

@@ -65,6 +65,7 @@ std::string Json(const OpDef& op) {
   for (const auto& o : op.outputs()) out += (out.empty() ? "" : ",") + JsonStr(o);
   for (const auto& [i, o] : op.inplace()) inplace += Fmt(inplace.empty() ? "" : ",", "[", i, ",", o, "]");
   for (int i : op.mutates()) mutates += Fmt(mutates.empty() ? "" : ",", i);
+  if (op.mutates_all()) mutates = "\"all\"";
   std::string devices;
   for (const auto& d : Devices(op)) devices += (devices.empty() ? "" : ",") + JsonStr(d);
   return Fmt("{\"name\":", JsonStr(op.name()), ",\"backward\":", op.name()[0] == '_' ? "true" : "false",
@@ -85,8 +86,10 @@ std::string Text(const OpDef& op) {
     inplace.push_back(x + "->" + y);
   }
   for (int i : op.mutates()) mutates.push_back(Fmt(i));
+  if (op.mutates_all()) mutates.push_back("all");
   std::string devices = Joined(Devices(op), ",");
-  return Fmt(op.name(), "\n    inputs: ", Joined(in, ", "), "  outputs: ", Joined(op.outputs(), ", "),
+  return Fmt(op.name(), "\n    inputs: ", Joined(in, ", "), "  outputs: ",
+             op.outputs().empty() ? "none (updates inputs)" : Joined(op.outputs(), ", "),
              "\n    devices: ", devices.empty() ? "none" : devices,
              "  in-place: ", inplace.empty() ? "-" : Joined(inplace, ","),
              mutates.empty() ? "" : "  updates inputs: " + Joined(mutates, ","), "  recompute: ", CostName(op.cost()),

@@ -24,12 +24,26 @@ int Plan() {
   for (const MemoryStrategy& s : strategies) {
     Model m = BuildModel(cfg, s);
     const MemoryPlan& p = m.train_plan;
+    // The optimizer's state (and the iter_size sums) live beside the
+    // parameters, outside the arena: the update graphs' kState variables.
+    const int64_t state = m.update_plan.state_bytes, sums = m.accumulate_plan.state_bytes;
+    const int64_t update = m.update_plan.arena_bytes + m.accumulate_plan.arena_bytes;  // clipping's workspace
     if (FLAGS_json) {
-      std::printf("%s\n", PlanToJson(p, m.batch).c_str());
+      std::string json = PlanToJson(p, m.batch);
+      json.pop_back();
+      std::printf("%s,\"optimizer\":\"%s\",\"optimizer_state_bytes\":%lld,\"grad_sum_bytes\":%lld,"
+                  "\"update_arena_bytes\":%lld}\n",
+                  json.c_str(), m.optimizer.c_str(), static_cast<long long>(state), static_cast<long long>(sums),
+                  static_cast<long long>(update));
     } else {
-      std::printf("%-12s arena %10s  lower bound %10s  params %10s  recompute %5d nodes, +%5.1f%% FLOPs  plan %8.2f ms\n",
+      const std::string opt = Fmt(m.optimizer, " state ", HumanBytes(state),
+                                  sums > 0 ? " + sums " + HumanBytes(sums) : std::string(),
+                                  update > 0 ? " + update arena " + HumanBytes(update) : std::string());
+      std::printf("%-12s arena %10s  lower bound %10s  params %10s  %s  recompute %5d nodes, +%5.1f%% FLOPs  "
+                  "plan %8.2f ms\n",
                   s.Name().c_str(), HumanBytes(p.arena_bytes).c_str(), HumanBytes(p.lower_bound_bytes).c_str(),
-                  HumanBytes(p.param_bytes).c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(), p.plan_ms);
+                  HumanBytes(p.param_bytes).c_str(), opt.c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(),
+                  p.plan_ms);
     }
   }
   return 0;

@@ -28,11 +28,6 @@ void MemsetZero(void*, int, int64_t) { NoCuda("device memset"); }
 void LaunchAsync(int, const std::function<void(void*)>&, Done) { NoCuda("CUDA launch"); }
 void Synchronize(int) {}
 void CopyAsync(void*, void*, Device, const void*, Device, int64_t) { NoCuda("device copy"); }
-void UpdateAsync(void*, const UpdateArgs&, float*, const float*, float*, float*, int64_t) { NoCuda("GPU update"); }
-void AddAsync(void*, float*, const float*, int64_t) { NoCuda("GPU gradient sum"); }
-void RescaleAndClipAsync(void*, const std::vector<std::pair<float*, int64_t>>&, float, float) {
-  NoCuda("GPU gradient clipping");
-}
 
 }  // namespace frugal::backend
 

@@ -1,0 +1,67 @@
+// The graphs a training step runs after backward (frugal/train.h, Model):
+// the gradient combination and the optimizer updates as ops.
+#include "train/update_graph.h"
+
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace frugal {
+namespace {
+
+int AddVar(Graph* g, const std::string& name, VarKind kind, const Shape& shape) {
+  const int id = g->AddVariable(name, kind);
+  g->mutable_node(id).shape = shape;
+  return id;
+}
+
+MemoryPlan Planned(Graph* g) {
+  InferShapes(g, {});
+  return PlanMemory(*g, MemoryStrategy::kShare);
+}
+
+}  // namespace
+
+void BuildUpdateGraphs(const config::Solver& sc, const std::string& path, Model* m) {
+  const Optimizer opt(OptimizerOptionsFromConfig(sc, path));
+  m->optimizer = opt.name();
+  std::map<std::string, int> trained;  // name order, as every loop over parameters
+  for (int id : m->params)
+    if (m->train.grad_of[id].valid()) trained[m->train.node(id).name] = id;
+  const int iter_size = sc.iter_size();
+  const float clip = sc.clip_gradient();
+
+  Graph& u = m->update;
+  std::map<std::string, Entry> grad;
+  for (const auto& [name, id] : trained)
+    grad[name] = {AddVar(&u, name + "/grad", VarKind::kInput, m->train.shape({id, 0})), 0};
+  if (iter_size > 1 || clip > 0) {
+    std::vector<Entry> all;
+    for (const auto& [name, e] : grad) all.push_back(e);
+    const AttrMap a{{"num_args", Fmt(all.size())},
+                    {"rescale", ExactAttr(1.f / static_cast<float>(iter_size))},
+                    {"max_norm", ExactAttr(clip)}};
+    if (!all.empty()) u.AddOp("rescale_clip", "rescale_clip", a, all);
+  }
+  const std::vector<std::string> states = opt.StateNames();
+  for (const auto& [name, id] : trained) {
+    const Node& n = m->train.node(id);
+    const Shape& shape = m->train.shape({id, 0});
+    std::vector<Entry> in{{AddVar(&u, name, VarKind::kParam, shape), 0}, grad[name]};
+    for (const std::string& s : states) in.push_back({AddVar(&u, name + "/" + s, VarKind::kState, shape), 0});
+    u.AddOp(opt.UpdateOp(), "update(" + name + ")", opt.UpdateAttrs({n.lr_mult, n.wd_mult}), in);
+  }
+  m->update_plan = Planned(&u);
+
+  if (iter_size < 2) return;
+  Graph& acc = m->accumulate;
+  for (const auto& [name, id] : trained) {
+    const Shape& shape = m->train.shape({id, 0});
+    const Entry sum{AddVar(&acc, name + "/sum", VarKind::kState, shape), 0};
+    const Entry g{AddVar(&acc, name + "/grad", VarKind::kInput, shape), 0};
+    acc.AddOp("grad_accumulate", "accumulate(" + name + ")", {{"iter_size", Fmt(iter_size)}}, {sum, g});
+  }
+  m->accumulate_plan = Planned(&acc);
+}
+
+}  // namespace frugal
