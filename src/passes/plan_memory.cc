@@ -123,17 +123,15 @@ void PlaceEndToEnd(std::vector<Block>* blocks) {
 // or in the smallest gap that holds it (best fit), free of every placed
 // block whose lifetime overlaps. Returns the arena size.
 int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, std::vector<Block>* blocks) {
-  std::vector<int> placed;
-  std::vector<const Block*> clash;
+  // Placed blocks by offset (blocks live at the same time never share an
+  // offset), so the ones that clash come out in offset order unsorted.
+  std::vector<const Block*> placed;
   int64_t arena = 0;
   for (int id : order) {
     Block& b = (*blocks)[id];
-    clash.clear();
-    for (int p : placed)
-      if (Overlap(b, (*blocks)[p])) clash.push_back(&(*blocks)[p]);
-    std::sort(clash.begin(), clash.end(), [](const Block* x, const Block* y) { return x->offset < y->offset; });
     int64_t off = 0, best = -1, best_gap = INT64_MAX;
-    for (const Block* c : clash) {
+    for (const Block* c : placed) {
+      if (!Overlap(b, *c)) continue;
       int64_t gap = c->offset - off;
       if (gap >= b.size) {
         if (!best_fit) break;
@@ -143,7 +141,9 @@ int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, std::vector<B
     }
     b.offset = (best_fit && best >= 0) ? best : off;
     arena = std::max(arena, b.offset + b.size);
-    placed.push_back(id);
+    auto at = std::upper_bound(placed.begin(), placed.end(), b.offset,
+                               [](int64_t offset, const Block* c) { return offset < c->offset; });
+    placed.insert(at, &b);
   }
   return arena;
 }

@@ -93,7 +93,7 @@ lstm() {  # impl
   for _ in $(seq "$rounds"); do
     f+=("$(SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" frugal_step \
       models/lstm/lstm_lm.prototxt 32 6 1 --define layers=2 --define hidden=256 --define batch=32 \
-      --define seq_len=1000 --define vocab=128 --define outputs='*')")
+      --define seq_len=1000 --define vocab=128 --define outputs='*' --lr 0.1)")
     p+=("$(peer_step lstm_lm.py --seq-len 1000 --impl "$1" --strategy plain --warmup 1 --steps 5)")
   done
   row "LSTM 2x256 b32 T=1000 (PyTorch $1)" "${f[*]}" "${p[*]}"
@@ -104,7 +104,7 @@ mx_lstm() {
   for _ in $(seq "$rounds"); do
     f+=("$(SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" frugal_step \
       models/lstm/lstm_lm.prototxt 32 6 1 --define layers=2 --define hidden=256 --define batch=32 \
-      --define seq_len=1000 --define vocab=128 --define outputs='*')")
+      --define seq_len=1000 --define vocab=128 --define outputs='*' --lr 0.1)")
     p+=("$(mx_step mx_lstm.py --seq-len 1000 --impl fused --mirror none --warmup 1 --steps 5)")
   done
   row "LSTM 2x256 b32 T=1000 (MXNet fused RNN)" "${f[*]}" "${p[*]}"
