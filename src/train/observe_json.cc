@@ -1,6 +1,6 @@
-// The JSON log (--log-json): one line per training window, per validation
-// between epochs, and per epoch (with its validation, speed, time and
-// memory).
+// The JSON log (--log-json): one line per training window (with the tensor
+// bytes held per kind and the process peak), per validation between epochs,
+// and per epoch (with its validation, speed, time and memory).
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -16,6 +16,16 @@ std::string JsonMetrics(const std::string& prefix, const MetricValues& m) {
   return out;
 }
 
+// What is held now, per kind of tensor memory, and the process peak so far:
+// ,"bytes":{"arena":..,...},"process_peak_bytes":..
+std::string MemoryNow(Device dev) {
+  std::string out = ",\"bytes\":{";
+  for (int k = 0; k < static_cast<int>(MemKind::kNumKinds); ++k)
+    out += Fmt(k ? "," : "", "\"", MemKindName(static_cast<MemKind>(k)), "\":",
+               MemoryAccounting::Get().Current(dev, static_cast<MemKind>(k)));
+  return out + Fmt("},\"process_peak_bytes\":", ProcessPeakBytes());
+}
+
 class JsonLog : public Observer {
  public:
   explicit JsonLog(const std::string& path) : path_(path), out_(path) {
@@ -24,7 +34,8 @@ class JsonLog : public Observer {
 
   void OnWindow(Run& r, const MetricValues& m, double speed) override {
     out_ << "{\"epoch\":" << r.epoch << ",\"batch\":" << r.batch << ",\"iterations\":" << r.updates()
-         << JsonMetrics("train_", m) << ",\"lr\":" << r.rate << ",\"samples_per_s\":" << speed << "}\n";
+         << JsonMetrics("train_", m) << ",\"lr\":" << r.rate << ",\"samples_per_s\":" << speed
+         << MemoryNow(r.s.dev) << "}\n";
   }
 
   void OnValidation(Run& r, const MetricValues& m, bool epoch_end) override {

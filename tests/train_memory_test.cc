@@ -1,0 +1,66 @@
+// "Arena allocated = planned" as a user means it: once training runs, no
+// kind of tensor memory grows from one logged window to the next (arena,
+// parameters and optimizer state, inputs, other), and the process peak stays
+// within a small margin of the first window's. Read from --log-json's
+// window lines ("bytes" and "process_peak_bytes").
+#include <glog/logging.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "frugal/train.h"
+#include "test_util.h"
+
+namespace frugal {
+namespace {
+
+// The text of "key":<value> in a JSON line: an object's braces or a number.
+std::string Field(const std::string& line, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const size_t at = line.find(k);
+  if (at == std::string::npos) return "";
+  const size_t from = at + k.size();
+  const size_t to = line[from] == '{' ? line.find('}', from) + 1 : line.find_first_of(",}", from);
+  return line.substr(from, to - from);
+}
+
+TEST(TrainMemory, NoKindGrowsOverTheSteps) {
+  const int saved = FLAGS_minloglevel;
+  FLAGS_minloglevel = 2;
+  test::TempDir dir;
+  const std::string text = R"cfg(version: 1
+node { name: "conv1" op: "convolution" input: "data" attr { key: "kernel" value: "(3,3)" } attr { key: "pad" value: "(1,1)" } attr { key: "num_filter" value: "8" } }
+node { name: "bn1" op: "batch_norm" input: "conv1" }
+node { name: "relu1" op: "relu" input: "bn1" }
+node { name: "pool1" op: "pooling" input: "relu1" attr { key: "kernel" value: "(2,2)" } attr { key: "stride" value: "(2,2)" } attr { key: "pool_type" value: "max" } }
+node { name: "drop1" op: "dropout" input: "pool1" }
+node { name: "fc" op: "fully_connected" input: "drop1" attr { key: "num_hidden" value: "10" } }
+node { name: "prob" op: "softmax_cross_entropy" input: "fc" input: "label" }
+data { train { synthetic { num_samples: 1000 } } val { synthetic { num_samples: 64 } } batch_size: 8 sample_shape: [3, 12, 12] }
+solver { optimizer: ADAM lr: 0.01 epochs: 1 max_iters: 120 display: 15 seed: 3 iter_size: 2 clip_gradient: 5 }
+memory { strategy: "sqrt" }
+)cfg";
+  TrainOptions opts;
+  opts.log_json = dir.File("log.json");
+  Train(ParseConfig(text, "memory.prototxt", {}), opts);
+  FLAGS_minloglevel = saved;
+  std::ifstream in(opts.log_json);
+  std::vector<std::string> windows;
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"batch\":") != std::string::npos) windows.push_back(line);
+  ASSERT_GE(windows.size(), 6u) << "expected a window every 15 of 120 batches";
+  const std::string first = Field(windows[0], "bytes");
+  ASSERT_FALSE(Field(first, "arena").empty() || Field(first, "arena") == "0") << windows[0];
+  const double peak0 = std::stod(Field(windows[0], "process_peak_bytes"));
+  for (size_t w = 1; w < windows.size(); ++w) {
+    EXPECT_EQ(Field(windows[w], "bytes"), first) << "window " << w << " holds other tensor bytes than the first";
+    const double grown = std::stod(Field(windows[w], "process_peak_bytes")) - peak0;
+    EXPECT_LE(grown, 16.0 * (1 << 20)) << "window " << w << ": the process peak grew by " << grown / (1 << 20)
+                                       << " MiB since the first window";
+  }
+}
+
+}  // namespace
+}  // namespace frugal
