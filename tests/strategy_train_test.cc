@@ -1,7 +1,7 @@
 // Recomputation is exact through the real training loop: a
 // convolution-BatchNorm-ReLU-pooling-dropout net and the char LSTM, trained
 // by Train on the config's (threaded) engine with the arena poisoned
-// (FRUGAL_POISON_ARENA, frugal/executor.h), end under every memory strategy
+// (TrainOptions::poison_arena, frugal/executor.h), end under every memory strategy
 // with the bits of `none`: parameters, BatchNorm moving statistics and
 // optimizer state, as the last checkpoint holds them. A recomputed BatchNorm
 // that updates its moving statistics twice, a recomputed dropout that draws
@@ -53,7 +53,9 @@ ConfigFile CharLstm(const test::TempDir& dir) {
 std::map<std::string, std::string> TrainAndRead(ConfigFile cfg, const MemoryStrategy& s, const std::string& dir) {
   cfg.net.mutable_memory()->set_strategy(s.Name());
   cfg.net.mutable_solver()->set_checkpoint_dir(dir);
-  Train(cfg, TrainOptions{});
+  TrainOptions opts;
+  opts.poison_arena = true;
+  Train(cfg, opts);
   const std::string latest = CheckpointManager(dir, 0, 0).Latest();
   EXPECT_FALSE(latest.empty()) << s.Name() << ": no checkpoint in " << dir;
   if (latest.empty()) return {};
@@ -72,7 +74,6 @@ std::map<std::string, std::string> TrainAndRead(ConfigFile cfg, const MemoryStra
 void ExpectEveryStrategyGivesTheBitsOfNone(const ConfigFile& cfg, const std::string& what) {
   const int saved = FLAGS_minloglevel;
   FLAGS_minloglevel = 2;
-  const test::ScopedEnv poison("FRUGAL_POISON_ARENA", "1");
   test::TempDir dir;
   const auto reference = TrainAndRead(cfg, MemoryStrategy::kNone, dir.File("none"));
   int aux = 0, states = 0;

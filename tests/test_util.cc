@@ -16,19 +16,6 @@
 
 namespace frugal::test {
 
-ScopedEnv::ScopedEnv(std::string name, const std::string& value) : name_(std::move(name)) {
-  if (const char* old = std::getenv(name_.c_str())) {
-    had_ = true;
-    old_ = old;
-  }
-  setenv(name_.c_str(), value.c_str(), 1);
-}
-
-ScopedEnv::~ScopedEnv() {
-  if (had_) setenv(name_.c_str(), old_.c_str(), 1);
-  else unsetenv(name_.c_str());
-}
-
 TempDir::TempDir() {
   char tmpl[] = "/tmp/frugal_test_XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");

@@ -10,18 +10,6 @@
 
 namespace frugal::test {
 
-// Sets an environment variable for the object's lifetime, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::string& value);
-  ~ScopedEnv();
-
- private:
-  std::string name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 // A fresh directory under /tmp, removed when the object dies.
 class TempDir {
  public:

@@ -1,7 +1,5 @@
 #include "train_steps.h"
 
-#include "test_util.h"
-
 namespace frugal::test {
 
 BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy)
@@ -27,10 +25,10 @@ BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy)
   data = b.vars["data"] = Tensor::Empty(m.data_shape);
   label = b.vars["label"] = Tensor::Empty(m.label_shape);
   const int64_t before = MemoryAccounting::Get().Current(Device{}, MemKind::kArena);
-  // The arena poisoned (frugal/executor.h): a kernel that reads a dead
-  // buffer yields NaN, never the reference's bits.
-  const ScopedEnv poison("FRUGAL_POISON_ARENA", "1");
   exec = std::make_unique<Executor>(m.train, m.train_plan, b, engine.get());
+  // The arena poisoned (frugal/executor.h): a kernel that reads a dead
+  // buffer stops with an error, never giving the reference's bits.
+  exec->SetPoisoning(true);
   arena_allocated = MemoryAccounting::Get().Current(Device{}, MemKind::kArena) - before;
   Bindings u;
   for (const auto& [name, g] : grads) {

@@ -11,12 +11,11 @@
 // waits for their last readers. Buffer reuse is thus write-after-read
 // ordering, and any engine runs the graph safely.
 //
-// Debugging: with FRUGAL_POISON_ARENA=1 in the environment, a CPU executor
-// fills every arena block with NaN (bytes 0xff) before the op that first
-// writes it and again after its last reader, and every workspace before and
-// after its op. A kernel that reads a dead or unwritten buffer, or adds into
-// an output it should overwrite, then yields NaN instead of plausible stale
-// values; the strategy tests run this way (tests/train_steps.cc).
+// Debugging: with SetPoisoning (`frugal train --poison-arena`), a CPU
+// executor fills every arena block with NaN (bytes 0xff) before the op that
+// first writes it and again after its last reader, and every workspace
+// before and after its op, and stops an op whose arena input holds the
+// poison; the strategy tests run this way (tests/train_steps.cc).
 #pragma once
 
 #include <map>
@@ -71,6 +70,9 @@ class Executor {
   // With profiling on, Run adds each node's kernel wall time (seconds) to
   // node_seconds()[node]; for `frugal time`. Off by default.
   void SetProfiling(bool on) { profiling_ = on; node_seconds_.assign(graph_.num_nodes(), 0.0); }
+  // Arena poisoning (see above) for the runs pushed after it; CPU only (a
+  // GPU executor ignores it). Off by default.
+  void SetPoisoning(bool on);
   // Records every kernel run as a trace event (category forward, backward or
   // recompute) while set; nullptr stops.
   void SetTrace(TraceWriter* trace) { trace_ = trace; }
@@ -98,8 +100,6 @@ class Executor {
   void BindExternal(const Bindings& b);
   void BindArena();
   void PushCuda(bool is_train, int64_t step, uint64_t seed, float lr);
-  void PoisonDeadBlocks(const std::vector<int>& first_writer, const std::vector<int64_t>& block_offset,
-                        const std::vector<int64_t>& block_bytes, const std::vector<Var>& block_var);
   const Graph& graph_;
   MemoryPlan plan_;
   Engine* engine_;
@@ -114,8 +114,8 @@ class Executor {
   std::vector<OpRun> runs_;
   std::vector<OpSchedule> schedule_;  // parallel to runs_
   std::vector<Var> owned_vars_;  // engine variables this executor made
-  // FRUGAL_POISON_ARENA (see above): per node, the blocks it writes first
-  // and the blocks whose last reader it is, as arena ranges.
+  // SetPoisoning: per node, the blocks it writes first and the blocks whose
+  // last reader it is, as arena ranges.
   struct Range {
     int64_t offset, bytes;
     Var var;

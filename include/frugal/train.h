@@ -76,6 +76,9 @@ struct TrainOptions {
   std::string tensorboard;  // a directory for TensorBoard event files
   std::string profile;      // a Chrome trace (JSON) of the ops of the first profile_steps steps
   int profile_steps = 3;
+  // Arena poisoning on every CPU executor (Executor::SetPoisoning): slow,
+  // for debugging a plan or a kernel.
+  bool poison_arena = false;
   // A terminal for the live progress line (the CLI passes stderr when it is
   // one); null: log lines only.
   FILE* progress = nullptr;

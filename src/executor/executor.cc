@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <iterator>
 
@@ -58,7 +57,7 @@ void CheckNotPoisoned(const Graph& g, const Node& n, const std::vector<Tensor>& 
       if (words[i] != 0xffffffffu) continue;
       throw Error(Fmt(n.Where(), ": input ", k, " ('", g.node(n.inputs[k].node).name, "' output ", n.inputs[k].index,
                       ") holds the arena's poison at element ", i, " of ", count,
-                      ": the op reads bytes that are dead or were never written (FRUGAL_POISON_ARENA)"));
+                      ": the op reads bytes that are dead or were never written (--poison-arena)"));
     }
   }
 }
@@ -90,8 +89,6 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
   }
   if (gpu) backend::RequireCudaDevice(device_.id, Fmt("executor on ", device_.ToString()));
   arena_ = std::make_shared<Storage>(device_, plan_.arena_bytes, MemKind::kArena);
-  const char* poison = std::getenv("FRUGAL_POISON_ARENA");
-  poison_ = !gpu && poison && *poison && std::string(poison) != "0";
   entries_.resize(g.num_entries());
   entry_var_.assign(g.num_entries(), -1);
   workspace_var_.assign(g.num_nodes(), -1);
@@ -185,7 +182,6 @@ void Executor::BindArena() {
   // bytes before. It declares a write of their variables. Claimants are
   // blocks [0, num_blocks) and workspaces num_blocks + node.
   auto claimant_var = [&](int c) { return c < num_blocks ? block_var[c] : workspace_var_[c - num_blocks]; };
-  std::vector<int> first_writer(num_blocks, -1);
   ArenaOwners owners;
   reuse_writes_.assign(g.num_nodes(), {});
   // The first pass leaves the owners at the end of a run, which is where
@@ -200,7 +196,6 @@ void Executor::BindArena() {
         const int b = plan_.entry_offset[e] >= 0 ? plan_.entry_block[e] : -1;
         if (b < 0 || claimed[b]) continue;  // in place: the block was claimed by its first producer
         claimed[b] = true;
-        first_writer[b] = i;
         owners.Claim(block_offset[b], block_offset[b] + block_bytes[b], b, &before);
       }
       if (plan_.workspace_offset[i] >= 0) {
@@ -211,30 +206,37 @@ void Executor::BindArena() {
         for (int c : before) reuse_writes_[i].push_back(claimant_var(c));
     }
   }
-  if (poison_) PoisonDeadBlocks(first_writer, block_offset, block_bytes, block_var);
 }
 
 // fresh_: each block before its first writer, each workspace before its op;
 // dying_: each block after its last reader (never a graph output's), each
 // workspace after its op.
-void Executor::PoisonDeadBlocks(const std::vector<int>& first_writer, const std::vector<int64_t>& block_offset,
-                                const std::vector<int64_t>& block_bytes, const std::vector<Var>& block_var) {
+void Executor::SetPoisoning(bool on) {
   const Graph& g = graph_;
+  poison_ = on && device_.type != DeviceType::kCUDA;
+  fresh_.assign(poison_ ? g.num_nodes() : 0, {});
+  dying_.assign(poison_ ? g.num_nodes() : 0, {});
+  if (!poison_) return;
   const int num_blocks = plan_.num_blocks;
-  std::vector<int> last_reader(num_blocks, -1);
+  std::vector<int> first_writer(num_blocks, -1), last_reader(num_blocks, -1);
+  std::vector<Range> block(num_blocks, Range{0, 0, -1});
   auto block_of = [&](Entry e) { return plan_.entry_offset[g.EntryId(e)] >= 0 ? plan_.entry_block[g.EntryId(e)] : -1; };
-  for (int i = 0; i < g.num_nodes(); ++i)
+  for (int i = 0; i < g.num_nodes(); ++i) {
     for (const Entry& e : g.node(i).inputs)
-      if (block_of(e) >= 0) last_reader[block_of(e)] = std::max(last_reader[block_of(e)], i);
+      if (block_of(e) >= 0) last_reader[block_of(e)] = i;
+    for (int k = 0; k < g.NumOutputs(i); ++k) {
+      const int b = block_of({i, k}), e = g.EntryId({i, k});
+      if (b < 0) continue;
+      if (first_writer[b] < 0) first_writer[b] = i;
+      block[b] = {plan_.entry_offset[e], std::max(block[b].bytes, entries_[e].bytes()), entry_var_[e]};
+    }
+  }
   for (const Entry& e : g.outputs)
     if (block_of(e) >= 0) last_reader[block_of(e)] = g.num_nodes();  // live to the end
-  fresh_.assign(g.num_nodes(), {});
-  dying_.assign(g.num_nodes(), {});
   for (int b = 0; b < num_blocks; ++b) {
     if (first_writer[b] < 0) continue;
-    const Range r{block_offset[b], block_bytes[b], block_var[b]};
-    fresh_[first_writer[b]].push_back(r);
-    if (last_reader[b] < g.num_nodes()) dying_[std::max(last_reader[b], first_writer[b])].push_back(r);
+    fresh_[first_writer[b]].push_back(block[b]);
+    if (last_reader[b] < g.num_nodes()) dying_[std::max(last_reader[b], first_writer[b])].push_back(block[b]);
   }
   for (int i = 0; i < g.num_nodes(); ++i) {
     if (plan_.workspace_offset[i] < 0) continue;

@@ -236,6 +236,8 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   FRUGAL_REQUIRE(sc.clip_gradient() >= 0 && std::isfinite(sc.clip_gradient()), cfg.path,
                  ": solver.clip_gradient must be a number >= 0 (0: no clipping), got ", sc.clip_gradient());
   Session s(cfg, strategy, opts.engine, opts.device);
+  for (Executor* e : {s.train.get(), s.eval.get(), s.update.get(), s.accumulate.get()})
+    if (e) e->SetPoisoning(opts.poison_arena);
   std::unique_ptr<Feed> feed = MakeFeed(&s);
   std::unique_ptr<DataParallel> dp;
   if (opts.dist.comm)

@@ -17,6 +17,8 @@ DEFINE_string(weights, "", "initialise parameters by name from this checkpoint (
 DEFINE_string(tensorboard, "", "write TensorBoard scalar events into this directory");
 DEFINE_string(profile, "", "write a Chrome trace (JSON) of the ops of the first --profile-steps steps");
 DEFINE_int32(profile_steps, 3, "steps traced by --profile");
+DEFINE_bool(poison_arena, false,
+            "debugging: fill dead arena buffers with NaN and stop at the op that reads one (slow; CPU only)");
 DEFINE_bool(progress, true, "on a terminal, one live line: epoch, batch, samples/s, metrics, lr, ETA");
 DEFINE_string(dist, "", "data-parallel training across processes: mpi (run under mpirun)");
 DEFINE_double(dist_timeout, 60,
@@ -37,6 +39,7 @@ TrainOptions OptionsFromFlags() {
   opts.tensorboard = FLAGS_tensorboard;
   opts.profile = FLAGS_profile;
   opts.profile_steps = FLAGS_profile_steps;
+  opts.poison_arena = FLAGS_poison_arena;
   if (FLAGS_progress && isatty(fileno(stderr))) opts.progress = stderr;
   return opts;
 }
