@@ -67,6 +67,12 @@ std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 enum class DType : uint8_t { kFloat32, kInt32, kUInt8 };
 int64_t DTypeBytes(DType t);
+
+// The most bytes one tensor may hold (1 TiB). Shape inference refuses
+// larger ones: oneDNN's primitive creation dies of SIGFPE from 2^40
+// elements on (seen with AVX-512 convolution), beyond where any device holds
+// such a tensor anyway.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
 const char* DTypeName(DType t);
 
 enum class DeviceType : uint8_t { kCPU, kCUDA };

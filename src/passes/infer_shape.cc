@@ -37,11 +37,17 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
     CHECK(n.op->infer_shape()) << n.op->name() << " has no shape inference";
     try {
       n.op->infer_shape()(ctx);
-      // Every shape's element count must fit int64 (Size throws): found
-      // here, the error names the node.
+      // Every shape's element count must fit int64 (Size throws) and its
+      // bytes kMaxTensorBytes: found here, the error names the node.
       for (const std::vector<Shape>* shapes : {&in, &out})
-        for (const Shape& sh : *shapes)
-          if (sh.known()) static_cast<void>(sh.Size());
+        for (size_t k = 0; k < shapes->size(); ++k) {
+          const Shape& sh = (*shapes)[k];
+          if (!sh.known()) continue;
+          const int64_t bytes = sh.Size() * DTypeBytes(DType::kFloat32);
+          FRUGAL_REQUIRE(bytes <= kMaxTensorBytes, n.Where(), ": ", shapes == &in ? "input " : "output ", k, " ",
+                         sh, " would hold ", HumanBytes(bytes), ", more than one tensor may (",
+                         HumanBytes(kMaxTensorBytes), "); use a smaller batch or input size");
+        }
     } catch (const Error& e) {  // one that does not name the node yet (a shape too large to count)
       const std::string where = n.Where();
       if (std::string(e.what()).rfind(where, 0) == 0) throw;
