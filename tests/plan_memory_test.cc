@@ -134,6 +134,56 @@ TEST(PlanMemory, PlanScalesWithBatch) {
   EXPECT_EQ(b32.train_plan.param_bytes, b16.train_plan.param_bytes);
 }
 
+// The batch FitBatch finds fits and the next one does not, by the same
+// footprint; too small a memory fits no batch and says what batch 1 needs.
+TEST(PlanMemory, FitBatchFindsTheLargestBatchThatFits) {
+  auto config_at = [](int64_t b) { return Config({Fmt("batch=", b)}); };
+  auto footprint = [&](int64_t b, const MemoryStrategy& s) { return PlannedFootprint(BuildModel(config_at(b), s)); };
+  for (const MemoryStrategy& s : {MemoryStrategy(MemoryStrategy::kNone), MemoryStrategy(MemoryStrategy::kSqrt)}) {
+    SCOPED_TRACE(s.Name());
+    const int64_t bytes = footprint(1000, s) + 12345;  // between two batches, somewhere past 1000
+    for (int64_t start : {1, 16, 4096}) {
+      const BatchFit f = FitBatch(config_at, start, s, bytes);
+      ASSERT_GE(f.batch, 1000) << "from " << start;
+      EXPECT_EQ(f.footprint, footprint(f.batch, s));
+      EXPECT_LE(f.footprint, bytes);
+      EXPECT_GT(footprint(f.batch + 1, s), bytes) << "batch " << f.batch + 1 << " fits too";
+      EXPECT_LT(f.plans, 40);
+    }
+    const BatchFit none = FitBatch(config_at, 16, s, 1000);
+    EXPECT_EQ(none.batch, 0);
+    EXPECT_EQ(none.footprint, footprint(1, s));
+  }
+  const Model m = BuildModel(Config(), MemoryStrategy::kShare);
+  EXPECT_EQ(PlannedFootprint(m), m.train_plan.arena_bytes + m.eval_plan.arena_bytes + m.train_plan.param_bytes +
+                                     m.train_plan.param_grad_bytes + m.update_plan.state_bytes + m.train_plan.input_bytes);
+}
+
+// budget=auto becomes a budget that leaves the machine's available memory
+// room for everything outside the training arena.
+TEST(PlanMemory, AutoBudgetIsWhatTheMachineHasLeft) {
+  EXPECT_TRUE(ParseMemoryStrategy("budget=auto").auto_budget());
+  EXPECT_EQ(ParseMemoryStrategy("budget=auto").Name(), "budget=auto");
+  std::string note;
+  EXPECT_EQ(ResolveAutoBudget(Config(), MemoryStrategy::kSqrt, Device{}, &note), MemoryStrategy(MemoryStrategy::kSqrt));
+  EXPECT_EQ(note, "");
+  const int64_t before = AvailableBytes(Device{});
+  const MemoryStrategy r = ResolveAutoBudget(Config(), ParseMemoryStrategy("budget=auto"), Device{}, &note);
+  const int64_t after = AvailableBytes(Device{});
+  ASSERT_EQ(r.kind, MemoryStrategy::kBudget);
+  ASSERT_FALSE(r.auto_budget());
+  const Model share = BuildModel(Config(), MemoryStrategy::kShare);
+  const int64_t outside = PlannedFootprint(share) - share.train_plan.arena_bytes;
+  // free - max(free / 10, 256 MiB) - outside, with free read between before and after.
+  const int64_t lo = std::min(before, after), hi = std::max(before, after);
+  EXPECT_LE(r.budget_bytes, hi - std::max<int64_t>(hi / 10, 256 << 20) - outside);
+  EXPECT_GE(r.budget_bytes, lo - std::max<int64_t>(lo / 10, 256 << 20) - outside - (64 << 20));
+  EXPECT_NE(note.find("budget=auto: "), std::string::npos) << note;
+  const Model m = BuildModel(Config(), ParseMemoryStrategy("budget=auto"));
+  EXPECT_EQ(m.train_plan.strategy.kind, MemoryStrategy::kBudget);
+  EXPECT_EQ(m.train_plan.arena_bytes, share.train_plan.arena_bytes) << "a small model needs no recomputation";
+}
+
 TEST(PlanMemory, ExecutorAllocatesExactlyThePlannedArena) {
   for (MemoryStrategy s : AllMemoryStrategies()) {
     int64_t allocated = -1;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -566,6 +567,32 @@ TEST(TrainCli, TestSummaryAndViz) {
   EXPECT_NE(v.output.find("n1 -> "), std::string::npos) << v.output;
   EXPECT_EQ(v.output.find("style=\"dashed"), std::string::npos) << "share recomputes nothing";
   EXPECT_NE(v.output.find("share: 0 nodes recomputed"), std::string::npos) << v.output;
+}
+
+// plan --fit prints the largest batch per strategy (recomputing strategies
+// fit more); train --memory budget=auto says what budget it chose.
+TEST(TrainCli, PlanFitAndAutoBudget) {
+  RunResult r = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory all --fit 64MiB");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, int64_t> batch;
+  std::regex line("(\\w+) +batch +(\\d+)  footprint +[0-9.]+ [KMG]?i?B of +64.00 MiB  \\(\\d+ plans in [0-9.]+ s\\)");
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it)
+    batch[(*it)[1]] = std::stoll((*it)[2]);
+  ASSERT_EQ(batch.size(), 6u) << r.output;
+  EXPECT_GE(batch["none"], 1) << r.output;
+  EXPECT_LE(batch["none"], batch["share"]) << r.output;
+  EXPECT_LT(batch["share"], batch["sqrt"]) << r.output;
+  RunResult small = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory none --fit 1KB");
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  EXPECT_NE(small.output.find("none         does not fit: batch 1 needs"), std::string::npos) << small.output;
+
+  TempDir dir;
+  WriteToy(dir);
+  RunResult t = RunFrugal("train --config " + dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1")) +
+                          " --memory budget=auto");
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  EXPECT_TRUE(std::regex_search(t.output, std::regex("budget=auto: [0-9.]+ [KMGT]iB for the training arena \\(cpu\\(0\\) has")))
+      << t.output;
 }
 
 }  // namespace

@@ -50,15 +50,17 @@ struct MemoryStrategy {
     kBudget,     // share + the least recomputation that fits budget_bytes
   };
   Kind kind = kShare;
-  int64_t budget_bytes = 0;
+  int64_t budget_bytes = 0;  // kAutoBudget: what the device has free (ResolveAutoBudget, train.h)
+  static constexpr int64_t kAutoBudget = -1;
   MemoryStrategy(Kind k = kShare, int64_t budget = 0) : kind(k), budget_bytes(budget) {}
   bool operator==(const MemoryStrategy& o) const { return kind == o.kind && budget_bytes == o.budget_bytes; }
   bool shares() const { return kind >= kShare; }
   bool recomputes() const { return kind >= kDropCheap; }
-  std::string Name() const;  // "share", "budget=7GB"
+  bool auto_budget() const { return kind == kBudget && budget_bytes == kAutoBudget; }
+  std::string Name() const;  // "share", "budget=7GB", "budget=auto"
 };
-// "none", "inplace", "share", "drop_cheap", "sqrt", "logn", "budget=7GB";
-// throws Error naming the choices.
+// "none", "inplace", "share", "drop_cheap", "sqrt", "logn", "budget=7GB",
+// "budget=auto"; throws Error naming the choices.
 MemoryStrategy ParseMemoryStrategy(const std::string& text);
 // Every strategy that needs no argument (all but budget).
 std::vector<MemoryStrategy> AllMemoryStrategies();
@@ -143,6 +145,7 @@ struct MemoryPlan {
   std::vector<int> entry_block;             // per entry: its block, -1 if none
   std::vector<int64_t> workspace_offset;    // per node; -1: no workspace
   std::vector<int64_t> workspace_bytes;     // per node
+  int num_nodes = 0;                        // of the graph planned (recomputations included)
   int num_blocks = 0;                       // arena blocks (an engine variable each)
   int64_t arena_bytes = 0;                  // the arena to allocate
   int64_t lower_bound_bytes = 0;            // largest total of live bytes at one step

@@ -43,6 +43,9 @@ class MemoryAccounting {
 
 // Peak resident memory of this process (VmHWM), in bytes; 0 where unknown.
 int64_t ProcessPeakBytes();
+// Bytes the device could still give this process: on the CPU the kernel's
+// MemAvailable, on a GPU the driver's free memory (cudaMemGetInfo).
+int64_t AvailableBytes(Device dev);
 
 // An owned block of memory, 64-byte aligned, zero-filled at allocation so
 // that its pages are touched once here rather than inside a training step.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,7 +50,36 @@ struct Model {
   MemoryPlan update_plan, accumulate_plan;
 };
 // Throws Error for a config that cannot be planned (shapes, no loss, ...).
-Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy);
+// budget=auto is resolved for `dev` (ResolveAutoBudget; its note logged).
+Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy, Device dev = {});
+
+// What training the model holds on its device, as planned: the arenas
+// (train, eval and the update's), parameters and aux state, their
+// gradients, the optimizer's state and gradient sums, the data inputs.
+int64_t PlannedFootprint(const Model& m);
+
+// The largest batch whose PlannedFootprint under strategy s fits `bytes`,
+// found by planning alone (nothing is allocated): from batch `start` (the
+// config's), doubled or halved until one batch fits and one does not, then
+// bisected. config_at(b) gives the config with batch b. A batch whose
+// planning fails (a tensor over kMaxTensorBytes) counts as not fitting.
+struct BatchFit {
+  int64_t batch = 0;      // 0: not even batch 1 fits
+  int64_t footprint = 0;  // PlannedFootprint at that batch (at batch 1 when none fits)
+  int plans = 0;          // models planned by the search
+  double ms = 0;          // the search's time
+};
+BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int64_t start, const MemoryStrategy& s,
+                  int64_t bytes);
+
+// budget=auto made concrete for a device: the bytes it has free
+// (AvailableBytes) less a margin (a tenth, at least 256 MiB, for the
+// process itself and the kernel libraries) and less what the model holds
+// outside the training arena (PlannedFootprint under share less its train
+// arena). Any other strategy is returned as it is. *note gets one line
+// saying how the budget was chosen. Throws Error when nothing is left for
+// the arena.
+MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note);
 
 // The engine the solver names. The threaded engine's split between CPU
 // workers and kernel threads, where engine_workers or engine_kernel_threads

@@ -50,6 +50,8 @@ int64_t PoolReservedBytes(int dev);
 // allocation of this process and others, the CUDA context, library
 // workspaces); 0 without CUDA.
 int64_t DeviceUsedBytes(int dev);
+// Bytes free on the device as the driver sees it (cudaMemGetInfo).
+int64_t DeviceFreeBytes(int dev);
 // Page-locked host memory for batches that go to a GPU.
 void* PinnedAlloc(int64_t bytes);
 void PinnedFree(void* p);

@@ -299,6 +299,7 @@ const char* const kNames[] = {"none", "inplace", "share", "drop_cheap", "sqrt", 
 
 std::string MemoryStrategy::Name() const {
   if (kind != kBudget) return kNames[kind];
+  if (auto_budget()) return "budget=auto";
   // Whole units where they are exact, so the name parses back to the same bytes.
   const char* units[] = {"GB", "MB", "KB"};
   double mult = 1e9;
@@ -311,6 +312,7 @@ std::string MemoryStrategy::Name() const {
 
 
 MemoryStrategy ParseMemoryStrategy(const std::string& text) {
+  if (text == "budget=auto") return {MemoryStrategy::kBudget, MemoryStrategy::kAutoBudget};
   if (text.rfind("budget=", 0) == 0) {
     int64_t bytes = ParseBytes(text.substr(7));
     FRUGAL_REQUIRE(bytes > 0, "memory strategy '", text, "': the budget must be positive");
@@ -319,7 +321,7 @@ MemoryStrategy ParseMemoryStrategy(const std::string& text) {
   for (int k = 0; k < MemoryStrategy::kBudget; ++k)
     if (text == kNames[k]) return MemoryStrategy(static_cast<MemoryStrategy::Kind>(k));
   throw Error(Fmt("unknown memory strategy '", text,
-                  "' (choose none, inplace, share, drop_cheap, sqrt, logn or budget=SIZE, e.g. budget=7GB)"));
+                  "' (choose none, inplace, share, drop_cheap, sqrt, logn, budget=SIZE, e.g. budget=7GB, or budget=auto)"));
 }
 
 std::vector<MemoryStrategy> AllMemoryStrategies() {
@@ -355,6 +357,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   auto t0 = std::chrono::steady_clock::now();
   CHECK_EQ(static_cast<int>(g.shapes.size()), g.num_entries()) << "infer shapes before planning memory";
   MemoryPlan plan;
+  plan.num_nodes = g.num_nodes();
   plan.strategy = strategy;
   const int num_entries = g.num_entries();
   std::vector<int> last = LastUse(g);
@@ -487,7 +490,7 @@ std::string PlanToJson(const MemoryPlan& p, int64_t batch) {
              ",\"arena_bytes\":", p.arena_bytes, ",\"lower_bound_bytes\":", p.lower_bound_bytes,
              ",\"param_bytes\":", p.param_bytes, ",\"param_grad_bytes\":", p.param_grad_bytes,
              ",\"input_bytes\":", p.input_bytes, ",\"no_sharing_bytes\":", p.no_sharing_bytes,
-             ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
+             ",\"num_nodes\":", p.num_nodes, ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
              ",\"num_recomputed\":", p.num_recomputed, ",\"extra_flops_ratio\":", p.extra_flops_ratio(),
              ",\"step_flops\":", p.step_flops, ",\"plan_ms\":", p.plan_ms, "}");
 }

@@ -14,6 +14,8 @@
 //      measures directly: neither wins everywhere);
 //   3. the sqrt plan, then logn.
 // The first step with a plan that fits wins.
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -136,6 +138,7 @@ KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs
 }
 
 TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s) {
+  CHECK(!s.auto_budget()) << "budget=auto reaches the planner unresolved (ResolveAutoBudget, train.h)";
   const int64_t budget = s.budget_bytes;
   // A candidate fits when its lower bound does and then its placed arena does.
   auto fits = [&](TrainingPlan* t) {

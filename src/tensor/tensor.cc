@@ -81,6 +81,21 @@ int64_t ProcessPeakBytes() {
   return 0;
 }
 
+int64_t AvailableBytes(Device dev) {
+  if (dev.type == DeviceType::kCUDA) return backend::DeviceFreeBytes(dev.id);
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  while (in >> key) {
+    if (key == "MemAvailable:") {
+      in >> kb;
+      return kb * 1024;
+    }
+    in.ignore(1 << 20, '\n');
+  }
+  throw Error("/proc/meminfo has no MemAvailable line: cannot tell how much memory this machine has free");
+}
+
 Storage::Storage(Device dev, int64_t bytes, MemKind kind, bool pinned)
     : bytes_(bytes), dev_(dev), kind_(kind), pinned_(pinned && dev.type == DeviceType::kCPU) {
   CHECK_GE(bytes, 0);

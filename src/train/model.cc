@@ -1,5 +1,10 @@
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 #include "frugal/op.h"
@@ -8,7 +13,10 @@
 
 namespace frugal {
 
-Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy) {
+Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev) {
+  std::string note;
+  const MemoryStrategy strategy = ResolveAutoBudget(cfg, given, dev, &note);
+  if (!note.empty()) LOG(INFO) << note;
   const config::Data& data = cfg.net.data();
   FRUGAL_REQUIRE(data.sample_shape_size() > 0, cfg.path,
                  ": data.sample_shape is not set (e.g. sample_shape: [1, 28, 28])");
@@ -53,6 +61,68 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy) {
   m.eval_plan = PlanMemory(m.eval, strategy.shares() ? MemoryStrategy::kShare : strategy);
   BuildUpdateGraphs(cfg.net.solver(), cfg.path, &m);
   return m;
+}
+
+int64_t PlannedFootprint(const Model& m) {
+  const MemoryPlan& t = m.train_plan;
+  return t.arena_bytes + m.eval_plan.arena_bytes + m.update_plan.arena_bytes + m.accumulate_plan.arena_bytes +
+         t.param_bytes + t.param_grad_bytes + m.update_plan.state_bytes + m.accumulate_plan.state_bytes + t.input_bytes;
+}
+
+BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int64_t start, const MemoryStrategy& s,
+                  int64_t bytes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BatchFit fit;
+  std::map<int64_t, int64_t> footprint;  // per batch planned; -1: planning failed
+  auto fits = [&](int64_t b) {
+    auto [it, fresh] = footprint.emplace(b, -1);
+    if (fresh) {
+      ++fit.plans;
+      try {
+        it->second = PlannedFootprint(BuildModel(config_at(b), s));
+      } catch (const Error&) {
+        // Too large to plan (a tensor over kMaxTensorBytes, say): does not
+        // fit. A config that fails at every batch fails at batch 1 below.
+        if (b == 1) throw;
+      }
+    }
+    return it->second >= 0 && it->second <= bytes;
+  };
+  constexpr int64_t kMaxBatch = int64_t{1} << 30;  // --batch's range
+  int64_t lo = 0, hi = 0;                          // the largest known to fit, the smallest known not to
+  const int64_t b = std::clamp<int64_t>(start, 1, kMaxBatch);
+  if (fits(b)) {
+    for (lo = b; lo < kMaxBatch && fits(std::min(2 * lo, kMaxBatch));) lo = std::min(2 * lo, kMaxBatch);
+    hi = lo < kMaxBatch ? std::min(2 * lo, kMaxBatch) : kMaxBatch + 1;
+  } else {
+    for (hi = b; hi > 1 && !fits(hi / 2);) hi /= 2;
+    lo = hi > 1 ? hi / 2 : 0;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  fit.batch = lo;
+  fit.footprint = footprint.at(std::max<int64_t>(lo, 1));  // batch 1 was planned when none fits
+  fit.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return fit;
+}
+
+MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note) {
+  if (!s.auto_budget()) return s;
+  const int64_t free = AvailableBytes(dev);
+  const int64_t margin = std::max<int64_t>(free / 10, int64_t{256} << 20);
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  const int64_t outside = PlannedFootprint(share) - share.train_plan.arena_bytes;
+  const int64_t budget = free - margin - outside;
+  FRUGAL_REQUIRE(budget > 0, cfg.path, ": --memory budget=auto: ", dev.ToString(), " has ", HumanBytes(free),
+                 " available; less a margin of ", HumanBytes(margin), " and ", HumanBytes(outside),
+                 " for parameters, gradients, optimizer state, inputs and the evaluation arena, nothing is left for "
+                 "the training arena; use a smaller batch or free memory");
+  *note = Fmt("budget=auto: ", HumanBytes(budget), " for the training arena (", dev.ToString(), " has ",
+              HumanBytes(free), " available, less a margin of ", HumanBytes(margin), " and ", HumanBytes(outside),
+              " for parameters, gradients, optimizer state, inputs and the evaluation arena)");
+  return {MemoryStrategy::kBudget, budget};
 }
 
 std::string GraphSummary(const Graph& g) {

@@ -11,7 +11,7 @@
 namespace frugal {
 
 Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device)
-    : model(BuildModel(cfg, strategy)), rng(cfg.net.solver().seed()), dev(device) {
+    : model(BuildModel(cfg, strategy, device)), rng(cfg.net.solver().seed()), dev(device) {
   const config::Solver& sc = cfg.net.solver();
   if (!given) owned_engine = MakeEngineFor(sc, model.train);
   engine = given ? given : owned_engine.get();

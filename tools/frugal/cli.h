@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "frugal/config.h"
+#include "frugal/passes.h"
 
 namespace frugal::cli {
 
@@ -14,10 +15,11 @@ extern std::vector<std::string> g_defines;
 // Positional arguments of commands that take them (onnx-test DIR...).
 extern std::vector<std::string> g_args;
 
-// Loads --config with --define values, then applies the flags that override
-// config fields (--epochs, --max-iters, --batch, --seed, --engine,
-// --engine-workers, --engine-kernel-threads, --memory).
-ConfigFile LoadConfigFromFlags();
+// Loads --config with the --define values and then `defines` (which win),
+// then applies the flags that override config fields (--epochs,
+// --max-iters, --batch, --seed, --engine, --engine-workers,
+// --engine-kernel-threads, --memory).
+ConfigFile LoadConfigFromFlags(const std::vector<std::string>& defines = {});
 // The GPU ids of --gpus (none: the CPU); throws Error for a bad list, an id
 // named twice or a GPU this machine lacks.
 std::vector<int> GpuIdsFromFlags();
@@ -30,6 +32,8 @@ int Test();
 int Summary();
 int Viz();
 int Plan();
+// frugal plan --fit SIZE over these strategies (fit.cc).
+int PlanFit(const ConfigFile& cfg, const std::vector<MemoryStrategy>& strategies);
 int Time();
 int Ops();
 int OnnxTest();

@@ -55,9 +55,11 @@ namespace {
 bool Given(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
 }  // namespace
 
-ConfigFile LoadConfigFromFlags() {
+ConfigFile LoadConfigFromFlags(const std::vector<std::string>& defines) {
   FRUGAL_REQUIRE(!FLAGS_config.empty(), "no config given (use --config FILE)");
-  ConfigFile cfg = LoadConfig(FLAGS_config, g_defines);
+  std::vector<std::string> all = g_defines;
+  all.insert(all.end(), defines.begin(), defines.end());
+  ConfigFile cfg = LoadConfig(FLAGS_config, all);
   config::NetConfig& net = cfg.net;
   if (Given("epochs")) net.mutable_solver()->set_epochs(FLAGS_epochs);
   if (Given("max_iters")) net.mutable_solver()->set_max_iters(FLAGS_max_iters);
@@ -100,7 +102,8 @@ const std::map<std::string, Command>& Commands() {
   using namespace frugal::cli;
   static const std::map<std::string, Command> commands = {
       {"train", {Train, "train the config's model on its data", {"train.cc", "gpus.cc"}}},
-      {"plan", {Plan, "print the memory plan without training", {"plan.cc"}}},
+      {"plan",
+       {Plan, "print the memory plan without training (--fit SIZE: the largest batch that fits)", {"plan.cc", "fit.cc"}}},
       {"test", {Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE", {"test.cc"}}},
       {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {"summary.cc"}}},
       {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {"viz.cc"}}},

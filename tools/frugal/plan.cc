@@ -8,7 +8,7 @@
 #include "frugal/train.h"
 
 DEFINE_bool(json, false, "print JSON: one object per strategy (plan) or per op (ops)");
-
+DECLARE_string(fit);
 DECLARE_string(memory);
 
 namespace frugal::cli {
@@ -21,6 +21,7 @@ int Plan() {
   } else {
     strategies = {ParseMemoryStrategy(cfg.net.memory().strategy())};
   }
+  if (!FLAGS_fit.empty()) return PlanFit(cfg, strategies);
   for (const MemoryStrategy& s : strategies) {
     Model m = BuildModel(cfg, s);
     const MemoryPlan& p = m.train_plan;

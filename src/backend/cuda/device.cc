@@ -270,6 +270,15 @@ int64_t DeviceUsedBytes(int dev) {
   return static_cast<int64_t>(total - free_bytes);
 }
 
+int64_t DeviceFreeBytes(int dev) {
+  RequireCudaDevice(dev, "free device memory");
+  cuda::Get(dev);  // the context exists (it takes memory too)
+  size_t free_bytes = 0, total = 0;
+  FRUGAL_CUDA_CHECK(cudaSetDevice(dev));
+  FRUGAL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+  return static_cast<int64_t>(free_bytes);
+}
+
 void* PinnedAlloc(int64_t bytes) {
   void* p = nullptr;
   FRUGAL_CUDA_CHECK(cudaMallocHost(&p, static_cast<size_t>(bytes)));

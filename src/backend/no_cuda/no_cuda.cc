@@ -21,6 +21,7 @@ void* DeviceAlloc(int, int64_t, bool) { NoCuda("device memory"); }
 void DeviceFree(int, void*, int64_t, bool) {}
 int64_t PoolReservedBytes(int) { return 0; }
 int64_t DeviceUsedBytes(int) { return 0; }
+int64_t DeviceFreeBytes(int) { NoCuda("device memory"); }
 void* PinnedAlloc(int64_t) { NoCuda("pinned memory"); }
 void PinnedFree(void*) {}
 void CopyBytes(void*, Device, const void*, Device, int64_t) { NoCuda("device copy"); }
