@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <string>
 
 #include "frugal/passes.h"
 
@@ -146,12 +147,18 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
     *t = Finish(std::move(*t), s);
     return t->plan.arena_bytes <= budget;
   };
+  // The smallest plan seen, and which search made it, for the error when
+  // none fits.
   TrainingPlan smallest = Build(fwd, inputs, s, ApplyAnnotations(fwd, {}));
+  std::string smallest_by = "share";
+  auto keep_smallest = [&](TrainingPlan* c, const char* by) {
+    if (Better(*c, smallest)) smallest = std::move(*c), smallest_by = by;
+  };
   if (fits(&smallest)) return smallest;
   const KeepLevels cheap = DropCheapLevels(fwd);
   TrainingPlan t = Build(fwd, inputs, s, cheap);
   if (fits(&t)) return t;
-  if (Better(t, smallest)) smallest = std::move(t);
+  keep_smallest(&t, "drop_cheap");
   // Two searches give candidates; the fitting one with the least
   // recomputation wins.
   std::optional<TrainingPlan> best_fit;
@@ -159,11 +166,11 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   // candidate whose lower bound fits but that recomputes no less than the
   // best so far counts as fitting without being placed (placing is the
   // expensive part of a search step).
-  auto consider = [&](std::optional<TrainingPlan> c) {
+  auto consider = [&](std::optional<TrainingPlan> c, const char* by) {
     if (!c) return 0;
     if (c->plan.arena_bytes <= budget && best_fit && c->plan.extra_flops >= best_fit->plan.extra_flops) return 1;
     if (!fits(&*c)) {
-      if (Better(*c, smallest)) smallest = std::move(*c);
+      keep_smallest(&*c, by);
       return -1;
     }
     best_fit = std::move(c);
@@ -182,12 +189,12 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   if (chain.size() > 1) {
     int64_t lo = 0, hi = 0;  // model memories that fit or had no plan / too big (0: none yet)
     for (int64_t m = budget; (lo == 0 || hi == 0) && m > 0 && m < budget * 64;) {
-      if (consider(chain_plan(m)) >= 0) lo = m, m *= 2;
+      if (consider(chain_plan(m), "the chain program") >= 0) lo = m, m *= 2;
       else hi = m, m /= 2;
     }
     for (int k = 0; k < 4 && lo > 0 && hi > 0 && std::abs(hi - lo) > budget / 50; ++k) {
       const int64_t mid = lo + (hi - lo) / 2;
-      (consider(chain_plan(mid)) >= 0 ? lo : hi) = mid;
+      (consider(chain_plan(mid), "the chain program") >= 0 ? lo : hi) = mid;
     }
   }
   // (b) drop_cheap with the fewest sqrt segments recomputed whole, ranked
@@ -205,19 +212,20 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   for (size_t k = lo; k <= segs.size(); ++k) {
     TrainingPlan m = Build(fwd, inputs, s, DropSegments(cheap, segs, k));
     if (m.plan.extra_flops > sqrt.plan.extra_flops) break;  // sqrt recomputes less from here on
-    if (consider(std::move(m)) > 0) break;
+    if (consider(std::move(m), "drop_cheap with sqrt segments recomputed") > 0) break;
   }
   if (best_fit) return std::move(*best_fit);
   // The fixed plans.
   if (fits(&sqrt)) return sqrt;
-  if (Better(sqrt, smallest)) smallest = std::move(sqrt);
+  keep_smallest(&sqrt, "sqrt");
   TrainingPlan logn = Build(fwd, inputs, s, LognLevels(fwd));
   if (fits(&logn)) return logn;
-  if (Better(logn, smallest)) smallest = std::move(logn);
+  keep_smallest(&logn, "logn");
   smallest = Finish(std::move(smallest), s);
-  throw Error(Fmt("memory budget ", HumanBytes(budget), " (", budget, " bytes) cannot be met: the smallest plan found ",
-                  "needs an arena of ", HumanBytes(smallest.plan.arena_bytes), " (", smallest.plan.arena_bytes,
-                  " bytes); use budget=", smallest.plan.arena_bytes, " or more, or a smaller batch"));
+  throw Error(Fmt("memory budget ", HumanBytes(budget), " (", budget, " bytes) cannot be met: the smallest plan found (",
+                  smallest_by, ") needs an arena of ", HumanBytes(smallest.plan.arena_bytes), " (",
+                  smallest.plan.arena_bytes, " bytes); use budget=", smallest.plan.arena_bytes,
+                  " or more, or a smaller batch"));
 }
 
 }  // namespace

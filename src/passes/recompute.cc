@@ -5,7 +5,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <set>
+#include <map>
 
 #include "frugal/passes.h"
 
@@ -127,24 +127,26 @@ std::vector<std::vector<int>> CrossingProducers(const Graph& g, const std::vecto
   for (int i = 0; i < g.num_nodes(); ++i)
     for (const Entry& e : g.node(i).inputs) last_read[g.EntryId(e)] = i;
   std::vector<std::vector<int>> out;
-  std::set<int> live;                                // entries made so far and read later
-  std::vector<std::vector<int>> dies(g.num_nodes());  // node -> the live entries it reads last
+  // Producer -> how many of its entries are made so far and read later,
+  // counted per producer: an unrolled RNN's split of the tokens has T
+  // outputs live at once, and visiting them at every candidate made this
+  // quadratic in T.
+  std::map<int, int> live;
+  std::vector<std::vector<int>> dies(g.num_nodes());  // node -> the producers of the live entries it reads last
   size_t next = 0;
   for (int i = 0; i < g.num_nodes() && next < cands.size(); ++i) {
     if (!g.node(i).is_variable())
       for (int k = 0; k < g.NumOutputs(i); ++k) {
         const int e = g.EntryId({i, k});
         if (last_read[e] <= i) continue;
-        live.insert(e);
-        dies[last_read[e]].push_back(e);
+        ++live[i];
+        dies[last_read[e]].push_back(i);
       }
-    for (int e : dies[i]) live.erase(e);
+    for (int p : dies[i])
+      if (--live[p] == 0) live.erase(p);
     if (cands[next] != i) continue;
     std::vector<int> producers;
-    for (int e : live) {
-      int p = g.EntryOf(e).node;
-      if (producers.empty() || producers.back() != p) producers.push_back(p);
-    }
+    for (const auto& [p, count] : live) producers.push_back(p);
     out.push_back(std::move(producers));
     ++next;
   }
