@@ -1,8 +1,9 @@
 // "Arena allocated = planned" as a user means it: once training runs, no
 // kind of tensor memory grows from one logged window to the next (arena,
 // parameters and optimizer state, inputs, other), and the process peak stays
-// within a small margin of the first window's. Read from --log-json's
-// window lines ("bytes" and "process_peak_bytes").
+// within a small margin of the first window's; and what the tensors hold,
+// and their peak over the run, is the plan's PlannedFootprint. Read from
+// --log-json's window lines ("bytes" and "process_peak_bytes").
 #include <glog/logging.h>
 #include <gtest/gtest.h>
 
@@ -44,7 +45,10 @@ memory { strategy: "sqrt" }
 )cfg";
   TrainOptions opts;
   opts.log_json = dir.File("log.json");
-  Train(ParseConfig(text, "memory.prototxt", {}), opts);
+  const ConfigFile cfg = ParseConfig(text, "memory.prototxt", {});
+  MemoryAccounting::Get().ResetPeaks();
+  Train(cfg, opts);
+  const int64_t peak = MemoryAccounting::Get().Peak(Device{});
   FLAGS_minloglevel = saved;
   std::ifstream in(opts.log_json);
   std::vector<std::string> windows;
@@ -53,6 +57,13 @@ memory { strategy: "sqrt" }
   ASSERT_GE(windows.size(), 6u) << "expected a window every 15 of 120 batches";
   const std::string first = Field(windows[0], "bytes");
   ASSERT_FALSE(Field(first, "arena").empty() || Field(first, "arena") == "0") << windows[0];
+  // What the plan predicts is what the tensors hold: the arenas, the
+  // parameters with their gradients, optimizer state and sums, the inputs.
+  const int64_t held = std::stoll(Field(first, "arena")) + std::stoll(Field(first, "param")) +
+                       std::stoll(Field(first, "input"));
+  const int64_t planned = PlannedFootprint(BuildModel(cfg, MemoryStrategy::kSqrt));
+  EXPECT_EQ(held, planned) << first;
+  EXPECT_EQ(peak, planned + std::stoll(Field(first, "other"))) << first;
   const double peak0 = std::stod(Field(windows[0], "process_peak_bytes"));
   for (size_t w = 1; w < windows.size(); ++w) {
     EXPECT_EQ(Field(windows[w], "bytes"), first) << "window " << w << " holds other tensor bytes than the first";
