@@ -1,13 +1,15 @@
 // Checkpoints: everything needed to resume a run (config text, parameters,
 // auxiliary state, optimizer state, RNG state, epoch, iteration, data
-// position) in one file, written atomically and checked on load.
+// position, and inside an iter_size accumulation its gradient sums) in one
+// file, written atomically and checked on load.
 //
 // File format (little-endian):
 //   header   8 bytes magic "FRUGALCK", uint32 format version (1),
 //            uint32 CRC-32 (zlib) of the payload, uint64 payload bytes
 //   payload  string config_text; int64 epoch, iteration, data_position;
 //            string rng_state; string optimizer; uint32 tensor count; per
-//            tensor: uint8 section (1 param, 2 aux, 3 optimizer state),
+//            tensor: uint8 section (1 param, 2 aux, 3 optimizer state,
+//            4 gradient sum),
 //            string name, uint8 dtype, uint32 ndim, int64 dims[ndim], then
 //            the raw elements
 //   string = uint64 length + bytes
@@ -42,6 +44,12 @@ struct CheckpointState {
   // allocates fresh float32 tensors.
   std::map<std::string, Tensor> params, aux;
   std::map<std::string, Tensor> opt_state;  // "<param>/<state>", see NamedStates()
+  // "<param>": with iter_size > 1, the sums of the micro-batches of the
+  // update in progress; present only in a checkpoint written inside one
+  // (at an epoch's end, --max-iters, a signal). That update's micro-batches
+  // done are then epoch * batches per epoch + data_position - iteration *
+  // iter_size.
+  std::map<std::string, Tensor> grad_sums;
 };
 
 // For tests only: makes the writer stop after this many bytes of the

@@ -18,7 +18,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the checkpoint format 
 
 constexpr char kMagic[8] = {'F', 'R', 'U', 'G', 'A', 'L', 'C', 'K'};
 constexpr int64_t kHeaderBytes = 24;  // magic, version, crc, payload bytes
-enum Section : uint8_t { kParams = 1, kAux = 2, kOptState = 3 };
+enum Section : uint8_t { kParams = 1, kAux = 2, kOptState = 3, kGradSums = 4 };
 
 uint32_t Crc32(uint32_t crc, const char* p, int64_t n) {
   while (n > 0) {  // zlib takes uInt lengths
@@ -93,10 +93,12 @@ void WritePayload(PayloadWriter* w, const CheckpointState& s) {
   w->Pod<int64_t>(s.data_position);
   w->Str(s.rng_state);
   w->Str(s.optimizer);
-  w->Pod<uint32_t>(static_cast<uint32_t>(s.params.size() + s.aux.size() + s.opt_state.size()));
+  w->Pod<uint32_t>(
+      static_cast<uint32_t>(s.params.size() + s.aux.size() + s.opt_state.size() + s.grad_sums.size()));
   WriteTensors(w, kParams, s.params);
   WriteTensors(w, kAux, s.aux);
   WriteTensors(w, kOptState, s.opt_state);
+  WriteTensors(w, kGradSums, s.grad_sums);
 }
 
 std::string DirOf(const std::string& path) {
@@ -152,7 +154,7 @@ void ReadTensor(PayloadReader* r, CheckpointState* s, const std::string& path) {
   std::string name = r->Str();
   uint8_t dtype = r->Pod<uint8_t>();
   uint32_t ndim = r->Pod<uint32_t>();
-  FRUGAL_REQUIRE(section >= kParams && section <= kOptState && dtype == static_cast<uint8_t>(DType::kFloat32) &&
+  FRUGAL_REQUIRE(section >= kParams && section <= kGradSums && dtype == static_cast<uint8_t>(DType::kFloat32) &&
                      ndim <= 16,
                  "checkpoint ", path, ": malformed tensor '", name, "' (section ", int(section), ", dtype ",
                  int(dtype), ", ", ndim, " dims)");
@@ -167,7 +169,8 @@ void ReadTensor(PayloadReader* r, CheckpointState* s, const std::string& path) {
   r->Need(size * 4, "tensor data");
   Tensor t = Tensor::Empty(Shape(dims), DType::kFloat32);
   r->Bytes(t.raw(), t.bytes());
-  auto& dst = section == kParams ? s->params : section == kAux ? s->aux : s->opt_state;
+  auto& dst = section == kParams ? s->params : section == kAux ? s->aux : section == kOptState ? s->opt_state
+                                                                                                : s->grad_sums;
   FRUGAL_REQUIRE(dst.emplace(name, t).second, "checkpoint ", path, ": tensor '", name, "' appears twice");
 }
 

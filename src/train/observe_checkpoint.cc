@@ -1,7 +1,8 @@
 // Checkpoints through CheckpointManager: every checkpoint_interval updates
 // or epoch (interval 0), and when a signal stops the run. A checkpoint
 // records where the data continues: the next batch of the epoch, or the
-// next epoch's start.
+// next epoch's start; inside an iter_size accumulation also its gradient
+// sums.
 #include <glog/logging.h>
 
 #include <filesystem>
@@ -59,9 +60,13 @@ class Checkpoints : public Observer {
     r.progress.Clear();
     r.CheckFinite(r.iter - 1);
     CheckpointState state = r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0);
+    // Inside an accumulation (an epoch's end, max_iters, a signal): its
+    // micro-batches so far. Data-parallel, these are rank 0's (the ranks'
+    // sums are averaged only at the update).
+    if (!r.updated()) state.grad_sums = OnHost(r.s.params.Sums());
     // A checkpoint is something to resume from: never one of a broken loss
     // or state.
-    for (const auto* part : {&state.params, &state.aux, &state.opt_state}) {
+    for (const auto* part : {&state.params, &state.aux, &state.opt_state, &state.grad_sums}) {
       const std::string bad = FirstNonFinite(*part);
       FRUGAL_REQUIRE(bad.empty(), "update ", r.updates(), ": the state is not a number (", bad,
                      ") and is not checkpointed (what ", r.sc.checkpoint_dir(),

@@ -45,8 +45,9 @@ TrainData OpenData(const ConfigFile& cfg, const Model& m, DataParallel* dp, bool
   return d;
 }
 
-// Restores a checkpoint into the session; returns {epoch, iteration, data position}.
-std::array<int64_t, 3> Resume(Session* s, const std::string& where) {
+// Restores a checkpoint into the session; returns {epoch, iteration, data
+// position, micro-batches of the update in progress}.
+std::array<int64_t, 4> Resume(Session* s, const std::string& where, int64_t batches, int iter_size) {
   std::string path = where;
   if (std::ifstream(path + "/.").good() || (!path.empty() && path.back() == '/')) {
     path = CheckpointManager(where, 0, 0).Latest();
@@ -59,9 +60,20 @@ std::array<int64_t, 3> Resume(Session* s, const std::string& where) {
   RestoreTensors(c.aux, s->aux, "aux state", path);
   RestoreTensors(c.opt_state, NamedStates(*s->opt, s->params.States()), "optimizer state", path);
   s->rng.Load(c.rng_state);
+  // Written inside an accumulation: its sums, and how many micro-batches
+  // they hold (every epoch before has all its batches).
+  int64_t micro = 0;
+  if (!c.grad_sums.empty()) {
+    micro = c.epoch * batches + c.data_position - c.iteration * iter_size;
+    FRUGAL_REQUIRE(micro > 0 && micro < iter_size, path, ": the checkpoint holds gradient sums of an update in "
+                   "progress but epoch ", c.epoch, ", batch ", c.data_position, " and iteration ", c.iteration,
+                   " do not put one there with iter_size ", iter_size, " and ", batches,
+                   " batches per epoch: it is not a checkpoint of this config and data");
+    RestoreTensors(c.grad_sums, s->params.Sums(), "gradient sums", path);
+  }
   LOG(INFO) << "resumed from " << path << ": epoch " << c.epoch << ", iteration " << c.iteration << ", batch "
-            << c.data_position;
-  return {c.epoch, c.iteration, c.data_position};
+            << c.data_position << (micro > 0 ? Fmt(", ", micro, " of ", iter_size, " micro-batches summed") : "");
+  return {c.epoch, c.iteration, c.data_position, micro};
 }
 
 // Where the run starts: --weights, --resume (r's epoch and iteration; returns
@@ -75,14 +87,14 @@ int64_t Start(Run* r) {
   }
   int64_t skip = 0;
   if (!r->opts.resume.empty()) {
-    const std::array<int64_t, 3> at = Resume(&s, r->opts.resume);
+    const std::array<int64_t, 4> at = Resume(&s, r->opts.resume, r->batches, r->iter_size);
     FRUGAL_REQUIRE(at[0] >= 0 && at[0] <= r->sc.epochs() && at[1] >= 0 && at[1] < (int64_t{1} << 53) / r->iter_size &&
                        at[2] >= 0 && at[2] <= r->batches,
                    r->opts.resume, ": the checkpoint says epoch ", at[0], ", iteration ", at[1], ", batch ", at[2],
                    ", which this run cannot continue from (", r->sc.epochs(), " epochs of ", r->batches,
                    " batches): it is not a checkpoint of this config and data");
     r->epoch = at[0];
-    r->iter = at[1] * r->iter_size;
+    r->iter = at[1] * r->iter_size + at[3];
     skip = at[2];
   }
   if (r->dp) {
