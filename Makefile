@@ -3,6 +3,9 @@
 #               trains the default model and prints its memory plan
 #   make test   installs what is missing, builds, runs every test, then the
 #               tests again under ThreadSanitizer (make tsan)
+#   MPI=ON      (CI: .ci/run) requires MPI, so the tests under mpirun
+#               (tests/mpi) cannot silently drop out; the default AUTO
+#               builds with MPI when CMake finds it, OFF without
 #   make tsan   builds the tests with -fsanitize=thread (no OpenMP) in
 #               build-tsan and runs them; any race report fails it
 #   make asan   the same with AddressSanitizer and UBSan in build-asan
@@ -12,6 +15,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 FRUGAL = $(BUILD)/frugal
 DEMO_CONFIG = models/mlp/fashion_mnist.prototxt
+MPI ?= AUTO
 
 .PHONY: all deps build test tsan asan demo data clean
 
@@ -21,9 +25,11 @@ deps:
 	@bash tools/install_deps.sh
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_MPI=$(MPI)
 
+# An existing build folder is reconfigured when MPI is not the default.
 build: deps $(BUILD)/CMakeCache.txt
+	@if [ "$(MPI)" != AUTO ]; then cmake -S . -B $(BUILD) -DFRUGAL_MPI=$(MPI); fi
 	cmake --build $(BUILD) -j $(JOBS)
 
 data: deps

@@ -1,4 +1,4 @@
-// The DataIter family: DatasetIter (CHW augmentation, shards), TextIter
+// The DataIter family: DatasetIter (CHW augmentation, data-parallel parts), TextIter
 // (vocabularies, BPTT streams, shuffled sequences), SyntheticIter, and
 // MakeDataIter from config messages.
 #include <gtest/gtest.h>
@@ -113,12 +113,48 @@ TEST(DatasetIter, AugmentationIsAFunctionOfSeedEpochAndSample) {
   EXPECT_NE(ReadEpoch(&a, 1).data, ReadEpoch(&a, 2).data);
 }
 
-TEST(DatasetIter, ShardsAndErrors) {
+// Part r of N with batch b reads rows [r*b, (r+1)*b) of every global batch
+// of N*b from the same shuffled order: the parts' batches side by side are
+// one iterator's batches of N*b, wrapped rows and num_valid included.
+TEST(DatasetIter, PartsReadTheirRowsOfEveryGlobalBatch) {
+  Dataset ds = Chw(11, 1, 2, 1);
+  for (int parts : {2, 3}) {
+    for (int64_t b : {1, 2, 5}) {
+      DatasetIter one(ds, "t", parts * b, true, 9);
+      std::vector<Epoch> part;
+      for (int r = 0; r < parts; ++r) {
+        DatasetIter it(ds, "t", b, true, 9, {}, {r, parts});
+        EXPECT_EQ(it.batches_per_epoch(), one.batches_per_epoch());
+        part.push_back(ReadEpoch(&it, 2));
+      }
+      const Epoch want = ReadEpoch(&one, 2);
+      Epoch got;
+      for (size_t k = 0; k < want.valid.size(); ++k) {
+        int64_t valid = 0;
+        for (const Epoch& e : part) {
+          got.label.insert(got.label.end(), e.label.begin() + k * b, e.label.begin() + (k + 1) * b);
+          got.data.insert(got.data.end(), e.data.begin() + k * b * 2, e.data.begin() + (k + 1) * b * 2);
+          valid += e.valid[k];
+        }
+        got.valid.push_back(valid);
+      }
+      EXPECT_EQ(got.label, want.label) << parts << " parts of batch " << b;
+      EXPECT_EQ(got.data, want.data) << parts << " parts of batch " << b;
+      EXPECT_EQ(got.valid, want.valid) << parts << " parts of batch " << b;
+    }
+  }
+  // Unshuffled, 5 samples, 2 parts of 2: global batches {0,1 | 2,3} and {4,0 | 1,2}.
+  Dataset five = Chw(5, 1, 1, 1);
+  DatasetIter p0(five, "t", 2, false, 0, {}, {0, 2}), p1(five, "t", 2, false, 0, {}, {1, 2});
+  EXPECT_EQ(ReadEpoch(&p0, 0).label, (std::vector<float>{0, 1, 4, 0}));
+  EXPECT_EQ(ReadEpoch(&p1, 0).label, (std::vector<float>{2, 3, 1, 2}));
+  EXPECT_EQ(ReadEpoch(&p0, 0).valid, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(ReadEpoch(&p1, 0).valid, (std::vector<int64_t>{2, 0})) << "rank 1's rows of the last batch all wrap";
+  EXPECT_EQ(p1.num_samples(), 5);
+}
+
+TEST(DatasetIter, Errors) {
   Dataset ds = Chw(5, 1, 1, 1);
-  DatasetIter p0(ds, "t", 2, false, 0, {}, {0, 2}), p1(ds, "t", 2, false, 0, {}, {1, 2});
-  EXPECT_EQ(ReadEpoch(&p0, 0).label, (std::vector<float>{0, 1, 2, 0}));
-  EXPECT_EQ(ReadEpoch(&p1, 0).label, (std::vector<float>{3, 4}));
-  EXPECT_EQ(p1.num_samples(), 2);
   Augment resize;
   resize.resize = 8;
   ExpectError([&] { DatasetIter x(ds, "cfg: data.train", 2, false, 0, resize); },
@@ -131,7 +167,7 @@ TEST(DatasetIter, ShardsAndErrors) {
   Augment mirror;
   mirror.mirror = true;
   ExpectError([&] { DatasetIter x(flat, "t", 1, false, 0, mirror); }, {"needs (c,h,w) samples"});
-  ExpectError([&] { DatasetIter x(ds, "t", 1, false, 0, {}, {5, 6}); }, {"part 5 of 6 of 5 samples is empty"});
+  ExpectError([&] { DatasetIter x(ds, "t", 1, false, 0, {}, {6, 6}); }, {"t: data shard: part 6 of 6 is not a part"});
 }
 
 // ---------------------------------------------------------------- TextIter
@@ -182,6 +218,44 @@ TEST(TextIter, WordVocabularyWithEosAndUnknowns) {
   Epoch e = ReadEpoch(&it, 0);
   EXPECT_EQ(e.data, (std::vector<float>{1, 0, 3}));
   EXPECT_EQ(e.label, (std::vector<float>{0, 3, 4}));
+}
+
+// BPTT streams and shuffled sequences alike: 2 parts of batch 2 read, side
+// by side, the batches of one iterator of batch 4.
+TEST(TextIter, PartsReadTheirRowsOfEveryGlobalBatch) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 61; ++i) text.push_back(static_cast<char>('!' + i));
+  for (bool bptt : {true, false}) {
+    TextIterOptions o;
+    o.path = dir.Write("t.txt", text);
+    o.bptt = bptt;
+    o.shuffle = !bptt;
+    o.seed = 9;
+    o.seq_len = 3;
+    o.batch_size = 4;
+    TextIter one(o);
+    const Epoch want = ReadEpoch(&one, 1);
+    o.batch_size = 2;
+    std::vector<Epoch> part;
+    for (int r = 0; r < 2; ++r) {
+      o.shard = {r, 2};
+      TextIter it(o);
+      EXPECT_EQ(it.batches_per_epoch(), one.batches_per_epoch());
+      part.push_back(ReadEpoch(&it, 1));
+    }
+    Epoch got;
+    for (size_t k = 0; k < want.valid.size(); ++k) {
+      for (const Epoch& e : part) {
+        got.data.insert(got.data.end(), e.data.begin() + k * 6, e.data.begin() + (k + 1) * 6);
+        got.label.insert(got.label.end(), e.label.begin() + k * 6, e.label.begin() + (k + 1) * 6);
+      }
+      got.valid.push_back(part[0].valid[k] + part[1].valid[k]);
+    }
+    EXPECT_EQ(got.data, want.data) << (bptt ? "bptt" : "sequences");
+    EXPECT_EQ(got.label, want.label) << (bptt ? "bptt" : "sequences");
+    EXPECT_EQ(got.valid, want.valid) << (bptt ? "bptt" : "sequences");
+  }
 }
 
 TEST(TextIter, ShuffledSequencesCoverTheCorpus) {

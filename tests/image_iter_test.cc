@@ -1,6 +1,6 @@
 // ImageRecordIter and DecodeAugmentImage: exact pixels through decode, crop
 // and normalisation (lossless PNGs), mirror and random crops, determinism
-// across thread counts and prefetch depths, shards, and errors.
+// across thread counts and prefetch depths, data-parallel parts, and errors.
 #include <gtest/gtest.h>
 
 #include <opencv2/core.hpp>
@@ -189,23 +189,40 @@ TEST(ImageRecordIter, DeterministicAcrossThreadsAndPrefetch) {
   EXPECT_NE(ReadEpochs(o, 1).data, std::vector<std::vector<float>>(one.data.begin(), one.data.begin() + 5));
 }
 
-TEST(ImageRecordIter, ShardsSplitTheRecordsAndKeepTheirAugmentation) {
+// Parts of 3 with batch 2: each global batch of 6 shuffled records is the
+// parts' rows side by side; the last one wraps (7 records: 1 real row, on
+// part 0).
+TEST(ImageRecordIter, PartsReadTheirRowsOfEveryGlobalBatch) {
   TempDir dir;
   std::string rec = WriteRec(dir, 7, 8, 8);
-  ImageRecordIterOptions o = Options(rec, Shape{3, 6, 6}, 1);
+  ImageRecordIterOptions o = Options(rec, Shape{3, 6, 6}, 6);
   o.aug.rand_crop = true;
   o.aug.mirror = true;
+  o.shuffle = true;
   o.seed = 5;
-  Batches all = ReadEpochs(o, 1);
-  Batches parts;
+  Batches all = ReadEpochs(o, 2);
+  o.batch_size = 2;
+  std::vector<Batches> parts;
   for (int k = 0; k < 3; ++k) {
     o.shard = {k, 3};
-    Batches p = ReadEpochs(o, 1);
-    parts.data.insert(parts.data.end(), p.data.begin(), p.data.end());
-    parts.label.insert(parts.label.end(), p.label.begin(), p.label.end());
+    parts.push_back(ReadEpochs(o, 2));
   }
-  EXPECT_EQ(parts.label, all.label);  // parts of 3, 3, 1 records, in order
-  EXPECT_EQ(parts.data, all.data) << "a record's augmentation depends on its record number, not the part";
+  ASSERT_EQ(all.label.size(), 4u) << "2 global batches per epoch";
+  for (size_t b = 0; b < all.label.size(); ++b) {
+    std::vector<float> data, label;
+    int64_t valid = 0;
+    for (const Batches& p : parts) {
+      ASSERT_EQ(p.label.size(), all.label.size());
+      data.insert(data.end(), p.data[b].begin(), p.data[b].end());
+      label.insert(label.end(), p.label[b].begin(), p.label[b].end());
+      valid += p.valid[b];
+    }
+    EXPECT_EQ(label, all.label[b]) << "batch " << b;
+    EXPECT_EQ(data, all.data[b]) << "batch " << b << ": a record's augmentation depends on its record number";
+    EXPECT_EQ(valid, all.valid[b]) << "batch " << b;
+  }
+  EXPECT_EQ(parts[0].valid[1], 1);
+  EXPECT_EQ(parts[1].valid[1], 0);
 }
 
 TEST(ImageRecordIter, RandomResizedCropStaysInsideTheImage) {
@@ -259,8 +276,8 @@ TEST(ImageRecordIter, BadRecordsAndOptionsAreNamed) {
   o.aug.mean = {1.f};
   ExpectError([&] { ImageRecordIter x(o); }, {"augment.mean has 1 values", "3 channels"});
   o = Options(rec, Shape{3, 4, 4}, 1);
-  o.shard = {2, 3};
-  ExpectError([&] { ImageRecordIter x(o); }, {"part 2 of 3 of 2 records is empty"});
+  o.shard = {3, 3};
+  ExpectError([&] { ImageRecordIter x(o); }, {rec, "data shard: part 3 of 3 is not a part"});
   ExpectError([&] { ImageRecordIter(Options(dir.Write("e.rec", ""), Shape{3, 4, 4}, 1)); }, {"holds no records"});
 }
 

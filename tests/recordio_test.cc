@@ -177,26 +177,6 @@ TEST(RecordIO, BadIndexFilesAreRefused) {
   ExpectError([&] { RecordOffsets(reader, f); }, {f, "multiples of 4"});
 }
 
-TEST(RecordIO, ShardsAreContiguousAndCoverEverything) {
-  EXPECT_EQ(ShardRange(10, 0, 3), std::make_pair(int64_t{0}, int64_t{4}));
-  EXPECT_EQ(ShardRange(10, 1, 3), std::make_pair(int64_t{4}, int64_t{8}));
-  EXPECT_EQ(ShardRange(10, 2, 3), std::make_pair(int64_t{8}, int64_t{10}));
-  EXPECT_EQ(ShardRange(2, 2, 3), std::make_pair(int64_t{2}, int64_t{2})) << "more parts than records: empty";
-  for (int64_t n : {1, 7, 100, 101}) {
-    for (int parts : {1, 2, 3, 8}) {
-      int64_t next = 0;
-      for (int k = 0; k < parts; ++k) {
-        auto [b, e] = ShardRange(n, k, parts);
-        EXPECT_EQ(b, next);
-        EXPECT_LE(e - b, (n + parts - 1) / parts);
-        next = e;
-      }
-      EXPECT_EQ(next, n);
-    }
-  }
-  ExpectError([] { ShardRange(10, 3, 3); }, {"part 3 of 3"});
-}
-
 TEST(RecordIO, ImageRecordHeaderMatchesMxnet) {
   // One label: flag 0, the label in the header.
   std::string one = PackImageRecord({2.5f}, 7, 9, "JPG", 3);

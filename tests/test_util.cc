@@ -65,14 +65,6 @@ void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<i
   WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
 }
 
-std::vector<int> RankInterleaved(int ranks, int per_rank, int steps) {
-  std::vector<int> order;
-  for (int k = 0; k < steps; ++k)
-    for (int r = 0; r < ranks; ++r)
-      for (int j = 0; j < per_rank; ++j) order.push_back(r * per_rank * steps + k * per_rank + j);
-  return order;
-}
-
 void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& needles) {
   try {
     fn();

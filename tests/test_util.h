@@ -44,11 +44,6 @@ void ToySample(int k, uint8_t* image, uint8_t* label);
 // Writes toy samples `order` as the IDX files dir/prefix-images and
 // dir/prefix-labels.
 void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order);
-// The data-parallel runs' reference order: N ranks of batch B over `steps`
-// batches read contiguous shards of samples 0..N*B*steps-1 (rank r the r-th
-// part); one process with batch N*B sees the same global batches when its
-// file holds each step's rank batches in rank order, which this returns.
-std::vector<int> RankInterleaved(int ranks, int per_rank, int steps);
 
 // Runs fn and expects a frugal::Error of one line that contains every needle
 // (a test failure otherwise).

@@ -147,8 +147,8 @@ class DataParallel {
   void PushAllReduce(Engine* engine, bool of_sums = false);
   // Copies rank 0's tensors to every rank (the engine must be idle).
   void Broadcast(std::map<std::string, Tensor>* tensors, const char* what);
-  // The smallest value over ranks (batches per epoch: every rank must step
-  // the same number of times).
+  // The smallest value over ranks (the ranks check that they read the same
+  // number of samples).
   int64_t Min(int64_t v);
   // Sum over ranks.
   int64_t Sum(int64_t v);

@@ -106,16 +106,26 @@ class DataIter {
   virtual Shape sample_shape() const = 0;
   // One sample's label shape: () (a scalar class index) or e.g. (T).
   virtual Shape label_shape() const = 0;
-  // Samples (or sequences) in one epoch of this iterator's part.
+  // Samples (or sequences) one epoch walks: all of them, on every part (see
+  // Shard; the part reads its rows of each global batch).
   virtual int64_t num_samples() const = 0;
   virtual int64_t batches_per_epoch() const = 0;
   // One line for the log: what is read, how, and how much.
   virtual std::string Describe() const = 0;
 };
 
-// Which part of the data an iterator reads: part `part_index` of `num_parts`
-// contiguous, equal (up to rounding) ranges of the samples, for
-// multi-process training. ShardRange (recordio.h) gives the cut.
+// Which rows of every batch an iterator reads, for data-parallel training
+// (one part per rank). Every part walks the same epoch order (the seeded
+// shuffle is the same on every rank) in global batches of num_parts x
+// batch_size samples, and part r takes rows [r * batch_size, (r + 1) *
+// batch_size) of each: so the parts' batches k, side by side in part order,
+// are row for row batch k of one iterator with batch num_parts x batch_size
+// (its wrapped rows and its num_valid, summed over the parts, included).
+// A part's batch can hold no valid row at all (num_valid 0: the global
+// batch ran out before the part's rows); it still holds wrapped rows.
+// TextIter's BPTT streams are cut the same way: N x batch_size streams over
+// the whole corpus, part r continuing streams [r * batch_size, (r + 1) *
+// batch_size).
 struct Shard {
   int part_index = 0;
   int num_parts = 1;
@@ -172,8 +182,8 @@ class DatasetIter : public DataIter {
   int64_t batch_size() const override { return batch_; }
   Shape sample_shape() const override { return ds_.sample_shape; }
   Shape label_shape() const override { return Shape(std::vector<int64_t>{}); }
-  int64_t num_samples() const override { return end_ - begin_; }
-  int64_t batches_per_epoch() const override { return (num_samples() + batch_ - 1) / batch_; }
+  int64_t num_samples() const override { return ds_.num_samples; }
+  int64_t batches_per_epoch() const override;
   std::string Describe() const override;
 
  private:
@@ -184,9 +194,9 @@ class DatasetIter : public DataIter {
   bool shuffle_;
   uint64_t seed_;
   Augment aug_;
-  int64_t begin_ = 0, end_ = 0;  // this part's samples
+  Shard shard_;
   int64_t epoch_ = 0, position_ = 0;
-  std::vector<int64_t> order_;   // this epoch's order over [begin_, end_)
+  std::vector<int64_t> order_;  // this epoch's order over all samples
 };
 
 struct ImageRecordIterOptions {
@@ -291,7 +301,7 @@ class TextIter : public DataIter {
  private:
   TextIterOptions o_;
   Vocabulary vocab_;
-  std::vector<int64_t> tokens_;  // this part's tokens
+  std::vector<int64_t> tokens_;  // the whole corpus (every part reads its rows of each batch)
   int64_t stream_len_ = 0;       // bptt: tokens per stream
   int64_t position_ = 0;
   std::vector<int64_t> order_;   // !bptt: this epoch's sequence order

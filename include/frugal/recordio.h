@@ -135,12 +135,6 @@ void WriteRecordIndex(const std::string& path, const std::vector<RecordIndexEntr
 // by offset, inside the file), else by scanning the record file.
 std::vector<int64_t> RecordOffsets(const RecordReader& reader, const std::string& index_path);
 
-// Part `part` of `num_parts` of n records: the contiguous range
-// [begin, end) of record numbers, as dmlc-core's IndexedRecordIOSplitter cuts
-// it (step ceil(n / num_parts); the last parts may be short or empty).
-// Throws Error unless 0 <= part < num_parts.
-std::pair<int64_t, int64_t> ShardRange(int64_t n, int part, int num_parts);
-
 // The decoded content of an image record.
 struct ImageRecord {
   uint32_t flag = 0;          // 0: one label; k > 0: k labels

@@ -2,17 +2,15 @@
 // mirror and per-channel normalisation. See frugal/io.h for the contract.
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 
 #include "frugal/io.h"
-#include "frugal/recordio.h"
 #include "io/order.h"
 
 namespace frugal {
 
 DatasetIter::DatasetIter(Dataset ds, const std::string& name, int64_t batch_size, bool shuffle, uint64_t seed,
                          const Augment& aug, Shard shard)
-    : ds_(std::move(ds)), name_(name), batch_(batch_size), shuffle_(shuffle), seed_(seed), aug_(aug) {
+    : ds_(std::move(ds)), name_(name), batch_(batch_size), shuffle_(shuffle), seed_(seed), aug_(aug), shard_(shard) {
   FRUGAL_REQUIRE(batch_size >= 1, name, ": batch_size is ", batch_size, " but must be >= 1");
   FRUGAL_REQUIRE(ds_.num_samples >= 1, name, ": the dataset is empty");
   const int64_t sample = ds_.sample_shape.known() ? ds_.sample_shape.Size() : 0;
@@ -34,9 +32,7 @@ DatasetIter::DatasetIter(Dataset ds, const std::string& name, int64_t batch_size
                    " has ", v->size(), " values but the samples have ", c, " channels (give one per channel)");
   }
   for (float s : aug.std) FRUGAL_REQUIRE(s > 0 && std::isfinite(s), name, ": augment.std ", s, " must be positive");
-  std::tie(begin_, end_) = ShardRange(ds_.num_samples, shard.part_index, shard.num_parts);
-  FRUGAL_REQUIRE(end_ > begin_, name, ": part ", shard.part_index, " of ", shard.num_parts, " of ", ds_.num_samples,
-                 " samples is empty (use fewer parts)");
+  io::CheckShard(shard, name);
   Reset(0);
 }
 
@@ -44,8 +40,11 @@ void DatasetIter::Reset(int64_t epoch) {
   FRUGAL_REQUIRE(epoch >= 0, name_, ": epoch is ", epoch, " but must be >= 0");
   epoch_ = epoch;
   position_ = 0;
-  order_ = io::EpochOrder(end_ - begin_, shuffle_, seed_, epoch);
-  for (int64_t& i : order_) i += begin_;
+  order_ = io::EpochOrder(ds_.num_samples, shuffle_, seed_, epoch);
+}
+
+int64_t DatasetIter::batches_per_epoch() const {
+  return io::PartBatchCount(ds_.num_samples, batch_, shard_.num_parts);
 }
 
 void DatasetIter::Fill(int64_t sample, float* out) const {
@@ -83,14 +82,15 @@ void DatasetIter::Fill(int64_t sample, float* out) const {
 bool DatasetIter::Next(float* data, float* label, int64_t* num_valid) {
   if (position_ >= batches_per_epoch()) return false;
   FRUGAL_REQUIRE(data != nullptr && label != nullptr, name_, ": Next needs data and label buffers");
-  const int64_t n = end_ - begin_, first = position_ * batch_, size = ds_.sample_shape.Size();
+  const int64_t n = ds_.num_samples, size = ds_.sample_shape.Size();
+  const int64_t first = io::PartFirst(position_, batch_, shard_.part_index, shard_.num_parts);
   // Rows past the end wrap to the start of this epoch's order.
   for (int64_t r = 0; r < batch_; ++r) {
     const int64_t idx = order_[(first + r) % n];
     Fill(idx, data + r * size);
     label[r] = ds_.y[idx];
   }
-  if (num_valid != nullptr) *num_valid = std::min(batch_, n - first);
+  if (num_valid != nullptr) *num_valid = io::ValidRows(n, first, batch_);
   ++position_;
   return true;
 }
@@ -102,7 +102,7 @@ std::string DatasetIter::Describe() const {
   if (aug_.mirror) aug += " mirror";
   if (!aug_.mean.empty() || !aug_.std.empty()) aug += " normalise";
   return Fmt(name_, ": ", num_samples(), " samples of ", ds_.sample_shape, " in memory, batch ", batch_,
-             shuffle_ ? ", shuffled" : "", aug.empty() ? "" : ", augment:" + aug);
+             shuffle_ ? ", shuffled" : "", io::DescribePart(shard_, batch_), aug.empty() ? "" : ", augment:" + aug);
 }
 
 }  // namespace frugal

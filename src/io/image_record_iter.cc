@@ -26,14 +26,12 @@ struct ImageRecordIter::Impl {
   };
   struct Task {
     Slot* slot;
-    int64_t row, sample, epoch;  // sample: index into offsets
+    int64_t row, sample, epoch;  // sample: the record number, an index into offsets
   };
 
   ImageRecordIterOptions o;
   std::unique_ptr<RecordReader> reader;
-  std::vector<int64_t> offsets;  // this part's records, in file order
-  int64_t first_record = 0;      // record number (in the whole file) of offsets[0]
-  int64_t total_records = 0;
+  std::vector<int64_t> offsets;  // every record, in file order (a part reads its rows of each batch)
   int64_t sample_size = 0, label_size = 0;
   int64_t epoch = 0, position = 0, scheduled = 0;  // scheduled: batches handed to workers
   std::vector<int64_t> order;
@@ -49,12 +47,15 @@ struct ImageRecordIter::Impl {
   void Run(const Task& t);
   void Schedule(int64_t batch);
   void Drain();
-  int64_t Batches() const { return (static_cast<int64_t>(offsets.size()) + o.batch_size - 1) / o.batch_size; }
+  int64_t Batches() const {
+    return io::PartBatchCount(static_cast<int64_t>(offsets.size()), o.batch_size, o.shard.num_parts);
+  }
+  int64_t First(int64_t batch) const { return io::PartFirst(batch, o.batch_size, o.shard.part_index, o.shard.num_parts); }
 };
 
 // Decodes one row into its slot; errors are kept for Next() to throw.
 void ImageRecordIter::Impl::Run(const Task& t) {
-  const int64_t record = first_record + t.sample;
+  const int64_t record = t.sample;
   const int64_t offset = offsets[t.sample];
   const std::string where = Fmt(o.path, ": record ", record, " (byte offset ", offset, ")");
   std::string error;
@@ -97,7 +98,7 @@ void ImageRecordIter::Impl::Schedule(int64_t batch) {
   slot.pending = o.batch_size;
   slot.error.clear();
   // Rows past the end wrap to the start of this epoch's order.
-  for (int64_t r = 0; r < o.batch_size; ++r) queue.push_back({&slot, r, order[(batch * o.batch_size + r) % n], epoch});
+  for (int64_t r = 0; r < o.batch_size; ++r) queue.push_back({&slot, r, order[(First(batch) + r) % n], epoch});
   work_cv.notify_all();
 }
 
@@ -139,16 +140,10 @@ ImageRecordIter::ImageRecordIter(const ImageRecordIterOptions& opts) : impl_(std
                    " channels (give one per channel)");
   }
   for (float x : a.std) FRUGAL_REQUIRE(x > 0, p, ": augment.std ", x, " must be positive");
-  // The records of this part.
+  io::CheckShard(opts.shard, p);
   m.reader = std::make_unique<RecordReader>(p);
-  std::vector<int64_t> all = RecordOffsets(*m.reader, opts.index_path);
-  FRUGAL_REQUIRE(!all.empty(), p, ": the RecordIO file holds no records (make it with `frugal im2rec`)");
-  m.total_records = static_cast<int64_t>(all.size());
-  auto [begin, end] = ShardRange(m.total_records, opts.shard.part_index, opts.shard.num_parts);
-  FRUGAL_REQUIRE(end > begin, p, ": part ", opts.shard.part_index, " of ", opts.shard.num_parts, " of ",
-                 m.total_records, " records is empty (use fewer parts)");
-  m.offsets.assign(all.begin() + begin, all.begin() + end);
-  m.first_record = begin;
+  m.offsets = RecordOffsets(*m.reader, opts.index_path);
+  FRUGAL_REQUIRE(!m.offsets.empty(), p, ": the RecordIO file holds no records (make it with `frugal im2rec`)");
   m.sample_size = s.Size();
   m.label_size = opts.label_width;
   m.slots.resize(opts.prefetch + 1);
@@ -200,7 +195,7 @@ bool ImageRecordIter::Next(float* data, float* label, int64_t* num_valid) {
   std::copy(slot.data.begin(), slot.data.end(), data);
   std::copy(slot.label.begin(), slot.label.end(), label);
   const int64_t n = static_cast<int64_t>(m.offsets.size());
-  if (num_valid != nullptr) *num_valid = std::min(m.o.batch_size, n - (m.position - 1) * m.o.batch_size);
+  if (num_valid != nullptr) *num_valid = io::ValidRows(n, m.First(m.position - 1), m.o.batch_size);
   return true;
 }
 
@@ -222,11 +217,9 @@ std::string ImageRecordIter::Describe() const {
   if (!a.rand_resized_crop && a.pad > 0) aug += Fmt(" pad ", a.pad);
   if (!a.rand_resized_crop) aug += a.rand_crop ? " rand_crop" : " centre_crop";
   if (a.mirror) aug += " mirror";
-  std::string part;
-  if (m.o.shard.num_parts > 1) part = Fmt(" (part ", m.o.shard.part_index, " of ", m.o.shard.num_parts, " of ",
-                                          m.total_records, ")");
-  return Fmt(m.o.path, ": ", m.offsets.size(), " images", part, " decoded to ", m.o.data_shape, " on ", m.o.threads,
-             " threads, batch ", m.o.batch_size, m.o.shuffle ? ", shuffled" : "", ", augment:", aug);
+  return Fmt(m.o.path, ": ", m.offsets.size(), " images decoded to ", m.o.data_shape, " on ", m.o.threads,
+             " threads, batch ", m.o.batch_size, m.o.shuffle ? ", shuffled" : "", io::DescribePart(m.o.shard, m.o.batch_size),
+             ", augment:", aug);
 }
 
 }  // namespace frugal

@@ -4,9 +4,13 @@
 // distributions), and independent of threads and batch sizes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "frugal/io.h"
 
 namespace frugal::io {
 
@@ -45,6 +49,31 @@ inline std::vector<int64_t> EpochOrder(int64_t n, bool shuffle, uint64_t seed, i
     std::swap(order[i], order[j]);
   }
   return order;
+}
+
+// The batches of a data-parallel part (frugal/io.h, Shard) over an epoch of
+// n samples: batch k of part r of `parts`, batch b each, is positions
+// [first, first + b) of the epoch's order, first = (k * parts + r) * b, each
+// taken modulo n (the last global batch wraps to the start of the order).
+inline void CheckShard(const Shard& s, const std::string& where) {
+  FRUGAL_REQUIRE(s.num_parts >= 1 && s.part_index >= 0 && s.part_index < s.num_parts, where, ": data shard: part ",
+                 s.part_index, " of ", s.num_parts, " is not a part (need 0 <= part < num_parts)");
+}
+inline int64_t PartBatchCount(int64_t n, int64_t batch, int parts) {
+  const int64_t global = batch * parts;
+  return (n + global - 1) / global;
+}
+inline int64_t PartFirst(int64_t k, int64_t batch, int part, int parts) { return (k * parts + part) * batch; }
+// The real rows of the batch that starts at `first`: 0 to batch.
+inline int64_t ValidRows(int64_t n, int64_t first, int64_t batch) {
+  return std::max<int64_t>(0, std::min(batch, n - first));
+}
+
+// For Describe(): "" for one part, else which rows of which global batch.
+inline std::string DescribePart(const Shard& s, int64_t batch) {
+  if (s.num_parts == 1) return "";
+  return Fmt(" (part ", s.part_index, " of ", s.num_parts, ": rows ", s.part_index * batch, "-",
+             (s.part_index + 1) * batch - 1, " of every global batch of ", s.num_parts * batch, ")");
 }
 
 // The random stream of one sample in one epoch (augmentation draws): seeded

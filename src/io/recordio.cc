@@ -1,5 +1,5 @@
-// RecordIO files (MXNet / dmlc-core compatible): writer, reader, index files,
-// sharding and the image record header. See frugal/recordio.h for the format.
+// RecordIO files (MXNet / dmlc-core compatible): writer, reader, index files
+// and the image record header. See frugal/recordio.h for the format.
 #include "frugal/recordio.h"
 
 #include <fcntl.h>
@@ -276,14 +276,6 @@ std::vector<int64_t> RecordOffsets(const RecordReader& reader, const std::string
                  " appears under two keys (", kFix, ")");
   FRUGAL_REQUIRE(!offsets.empty(), index_path, ": the index lists no records (", kFix, ")");
   return offsets;
-}
-
-std::pair<int64_t, int64_t> ShardRange(int64_t n, int part, int num_parts) {
-  FRUGAL_REQUIRE(num_parts >= 1 && part >= 0 && part < num_parts, "data shard: part ", part, " of ", num_parts,
-                 " is not a part (need 0 <= part < num_parts)");
-  const int64_t step = (n + num_parts - 1) / num_parts;
-  const int64_t begin = std::min(n, step * part);
-  return {begin, std::min(n, begin + step)};
 }
 
 // ---------------------------------------------------------------- image records

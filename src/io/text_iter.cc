@@ -16,7 +16,6 @@
 #include <fstream>
 
 #include "frugal/io.h"
-#include "frugal/recordio.h"
 #include "io/order.h"
 
 namespace frugal {
@@ -105,12 +104,11 @@ TextIter::TextIter(const TextIterOptions& opts) : o_(opts) {
   const std::string text = ReadTextFile(p);
   vocab_ = BuildVocabulary(opts.vocab_path.empty() || opts.vocab_path == p ? text : ReadTextFile(opts.vocab_path),
                            opts.level);
-  std::vector<int64_t> all = Tokenize(text, vocab_);
-  auto [begin, end] = ShardRange(static_cast<int64_t>(all.size()), opts.shard.part_index, opts.shard.num_parts);
-  tokens_.assign(all.begin() + begin, all.begin() + end);
-  const int64_t n = static_cast<int64_t>(tokens_.size()), t = opts.seq_len, b = opts.batch_size;
+  io::CheckShard(opts.shard, p);
+  tokens_ = Tokenize(text, vocab_);
+  const int64_t n = static_cast<int64_t>(tokens_.size()), t = opts.seq_len, b = opts.batch_size * opts.shard.num_parts;
   if (opts.bptt) {
-    stream_len_ = n / b;
+    stream_len_ = n / b;  // the streams of the global batch; this part continues its rows' streams
     FRUGAL_REQUIRE(stream_len_ >= t + 1, p, ": ", n, " tokens cut into ", b, " streams give ", stream_len_,
                    " tokens each, fewer than seq_len + 1 = ", t + 1, " (use a larger corpus, a smaller batch or seq_len)");
   } else {
@@ -122,12 +120,12 @@ TextIter::TextIter(const TextIterOptions& opts) : o_(opts) {
 
 int64_t TextIter::num_samples() const {
   const int64_t n = static_cast<int64_t>(tokens_.size());
-  return o_.bptt ? batches_per_epoch() * o_.batch_size : (n - 1) / o_.seq_len;
+  return o_.bptt ? batches_per_epoch() * o_.batch_size * o_.shard.num_parts : (n - 1) / o_.seq_len;
 }
 
 int64_t TextIter::batches_per_epoch() const {
   if (o_.bptt) return (stream_len_ - 1) / o_.seq_len;
-  return (num_samples() + o_.batch_size - 1) / o_.batch_size;
+  return io::PartBatchCount(num_samples(), o_.batch_size, o_.shard.num_parts);
 }
 
 void TextIter::Reset(int64_t epoch) {
@@ -139,18 +137,14 @@ void TextIter::Reset(int64_t epoch) {
 bool TextIter::Next(float* data, float* label, int64_t* num_valid) {
   if (position_ >= batches_per_epoch()) return false;
   FRUGAL_REQUIRE(data != nullptr && label != nullptr, o_.path, ": Next needs data and label buffers");
-  const int64_t t = o_.seq_len, b = o_.batch_size;
-  int64_t valid = b;
+  const int64_t t = o_.seq_len, b = o_.batch_size, s = num_samples();
+  // This part's rows of the global batch: its streams, or its positions in the order.
+  const int64_t first = io::PartFirst(o_.bptt ? 0 : position_, b, o_.shard.part_index, o_.shard.num_parts);
+  const int64_t valid = o_.bptt ? b : io::ValidRows(s, first, b);
   for (int64_t r = 0; r < b; ++r) {
-    // The first token of row r: in stream r at position*T, or sequence k at k*T.
-    int64_t start;
-    if (o_.bptt) {
-      start = r * stream_len_ + position_ * t;
-    } else {
-      const int64_t s = num_samples(), first = position_ * b;
-      valid = std::min(b, s - first);
-      start = order_[(first + r) % s] * t;  // rows past the end wrap
-    }
+    // The first token of row r: in stream first+r at position*T, or sequence k at k*T.
+    const int64_t start = o_.bptt ? (first + r) * stream_len_ + position_ * t
+                                  : order_[(first + r) % s] * t;  // rows past the end wrap
     for (int64_t k = 0; k < t; ++k) {
       data[r * t + k] = static_cast<float>(tokens_[start + k]);
       label[r * t + k] = static_cast<float>(tokens_[start + k + 1]);
@@ -164,7 +158,8 @@ bool TextIter::Next(float* data, float* label, int64_t* num_valid) {
 std::string TextIter::Describe() const {
   return Fmt(o_.path, ": ", tokens_.size(), " ", o_.level == TextLevel::kChar ? "characters" : "words",
              ", vocabulary ", vocab_.size(), ", seq_len ", o_.seq_len, ", batch ", o_.batch_size,
-             o_.bptt ? Fmt(", ", o_.batch_size, " BPTT streams of ", stream_len_, " tokens")
+             io::DescribePart(o_.shard, o_.batch_size),
+             o_.bptt ? Fmt(", ", o_.batch_size * o_.shard.num_parts, " BPTT streams of ", stream_len_, " tokens")
                      : Fmt(", ", num_samples(), " sequences", o_.shuffle ? ", shuffled" : ""));
 }
 

@@ -43,12 +43,15 @@ class Checkpoints : public Observer {
   }
 
   void OnStop(Run& r) override {
+    r.AverageAux();  // every rank stops at the same update
     if (ckpt_) Save(r);
     else LOG_IF(WARNING, !r.opts.quiet) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
   }
 
   void OnEpochEnd(Run& r, const MetricValues&, double) override {
-    if (r.sc.checkpoint_interval() == 0) r.AverageAux();  // the epoch's checkpoint (rank 0's)
+    // The checkpoint of the epoch, or of the run's end at max_iters, is rank
+    // 0's; only rank 0 knows whether one is due, so every rank averages.
+    r.AverageAux();
     // A run stopped by max_iters inside the epoch resumes at its next batch.
     if (ckpt_ && ckpt_->Due(r.updates(), true)) Save(r);
   }

@@ -21,9 +21,9 @@
 namespace frugal {
 namespace {
 
-// The training and validation iterators (a data-parallel rank's shard) and
-// the batches per epoch: every rank steps as often as the smallest shard
-// allows.
+// The training and validation iterators (a data-parallel rank reads its
+// rows of every global batch: frugal/io.h, Shard) and the batches per epoch,
+// the same on every rank.
 struct TrainData {
   std::unique_ptr<DataIter> train, val;
   int64_t batches = 0;
@@ -38,10 +38,15 @@ TrainData OpenData(const ConfigFile& cfg, const Model& m, DataParallel* dp, bool
   if (dc.has_val()) d.val = LoadSource(cfg, dc.val(), "val", m, /*shuffle=*/false, shard);
   LOG_IF(INFO, !quiet) << "data: " << d.train->Describe() << (d.val ? "; validation: " + d.val->Describe() : "")
                        << "; batch " << m.batch;
-  d.batches = dp ? dp->Min(d.train->batches_per_epoch()) : d.train->batches_per_epoch();
-  if (dp)
+  d.batches = d.train->batches_per_epoch();
+  if (dp) {
+    const int64_t n = d.train->num_samples();
+    FRUGAL_REQUIRE(dp->Min(n) == n, cfg.path, ": data.train: rank ", dp->rank(), " reads ", n,
+                   " samples but another rank fewer: every rank must read the same data (each takes its rows of "
+                   "every global batch of the same shuffled order)");
     LOG_IF(INFO, !quiet) << dp->Describe() << "; global batch " << m.batch * dp->size() << ", " << d.batches
                          << " batches per epoch";
+  }
   return d;
 }
 
