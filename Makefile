@@ -9,15 +9,18 @@
 #   make tsan   builds the tests with -fsanitize=thread (no OpenMP) in
 #               build-tsan and runs them; any race report fails it
 #   make asan   the same with AddressSanitizer and UBSan in build-asan
+#   make fuzz   builds the libFuzzer targets (tests/fuzz) with clang in
+#               build-fuzz and runs each FUZZ_SECONDS (part of make test)
 BUILD ?= build
 TSAN_BUILD ?= build-tsan
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 FRUGAL = $(BUILD)/frugal
 DEMO_CONFIG = models/mlp/fashion_mnist.prototxt
 MPI ?= AUTO
 
-.PHONY: all deps build test tsan asan demo data clean
+.PHONY: all deps build test tsan asan fuzz demo data clean
 
 all: build
 
@@ -38,6 +41,7 @@ data: deps
 test: build data
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) tsan
+	$(MAKE) fuzz
 
 # The whole suite under ThreadSanitizer: the engine, the executor, the
 # trainer loop and the CLI's training runs included (about 2 minutes on 2
@@ -63,9 +67,30 @@ asan: deps data
 	ASAN_OPTIONS="detect_leaks=0" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 	  timeout --kill-after=30 $(SANITIZER_TIMEOUT) $(ASAN_BUILD)/tests/frugal_tests
 
+# A short smoke run of every libFuzzer target (the binary readers and the
+# config language; tests/fuzz/README.md), seeded with the model configs;
+# any crash, sanitizer report or non-frugal exception fails it. Longer runs:
+# FUZZ_SECONDS=600 make fuzz.
+FUZZ_SECONDS ?= 10
+FUZZ_TARGETS = fuzz_idx fuzz_cifar fuzz_recordio fuzz_expr fuzz_config
+fuzz: deps
+	CXX=clang++ CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_FUZZ=ON -DFRUGAL_CUDA=OFF -DFRUGAL_MPI=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  corpus=$$(mktemp -d); \
+	  if [ $$t = fuzz_config ]; then cp models/*/*.prototxt $$corpus/; fi; \
+	  status=0; \
+	  $(FUZZ_BUILD)/tests/fuzz/$$t $$corpus -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=16384 \
+	    > $$corpus.log 2>&1 || status=$$?; \
+	  echo "fuzz: $$t, $(FUZZ_SECONDS) s: $$(grep -o 'Done [0-9]* runs' $$corpus.log || echo 'no runs')"; \
+	  if [ $$status -ne 0 ]; then tail -40 $$corpus.log; echo "fuzz: $$t failed (exit $$status)"; fi; \
+	  rm -rf $$corpus $$corpus.log; \
+	  [ $$status -eq 0 ]; \
+	done
+
 demo: build data
 	$(FRUGAL) plan --config $(DEMO_CONFIG) --memory all
 	$(FRUGAL) train --config $(DEMO_CONFIG)
 
 clean:
-	rm -rf $(BUILD) $(TSAN_BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(TSAN_BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -12,6 +12,7 @@ packages=(
   libonnx-dev libonnx-testdata
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenmpi-dev openmpi-bin
+  clang libclang-rt-14-dev
   python3
   dataset-fashion-mnist fortunes
 )

@@ -92,6 +92,14 @@ inline uint64_t StableHash(const std::string& s) {
   return h;
 }
 
+// A place in a config file, for errors ("file:line:column").
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string ToString() const;  // empty when unknown
+};
+
 // Formats a byte count for people: "1.50 MiB".
 std::string HumanBytes(int64_t bytes);
 // Parses "7GB", "512MiB", "1024" into bytes; throws Error on bad input.

@@ -29,13 +29,6 @@ struct Entry {
 using AttrMap = std::map<std::string, std::string>;
 
 // Where a node came from, for error messages: "models/mlp.prototxt:12:3".
-struct SourceLoc {
-  std::string file;
-  int line = 0;
-  int column = 0;
-  std::string ToString() const;  // empty when unknown
-};
-
 enum class VarKind : uint8_t {
   kNone,   // an op node
   kInput,  // fed from data each step (data, label)

@@ -59,6 +59,12 @@ std::string HumanBytes(int64_t bytes) {
   return buf;
 }
 
+std::string SourceLoc::ToString() const {
+  if (file.empty()) return "";
+  if (line == 0) return file;
+  return Fmt(file, ":", line, column ? Fmt(":", column) : "");
+}
+
 int64_t ParseBytes(const std::string& text) {
   size_t pos = 0;
   double v = 0;

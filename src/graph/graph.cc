@@ -8,12 +8,6 @@
 
 namespace frugal {
 
-std::string SourceLoc::ToString() const {
-  if (file.empty()) return "";
-  if (line == 0) return file;
-  return Fmt(file, ":", line, column ? Fmt(":", column) : "");
-}
-
 std::string Node::Where() const {
   std::string loc_text = loc.ToString();
   return Fmt(loc_text.empty() ? "" : loc_text + ": ", "node '", name, "'",

@@ -69,8 +69,13 @@ std::array<int64_t, 4> Resume(Session* s, const std::string& where, int64_t batc
   // they hold (every epoch before has all its batches).
   int64_t micro = 0;
   if (!c.grad_sums.empty()) {
-    micro = c.epoch * batches + c.data_position - c.iteration * iter_size;
-    FRUGAL_REQUIRE(micro > 0 && micro < iter_size, path, ": the checkpoint holds gradient sums of an update in "
+    // Checked arithmetic: the fields are not range-checked yet (Start does).
+    int64_t seen = 0, summed = 0;
+    const bool overflow = __builtin_mul_overflow(c.epoch, batches, &seen) ||
+                          __builtin_add_overflow(seen, c.data_position, &seen) ||
+                          __builtin_mul_overflow(c.iteration, int64_t{iter_size}, &summed) ||
+                          __builtin_sub_overflow(seen, summed, &micro);
+    FRUGAL_REQUIRE(!overflow && micro > 0 && micro < iter_size, path, ": the checkpoint holds gradient sums of an update in "
                    "progress but epoch ", c.epoch, ", batch ", c.data_position, " and iteration ", c.iteration,
                    " do not put one there with iter_size ", iter_size, " and ", batches,
                    " batches per epoch: it is not a checkpoint of this config and data");
