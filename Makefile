@@ -78,7 +78,7 @@ fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  corpus=$$(mktemp -d); \
-	  if [ $$t = fuzz_config ]; then cp models/*/*.prototxt $$corpus/; fi; \
+	  if [ $$t = fuzz_config ]; then for f in models/*/*.prototxt; do cp $$f $$corpus/$$(echo $$f | tr / _); done; fi; \
 	  status=0; \
 	  $(FUZZ_BUILD)/tests/fuzz/$$t $$corpus -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=16384 \
 	    > $$corpus.log 2>&1 || status=$$?; \

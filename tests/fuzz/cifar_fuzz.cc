@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     frugal::Dataset ds = frugal::LoadCifar({file.Set(data + 1, size - 1)}, which);
     const int64_t rec = (which == frugal::CifarLabel::kCifar10 ? 1 : 2) + 3072;
     if (ds.num_samples * rec != static_cast<int64_t>(size - 1)) std::abort();
-    if (static_cast<int64_t>(ds.x.size()) != ds.num_samples * 3072) std::abort();
+    if (static_cast<int64_t>(ds.pixels.size()) != ds.num_samples * 3072) std::abort();
     for (float y : ds.y)
       if (y < 0 || y >= 100) std::abort();
   } catch (const frugal::Error&) {
