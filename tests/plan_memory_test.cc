@@ -155,8 +155,9 @@ TEST(PlanMemory, FitBatchFindsTheLargestBatchThatFits) {
     EXPECT_EQ(none.footprint, footprint(1, s));
   }
   const Model m = BuildModel(Config(), MemoryStrategy::kShare);
-  EXPECT_EQ(PlannedFootprint(m), m.train_plan.arena_bytes + m.eval_plan.arena_bytes + m.train_plan.param_bytes +
-                                     m.train_plan.param_grad_bytes + m.update_plan.state_bytes + m.train_plan.input_bytes);
+  const MemoryPlan& t = m.train_plan;
+  EXPECT_EQ(PlannedFootprint(m), t.arena_bytes + m.eval_plan.arena_bytes + t.param_bytes + t.param_grad_bytes +
+                                     m.update_plan.state_bytes + t.input_bytes);
 }
 
 // budget=auto becomes a budget that leaves the machine's available memory

@@ -687,8 +687,8 @@ TEST(TrainCli, PlanFitAndAutoBudget) {
   RunResult t = RunFrugal("train --config " + dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1")) +
                           " --memory budget=auto");
   ASSERT_EQ(t.exit_code, 0) << t.output;
-  EXPECT_TRUE(std::regex_search(t.output, std::regex("budget=auto: [0-9.]+ [KMGT]iB for the training arena \\(cpu\\(0\\) has")))
-      << t.output;
+  const std::regex chose("budget=auto: [0-9.]+ [KMGT]iB for the training arena \\(cpu\\(0\\) has");
+  EXPECT_TRUE(std::regex_search(t.output, chose)) << t.output;
 }
 
 }  // namespace

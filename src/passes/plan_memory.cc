@@ -320,8 +320,8 @@ MemoryStrategy ParseMemoryStrategy(const std::string& text) {
   }
   for (int k = 0; k < MemoryStrategy::kBudget; ++k)
     if (text == kNames[k]) return MemoryStrategy(static_cast<MemoryStrategy::Kind>(k));
-  throw Error(Fmt("unknown memory strategy '", text,
-                  "' (choose none, inplace, share, drop_cheap, sqrt, logn, budget=SIZE, e.g. budget=7GB, or budget=auto)"));
+  throw Error(Fmt("unknown memory strategy '", text, "' (choose none, inplace, share, drop_cheap, sqrt, logn, ",
+                  "budget=SIZE, e.g. budget=7GB, or budget=auto)"));
 }
 
 std::vector<MemoryStrategy> AllMemoryStrategies() {

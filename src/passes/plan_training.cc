@@ -222,10 +222,10 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   if (fits(&logn)) return logn;
   keep_smallest(&logn, "logn");
   smallest = Finish(std::move(smallest), s);
-  throw Error(Fmt("memory budget ", HumanBytes(budget), " (", budget, " bytes) cannot be met: the smallest plan found (",
-                  smallest_by, ") needs an arena of ", HumanBytes(smallest.plan.arena_bytes), " (",
-                  smallest.plan.arena_bytes, " bytes); use budget=", smallest.plan.arena_bytes,
-                  " or more, or a smaller batch"));
+  const int64_t need = smallest.plan.arena_bytes;
+  throw Error(Fmt("memory budget ", HumanBytes(budget), " (", budget,
+                  " bytes) cannot be met: the smallest plan found (", smallest_by, ") needs an arena of ",
+                  HumanBytes(need), " (", need, " bytes); use budget=", need, " or more, or a smaller batch"));
 }
 
 }  // namespace

@@ -67,33 +67,28 @@ void MemoryAccounting::ResetPeaks() {
     for (auto& c : row) c.peak = c.current.load();
 }
 
-int64_t ProcessPeakBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
+namespace {
+// The "<key> <n> kB" line of a /proc file, in bytes; -1 when absent.
+int64_t ProcKiloBytes(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  std::string word;
   int64_t kb = 0;
-  while (in >> key) {
-    if (key == "VmHWM:") {
-      in >> kb;
-      return kb * 1024;
-    }
+  while (in >> word) {
+    if (word == key) return in >> kb ? kb * 1024 : -1;
     in.ignore(1 << 20, '\n');
   }
-  return 0;
+  return -1;
 }
+}  // namespace
+
+int64_t ProcessPeakBytes() { return std::max<int64_t>(0, ProcKiloBytes("/proc/self/status", "VmHWM:")); }
 
 int64_t AvailableBytes(Device dev) {
   if (dev.type == DeviceType::kCUDA) return backend::DeviceFreeBytes(dev.id);
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  while (in >> key) {
-    if (key == "MemAvailable:") {
-      in >> kb;
-      return kb * 1024;
-    }
-    in.ignore(1 << 20, '\n');
-  }
-  throw Error("/proc/meminfo has no MemAvailable line: cannot tell how much memory this machine has free");
+  const int64_t bytes = ProcKiloBytes("/proc/meminfo", "MemAvailable:");
+  FRUGAL_REQUIRE(bytes >= 0,
+                 "/proc/meminfo has no MemAvailable line: cannot tell how much memory this machine has free");
+  return bytes;
 }
 
 Storage::Storage(Device dev, int64_t bytes, MemKind kind, bool pinned)

@@ -75,10 +75,10 @@ std::array<int64_t, 4> Resume(Session* s, const std::string& where, int64_t batc
                           __builtin_add_overflow(seen, c.data_position, &seen) ||
                           __builtin_mul_overflow(c.iteration, int64_t{iter_size}, &summed) ||
                           __builtin_sub_overflow(seen, summed, &micro);
-    FRUGAL_REQUIRE(!overflow && micro > 0 && micro < iter_size, path, ": the checkpoint holds gradient sums of an update in "
-                   "progress but epoch ", c.epoch, ", batch ", c.data_position, " and iteration ", c.iteration,
-                   " do not put one there with iter_size ", iter_size, " and ", batches,
-                   " batches per epoch: it is not a checkpoint of this config and data");
+    FRUGAL_REQUIRE(!overflow && micro > 0 && micro < iter_size, path,
+                   ": the checkpoint holds gradient sums of an update in progress but epoch ", c.epoch, ", batch ",
+                   c.data_position, " and iteration ", c.iteration, " do not put one there with iter_size ", iter_size,
+                   " and ", batches, " batches per epoch: it is not a checkpoint of this config and data");
     RestoreTensors(c.grad_sums, s->params.Sums(), "gradient sums", path);
   }
   LOG(INFO) << "resumed from " << path << ": epoch " << c.epoch << ", iteration " << c.iteration << ", batch "

@@ -27,9 +27,10 @@ int PlanFit(const ConfigFile& cfg, const std::vector<MemoryStrategy>& strategies
     c.net.mutable_data()->set_batch_size(static_cast<int32_t>(b));
     return c;
   };
-  for (const MemoryStrategy& s : strategies) {
+  for (const MemoryStrategy& s : strategies)
     FRUGAL_REQUIRE(!s.auto_budget(), "--fit with --memory budget=auto: the first sizes the batch to a memory, the "
                    "second the plan to the device's; give one");
+  for (const MemoryStrategy& s : strategies) {
     const BatchFit f = FitBatch(config_at, cfg.net.data().batch_size(), s, bytes);
     if (FLAGS_json) {
       std::printf("{\"strategy\":\"%s\",\"fit_bytes\":%lld,\"batch\":%lld,\"footprint_bytes\":%lld,\"plans\":%d,"
