@@ -175,9 +175,10 @@ void CheckKernel(const Graph& g, int node, const std::vector<Tensor>& in, OpRepo
     // A hidden output may be a library's workspace (max pooling's argmax)
     // that fills only part of its tensor: only visible outputs are held to
     // this.
-    if (written[k] && k < n.op->NumVisibleOutputs(n.params))
+    if (written[k] && k < n.op->NumVisibleOutputs(n.params)) {
       EXPECT_EQ(a, b) << n.name << " (" << n.op->name() << ") output " << k
                       << " with req write depends on what its buffer held before: the kernel reads or adds into it";
+    }
   }
   std::vector<Tensor> zero_then_add = RunKernel(g, node, in, add, 0.5f);
   // Hidden outputs (saved statistics, argmax workspaces) are never

@@ -65,7 +65,10 @@ class Shape {
 
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 
-enum class DType : uint8_t { kFloat32, kInt32, kUInt8 };
+// Element types. The numbers are stored in checkpoints: append only.
+// kBFloat16: bfloat16 (the top 16 bits of a float32; frugal/bf16.h), the
+// activations and their gradients of a mixed-precision graph.
+enum class DType : uint8_t { kFloat32, kInt32, kUInt8, kBFloat16 };
 int64_t DTypeBytes(DType t);
 
 // The most bytes one tensor may hold (1 TiB). Shape inference refuses
@@ -74,6 +77,9 @@ int64_t DTypeBytes(DType t);
 // such a tensor anyway.
 constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
 const char* DTypeName(DType t);
+// "float32"/"fp32"/"f32" or "bfloat16"/"bf16" (the compute types a user picks);
+// throws Error naming the choices.
+DType ParseComputeDType(const std::string& text);
 
 enum class DeviceType : uint8_t { kCPU, kCUDA };
 struct Device {

@@ -94,7 +94,11 @@ class Tensor {
   void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
   template <typename T>
   T* data() const { return static_cast<T*>(raw()); }
-  float* f() const { return data<float>(); }
+  // The elements of a float32 tensor (checked: a kernel handed a bfloat16
+  // tensor it does not support fails here, not with wrong numbers).
+  float* f() const;
+  // The bits of a bfloat16 tensor (frugal/bf16.h converts them; checked).
+  uint16_t* bf16() const;
 
   // The same bytes seen with another shape of equal size.
   Tensor Reshaped(Shape shape) const;

@@ -32,6 +32,7 @@ int64_t DTypeBytes(DType t) {
     case DType::kFloat32: return 4;
     case DType::kInt32: return 4;
     case DType::kUInt8: return 1;
+    case DType::kBFloat16: return 2;
   }
   return 0;
 }
@@ -41,8 +42,15 @@ const char* DTypeName(DType t) {
     case DType::kFloat32: return "float32";
     case DType::kInt32: return "int32";
     case DType::kUInt8: return "uint8";
+    case DType::kBFloat16: return "bfloat16";
   }
   return "?";
+}
+
+DType ParseComputeDType(const std::string& text) {
+  if (text == "float32" || text == "fp32" || text == "f32") return DType::kFloat32;
+  if (text == "bfloat16" || text == "bf16") return DType::kBFloat16;
+  throw Error(Fmt("unknown dtype '", text, "': use float32 (fp32) or bfloat16 (bf16)"));
 }
 
 std::string Device::ToString() const {

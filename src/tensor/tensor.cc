@@ -139,6 +139,17 @@ Tensor Tensor::Empty(Shape shape, DType dtype, Device dev, MemKind kind) {
   return Tensor(std::make_shared<Storage>(dev, bytes, kind), 0, std::move(shape), dtype);
 }
 
+float* Tensor::f() const {
+  CHECK(dtype_ == DType::kFloat32) << "a " << DTypeName(dtype_) << " tensor " << shape_
+                                   << " read as float32 (a kernel without a " << DTypeName(dtype_) << " path)";
+  return data<float>();
+}
+
+uint16_t* Tensor::bf16() const {
+  CHECK(dtype_ == DType::kBFloat16) << "a " << DTypeName(dtype_) << " tensor " << shape_ << " read as bfloat16";
+  return data<uint16_t>();
+}
+
 Tensor Tensor::Reshaped(Shape shape) const {
   CHECK_EQ(shape.Size(), size()) << "reshape " << shape_ << " -> " << shape;
   return Tensor(storage_, offset_, std::move(shape), dtype_);
