@@ -19,15 +19,7 @@ Tensor MakeTensor(const Shape& s, const std::vector<float>& v) {
 
 std::vector<float> ToVector(const Tensor& t) { return std::vector<float>(t.f(), t.f() + t.size()); }
 
-// A graph of the op applied to variables x0..xn-1, with its gradient nodes
-// reading variables dy0..dym-1 (none for a loss op).
-struct OpGraph {
-  Graph g;
-  int op_node = -1;
-  std::vector<Entry> in_grads;
-  std::vector<Shape> out_shapes;
-  std::vector<std::pair<std::string, Shape>> var_shapes;
-};
+}  // namespace
 
 OpGraph BuildOpGraph(const OpCase& c, bool with_gradient) {
   OpGraph og;
@@ -60,6 +52,8 @@ OpGraph BuildOpGraph(const OpCase& c, bool with_gradient) {
   InferShapes(&g, og.var_shapes);
   return og;
 }
+
+namespace {
 
 // Binds the op graph and runs it once with the given variable values.
 struct Bound {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "frugal/graph.h"
 #include "frugal/op.h"
 
 namespace frugal::test {
@@ -40,6 +41,20 @@ struct OpReport {
   int inplace_checked = 0;   // in-place pairs checked
   int null_checked = 0;      // outputs run as unrequested (kNull, no tensor)
 };
+
+// The graph CheckOp builds: the op applied to variables x0..xn-1 (the
+// node "op"), its outputs the graph's outputs; with_gradient, also its
+// gradient nodes, which read variables dy0..dym-1 (none for a loss op), and
+// the gradients of the differentiable inputs as graph outputs. Shapes
+// inferred. Tests that run one kernel by hand find their node here.
+struct OpGraph {
+  Graph g;
+  int op_node = -1;
+  std::vector<Entry> in_grads;
+  std::vector<Shape> out_shapes;
+  std::vector<std::pair<std::string, Shape>> var_shapes;
+};
+OpGraph BuildOpGraph(const OpCase& c, bool with_gradient);
 
 // Runs every check with gtest assertions; returns what was covered so a test
 // can require that the checks actually ran.

@@ -1,12 +1,14 @@
 // vec.h: every instruction-set build of the elementwise kernels gives the
 // bits of the plain definitions (no FMA contraction, sums in 16 fixed
-// lanes), on lengths around the vector widths, in place and accumulating.
+// lanes), on lengths around the vector widths, in place and accumulating;
+// the bfloat16 kernels give the float32 kernels' results rounded.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/vec.h"
+#include "frugal/bf16.h"
 
 namespace frugal {
 namespace {
@@ -55,12 +57,12 @@ TEST(Vec, ReluAndItsGradientGiveTheDefinitionsBits) {
         want[i] = 5.f + (x[i] > 0 ? x[i] : 0.f);
         want_dx[i] = x[i] > 0 ? dy[i] : 0.f;
       }
-      k->relu(x.data(), y.data(), n, /*add=*/true);
+      k->f32.relu(x.data(), y.data(), n, /*add=*/true);
       EXPECT_EQ(y, want) << k->isa << " n=" << n;
-      k->relu_grad(dy.data(), x.data(), dx.data(), n, false);
+      k->f32.relu_grad(dy.data(), x.data(), dx.data(), n, false);
       EXPECT_EQ(dx, want_dx) << k->isa << " n=" << n;
       std::vector<float> inplace = x;  // y == x
-      k->relu(inplace.data(), inplace.data(), n, false);
+      k->f32.relu(inplace.data(), inplace.data(), n, false);
       for (int64_t i = 0; i < n; ++i) want[i] = x[i] > 0 ? x[i] : 0.f;
       EXPECT_EQ(inplace, want) << k->isa << " in place, n=" << n;
     }
@@ -83,17 +85,17 @@ TEST(Vec, AffineSumsAndGradientsGiveTheDefinitionsBits) {
           want[i] = relu ? (t > 0.f ? t : 0.f) : t;
           want_dx[i] = kk * (g(i) - c - (x[i] - m) * q);
         }
-        k->affine(x.data(), a, b, relu, y.data(), n, false);
+        k->f32.affine(x.data(), a, b, relu, y.data(), n, false);
         EXPECT_EQ(y, want) << k->isa << " relu=" << relu << " n=" << n;
         float s1 = -1, s2 = -1;
-        k->affine_grad_sums(dy.data(), x.data(), m, relu, a, b, n, &s1, &s2);
+        k->f32.affine_grad_sums(dy.data(), x.data(), m, relu, a, b, n, &s1, &s2);
         EXPECT_EQ(s1, LaneSum(n, g)) << k->isa << " relu=" << relu << " n=" << n;
         EXPECT_EQ(s2, LaneSum(n, [&](int64_t i) { return g(i) * (x[i] - m); })) << k->isa << " n=" << n;
-        k->affine_grad(dx.data(), x.data(), m, relu, a, b, kk, c, q, dx.data(), n, false);  // dx == dy
+        k->f32.affine_grad(dx.data(), x.data(), m, relu, a, b, kk, c, q, dx.data(), n, false);  // dx == dy
         EXPECT_EQ(dx, want_dx) << k->isa << " relu=" << relu << " n=" << n;
       }
-      EXPECT_EQ(k->sum(x.data(), n), LaneSum(n, [&](int64_t i) { return x[i]; })) << k->isa << " n=" << n;
-      EXPECT_EQ(k->sq_dev_sum(x.data(), m, n), LaneSum(n, [&](int64_t i) { return (x[i] - m) * (x[i] - m); }))
+      EXPECT_EQ(k->f32.sum(x.data(), n), LaneSum(n, [&](int64_t i) { return x[i]; })) << k->isa << " n=" << n;
+      EXPECT_EQ(k->f32.sq_dev_sum(x.data(), m, n), LaneSum(n, [&](int64_t i) { return (x[i] - m) * (x[i] - m); }))
           << k->isa << " n=" << n;
     }
   }
@@ -106,10 +108,10 @@ TEST(Vec, AddNSumsInOrderThenStores) {
       std::vector<float> want(n), y(n, 0.5f);
       for (int64_t i = 0; i < n; ++i) want[i] = 0.5f + ((x0[i] + x1[i]) + x2[i]);
       const float* xs[] = {x0.data(), x1.data(), x2.data()};
-      k->add_n(xs, 3, y.data(), n, /*add=*/true);
+      k->f32.add_n(xs, 3, y.data(), n, /*add=*/true);
       EXPECT_EQ(y, want) << k->isa << " n=" << n;
       for (int64_t i = 0; i < n; ++i) want[i] = (x0[i] + x1[i]) + x2[i];
-      k->add_n(xs, 3, x0.data(), n, false);  // into its first input
+      k->f32.add_n(xs, 3, x0.data(), n, false);  // into its first input
       EXPECT_EQ(x0, want) << k->isa << " in place, n=" << n;
     }
   }
@@ -181,6 +183,116 @@ TEST(Vec, OptimizerUpdatesGiveUpdateElementsBits) {
         EXPECT_EQ(w, want_w) << k->isa << " " << c.name << " n=" << n;
         EXPECT_EQ(s0, want_s0) << k->isa << " " << c.name << " n=" << n;
         EXPECT_EQ(s1, want_s1) << k->isa << " " << c.name << " n=" << n;
+      }
+    }
+  }
+}
+
+
+// ---------------------------------------------------------------- bfloat16
+
+// Every activation kernel of one element type T (float, or uint16_t for
+// bfloat16 bits) on the same inputs: what each stored and each sum returned,
+// in a fixed order. Outputs start as y0 (they matter with add); relu and
+// add_n also run in place.
+template <typename T>
+struct ActResults {
+  std::vector<std::vector<T>> stored;
+  std::vector<float> sums;
+  bool operator==(const ActResults& o) const { return stored == o.stored && sums == o.sums; }
+};
+
+template <typename T>
+ActResults<T> RunActKernels(const cpu::ActKernels<T>& v, const std::vector<T>& x, const std::vector<T>& dy,
+                            const std::vector<T>& x2, const std::vector<T>& y0, bool add) {
+  const float a = 1.37f, b = -0.21f, m = 0.05f, kk = 0.9f, c = 0.013f, q = 0.07f;
+  const int64_t n = static_cast<int64_t>(x.size());
+  ActResults<T> r;
+  std::vector<T> y = y0;
+  v.relu(x.data(), y.data(), n, add);
+  r.stored.push_back(y);
+  y = x;
+  v.relu(y.data(), y.data(), n, add);  // in place
+  r.stored.push_back(y);
+  y = y0;
+  v.relu_grad(dy.data(), x.data(), y.data(), n, add);
+  r.stored.push_back(y);
+  for (bool relu : {false, true}) {
+    y = y0;
+    v.affine(x.data(), a, b, relu, y.data(), n, add);
+    r.stored.push_back(y);
+    float s1 = -1, s2 = -1;
+    v.affine_grad_sums(dy.data(), x.data(), m, relu, a, b, n, &s1, &s2);
+    r.sums.insert(r.sums.end(), {s1, s2});
+    y = y0;
+    v.affine_grad(dy.data(), x.data(), m, relu, a, b, kk, c, q, y.data(), n, add);
+    r.stored.push_back(y);
+  }
+  r.sums.insert(r.sums.end(), {v.sum(x.data(), n), v.sq_dev_sum(x.data(), m, n)});
+  const T* xs[] = {x.data(), dy.data(), x2.data()};
+  y = y0;
+  v.add_n(xs, 3, y.data(), n, add);
+  r.stored.push_back(y);
+  y = x;
+  const T* into_first[] = {y.data(), dy.data()};
+  v.add_n(into_first, 2, y.data(), n, add);
+  r.stored.push_back(y);
+  return r;
+}
+
+// Inputs of both types holding the same values: Data rounded to bfloat16,
+// with a few of the largest finite bfloat16 (so that sums overflow and
+// round to infinity) and negative zeros.
+struct Bf16Inputs {
+  std::vector<float> f;
+  std::vector<uint16_t> b;
+};
+Bf16Inputs Bf16Data(int64_t n, float phase) {
+  Bf16Inputs in{Data(n, phase), {}};
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % 97 == 13) in.f[i] = 3.3895314e38f;  // 0x7F7F
+    if (i % 89 == 5) in.f[i] = -0.f;
+    in.b.push_back(FloatToBf16(in.f[i]));
+    in.f[i] = Bf16ToFloat(in.b.back());
+  }
+  return in;
+}
+
+std::vector<uint16_t> Rounded(const std::vector<float>& v) {
+  std::vector<uint16_t> out;
+  for (float f : v) out.push_back(FloatToBf16(f));
+  return out;
+}
+
+// The bfloat16 kernels do the float32 kernels' arithmetic on the widened
+// values and round what they store: on bfloat16-exact inputs, each stored
+// element is the float32 result rounded (with add, round(y + v)), and each
+// sum is the float32 sum.
+TEST(Vec, Bf16KernelsGiveTheFloat32KernelsResultsRounded) {
+  for (const VecKernels* k : Builds()) {
+    for (int64_t n : kLengths) {
+      const Bf16Inputs x = Bf16Data(n, 0.4f), dy = Bf16Data(n, 1.3f), x2 = Bf16Data(n, 2.9f), y0 = Bf16Data(n, 2.2f);
+      for (bool add : {false, true}) {
+        const ActResults<float> f = RunActKernels(k->f32, x.f, dy.f, x2.f, y0.f, add);
+        const ActResults<uint16_t> b = RunActKernels(k->bf16, x.b, dy.b, x2.b, y0.b, add);
+        ASSERT_EQ(b.stored.size(), f.stored.size());
+        for (size_t j = 0; j < f.stored.size(); ++j) {
+          EXPECT_EQ(b.stored[j], Rounded(f.stored[j])) << k->isa << " output " << j << " n=" << n << " add=" << add;
+        }
+        EXPECT_EQ(b.sums, f.sums) << k->isa << " n=" << n;
+      }
+    }
+  }
+}
+
+// And they give the same bits on every build, as the float32 ones do.
+TEST(Vec, Bf16KernelsGiveTheSameBitsOnEveryBuild) {
+  for (int64_t n : kLengths) {
+    const Bf16Inputs x = Bf16Data(n, 0.7f), dy = Bf16Data(n, 1.9f), x2 = Bf16Data(n, 0.2f), y0 = Bf16Data(n, 3.1f);
+    for (bool add : {false, true}) {
+      const ActResults<uint16_t> want = RunActKernels(cpu::VecFor("sse2")->bf16, x.b, dy.b, x2.b, y0.b, add);
+      for (const VecKernels* k : Builds()) {
+        EXPECT_TRUE(RunActKernels(k->bf16, x.b, dy.b, x2.b, y0.b, add) == want) << k->isa << " n=" << n;
       }
     }
   }

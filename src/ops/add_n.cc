@@ -1,7 +1,7 @@
 // add_n:  y = x_0 + x_1 + ... + x_{n-1}     all the same shape
 // grad:   dx_i = dy                        reads only dy
 // The gradient pass uses add_n to sum the gradients of an entry read by
-// several nodes.
+// several nodes. Kernel: vec.h's add_n, float32 or bfloat16.
 #include "backend/cpu/vec.h"
 #include "ops/op_util.h"
 
@@ -12,16 +12,24 @@ struct AddNParams {
   int64_t num_args = 2;
 };
 
-void AddNForward(const KernelCtx& c) {
+// Written once over the element type T: float, or uint16_t for bfloat16
+// (summed in float, rounded once when stored); every input and y share it.
+template <typename T>
+void AddNForwardT(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const int n = static_cast<int>(c.in.size());
-  float* y = c.out[0].f();
+  T* y = Elems<T>(c.out[0]);
   const bool add = c.req[0] == OpReq::kAdd;
   ForEachRange(c.out[0].size(), [&](int64_t b, int64_t e) {
-    std::vector<const float*> x(n);
-    for (int k = 0; k < n; ++k) x[k] = c.in[k].f() + b;
-    cpu::Vec().add_n(x.data(), n, y + b, e - b, add);
+    std::vector<const T*> x(n);
+    for (int k = 0; k < n; ++k) x[k] = Elems<T>(c.in[k]) + b;
+    cpu::Vec().act<T>().add_n(x.data(), n, y + b, e - b, add);
   });
+}
+
+// float32 unless bfloat16 (Elems fails loudly on other dtypes).
+void AddNForward(const KernelCtx& c) {
+  c.in[0].dtype() == DType::kBFloat16 ? AddNForwardT<uint16_t>(c) : AddNForwardT<float>(c);
 }
 
 }  // namespace

@@ -24,6 +24,11 @@
 //   where y was 0: the mask is recomputed from x, gamma, beta and the saved
 //   statistics exactly as the forward computed it, so the backward needs
 //   neither y nor a stored mask.
+// dtypes: x, y, dy and dx are float32 or bfloat16 (one dtype; a mixed-
+//   precision graph's activations); gamma, beta, the moving and saved
+//   statistics and every other gradient are float32 always. The statistics
+//   are computed from the bfloat16 values exactly as from float32 ones (in
+//   float and double), and only y and dx are rounded, when stored.
 // Kernels: vec.h's loops (per ISA), one channel per task. oneDNN's batch normalization
 // on plain NCHW (ncsp_bnorm) measured 3x slower forward and no faster
 // backward here (docs/benchmarks.md), and its blocked one needs reorders.
@@ -58,9 +63,11 @@ struct Layout {
 };
 
 // Mean and (biased) variance of one channel: per sample in float (vec.h's
-// fixed lanes), across samples in double; two passes.
-void ChannelStats(const float* x, const Layout& l, int64_t ch, double* mean, double* var) {
-  const cpu::VecKernels& v = cpu::Vec();
+// fixed lanes), across samples in double; two passes. T is the element
+// type of x (float or uint16_t, bfloat16 bits), as in the kernels below.
+template <typename T>
+void ChannelStats(const T* x, const Layout& l, int64_t ch, double* mean, double* var) {
+  const cpu::ActKernels<T>& v = cpu::Vec().act<T>();
   double sum = 0;
   for (int64_t i = 0; i < l.n; ++i) sum += v.sum(x + (i * l.c + ch) * l.s, l.s);
   const double m = sum / l.count();
@@ -83,18 +90,19 @@ struct ChannelAffine {
 };
 
 // inputs: x, gamma, beta, moving_mean, moving_var (the last two updated)   outputs: y, mean, var
-void BnForward(const KernelCtx& c) {
+template <typename T>
+void BnForwardT(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
   const Layout l(c.in[0].shape());
-  const float* x = c.in[0].f();
+  const T* x = Elems<T>(c.in[0]);
   const float *gamma = c.in[1].f(), *beta = c.in[2].f();
   float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
   // Batch statistics are computed, and the moving ones updated, once per
   // step: a mirror's in[3] and in[4] are the saved statistics.
   const bool batch_stats = c.is_train && !p.use_global_stats && !c.is_recompute;
-  float* y = Out(c, 0);
+  T* y = Out<T>(c, 0);
   const bool add = c.req[0] == OpReq::kAdd;
-  const cpu::VecKernels& v = cpu::Vec();
+  const cpu::ActKernels<T>& v = cpu::Vec().act<T>();
 #pragma omp parallel for schedule(dynamic, 1) if (l.c > 1 && l.n * l.c * l.s > kParallelGrain)
   for (int64_t ch = 0; ch < l.c; ++ch) {
     double mean = moving_mean[ch], var = moving_var[ch];
@@ -116,14 +124,16 @@ void BnForward(const KernelCtx& c) {
 }
 
 // inputs: dy, x, gamma, beta, mean, var   outputs: dx, dgamma, dbeta, dmoving_mean, dmoving_var
-void BnBackward(const KernelCtx& c) {
+template <typename T>
+void BnBackwardT(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
   const Layout l(c.in[1].shape());
-  const float *dy = c.in[0].f(), *x = c.in[1].f(), *gamma = c.in[2].f(), *beta = c.in[3].f();
+  const T *dy = Elems<T>(c.in[0]), *x = Elems<T>(c.in[1]);
+  const float *gamma = c.in[2].f(), *beta = c.in[3].f();
   const float *saved_mean = c.in[4].f(), *saved_var = c.in[5].f();
-  float* dx = Out(c, 0);
+  T* dx = Out<T>(c, 0);
   const bool add = c.req[0] == OpReq::kAdd;
-  const cpu::VecKernels& v = cpu::Vec();
+  const cpu::ActKernels<T>& v = cpu::Vec().act<T>();
 #pragma omp parallel for schedule(dynamic, 1) if (l.c > 1 && l.n * l.c * l.s > kParallelGrain)
   for (int64_t ch = 0; ch < l.c; ++ch) {
     const float m = saved_mean[ch];
@@ -137,7 +147,9 @@ void BnBackward(const KernelCtx& c) {
       sum_gx += s2;
     }
     const double sum_g_xhat = sum_gx * t.inv;
-    if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], p.fix_gamma ? 0.f : static_cast<float>(sum_g_xhat));
+    if (c.req[1] != OpReq::kNull) {
+      Assign(c.out[1].f() + ch, c.req[1], p.fix_gamma ? 0.f : static_cast<float>(sum_g_xhat));
+    }
     if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], static_cast<float>(sum_g));
     if (!dx) continue;
     // dx = k (g - mean_g - (x - mean) q) with k = gamma inv, q = inv sum(g xhat) / M.
@@ -153,6 +165,14 @@ void BnBackward(const KernelCtx& c) {
   for (int k = 3; k < 5; ++k) {  // the moving statistics get no gradient
     if (c.req[k] != OpReq::kNull) ForEach(l.c, c.out[k].f(), c.req[k], [](int64_t) { return 0.f; });
   }
+}
+
+// float32 unless x is bfloat16 (Elems fails loudly on other dtypes).
+void BnForward(const KernelCtx& c) {
+  c.in[0].dtype() == DType::kBFloat16 ? BnForwardT<uint16_t>(c) : BnForwardT<float>(c);
+}
+void BnBackward(const KernelCtx& c) {
+  c.in[1].dtype() == DType::kBFloat16 ? BnBackwardT<uint16_t>(c) : BnBackwardT<float>(c);
 }
 
 }  // namespace

@@ -11,6 +11,9 @@
 // returns nothing: the gradient pass then skips the node before summing
 // its output gradients, so no dead add_n is built for it.
 // identity and block_grad copy, or do nothing when in place; Cost::kFree.
+// All three work on any dtype (bfloat16 activations too): they move bytes.
+#include <cstring>
+
 #include "ops/op_util.h"
 
 namespace frugal {
@@ -20,11 +23,7 @@ struct ZerosParams {
   int64_t like_output = -1;  // >= 0: the shape of that output of node.fwd
 };
 
-void CopyForward(const KernelCtx& c) {
-  const float* x = c.in[0].f();
-  if (c.req[0] == OpReq::kWrite && x == Out(c, 0)) return;  // in place
-  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return x[i]; });
-}
+void CopyForward(const KernelCtx& c) { CopyInto(c.in[0], c.out[0], c.req[0]); }
 
 void ZerosInferShape(ShapeCtx& c) {
   const auto& p = c.params<ZerosParams>();
@@ -40,8 +39,8 @@ void ZerosInferShape(ShapeCtx& c) {
 }
 
 void ZerosForward(const KernelCtx& c) {
-  if (c.req[0] == OpReq::kAdd) return;  // adding zero
-  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [](int64_t) { return 0.f; });
+  if (c.req[0] != OpReq::kWrite) return;  // kAdd: adding zero
+  std::memset(c.out[0].raw(), 0, c.out[0].bytes());  // zero bits are zero in every dtype
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
 #include "ops/op_util.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/vec.h"
 
 namespace frugal {
 
@@ -22,6 +27,36 @@ void InferSameShape(ShapeCtx& c) {
 
 void InferAsForwardInputs(ShapeCtx& c) {
   for (size_t i = 0; i < c.out.size(); ++i) c.out[i] = (*c.fwd_in)[i];
+}
+
+namespace {
+
+// y += x elementwise, T = float or uint16_t (bfloat16 bits).
+template <typename T>
+void AddInto(const Tensor& x, const Tensor& y) {
+  const T* from = Elems<T>(x);
+  T* to = Elems<T>(y);
+  ForEachRange(x.size(), [&](int64_t b, int64_t e) {
+    const T* xb = from + b;
+    cpu::Vec().act<T>().add_n(&xb, 1, to + b, e - b, /*add=*/true);
+  });
+}
+
+}  // namespace
+
+void CopyInto(const Tensor& x, const Tensor& y, OpReq req) {
+  if (req == OpReq::kNull) return;
+  CHECK(x.dtype() == y.dtype() && x.size() == y.size())
+      << DTypeName(x.dtype()) << " " << x.shape() << " into " << DTypeName(y.dtype()) << " " << y.shape();
+  if (req == OpReq::kAdd) {
+    // Elems fails loudly on dtypes other than float32 and bfloat16.
+    return x.dtype() == DType::kBFloat16 ? AddInto<uint16_t>(x, y) : AddInto<float>(x, y);
+  }
+  if (x.raw() == y.raw()) return;  // in place
+  const int64_t width = DTypeBytes(x.dtype());
+  const char* from = x.data<char>();
+  char* to = y.data<char>();
+  ForEachRange(x.size(), [&](int64_t b, int64_t e) { std::memcpy(to + b * width, from + b * width, (e - b) * width); });
 }
 
 std::vector<int64_t> Strides(const Shape& s) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/parallel.h"
@@ -16,9 +17,31 @@ void InferSameShape(ShapeCtx& c);
 // Backward ops: output i has the shape of the forward node's input i.
 void InferAsForwardInputs(ShapeCtx& c);
 
+// A tensor's elements as T, for kernels written once over the activation
+// type: float (a float32 tensor) or uint16_t (bfloat16 bits, frugal/bf16.h).
+// Checked, like Tensor::f(): a tensor of another dtype fails loudly.
+template <typename T>
+T* Elems(const Tensor& t) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t>, "float32 or bfloat16 bits");
+  if constexpr (std::is_same_v<T, float>) {
+    return t.f();
+  } else {
+    return t.bf16();
+  }
+}
+
 // Output k's data, or nullptr when nobody reads it: an output with
 // OpReq::kNull has no memory, and kernels must not touch it.
-inline float* Out(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? nullptr : c.out[k].f(); }
+template <typename T = float>
+T* Out(const KernelCtx& c, int k) {
+  return c.req[k] == OpReq::kNull ? nullptr : Elems<T>(c.out[k]);
+}
+
+// y = x honouring req, for the ops that only move data (reshape, identity):
+// for kWrite a copy of the bytes, so any dtype (nothing when y is x);
+// for kAdd, float32 or bfloat16 (added in float, rounded once; vec.h's
+// add_n of one input). x and y have the same dtype and number of elements.
+void CopyInto(const Tensor& x, const Tensor& y, OpReq req);
 
 // Elementwise loops at or below this size run on one thread.
 constexpr int64_t kParallelGrain = 32768;

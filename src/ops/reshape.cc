@@ -4,6 +4,7 @@
 // expand_dims:  inserts a dim of size 1 at `axis` (in [-ndim-1, ndim])
 // grad of all three:  dx = dy seen with x's shape; reads only dy
 // In place, the output is the input's buffer and the kernel copies nothing.
+// Any dtype (bfloat16 activations too): the kernel copies bytes.
 #include "ops/op_util.h"
 
 namespace frugal {
@@ -58,14 +59,9 @@ void ExpandDimsInferShape(ShapeCtx& c) {
   c.out[0] = Shape(dims);
 }
 
-// Shared by reshape, flatten and their gradient: a copy unless in place.
-void CopyKernel(const KernelCtx& c) {
-  if (c.req[0] == OpReq::kNull) return;
-  const float* x = c.in[0].f();
-  float* y = Out(c, 0);
-  if (c.req[0] == OpReq::kWrite && x == y) return;
-  ForEach(c.out[0].size(), y, c.req[0], [x](int64_t i) { return x[i]; });
-}
+// Shared by reshape, flatten and their gradient: a copy unless in place, of
+// any dtype (CopyInto).
+void CopyKernel(const KernelCtx& c) { CopyInto(c.in[0], c.out[0], c.req[0]); }
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "frugal/op.h"           // OpReq
 #include "frugal/update_rule.h"  // UpdateArgs
@@ -37,27 +38,50 @@ struct LstmColumns {
 // The most columns one lstm_forward / lstm_backward call takes.
 constexpr int64_t kLstmChunk = 128;
 
-struct VecKernels {
-  const char* isa;  // "avx512", "avx2" or "sse2"
+// The kernels over activations, for one element type T: float (float32), or
+// uint16_t (bfloat16 bits, frugal/bf16.h) for mixed-precision graphs. The
+// bfloat16 kernels widen each element exactly, do the float32 kernel's
+// arithmetic in float, and round only what they store (with `add`,
+// y = round(float(y) + v)): so their result is the float32 kernel's result
+// on the same values, rounded to bfloat16. Sums return float either way.
+template <typename T>
+struct ActKernels {
   // y = x > 0 ? x : 0
-  void (*relu)(const float* x, float* y, int64_t n, bool add);
+  void (*relu)(const T* x, T* y, int64_t n, bool add);
   // dx = y > 0 ? dy : 0
-  void (*relu_grad)(const float* dy, const float* y, float* dx, int64_t n, bool add);
+  void (*relu_grad)(const T* dy, const T* y, T* dx, int64_t n, bool add);
   // y = a x + b, then y > 0 ? y : 0 with relu
-  void (*affine)(const float* x, float a, float b, bool relu, float* y, int64_t n, bool add);
+  void (*affine)(const T* x, float a, float b, bool relu, T* y, int64_t n, bool add);
   // The sum of x[0, n) and the sum of (x - m)^2.
-  float (*sum)(const float* x, int64_t n);
-  float (*sq_dev_sum)(const float* x, float m, int64_t n);
+  float (*sum)(const T* x, int64_t n);
+  float (*sq_dev_sum)(const T* x, float m, int64_t n);
   // With g = dy, or with relu, g = (a x + b > 0 ? dy : 0) (the gradient
   // through the ReLU that followed y = a x + b): *sum_g = sum g and
   // *sum_gx = sum g (x - m).
-  void (*affine_grad_sums)(const float* dy, const float* x, float m, bool relu, float a, float b, int64_t n,
-                           float* sum_g, float* sum_gx);
+  void (*affine_grad_sums)(const T* dy, const T* x, float m, bool relu, float a, float b, int64_t n, float* sum_g,
+                           float* sum_gx);
   // dx = k (g - c - (x - m) q), g as above.
-  void (*affine_grad)(const float* dy, const float* x, float m, bool relu, float a, float b, float k, float c,
-                      float q, float* dx, int64_t n, bool add);
+  void (*affine_grad)(const T* dy, const T* x, float m, bool relu, float a, float b, float k, float c, float q,
+                      T* dx, int64_t n, bool add);
   // y = x[0] + x[1] + ... + x[k - 1]
-  void (*add_n)(const float* const* x, int k, float* y, int64_t n, bool add);
+  void (*add_n)(const T* const* x, int k, T* y, int64_t n, bool add);
+};
+
+struct VecKernels {
+  const char* isa;  // "avx512", "avx2" or "sse2"
+  ActKernels<float> f32;      // float32 activations
+  ActKernels<uint16_t> bf16;  // bfloat16 activations (their bits)
+  // The activation kernels for T (float or uint16_t), for ops written once
+  // over the element type.
+  template <typename T>
+  const ActKernels<T>& act() const {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t>, "float32 or bfloat16 bits");
+    if constexpr (std::is_same_v<T, float>) {
+      return f32;
+    } else {
+      return bf16;
+    }
+  }
   // n <= kLstmChunk columns of one row of an LSTM cell. Forward: gates i, f,
   // g, o = sigmoid, sigmoid, tanh, sigmoid of i2h + h2h; c = f c_prev + i g;
   // h = o tanh(c); the gates stored (they may alias i2h or h2h). Backward:
