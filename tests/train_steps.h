@@ -22,7 +22,7 @@ struct BoundModel {
   // Every parameter's and aux state's (moving statistics) values, in name order.
   std::vector<std::vector<float>> Params() const;
 
-  const config::Solver& solver;
+  const config::Solver solver;  // a copy: the config may be a temporary
   Model m;
   std::unique_ptr<Engine> engine;
   Rng rng;
