@@ -75,6 +75,34 @@ TEST(Cli, TrainsAndWritesJsonLog) {
   EXPECT_NE(last.find("\"peak_bytes\":"), std::string::npos);
 }
 
+// A window's speed is timed from when the batch before it was in; the
+// epoch's first batch alone (display 1) has nothing timed: no speed, rather
+// than one read off its forward pass alone (about 4x too fast).
+TEST(Cli, TheFirstBatchOfAnEpochIsNotTimed) {
+  TempDir dir;
+  WriteToyData(dir, "train", 32);
+  WriteToyData(dir, "val", 8);
+  std::string text = ToyConfig(dir);
+  text.replace(text.find("display: 10"), 11, "display: 1");
+  std::string cfg = dir.Write("toy.prototxt", text);
+  RunResult r = RunFrugal("train --config " + cfg + " --epochs 2 --log-json " + dir.File("log.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Epoch[1] Batch [0-1]  Speed: - samples/sec"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Epoch[1] Batch [1-2]  Speed: "), std::string::npos) << r.output;
+  std::ifstream log(dir.File("log.json"));
+  std::string line;
+  int timed = 0, untimed = 0;
+  while (std::getline(log, line)) {
+    if (line.find("\"batch\":") == std::string::npos) continue;
+    const bool first = line.find("\"batch\":1,") != std::string::npos;
+    const bool has = line.find("\"samples_per_s\":") != std::string::npos;
+    EXPECT_EQ(has, !first) << line;
+    (has ? timed : untimed) += 1;
+  }
+  EXPECT_EQ(untimed, 2) << "the first window of each epoch";
+  EXPECT_EQ(timed, 6) << "the other windows: 4 batches per epoch";
+}
+
 TEST(Cli, FlagsOverrideTheConfig) {
   TempDir dir;
   WriteToyData(dir, "train", 64);

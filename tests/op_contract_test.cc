@@ -29,6 +29,7 @@ const std::map<std::string, Sample>& Samples() {
       {"add_scalar", {{{"scalar", "2"}}, {Shape{2, 3}}}},
       {"batch_dot", {{}, {Shape{2, 2, 3}, Shape{2, 3, 4}}}},
       {"block_grad", {{}, {Shape{2, 3}}}},
+      {"cast", {{{"dtype", "bf16"}}, {Shape{2, 3}}}},
       {"clip", {{{"a_min", "-1"}, {"a_max", "1"}}, {Shape{2, 3}}}},
       {"concat", {{{"num_args", "3"}}, {Shape{2, 3}, Shape{2, 4}, Shape{2, 1}}}},
       {"div", {{}, {Shape{2, 1}, Shape{2, 3}}}},

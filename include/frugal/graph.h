@@ -87,13 +87,18 @@ class Graph {
   // the gradient pass, which calls EndForward() before adding them.
   int num_forward() const { return num_forward_ < 0 ? num_nodes() : num_forward_; }
   void EndForward() { num_forward_ = num_nodes(); }
-  // Set by the infer-shape pass: one shape per entry.
+  // Set by the infer-shape pass: one shape and one element type per entry.
   std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
   // Set by the gradient pass: for each node, the entry holding the gradient
   // of its output 0 (meaningful for parameters), or invalid.
   std::vector<Entry> grad_of;
 
   const Shape& shape(Entry e) const { return shapes[EntryId(e)]; }
+  DType dtype(Entry e) const { return dtypes[EntryId(e)]; }
+  // The bytes of entry id's tensor (shapes and types inferred).
+  int64_t EntryBytes(int id) const { return shapes[id].Size() * DTypeBytes(dtypes[id]); }
+  int64_t EntryBytes(Entry e) const { return EntryBytes(EntryId(e)); }
 
  private:
   std::vector<Node> nodes_;

@@ -133,6 +133,20 @@ struct ShapeCtx {
 };
 using InferShapeFn = std::function<void(ShapeCtx&)>;
 
+// Element-type inference sees the node, its inputs' types and, for backward
+// nodes, the forward node's; it sets each output's (OpDef::InferDTypes).
+struct DTypeCtx {
+  const Node& node;
+  const std::vector<DType>& in;
+  std::vector<DType>& out;
+  const Node* fwd = nullptr;                    // backward nodes only: the forward node
+  const std::vector<DType>* fwd_in = nullptr;   // and its inputs' types
+  const std::vector<DType>* fwd_out = nullptr;  // and its outputs'
+  template <typename P>
+  const P& params() const { return std::any_cast<const P&>(node.params); }
+};
+using InferDTypeFn = std::function<void(DTypeCtx&)>;
+
 // What a gradient function sees of the forward node it differentiates. Where
 // the memory strategy dropped a forward result, inputs/outputs name its
 // recomputed copy, so gradient nodes must read these, not the node's own
@@ -173,6 +187,13 @@ class OpDef {
   OpDef& NumOutputsFn(std::function<int(const std::any&)> f) { num_outputs_ = std::move(f); return *this; }
   OpDef& Params(std::function<std::any(AttrReader&)> parse) { parse_ = std::move(parse); return *this; }
   OpDef& InferShape(InferShapeFn f) { infer_shape_ = std::move(f); return *this; }
+  // Output element types where the default (InferDTypes) does not fit.
+  OpDef& InferDType(InferDTypeFn f) { infer_dtype_ = std::move(f); return *this; }
+  // The op's kernels, and its backward op's, take bfloat16 activations (the
+  // inputs a config must give, and the visible outputs), parameters and
+  // hidden outputs staying float32. A mixed-precision graph runs such ops in
+  // bfloat16 and every other op in float32 behind casts (ToMixedPrecision).
+  OpDef& Bf16() { bf16_ = true; return *this; }
   // Exactly what the backward pass reads. With a backward op name, the
   // gradient is one node of that op reading these values, with one output
   // per forward input.
@@ -217,14 +238,18 @@ class OpDef {
     return *this;
   }
   OpDef& Random(Randomness r) { rng_ = r; return *this; }
-  OpDef& Workspace(std::function<int64_t(const Node&, const std::vector<Shape>&)> f) {
+  // Scratch bytes of one run, from the input shapes and the node's element
+  // type (its input 0's: a bfloat16 node's library calls convert through
+  // smaller buffers).
+  using WorkspaceFn = std::function<int64_t(const Node&, const std::vector<Shape>& in, DType t)>;
+  OpDef& Workspace(WorkspaceFn f) {
     workspace_ = std::move(f);
     return *this;
   }
   // The same, for ops whose workspace depends on their output shapes too
   // (a backward op whose inputs do not determine the forward input's shape).
   using WorkspaceFromInOutFn =
-      std::function<int64_t(const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out)>;
+      std::function<int64_t(const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out, DType t)>;
   OpDef& Workspace(WorkspaceFromInOutFn f) { workspace_in_out_ = std::move(f); return *this; }
   OpDef& CpuKernel(Kernel k) { cpu_ = std::move(k); return *this; }
   // The CUDA kernel, set by the op's src/ops/cuda/<op>.cu (listed in
@@ -242,6 +267,14 @@ class OpDef {
   const std::vector<std::string>& outputs() const { return outputs_; }
   std::any ParseParams(AttrReader& r) const;
   const InferShapeFn& infer_shape() const { return infer_shape_; }
+  // Sets c.out. By default, the node of a one-node gradient (this op is its
+  // forward op's backward op) gives each gradient the type of the forward
+  // input it belongs to; any other node gives its visible outputs input 0's
+  // type (float32 without inputs), requiring every input that is not a
+  // parameter to have it, and its hidden outputs (saved statistics) float32.
+  // Throws Error naming the node on mixed types.
+  void InferDTypes(DTypeCtx& c) const;
+  bool bf16() const { return bf16_; }
   const std::vector<BackwardRead>& backward_reads() const { return backward_reads_; }
   const std::string& backward_op() const { return backward_op_; }
   bool is_loss() const { return is_loss_; }
@@ -264,9 +297,10 @@ class OpDef {
   }
   Cost cost() const { return cost_; }
   Randomness randomness() const { return rng_; }
-  int64_t WorkspaceBytes(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out) const {
-    if (workspace_in_out_) return workspace_in_out_(n, in, out);
-    return workspace_ ? workspace_(n, in) : 0;
+  int64_t WorkspaceBytes(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out,
+                         DType t) const {
+    if (workspace_in_out_) return workspace_in_out_(n, in, out, t);
+    return workspace_ ? workspace_(n, in, t) : 0;
   }
   const Kernel& cpu_kernel() const { return cpu_; }
   const Kernel& cuda_kernel() const { return cuda_; }
@@ -280,6 +314,8 @@ class OpDef {
   std::function<int(const std::any&)> num_inputs_, num_outputs_;
   std::function<std::any(AttrReader&)> parse_;
   InferShapeFn infer_shape_;
+  InferDTypeFn infer_dtype_;
+  bool bf16_ = false;
   std::vector<BackwardRead> backward_reads_;
   std::string backward_op_;
   GradientFn gradient_;
@@ -294,7 +330,7 @@ class OpDef {
   bool outputs_together_ = false;
   Cost cost_ = Cost::kCheap;
   Randomness rng_ = Randomness::kNone;
-  std::function<int64_t(const Node&, const std::vector<Shape>&)> workspace_;
+  WorkspaceFn workspace_;
   WorkspaceFromInOutFn workspace_in_out_;
   Kernel cpu_, cuda_;
   FlopsFn flops_;

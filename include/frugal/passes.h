@@ -1,5 +1,6 @@
 // Graph passes: pure functions over the graph, deterministic, in topological
 // order. The training pipeline is
+//   config -> FuseBnRelu -> ToMixedPrecision -> forward graph
 //   forward graph -> InferShapes -> Gradient -> InferShapes -> PlanMemory
 // and inference skips Gradient.
 #pragma once
@@ -21,6 +22,13 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
 // fused into that batch_norm (act_type relu): one memory pass instead of two.
 // BuildGraph applies it; shapes are not set.
 Graph FuseBnRelu(const Graph& g);
+
+// A forward graph computing in `compute`: unchanged for float32; for
+// bfloat16, the activations of every op with bfloat16 kernels (OpDef::Bf16)
+// become bfloat16, with cast nodes where values cross to and from float32
+// ops; parameters, losses and graph outputs stay float32 (mixed precision).
+// BuildGraph applies it after FuseBnRelu; shapes are not set.
+Graph ToMixedPrecision(const Graph& g, DType compute);
 
 // Which forward results the backward pass finds kept and which it
 // recomputes: one level per forward node. 0: kept from the forward pass.

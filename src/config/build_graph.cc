@@ -1,6 +1,6 @@
 // BuildGraph: the forward graph of a parsed config's nodes (data inputs,
 // omitted weights and biases as parameters, wildcard inputs, batch_norm ->
-// relu fused). Apart from ParseConfig (config.cc) so that parsing needs no
+// relu fused, mixed precision where dtype asks for it). Apart from ParseConfig (config.cc) so that parsing needs no
 // op registry (tests/fuzz/config_fuzz.cc links the parser alone).
 #include <cmath>
 #include <set>
@@ -183,7 +183,13 @@ Graph BuildGraph(const ConfigFile& cfg) {
         if (!read.count({i, k})) g.outputs.push_back({i, k});
     }
   }
-  return cfg.net.fuse() ? FuseBnRelu(g) : g;
+  DType compute;
+  try {
+    compute = ParseComputeDType(cfg.net.dtype());
+  } catch (const Error& e) {
+    throw Error(Fmt(cfg.path, ": dtype: ", e.what()));
+  }
+  return ToMixedPrecision(cfg.net.fuse() ? FuseBnRelu(g) : g, compute);
 }
 
 }  // namespace frugal

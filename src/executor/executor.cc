@@ -87,6 +87,11 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
                     "cannot run on ", device_.ToString(), gpu ? " (run it on the CPU, or add the kernel in "
                     "src/ops/cuda; docs/ARCHITECTURE.md lists the ops without one)" : ""));
   }
+  for (int e = 0; gpu && e < g.num_entries(); ++e) {
+    if (g.dtypes[e] == DType::kFloat32) continue;
+    throw Error(Fmt(g.node(g.EntryOf(e).node).Where(), ": its output is ", DTypeName(g.dtypes[e]),
+                    ", and the CUDA kernels take float32 only; train with dtype float32 on a GPU"));
+  }
   if (gpu) backend::RequireCudaDevice(device_.id, Fmt("executor on ", device_.ToString()));
   arena_ = std::make_shared<Storage>(device_, plan_.arena_bytes, MemKind::kArena);
   entries_.resize(g.num_entries());
@@ -140,6 +145,8 @@ void Executor::BindExternal(const Bindings& b) {
     FRUGAL_REQUIRE(it != tensors.end() && it->second.defined(), "no tensor bound for ", what, " '", name, "'");
     FRUGAL_REQUIRE(it->second.shape() == g.shape(e), what, " '", name, "' is bound to a tensor of shape ",
                    it->second.shape(), " but the graph needs ", g.shape(e));
+    FRUGAL_REQUIRE(it->second.dtype() == g.dtype(e), what, " '", name, "' is bound to a ",
+                   DTypeName(it->second.dtype()), " tensor but the graph needs ", DTypeName(g.dtype(e)));
     FRUGAL_REQUIRE(it->second.device() == device_, what, " '", name, "' is bound to a tensor on ",
                    it->second.device().ToString(), " but the graph runs on ", device_.ToString());
     entries_[g.EntryId(e)] = it->second;
@@ -168,7 +175,7 @@ void Executor::BindArena() {
   for (int e = 0; e < g.num_entries(); ++e) {
     if (plan_.entry_offset[e] < 0) continue;
     const int b = plan_.entry_block[e];
-    entries_[e] = Tensor(arena_, plan_.entry_offset[e], g.shapes[e], DType::kFloat32);
+    entries_[e] = Tensor(arena_, plan_.entry_offset[e], g.shapes[e], g.dtypes[e]);
     if (block_var[b] < 0) owned_vars_.push_back(block_var[b] = engine_->NewVar());
     entry_var_[e] = block_var[b];
     block_offset[b] = plan_.entry_offset[e];

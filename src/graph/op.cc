@@ -122,6 +122,24 @@ int OpDef::NumOutputs(const std::any& params) const {
   return num_outputs_ ? num_outputs_(params) : static_cast<int>(outputs_.size());
 }
 
+void OpDef::InferDTypes(DTypeCtx& c) const {
+  if (infer_dtype_) return infer_dtype_(c);
+  if (c.fwd && c.fwd->op->backward_op() == name_) {  // outputs: the gradients of the forward inputs
+    c.out = *c.fwd_in;
+    return;
+  }
+  const DType t = c.in.empty() ? DType::kFloat32 : c.in[0];
+  const int visible = NumVisibleOutputs(c.node.params);
+  for (size_t k = 1; k < c.in.size(); ++k) {
+    const bool param = k < inputs_.size() && inputs_[k].made_as != VarKind::kNone;
+    if (!param && c.in[k] != t) {
+      throw Error(Fmt(c.node.Where(), ": input ", k, " is ", DTypeName(c.in[k]), " but input 0 is ", DTypeName(t),
+                      "; the op takes one element type (insert a cast node)"));
+    }
+  }
+  for (size_t k = 0; k < c.out.size(); ++k) c.out[k] = static_cast<int>(k) < visible ? t : DType::kFloat32;
+}
+
 std::any OpDef::ParseParams(AttrReader& r) const {
   std::any p = parse_ ? parse_(r) : std::any();
   r.Finish();

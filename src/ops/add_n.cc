@@ -51,6 +51,7 @@ void Register_add_n(OpRegistry* r) {
       .Gradient([](Graph&, const GradCtx& c) { return std::vector<Entry>(c.inputs.size(), c.out_grads[0]); })
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
+      .Bf16()
       .CpuKernel(AddNForward);
 }
 

@@ -211,6 +211,7 @@ void Register_batch_norm(OpRegistry* r) {
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 8.0 * in[0].Size();  // statistics (3 per element) and normalise-scale-shift (5; the ReLU too)
       })
+      .Bf16()
       .CpuKernel(BnForward);
   r->Add("_backward_batch_norm")
       .Doc("Gradient of batch_norm: dx, dgamma (0 with fix_gamma), dbeta; none for the moving statistics.")

@@ -13,6 +13,9 @@
 // kAdd: y by a post-op sum where y keeps the plain layout, otherwise by a
 // reorder with a sum post-op from the workspace. The backward reorders dy
 // once for both of its primitives.
+// bfloat16 (mixed precision): x, y, dy and dx are bfloat16; W, b, dW and db
+// stay float32. The reorder of W into the primitive's layout, made anyway,
+// converts it; the weight gradient comes out of oneDNN in float32.
 #include <optional>
 
 #include "backend/cpu/dnnl.h"
@@ -59,7 +62,7 @@ std::vector<int64_t> WeightDims(const ConvParams& p, int64_t cin) {
   return {g, p.num_filter / g, cin / g, p.kernel[0], p.kernel[1]};  // goihw: the same bytes as (O, C/g, kh, kw)
 }
 
-ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs) {
+ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t) {
   using namespace dnnl;
   const std::vector<int64_t> x = xs.dims(), w = WeightDims(p, xs[1]), b{p.num_filter};
   const std::vector<int64_t> y{xs[0], p.num_filter, WindowOut(xs[2], p.kernel[0], p.stride[0], p.pad[0], p.dilate[0]),
@@ -73,50 +76,52 @@ ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs) {
                      : convolution_forward::desc(prop_kind::forward_training, alg, xd, wd, AnyDesc(b), yd, stride,
                                                  dil, pad, pad);
   };
-  convolution_forward::primitive_desc fpd(fwd_desc(AnyDesc(x), AnyDesc(w), AnyDesc(y)), cpu::Attr(), eng);
+  convolution_forward::primitive_desc fpd(fwd_desc(AnyDesc(x, t), AnyDesc(w, t), AnyDesc(y, t)), cpu::Attr(), eng);
   // A post-op sum variant with the same layouts, for kAdd straight into a plain y.
   primitive fwd_sum;
-  if (fpd.dst_desc() == PlainDesc(y)) {
+  if (fpd.dst_desc() == PlainDesc(y, t)) {
     convolution_forward::primitive_desc spd(fwd_desc(fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()),
                                             cpu::Attr(/*sum=*/true), eng, /*allow_empty=*/true);
     if (spd) fwd_sum = convolution_forward(spd);
   }
-  std::vector<cpu::PlainArg> fargs{{DNNL_ARG_SRC, PlainDesc(x)}, {DNNL_ARG_WEIGHTS, PlainDesc(w)}};
+  std::vector<cpu::PlainArg> fargs{{DNNL_ARG_SRC, PlainDesc(x, t)}, {DNNL_ARG_WEIGHTS, PlainDesc(w)}};
   if (!p.no_bias) fargs.push_back({DNNL_ARG_BIAS, PlainDesc(b)});
-  fargs.push_back({DNNL_ARG_DST, PlainDesc(y), true});
+  fargs.push_back({DNNL_ARG_DST, PlainDesc(y, t), true});
 
   convolution_backward_data::primitive_desc dpd(
-      convolution_backward_data::desc(alg, AnyDesc(x), AnyDesc(w), AnyDesc(y), stride, dil, pad, pad), cpu::Attr(),
-      eng, fpd);
-  auto wdesc = p.no_bias
-                   ? convolution_backward_weights::desc(alg, AnyDesc(x), AnyDesc(w), AnyDesc(y), stride, dil, pad, pad)
-                   : convolution_backward_weights::desc(alg, AnyDesc(x), AnyDesc(w), AnyDesc(b), AnyDesc(y), stride,
-                                                        dil, pad, pad);
+      convolution_backward_data::desc(alg, AnyDesc(x, t), AnyDesc(w, t), AnyDesc(y, t), stride, dil, pad, pad),
+      cpu::Attr(), eng, fpd);
+  auto wdesc = p.no_bias ? convolution_backward_weights::desc(alg, AnyDesc(x, t), AnyDesc(w), AnyDesc(y, t), stride,
+                                                               dil, pad, pad)
+                         : convolution_backward_weights::desc(alg, AnyDesc(x, t), AnyDesc(w), AnyDesc(b), AnyDesc(y, t),
+                                                              stride, dil, pad, pad);
   convolution_backward_weights::primitive_desc wpd(wdesc, cpu::Attr(), eng, fpd);
-  const bool share_dy = dpd.diff_dst_desc() == wpd.diff_dst_desc() && dpd.diff_dst_desc() != PlainDesc(y);
-  const memory::desc dy = share_dy ? dpd.diff_dst_desc() : PlainDesc(y);  // what the backward calls are given
-  std::vector<cpu::PlainArg> wargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, PlainDesc(x)},
+  const bool share_dy = dpd.diff_dst_desc() == wpd.diff_dst_desc() && dpd.diff_dst_desc() != PlainDesc(y, t);
+  const memory::desc dy = share_dy ? dpd.diff_dst_desc() : PlainDesc(y, t);  // what the backward calls are given
+  std::vector<cpu::PlainArg> wargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, PlainDesc(x, t)},
                                    {DNNL_ARG_DIFF_WEIGHTS, PlainDesc(w), true}};
   if (!p.no_bias) wargs.push_back({DNNL_ARG_DIFF_BIAS, PlainDesc(b), true});
   ConvPrims k{
       cpu::PlainCall(fpd, convolution_forward(fpd), fargs, fwd_sum),
       cpu::PlainCall(dpd, convolution_backward_data(dpd),
-                     {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, PlainDesc(w)}, {DNNL_ARG_DIFF_SRC, PlainDesc(x), true}}),
+                     {{DNNL_ARG_DIFF_DST, dy},
+                      {DNNL_ARG_WEIGHTS, PlainDesc(w)},
+                      {DNNL_ARG_DIFF_SRC, PlainDesc(x, t), true}}),
       cpu::PlainCall(wpd, convolution_backward_weights(wpd), wargs),
   };
   if (share_dy) {
-    k.dy_reorder.emplace(PlainDesc(y), dy);
+    k.dy_reorder.emplace(PlainDesc(y, t), dy);
     k.dy_bytes = cpu::AlignUp(dy.get_size());
   }
   return k;
 }
 
-const ConvPrims& Prims(const ConvParams& p, const Shape& x) {
-  return cpu::Cached<ConvPrims>(Fmt("convolution", x, p.Key()), [&] { return MakeConvPrims(p, x); });
+const ConvPrims& Prims(const ConvParams& p, const Shape& x, DType t) {
+  return cpu::Cached<ConvPrims>(Fmt("convolution", x, DTypeName(t), p.Key()), [&] { return MakeConvPrims(p, x, t); });
 }
 
-int64_t ConvForwardWorkspace(const Node& n, const std::vector<Shape>& in) {
-  return Prims(std::any_cast<const ConvParams&>(n.params), in[0]).fwd.WorkspaceBytes();
+int64_t ConvForwardWorkspace(const Node& n, const std::vector<Shape>& in, DType t) {
+  return Prims(std::any_cast<const ConvParams&>(n.params), in[0], t).fwd.WorkspaceBytes();
 }
 
 // inputs: x, W[, b]   output: y
@@ -128,12 +133,12 @@ void ConvForward(const KernelCtx& c) {
   ptrs.push_back(c.out[0].raw());
   std::vector<OpReq> reqs(ptrs.size(), OpReq::kWrite);
   reqs.back() = c.req[0];
-  Prims(p, c.in[0].shape()).fwd.Run(ptrs, reqs, c.workspace.defined() ? c.workspace.raw() : nullptr);
+  Prims(p, c.in[0].shape(), c.in[0].dtype()).fwd.Run(ptrs, reqs, c.workspace.defined() ? c.workspace.raw() : nullptr);
 }
 
 // The backward runs data then weights, one after the other in one workspace.
-int64_t ConvBackwardWorkspace(const Node& n, const std::vector<Shape>& in) {
-  const ConvPrims& k = Prims(std::any_cast<const ConvParams&>(n.params), in[1]);
+int64_t ConvBackwardWorkspace(const Node& n, const std::vector<Shape>& in, DType t) {
+  const ConvPrims& k = Prims(std::any_cast<const ConvParams&>(n.params), in[1], t);
   return k.dy_bytes + std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 
@@ -142,7 +147,7 @@ void* RawOrNull(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? n
 // inputs: dy, x, W   outputs: dx, dW[, db]
 void ConvBackward(const KernelCtx& c) {
   const auto& p = c.params<ConvParams>();
-  const ConvPrims& k = Prims(p, c.in[1].shape());
+  const ConvPrims& k = Prims(p, c.in[1].shape(), c.in[1].dtype());
   char* ws = c.workspace.defined() ? static_cast<char*>(c.workspace.raw()) : nullptr;
   const bool want_db = !p.no_bias && c.req[2] != OpReq::kNull;
   const bool want_dw = c.req[1] != OpReq::kNull || want_db;
@@ -180,6 +185,7 @@ void Register_convolution(OpRegistry* r) {
         return 2.0 * out[0].Size() * (in[1].Size() / in[1][0]);  // per output: (C/g)*kh*kw multiply-adds
       })
       .Workspace(ConvForwardWorkspace)
+      .Bf16()
       .CpuKernel(ConvForward);
   r->Add("_backward_convolution")
       .Doc("Gradient of convolution: dx = conv_transpose(dy, W), dW = corr(x, dy), db = sum(dy).")

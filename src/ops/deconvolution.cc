@@ -170,7 +170,7 @@ void Register_deconvolution(OpRegistry* r) {
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 2.0 * in[0].Size() * (in[1].Size() / in[1][0]);  // per input: (O/g)*kh*kw multiply-adds
       })
-      .Workspace([](const Node& n, const std::vector<Shape>& in) {
+      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) {
         return Prims(std::any_cast<const ConvParams&>(n.params), in[0]).fwd.WorkspaceBytes();
       })
       .CpuKernel(DeconvForward);
@@ -186,7 +186,7 @@ void Register_deconvolution(OpRegistry* r) {
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[1].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward
       })
-      .Workspace([](const Node& n, const std::vector<Shape>& in) {
+      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) {
         const DeconvPrims& k = Prims(std::any_cast<const ConvParams&>(n.params), in[1]);
         return std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
       })

@@ -3,9 +3,17 @@
 //      flatten=false: K = last dim, N = the rest), W: (M, K), b: (M,), y: (N, M)
 // grad:  dx = dy W        dW = dy^T x        db = sum over rows of dy
 //        reads dy, x and W (not b, not y)
+// Kernels: float32, sgemm (OpenBLAS). bfloat16 (mixed precision: x, y, dy
+// and dx bfloat16; W, b, dW and db float32): oneDNN matmul, whose reorder of
+// W into the primitive's layout converts it, with dW written in float32 by
+// a bfloat16 x bfloat16 -> float32 product (Debian's OpenBLAS has no
+// bfloat16 GEMM). kAdd (AddTo: an unrolled RNN's weight gradient summed in
+// its GEMM) is a post-op sum.
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/dnnl.h"
+#include "frugal/bf16.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -41,9 +49,69 @@ void FcInferShape(ShapeCtx& c) {
   c.out[0] = Shape(y);
 }
 
+// The bfloat16 kernels' oneDNN matmuls, each with a post-op sum twin for kAdd.
+struct FcPrims {
+  cpu::PlainCall fwd, bwd_data, bwd_weights;
+};
+
+FcPrims MakeFcPrims(int64_t n, int64_t k, int64_t m, bool bias) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
+  const engine& eng = cpu::DnnlEngine();
+  auto make = [&](const memory::desc& src, const memory::desc& wei, const memory::desc& b, const memory::desc& dst,
+                  std::vector<cpu::PlainArg> args) {
+    matmul::primitive_desc pd(matmul::desc(src, wei, b, dst), cpu::Attr(), eng);
+    matmul::primitive_desc spd(matmul::desc(pd.src_desc(), pd.weights_desc(), b, dst), cpu::Attr(/*sum=*/true), eng);
+    return cpu::PlainCall(pd, matmul(pd), std::move(args), matmul(spd));
+  };
+  const memory::desc none, x({n, k}, bf16, tag::ab), y({n, m}, bf16, tag::ab);
+  const memory::desc b({1, m}, f32, tag::ab);
+  // y = x W^T: W (m, k) row-major is W^T (k, m) in layout ba.
+  const memory::desc wt_user({k, m}, f32, tag::ba), wt_any({k, m}, bf16, tag::any);
+  std::vector<cpu::PlainArg> fargs{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, wt_user}};
+  if (bias) fargs.push_back({DNNL_ARG_BIAS, b});
+  fargs.push_back({DNNL_ARG_DST, y, true});
+  // dx = dy W: W (m, k) as it is; dW = dy^T x: dy (n, m) seen as (m, n) in layout ba.
+  const memory::desc w_user({m, k}, f32, tag::ab), w_any({m, k}, bf16, tag::any);
+  const memory::desc dy_t({m, n}, bf16, tag::ba), dw({m, k}, f32, tag::ab);
+  return FcPrims{make(x, wt_any, bias ? b : none, y, fargs),
+                 make(y, w_any, none, x, {{DNNL_ARG_SRC, y}, {DNNL_ARG_WEIGHTS, w_user}, {DNNL_ARG_DST, x, true}}),
+                 make(dy_t, x, none, dw, {{DNNL_ARG_SRC, dy_t}, {DNNL_ARG_WEIGHTS, x}, {DNNL_ARG_DST, dw, true}})};
+}
+
+const FcPrims& Prims(const FcParams& p, const Shape& x) {
+  int64_t n, k;
+  RowsCols(p, x, &n, &k);
+  return cpu::Cached<FcPrims>(Fmt("fully_connected", n, "x", k, "x", p.num_hidden, p.no_bias ? "" : "+b"),
+                              [&] { return MakeFcPrims(n, k, p.num_hidden, !p.no_bias); });
+}
+
+// bfloat16 only: sgemm needs none.
+int64_t FcForwardWorkspace(const Node& node, const std::vector<Shape>& in, DType t) {
+  if (t != DType::kBFloat16) return 0;
+  return Prims(std::any_cast<const FcParams&>(node.params), in[0]).fwd.WorkspaceBytes();
+}
+
+int64_t FcBackwardWorkspace(const Node& node, const std::vector<Shape>& in, DType t) {
+  if (t != DType::kBFloat16) return 0;
+  const FcPrims& k = Prims(std::any_cast<const FcParams&>(node.params), in[1]);
+  return std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
+}
+
+void* Ws(const KernelCtx& c) { return c.workspace.defined() ? c.workspace.raw() : nullptr; }
+
 void FcForward(const KernelCtx& c) {
   const auto& p = c.params<FcParams>();
   if (c.req[0] == OpReq::kNull) return;
+  if (c.in[0].dtype() == DType::kBFloat16) {
+    std::vector<void*> ptrs{c.in[0].raw(), c.in[1].raw()};
+    if (!p.no_bias) ptrs.push_back(c.in[2].raw());
+    ptrs.push_back(c.out[0].raw());
+    std::vector<OpReq> reqs(ptrs.size(), OpReq::kWrite);
+    reqs.back() = c.req[0];
+    return Prims(p, c.in[0].shape()).fwd.Run(ptrs, reqs, Ws(c));
+  }
   int64_t n, k;
   RowsCols(p, c.in[0].shape(), &n, &k);
   const int64_t m = p.num_hidden;
@@ -63,17 +131,35 @@ void FcBackward(const KernelCtx& c) {
   int64_t n, k;
   RowsCols(p, c.in[1].shape(), &n, &k);
   const int64_t m = p.num_hidden;
-  const float* dy = c.in[0].f();
-  auto beta = [&](int i) { return c.req[i] == OpReq::kAdd ? 1.f : 0.f; };
-  if (c.req[0] != OpReq::kNull) cpu::Gemm(false, false, n, k, m, 1.f, dy, c.in[2].f(), beta(0), Out(c, 0));
-  if (c.req[1] != OpReq::kNull) cpu::Gemm(true, false, m, k, n, 1.f, dy, c.in[1].f(), beta(1), Out(c, 1));
+  const bool bf16 = c.in[0].dtype() == DType::kBFloat16;
+  if (bf16) {
+    const FcPrims& k = Prims(p, c.in[1].shape());
+    void* dy = c.in[0].raw();
+    const OpReq kIn = OpReq::kWrite;
+    if (c.req[0] != OpReq::kNull) k.bwd_data.Run({dy, c.in[2].raw(), c.out[0].raw()}, {kIn, kIn, c.req[0]}, Ws(c));
+    if (c.req[1] != OpReq::kNull) k.bwd_weights.Run({dy, c.in[1].raw(), c.out[1].raw()}, {kIn, kIn, c.req[1]}, Ws(c));
+  } else {
+    const float* dy = c.in[0].f();
+    auto beta = [&](int i) { return c.req[i] == OpReq::kAdd ? 1.f : 0.f; };
+    if (c.req[0] != OpReq::kNull) cpu::Gemm(false, false, n, k, m, 1.f, dy, c.in[2].f(), beta(0), Out(c, 0));
+    if (c.req[1] != OpReq::kNull) cpu::Gemm(true, false, m, k, n, 1.f, dy, c.in[1].f(), beta(1), Out(c, 1));
+  }
   if (p.no_bias || c.req[2] == OpReq::kNull) return;
   // db = the column sums of dy, each over the rows in order, accumulated a
   // row at a time (contiguous, so the loop vectorises; a loop down each
   // column strides by m).
   std::vector<float> sum(m, 0.f);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < m; ++j) sum[j] += dy[i * m + j];
+  auto column_sums = [&](auto load) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) sum[j] += load(i * m + j);
+  };
+  if (bf16) {
+    const uint16_t* dy = c.in[0].bf16();
+    column_sums([dy](int64_t i) { return Bf16ToFloat(dy[i]); });
+  } else {
+    const float* dy = c.in[0].f();
+    column_sums([dy](int64_t i) { return dy[i]; });
+  }
   ForEach(m, Out(c, 2), c.req[2], [&](int64_t j) { return sum[j]; });
 }
 
@@ -100,6 +186,8 @@ void Register_fully_connected(OpRegistry* r) {
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
         return 2.0 * out[0].Size() * in[1][1];  // N*M outputs, K multiply-adds each
       })
+      .Workspace(FcForwardWorkspace)
+      .Bf16()
       .CpuKernel(FcForward);
   r->Add("_backward_fully_connected")
       .Doc("Gradient of fully_connected: dx = dy W, dW = dy^T x, db = sum(dy).")
@@ -114,6 +202,7 @@ void Register_fully_connected(OpRegistry* r) {
         return 4.0 * in[0].Size() * in[2][1];  // dx and dW: two products of N*M*K
       })
       .AddTo({0, 1, 2})
+      .Workspace(FcBackwardWorkspace)
       .CpuKernel(FcBackward);
 }
 

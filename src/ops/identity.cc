@@ -55,6 +55,7 @@ void Register_identity(OpRegistry* r) {
       .Gradient([](Graph&, const GradCtx& c) { return std::vector<Entry>{c.out_grads[0]}; })
       .Inplace({{0, 0}})
       .Recompute(Cost::kFree)
+      .Bf16()
       .CpuKernel(CopyForward);
   r->Add("block_grad")
       .Doc("y = x, but no gradient flows back to x (stop gradient).")
@@ -64,6 +65,7 @@ void Register_identity(OpRegistry* r) {
       .NoGradient()
       .Inplace({{0, 0}})
       .Recompute(Cost::kFree)
+      .Bf16()
       .CpuKernel(CopyForward);
   r->Add("zeros_like")
       .Doc("Zeros with the shape of x (only x's shape is used); no gradient.")
@@ -72,6 +74,10 @@ void Register_identity(OpRegistry* r) {
       .Params([](AttrReader& a) { return std::any(ZerosParams{a.Int("like_output", -1)}); })
       .NumInputsFn([](const std::any& p) { return std::any_cast<const ZerosParams&>(p).like_output >= 0 ? 0 : 1; })
       .InferShape(ZerosInferShape)
+      .InferDType([](DTypeCtx& c) {  // like the output it stands for, or like x
+        const int64_t k = c.params<ZerosParams>().like_output;
+        c.out[0] = k >= 0 ? (*c.fwd_out)[k] : c.in[0];
+      })
       .NoGradient()
       .Recompute(Cost::kFree)
       .CpuKernel(ZerosForward);

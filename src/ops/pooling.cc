@@ -15,7 +15,10 @@
 //   the hidden output keeps memory lowest. It also lets x die early when no
 //   other backward reads it (conv -> pool).
 // Kernels: oneDNN pooling forward (training with the workspace, inference
-// without) and backward, on plain NCHW.
+// without) and backward, on plain NCHW, in float32 or bfloat16 (x, y, dy and
+// dx alike; the argmax workspace is the same for both).
+#include <glog/logging.h>
+
 #include "backend/cpu/dnnl.h"
 #include "ops/conv_util.h"
 #include "ops/op_params.h"
@@ -55,10 +58,10 @@ struct PoolPrims {
   int64_t argmax_bytes = 0;
 };
 
-PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs) {
+PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs, DType t) {
   using namespace dnnl;
   const Window w = WindowFor(p, xs);
-  const memory::desc x = PlainDesc(xs), y = PlainDesc(Shape{xs[0], xs[1], w.oh, w.ow});
+  const memory::desc x = PlainDesc(xs, t), y = PlainDesc(Shape{xs[0], xs[1], w.oh, w.ow}, t);
   const memory::dims stride{w.stride[0], w.stride[1]}, kernel{w.kernel[0], w.kernel[1]};
   const memory::dims pad_l{w.pad_l[0], w.pad_l[1]}, pad_r{w.pad_r[0], w.pad_r[1]};
   const algorithm alg = p.max ? algorithm::pooling_max
@@ -84,8 +87,8 @@ PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs) {
                    cpu::PlainCall(bpd, pooling_backward(bpd), bargs), p.max ? static_cast<int64_t>(ws.get_size()) : 0};
 }
 
-const PoolPrims& Prims(const PoolParams& p, const Shape& x) {
-  return cpu::Cached<PoolPrims>(Fmt("pooling", x, p.Key()), [&] { return MakePoolPrims(p, x); });
+const PoolPrims& Prims(const PoolParams& p, const Shape& x, DType t) {
+  return cpu::Cached<PoolPrims>(Fmt("pooling", x, DTypeName(t), p.Key()), [&] { return MakePoolPrims(p, x, t); });
 }
 
 void PoolInferShape(ShapeCtx& c) {
@@ -98,12 +101,12 @@ void PoolInferShape(ShapeCtx& c) {
                " (the kernel must fit the padded input and exceed the pad)"));
   }
   c.out[0] = Shape{x[0], x[1], w.oh, w.ow};
-  // The argmax workspace, seen as floats.
-  c.out[1] = Shape{(Prims(p, x).argmax_bytes + 3) / 4};
+  // The argmax workspace, seen as floats (the same for float32 and bfloat16; the kernel checks).
+  c.out[1] = Shape{(Prims(p, x, DType::kFloat32).argmax_bytes + 3) / 4};
 }
 
-int64_t PoolForwardWorkspace(const Node& n, const std::vector<Shape>& in) {
-  const PoolPrims& k = Prims(std::any_cast<const PoolParams&>(n.params), in[0]);
+int64_t PoolForwardWorkspace(const Node& n, const std::vector<Shape>& in, DType t) {
+  const PoolPrims& k = Prims(std::any_cast<const PoolParams&>(n.params), in[0], t);
   return std::max(k.train.WorkspaceBytes(), k.infer.WorkspaceBytes());
 }
 
@@ -111,10 +114,11 @@ int64_t PoolForwardWorkspace(const Node& n, const std::vector<Shape>& in) {
 void PoolForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<PoolParams>();
-  const PoolPrims& k = Prims(p, c.in[0].shape());
+  const PoolPrims& k = Prims(p, c.in[0].shape(), c.in[0].dtype());
   void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
   // The argmax is needed only when a backward pass will read it.
   if (p.max && c.is_train && c.req[1] != OpReq::kNull) {
+    CHECK_LE(k.argmax_bytes, c.out[1].bytes()) << c.node.Where() << ": the argmax workspace outgrew its output";
     k.train.Run({c.in[0].raw(), c.out[0].raw(), c.out[1].raw()}, {OpReq::kWrite, c.req[0], OpReq::kWrite}, ws);
   } else {
     k.infer.Run({c.in[0].raw(), c.out[0].raw()}, {OpReq::kWrite, c.req[0]}, ws);
@@ -122,15 +126,15 @@ void PoolForward(const KernelCtx& c) {
 }
 
 // The backward's inputs (dy, argmax) do not determine x's (H, W); its output dx does.
-int64_t PoolBackwardWorkspace(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out) {
-  return Prims(std::any_cast<const PoolParams&>(n.params), out[0]).bwd.WorkspaceBytes();
+int64_t PoolBackwardWorkspace(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out, DType t) {
+  return Prims(std::any_cast<const PoolParams&>(n.params), out[0], t).bwd.WorkspaceBytes();
 }
 
 // inputs: dy, argmax   output: dx
 void PoolBackward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<PoolParams>();
-  const PoolPrims& k = Prims(p, c.out[0].shape());
+  const PoolPrims& k = Prims(p, c.out[0].shape(), c.out[0].dtype());
   void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
   if (p.max) {
     k.bwd.Run({c.in[0].raw(), c.in[1].raw(), c.out[0].raw()}, {OpReq::kWrite, OpReq::kWrite, c.req[0]}, ws);
@@ -167,6 +171,7 @@ void Register_pooling(OpRegistry* r) {
       .Backward({OutGrad(0), Output(1)}, "_backward_pooling")
       .Recompute(Cost::kCheap)
       .Workspace(PoolForwardWorkspace)
+      .Bf16()
       .CpuKernel(PoolForward);
   r->Add("_backward_pooling")
       .Doc("Gradient of pooling: dy to the argmax of each window (max) or spread over it (avg).")

@@ -50,6 +50,7 @@ void Register_relu(OpRegistry* r) {
       .Backward({OutGrad(0), Output(0)}, "_backward_relu")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
+      .Bf16()
       .CpuKernel(ReluForward);
   r->Add("_backward_relu")
       .Doc("Gradient of relu: dx = dy * (y > 0).")

@@ -75,6 +75,7 @@ void Register_reshape(OpRegistry* r) {
       .Backward({OutGrad(0)}, "_backward_reshape")
       .Inplace({{0, 0}})
       .Recompute(Cost::kFree)
+      .Bf16()
       .CpuKernel(CopyKernel);
   r->Add("flatten")
       .Doc("Collapse all dims but the first: (N, d1, d2, ...) -> (N, d1*d2*...).")
@@ -84,6 +85,7 @@ void Register_reshape(OpRegistry* r) {
       .Backward({OutGrad(0)}, "_backward_reshape")
       .Inplace({{0, 0}})
       .Recompute(Cost::kFree)
+      .Bf16()
       .CpuKernel(CopyKernel);
   r->Add("expand_dims")
       .Doc("Inserts a dim of size 1 at axis (negative counts from the end).")
@@ -94,6 +96,7 @@ void Register_reshape(OpRegistry* r) {
       .Backward({OutGrad(0)}, "_backward_reshape")
       .Inplace({{0, 0}})
       .Recompute(Cost::kFree)
+      .Bf16()
       .CpuKernel(CopyKernel);
   r->Add("_backward_reshape")
       .Doc("Gradient of reshape, flatten and expand_dims: dx = dy seen with x's shape.")

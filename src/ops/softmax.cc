@@ -84,7 +84,7 @@ void Register(OpRegistry* r, const std::string& name, bool log) {
       .Backward({OutGrad(0), Output(0)}, "_backward_" + name)
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
-      .Workspace([](const Node& n, const std::vector<Shape>& in) {
+      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) {
         return Prims(std::any_cast<const SoftmaxParams&>(n.params), in[0]).fwd.WorkspaceBytes();
       })
       .CpuKernel(SoftmaxForward);
@@ -96,7 +96,7 @@ void Register(OpRegistry* r, const std::string& name, bool log) {
       .NoGradient()
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
-      .Workspace([](const Node& n, const std::vector<Shape>& in) {
+      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) {
         return Prims(std::any_cast<const SoftmaxParams&>(n.params), in[0]).bwd.WorkspaceBytes();
       })
       .CpuKernel(SoftmaxBackward);

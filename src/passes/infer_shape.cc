@@ -1,6 +1,7 @@
 // infer-shape: one sweep in topological order. Each op sees its input shapes
 // (and may complete a parameter's shape) and sets its output shapes; backward
-// nodes also see the shapes of the forward node they differentiate.
+// nodes also see the shapes of the forward node they differentiate. Element
+// types follow in the same sweep (OpDef::InferDTypes): variables are float32.
 #include <glog/logging.h>
 
 #include "frugal/passes.h"
@@ -10,6 +11,7 @@ namespace frugal {
 void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>& input_shapes) {
   Graph& g = *graph;
   g.shapes.assign(g.num_entries(), Shape());
+  g.dtypes.assign(g.num_entries(), DType::kFloat32);
   for (int i = 0; i < g.num_nodes(); ++i)
     if (g.node(i).is_variable()) g.shapes[g.EntryId({i, 0})] = g.node(i).shape;
   for (const auto& [name, shape] : input_shapes) {
@@ -18,32 +20,51 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
     g.shapes[g.EntryId({id, 0})] = shape;
   }
   std::vector<Shape> in, out, fwd_in, fwd_out;
+  std::vector<DType> in_t, out_t, fwd_in_t, fwd_out_t;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
     in.clear();
     for (const Entry& e : n.inputs) in.push_back(g.shape(e));
     out.assign(g.NumOutputs(i), Shape());
+    in_t.clear();
+    for (const Entry& e : n.inputs) in_t.push_back(g.dtype(e));
+    out_t.assign(g.NumOutputs(i), DType::kFloat32);
     ShapeCtx ctx{n, in, out};
+    DTypeCtx tctx{n, in_t, out_t};
     if (n.fwd >= 0) {
       const Node& f = g.node(n.fwd);
       fwd_in.clear();
-      for (const Entry& e : f.inputs) fwd_in.push_back(g.shape(e));
+      fwd_in_t.clear();
+      for (const Entry& e : f.inputs) {
+        fwd_in.push_back(g.shape(e));
+        fwd_in_t.push_back(g.dtype(e));
+      }
       fwd_out.clear();
-      for (int k = 0; k < g.NumOutputs(n.fwd); ++k) fwd_out.push_back(g.shape({n.fwd, k}));
+      fwd_out_t.clear();
+      for (int k = 0; k < g.NumOutputs(n.fwd); ++k) {
+        fwd_out.push_back(g.shape({n.fwd, k}));
+        fwd_out_t.push_back(g.dtype({n.fwd, k}));
+      }
       ctx.fwd_in = &fwd_in;
       ctx.fwd_out = &fwd_out;
+      tctx.fwd = &f;
+      tctx.fwd_in = &fwd_in_t;
+      tctx.fwd_out = &fwd_out_t;
     }
     CHECK(n.op->infer_shape()) << n.op->name() << " has no shape inference";
+    FRUGAL_REQUIRE(static_cast<int>(n.inputs.size()) == n.op->NumInputs(n.params), n.Where(), ": has ",
+                   n.inputs.size(), " inputs but the op takes ", n.op->NumInputs(n.params));
     try {
       n.op->infer_shape()(ctx);
+      n.op->InferDTypes(tctx);
       // Every shape's element count must fit int64 (Size throws) and its
       // bytes kMaxTensorBytes: found here, the error names the node.
       for (const std::vector<Shape>* shapes : {&in, &out})
         for (size_t k = 0; k < shapes->size(); ++k) {
           const Shape& sh = (*shapes)[k];
           if (!sh.known()) continue;
-          const int64_t bytes = sh.Size() * DTypeBytes(DType::kFloat32);
+          const int64_t bytes = sh.Size() * DTypeBytes(shapes == &in ? in_t[k] : out_t[k]);
           FRUGAL_REQUIRE(bytes <= kMaxTensorBytes, n.Where(), ": ", shapes == &in ? "input " : "output ", k, " ",
                          sh, " would hold ", HumanBytes(bytes), ", more than one tensor may (",
                          HumanBytes(kMaxTensorBytes), "); use a smaller batch or input size");
@@ -68,6 +89,7 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       CHECK(out[k].known()) << n.Where() << ": output " << k << " shape not inferred";
       g.shapes[g.EntryId({i, k})] = out[k];
+      g.dtypes[g.EntryId({i, k})] = out_t[k];
     }
   }
 }

@@ -363,7 +363,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   std::vector<int> last = LastUse(g);
   std::vector<bool> ext = External(g);
   std::vector<int64_t> bytes(num_entries);
-  for (int e = 0; e < num_entries; ++e) bytes[e] = g.shapes[e].Size() * DTypeBytes(DType::kFloat32);
+  for (int e = 0; e < num_entries; ++e) bytes[e] = g.EntryBytes(e);
 
   // Figures for what lives outside the arena.
   for (int i = 0; i < g.num_forward(); ++i) {
@@ -418,7 +418,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     for (int k = 0; k < g.NumOutputs(i); ++k) out_shapes.push_back(g.shape({i, k}));
     int64_t ws = 0;
     try {
-      ws = n.op->WorkspaceBytes(n, in_shapes, out_shapes);
+      ws = n.op->WorkspaceBytes(n, in_shapes, out_shapes, n.inputs.empty() ? DType::kFloat32 : g.dtype(n.inputs[0]));
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {  // a library's (oneDNN refusing the sizes)
@@ -461,7 +461,7 @@ std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
   std::vector<Item> items;
   for (int e = 0; e < g.num_entries(); ++e) {
     if (plan.entry_offset[e] < 0) continue;
-    int64_t size = g.shapes[e].Size() * DTypeBytes(DType::kFloat32);
+    int64_t size = g.EntryBytes(e);
     if (plan.entry_offset[e] % MemoryPlan::kAlign != 0) return Fmt("entry ", e, " is not aligned");
     if (plan.entry_offset[e] + size > plan.arena_bytes) return Fmt("entry ", e, " overruns the arena");
     items.push_back({e, g.EntryOf(e).node, last[e], plan.entry_offset[e], size});

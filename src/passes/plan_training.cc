@@ -58,7 +58,7 @@ int64_t ForwardBytes(const Graph& g) {
   int64_t total = 0;
   for (int i = 0; i < g.num_nodes(); ++i)
     if (!g.node(i).is_variable())
-      for (int k = 0; k < g.NumOutputs(i); ++k) total += g.shape({i, k}).Size() * DTypeBytes(DType::kFloat32);
+      for (int k = 0; k < g.NumOutputs(i); ++k) total += g.EntryBytes({i, k});
   return total;
 }
 
@@ -117,7 +117,7 @@ std::vector<Segment> Segments(const Graph& fwd, const KeepLevels& cheap, int64_t
     out.clear();
     for (const Entry& e : n.inputs) in.push_back(fwd.shape(e));
     for (int k = 0; k < fwd.NumOutputs(i); ++k) out.push_back(fwd.shape({i, k}));
-    for (const Shape& o : out) bytes.back() += static_cast<double>(o.Size() * DTypeBytes(DType::kFloat32));
+    for (int k = 0; k < fwd.NumOutputs(i); ++k) bytes.back() += static_cast<double>(fwd.EntryBytes({i, k}));
     flops.back() += n.op->Flops(n, in, out);
   }
   std::vector<Segment> kept;

@@ -14,7 +14,7 @@ namespace {
 
 int64_t OutputBytes(const Graph& g, int i) {
   int64_t b = 0;
-  for (int k = 0; k < g.NumOutputs(i); ++k) b += g.shape({i, k}).Size() * DTypeBytes(DType::kFloat32);
+  for (int k = 0; k < g.NumOutputs(i); ++k) b += g.EntryBytes({i, k});
   return b;
 }
 
@@ -224,7 +224,7 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap) {
       } else {
         b.inner_flops += flops;
         for (int k = 0; k < g.NumOutputs(i); ++k)
-          if (read[g.EntryId({i, k})]) b.read_bytes += g.shape({i, k}).Size() * DTypeBytes(DType::kFloat32);
+          if (read[g.EntryId({i, k})]) b.read_bytes += g.EntryBytes({i, k});
         if (cheap[i] == 0) b.kept_bytes += bytes;
         else b.cheap_flops += flops;
       }

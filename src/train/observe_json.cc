@@ -34,8 +34,9 @@ class JsonLog : public Observer {
 
   void OnWindow(Run& r, const MetricValues& m, double speed) override {
     out_ << "{\"epoch\":" << r.epoch << ",\"batch\":" << r.batch << ",\"iterations\":" << r.updates()
-         << JsonMetrics("train_", m) << ",\"lr\":" << r.rate << ",\"samples_per_s\":" << speed
-         << MemoryNow(r.s.dev) << "}\n";
+         << JsonMetrics("train_", m) << ",\"lr\":" << r.rate;
+    if (speed >= 0) out_ << ",\"samples_per_s\":" << speed;  // absent: nothing timed (OnWindow)
+    out_ << MemoryNow(r.s.dev) << "}\n";
   }
 
   void OnValidation(Run& r, const MetricValues& m, bool epoch_end) override {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <sstream>
 
 #include "train/observer.h"
 
@@ -13,8 +14,10 @@ class LogLines : public Observer {
  public:
   void OnWindow(Run& r, const MetricValues& m, double speed) override {
     const int display = std::max(1, r.sc.display());
-    LOG(INFO) << Fmt("Epoch[", r.epoch, "] Batch [", r.batch - display, "-", r.batch, "]  Speed: ") << std::fixed
-              << std::setprecision(2) << speed << " samples/sec  " << m.ToString() << " lr=" << std::defaultfloat
+    std::ostringstream rate;
+    if (speed >= 0) rate << std::fixed << std::setprecision(2) << speed;
+    LOG(INFO) << Fmt("Epoch[", r.epoch, "] Batch [", r.batch - display, "-", r.batch, "]  Speed: ",
+                     speed >= 0 ? rate.str() : "-", " samples/sec  ", m.ToString(), " lr=")
               << std::setprecision(6) << r.rate;
   }
 

@@ -14,7 +14,7 @@ class TensorBoard : public Observer {
     const int64_t step = r.updates();
     for (const auto& [name, v] : m.values) events_.AddScalar("train/" + name, v, step);
     events_.AddScalar("train/lr", r.rate, step);
-    events_.AddScalar("train/samples_per_s", speed, step);
+    if (speed >= 0) events_.AddScalar("train/samples_per_s", speed, step);
     events_.AddScalar("memory/peak_bytes", static_cast<double>(MemoryAccounting::Get().Peak(r.s.dev)), step);
     events_.Flush();
   }

@@ -82,7 +82,9 @@ class Observer {
   // Before batch r.iter is pushed.
   virtual void OnBatchBegin(Run& r) {}
   // Every `display` batches (and at an epoch's end): the window's metrics
-  // and samples per second over every rank.
+  // and samples per second over every rank, timed from when the batch
+  // before the window was in (-1 when the window is the epoch's first batch
+  // alone: nothing timed).
   virtual void OnWindow(Run& r, const MetricValues& m, double samples_per_s) {}
   // Every batch, once the metrics of this epoch's batches before it are in
   // (r.epoch_m).

@@ -28,7 +28,7 @@ prepare() {
 }
 
 median_speed() {
-  grep '"batch":' "$1" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 | sort -g |
+  grep '"batch":.*"samples_per_s"' "$1" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 | sort -g |
     awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else printf "%.0f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 

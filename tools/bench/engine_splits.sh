@@ -26,7 +26,7 @@ step_ms() {  # config iters window flags...
     --log-json "$tmp/log.json" > "$tmp/out.log" 2>&1 || { tail -3 "$tmp/out.log" >&2; echo nan; return; }
   local batch
   batch=$(grep -o 'memory plan ([a-z_]*, batch [0-9]*' "$tmp/out.log" | head -1 | grep -o '[0-9]*$')
-  grep '"batch":' "$tmp/log.json" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 |
+  grep '"batch":.*"samples_per_s"' "$tmp/log.json" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 |
     awk -v b="$batch" '{ print 1000 * b / $1 }' | median 2
 }
 

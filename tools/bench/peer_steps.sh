@@ -39,7 +39,7 @@ frugal_step() {  # config batch iters window flags...
   # shellcheck disable=SC2068,SC2086
   "$frugal" train --config "$tmp/config.prototxt" --epochs 1 --max-iters "$iters" --noprogress $@ ${FRUGAL_FLAGS:-} \
     --log-json "$tmp/log.json" > "$tmp/frugal.log" 2>&1 || { tail -5 "$tmp/frugal.log" >&2; echo nan; return; }
-  grep '"batch":' "$tmp/log.json" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 |
+  grep '"batch":.*"samples_per_s"' "$tmp/log.json" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 |
     awk -v b="$batch" '{ print b / $1 }' | median
 }
 

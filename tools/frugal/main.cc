@@ -41,6 +41,7 @@ DEFINE_string(checkpoint_dir, "", "override solver.checkpoint_dir (checkpoints e
 DEFINE_int64(val_interval, -1, "override solver.val_interval (updates between validations; 0: every epoch)");
 DEFINE_int64(checkpoint_interval, -1, "override solver.checkpoint_interval (updates between checkpoints; 0: every epoch)");
 DEFINE_int64(max_nodes, -1, "override max_nodes (the most nodes the config's blocks may expand to)");
+DEFINE_string(dtype, "", "override dtype: float32, or bfloat16 (bf16) for mixed precision");
 DEFINE_bool(fuse, true, "override fuse: batch_norm + relu pairs run as one op (--nofuse keeps them apart)");
 DEFINE_bool(deterministic, false,
             "bit-identical runs: the naive engine with one kernel thread (fixed reduction orders)");
@@ -76,6 +77,7 @@ ConfigFile LoadConfigFromFlags(const std::vector<std::string>& defines) {
   if (Given("max_nodes")) net.set_max_nodes(FLAGS_max_nodes);
   if (FLAGS_deterministic) net.mutable_solver()->set_deterministic(true);
   if (Given("fuse")) net.set_fuse(FLAGS_fuse);
+  if (!FLAGS_dtype.empty()) net.set_dtype(FLAGS_dtype);
   if (net.solver().deterministic()) {
     net.mutable_solver()->set_engine("naive");
     net.mutable_solver()->set_engine_kernel_threads(1);

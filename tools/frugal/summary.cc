@@ -36,7 +36,7 @@ int Summary() {
     }
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       out.push_back(g.shape({i, k}));
-      if (kept[g.EntryId({i, k})]) kept_bytes += g.shape({i, k}).Size() * DTypeBytes(DType::kFloat32);
+      if (kept[g.EntryId({i, k})]) kept_bytes += g.EntryBytes({i, k});
     }
     const double flops = n.op->Flops(n, in, out);
     total_params += params;

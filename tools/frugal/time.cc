@@ -120,8 +120,9 @@ int Time() {
   if (dev.type == DeviceType::kCUDA) ToDevice(&t, dev);
   std::unique_ptr<Engine> engine = MakeEngineFor(cfg.net.solver(), t.g);
   const char* omp_wait = std::getenv("OMP_WAIT_POLICY");
-  std::printf("engine: %s (graph parallelism %.2f); kernels: %s; OMP_WAIT_POLICY=%s\n",
-              engine->Describe().c_str(), GraphParallelism(t.g), cpu::Vec().isa, omp_wait ? omp_wait : "(unset)");
+  std::printf("engine: %s (graph parallelism %.2f); kernels: %s; dtype: %s; OMP_WAIT_POLICY=%s\n",
+              engine->Describe().c_str(), GraphParallelism(t.g), cpu::Vec().isa, cfg.net.dtype().c_str(),
+              omp_wait ? omp_wait : "(unset)");
   Bindings b{t.vars, t.grads};
   b.device = dev;
   Executor exec(t.g, t.plan, b, engine.get());

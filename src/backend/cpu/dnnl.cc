@@ -32,14 +32,24 @@ memory::format_tag PlainTag(size_t ndim) {
 }
 }  // namespace
 
-memory::desc PlainDesc(const std::vector<int64_t>& dims) {
-  return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32, PlainTag(dims.size()));
+memory::data_type DnnlType(DType t) {
+  switch (t) {
+    case DType::kFloat32: return memory::data_type::f32;
+    case DType::kBFloat16: return memory::data_type::bf16;
+    case DType::kInt32: return memory::data_type::s32;
+    case DType::kUInt8: return memory::data_type::u8;
+  }
+  return memory::data_type::undef;
 }
 
-memory::desc PlainDesc(const Shape& s) { return PlainDesc(s.dims()); }
+memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t) {
+  return memory::desc(memory::dims(dims.begin(), dims.end()), DnnlType(t), PlainTag(dims.size()));
+}
 
-memory::desc AnyDesc(const std::vector<int64_t>& dims) {
-  return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32, memory::format_tag::any);
+memory::desc PlainDesc(const Shape& s, DType t) { return PlainDesc(s.dims(), t); }
+
+memory::desc AnyDesc(const std::vector<int64_t>& dims, DType t) {
+  return memory::desc(memory::dims(dims.begin(), dims.end()), DnnlType(t), memory::format_tag::any);
 }
 
 dnnl::primitive_attr Attr(bool sum) {

@@ -26,11 +26,13 @@ dnnl::engine& DnnlEngine();
 // A stream on that engine, one per thread, created on first use there.
 dnnl::stream& DnnlStream();
 
-// Row-major (plain) f32 layout of dims: a, ab, abc, abcd or abcde.
-dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims);
-dnnl::memory::desc PlainDesc(const Shape& s);
+// oneDNN's name for an element type (f32, bf16, s32, u8).
+dnnl::memory::data_type DnnlType(DType t);
+// Row-major (plain) layout of dims: a, ab, abc, abcd or abcde.
+dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t = DType::kFloat32);
+dnnl::memory::desc PlainDesc(const Shape& s, DType t = DType::kFloat32);
 // The same dims with format_tag::any: the primitive chooses.
-dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims);
+dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims, DType t = DType::kFloat32);
 // Attributes every frugal primitive uses: scratchpad_mode::user, and with
 // sum a post-op sum (dst = op(...) + dst) for OpReq::kAdd.
 dnnl::primitive_attr Attr(bool sum = false);
