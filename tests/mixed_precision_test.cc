@@ -72,7 +72,8 @@ TEST(MixedPrecision, CastsOnlyWhereTypesCross) {
       EXPECT_TRUE(cast_of.insert({g.EntryId(n.inputs[0]), g.dtype({i, 0})}).second) << n.name << ": a second cast";
       continue;
     }
-    const DType want = n.op->bf16() ? DType::kBFloat16 : DType::kFloat32;
+    const bool follows = n.op->cost() == Cost::kFree;  // data movement: its input's type
+    const DType want = !n.op->bf16() ? DType::kFloat32 : follows ? g.dtype(n.inputs[0]) : DType::kBFloat16;
     for (int k = 0; k < static_cast<int>(n.inputs.size()); ++k)
       EXPECT_EQ(g.dtype(n.inputs[k]), IsParam(n, k) ? DType::kFloat32 : want) << n.name << " input " << k;
     EXPECT_EQ(g.dtype({i, 0}), want) << n.name << " output 0";

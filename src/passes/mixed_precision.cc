@@ -9,8 +9,10 @@
 // the gradient pass's start. bfloat16 keeps float32's exponent range, so no
 // loss scaling is needed.
 //
-// Each value is cast at most once per direction: a bfloat16 activation read
-// by two float32 ops gets one cast, which both read.
+// Ops that only move data (Cost::kFree: identity, reshape, flatten) take
+// their input's type rather than a cast. Each value is cast at most once per
+// direction: a bfloat16 activation read by two float32 ops gets one cast,
+// which both read.
 #include <map>
 
 #include "frugal/passes.h"
@@ -46,7 +48,8 @@ Graph ToMixedPrecision(const Graph& g, DType compute) {
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     Node m = n;
-    const bool low = !n.is_variable() && n.op->bf16();
+    bool low = !n.is_variable() && n.op->bf16();
+    if (low && n.op->cost() == Cost::kFree) low = type[g.EntryId(n.inputs[0])] == DType::kBFloat16;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const auto& spec = n.op->inputs();
       const bool param = k < spec.size() && spec[k].made_as != VarKind::kNone;
