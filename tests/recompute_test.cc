@@ -4,6 +4,7 @@
 // smallest feasible one.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 
 #include "frugal/train.h"
@@ -114,6 +115,28 @@ TEST(Recompute, SublinearPlansShrinkADeepChain) {
   EXPECT_LE(sqrt.train_plan.extra_flops_ratio(), 0.34);
   EXPECT_GT(logn.train_plan.extra_flops_ratio(), sqrt.train_plan.extra_flops_ratio());
   EXPECT_LE(share.train_plan.arena_bytes, 1.02 * share.train_plan.lower_bound_bytes);
+}
+
+// Planning time grows with the graph through the number of training graphs
+// a search builds (each a gradient pass, shape inference and a plan): the
+// sqrt search walks downhill over at most 13 segment budgets, and the
+// budget search bisects, so neither count may grow with the chain's length
+// beyond a logarithm. Counted, not timed (no timed tests here).
+TEST(Recompute, SearchesBuildFewGraphsAtAnyLength) {
+  std::map<int, int> sqrt_builds, budget_builds;
+  for (int depth : {12, 48, 192}) {
+    const ConfigFile cfg = DeepChain(depth, 64);
+    const Model share = BuildModel(cfg, MemoryStrategy::kShare);
+    EXPECT_EQ(share.train_plan.num_builds, 1) << depth;
+    sqrt_builds[depth] = BuildModel(cfg, MemoryStrategy::kSqrt).train_plan.num_builds;
+    const Model sqrt = BuildModel(cfg, MemoryStrategy::kSqrt);
+    const int64_t budget = (share.train_plan.arena_bytes + sqrt.train_plan.arena_bytes) / 2;
+    budget_builds[depth] = BuildModel(cfg, {MemoryStrategy::kBudget, budget}).train_plan.num_builds;
+    EXPECT_LE(sqrt_builds[depth], 8) << "depth " << depth << ": the downhill walk stops after two worse budgets";
+  }
+  // 16x the layers: at most a few more builds (log2 16 = 4 bisection steps).
+  EXPECT_LE(budget_builds[192], budget_builds[12] + 8) << budget_builds[12] << " -> " << budget_builds[192];
+  EXPECT_LE(budget_builds[192], 40);
 }
 
 TEST(Recompute, BudgetIsMetWithLessRecomputationThanSqrt) {

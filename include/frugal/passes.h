@@ -168,6 +168,7 @@ struct MemoryPlan {
   double extra_flops = 0;                   // of the recomputations
   double extra_flops_ratio() const { return step_flops > 0 ? extra_flops / step_flops : 0; }
   double plan_ms = 0;                       // planning time (recompute search included)
+  int num_builds = 0;                       // training graphs PlanTraining built (a search builds several)
 };
 
 // Plans memory for graph (shapes inferred) in its node order, which is the

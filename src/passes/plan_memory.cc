@@ -492,7 +492,7 @@ std::string PlanToJson(const MemoryPlan& p, int64_t batch) {
              ",\"input_bytes\":", p.input_bytes, ",\"no_sharing_bytes\":", p.no_sharing_bytes,
              ",\"num_nodes\":", p.num_nodes, ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
              ",\"num_recomputed\":", p.num_recomputed, ",\"extra_flops_ratio\":", p.extra_flops_ratio(),
-             ",\"step_flops\":", p.step_flops, ",\"plan_ms\":", p.plan_ms, "}");
+             ",\"step_flops\":", p.step_flops, ",\"plan_ms\":", p.plan_ms, ",\"num_builds\":", p.num_builds, "}");
 }
 
 }  // namespace frugal

@@ -29,18 +29,27 @@ namespace {
 
 using Inputs = std::vector<std::pair<std::string, Shape>>;
 
-// Builds the training graph for keep levels. With estimate, the plan's arena
-// is its lower bound (searches compare candidates so; Finish places the
-// winner).
-TrainingPlan Build(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, KeepLevels keep,
-                   bool estimate = true) {
-  TrainingPlan t{fwd, {}, std::move(keep)};
-  bool drops = std::any_of(t.keep.begin(), t.keep.end(), [](int l) { return l != 0; });
-  Gradient(&t.graph, drops ? t.keep : KeepLevels{});
-  InferShapes(&t.graph, inputs);
-  t.plan = PlanMemory(t.graph, s, estimate);
-  return t;
-}
+// One planning run: the forward graph, its input shapes, the strategy, and
+// how many training graphs it has built (a search builds several; the
+// count is MemoryPlan::num_builds).
+struct Search {
+  const Graph& fwd;
+  const Inputs& inputs;
+  const MemoryStrategy& s;
+  int builds = 0;
+
+  // The training graph for keep levels, its arena estimated as its lower
+  // bound (searches compare candidates so; Finish places the winner).
+  TrainingPlan Build(KeepLevels keep) {
+    ++builds;
+    TrainingPlan t{fwd, {}, std::move(keep)};
+    bool drops = std::any_of(t.keep.begin(), t.keep.end(), [](int l) { return l != 0; });
+    Gradient(&t.graph, drops ? t.keep : KeepLevels{});
+    InferShapes(&t.graph, inputs);
+    t.plan = PlanMemory(t.graph, s, /*estimate=*/true);
+    return t;
+  }
+};
 
 // Places a plan found by a search.
 TrainingPlan Finish(TrainingPlan t, const MemoryStrategy& s) {
@@ -69,11 +78,11 @@ int64_t ForwardBytes(const Graph& g) {
 // recompute much at once), so the search walks downhill from j = 0 and
 // stops after two budgets in a row that are no better: 5-7 builds instead
 // of 13 (planning the 4x1024 T=1000 LSTM took 3.2 s with all 13).
-TrainingPlan BestSqrt(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, int64_t* best_b = nullptr) {
-  const double n = std::max<size_t>(1, SplitCandidates(fwd).size());
-  const double base = ForwardBytes(fwd) / std::sqrt(n);
+TrainingPlan BestSqrt(Search& q, int64_t* best_b = nullptr) {
+  const double n = std::max<size_t>(1, SplitCandidates(q.fwd).size());
+  const double base = ForwardBytes(q.fwd) / std::sqrt(n);
   auto budget = [&](int j) { return static_cast<int64_t>(base * std::pow(2.0, j / 2.0)); };
-  auto build = [&](int j) { return Build(fwd, inputs, s, SqrtLevels(fwd, budget(j))); };
+  auto build = [&](int j) { return q.Build(SqrtLevels(q.fwd, budget(j))); };
   constexpr int kLo = -6, kHi = 6;
   TrainingPlan best = build(0);
   int j_best = 0;
@@ -138,7 +147,9 @@ KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs
   return keep;
 }
 
-TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s) {
+TrainingPlan PlanBudget(Search& q) {
+  const Graph& fwd = q.fwd;
+  const MemoryStrategy& s = q.s;
   CHECK(!s.auto_budget()) << "budget=auto reaches the planner unresolved (ResolveAutoBudget, train.h)";
   const int64_t budget = s.budget_bytes;
   // A candidate fits when its lower bound does and then its placed arena does.
@@ -149,14 +160,14 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   };
   // The smallest plan seen, and which search made it, for the error when
   // none fits.
-  TrainingPlan smallest = Build(fwd, inputs, s, ApplyAnnotations(fwd, {}));
+  TrainingPlan smallest = q.Build(ApplyAnnotations(fwd, {}));
   std::string smallest_by = "share";
   auto keep_smallest = [&](TrainingPlan* c, const char* by) {
     if (Better(*c, smallest)) smallest = std::move(*c), smallest_by = by;
   };
   if (fits(&smallest)) return smallest;
   const KeepLevels cheap = DropCheapLevels(fwd);
-  TrainingPlan t = Build(fwd, inputs, s, cheap);
+  TrainingPlan t = q.Build(cheap);
   if (fits(&t)) return t;
   keep_smallest(&t, "drop_cheap");
   // Two searches give candidates; the fitting one with the least
@@ -184,7 +195,7 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   auto chain_plan = [&](int64_t model) -> std::optional<TrainingPlan> {
     const ChainPlan p = ChainRecompute(chain, model);
     if (p.empty()) return std::nullopt;
-    return Build(fwd, inputs, s, ChainLevels(fwd, cheap, chain, p));
+    return q.Build(ChainLevels(fwd, cheap, chain, p));
   };
   if (chain.size() > 1) {
     int64_t lo = 0, hi = 0;  // model memories that fit or had no plan / too big (0: none yet)
@@ -201,16 +212,16 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   // by bytes freed per FLOP: binary search on the lower bound, then the
   // first count whose placed arena fits.
   int64_t b = 0;
-  TrainingPlan sqrt = BestSqrt(fwd, inputs, s, &b);
+  TrainingPlan sqrt = BestSqrt(q, &b);
   std::vector<Segment> segs = Segments(fwd, cheap, b);
   size_t lo = 1, hi = segs.size();
   while (lo <= hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (Build(fwd, inputs, s, DropSegments(cheap, segs, mid)).plan.arena_bytes <= budget) hi = mid - 1;
+    if (q.Build(DropSegments(cheap, segs, mid)).plan.arena_bytes <= budget) hi = mid - 1;
     else lo = mid + 1;
   }
   for (size_t k = lo; k <= segs.size(); ++k) {
-    TrainingPlan m = Build(fwd, inputs, s, DropSegments(cheap, segs, k));
+    TrainingPlan m = q.Build(DropSegments(cheap, segs, k));
     if (m.plan.extra_flops > sqrt.plan.extra_flops) break;  // sqrt recomputes less from here on
     if (consider(std::move(m), "drop_cheap with sqrt segments recomputed") > 0) break;
   }
@@ -218,7 +229,7 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
   // The fixed plans.
   if (fits(&sqrt)) return sqrt;
   keep_smallest(&sqrt, "sqrt");
-  TrainingPlan logn = Build(fwd, inputs, s, LognLevels(fwd));
+  TrainingPlan logn = q.Build(LognLevels(fwd));
   if (fits(&logn)) return logn;
   keep_smallest(&logn, "logn");
   smallest = Finish(std::move(smallest), s);
@@ -232,18 +243,20 @@ TrainingPlan PlanBudget(const Graph& fwd, const Inputs& inputs, const MemoryStra
 
 TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s) {
   auto t0 = std::chrono::steady_clock::now();
+  Search q{fwd, inputs, s};
   TrainingPlan t;
   switch (s.kind) {
     case MemoryStrategy::kNone:
     case MemoryStrategy::kInplace:
-    case MemoryStrategy::kShare: t = Build(fwd, inputs, s, ApplyAnnotations(fwd, {})); break;
-    case MemoryStrategy::kDropCheap: t = Build(fwd, inputs, s, DropCheapLevels(fwd)); break;
-    case MemoryStrategy::kSqrt: t = BestSqrt(fwd, inputs, s); break;
-    case MemoryStrategy::kLogn: t = Build(fwd, inputs, s, LognLevels(fwd)); break;
-    case MemoryStrategy::kBudget: t = PlanBudget(fwd, inputs, s); break;
+    case MemoryStrategy::kShare: t = q.Build(ApplyAnnotations(fwd, {})); break;
+    case MemoryStrategy::kDropCheap: t = q.Build(DropCheapLevels(fwd)); break;
+    case MemoryStrategy::kSqrt: t = BestSqrt(q); break;
+    case MemoryStrategy::kLogn: t = q.Build(LognLevels(fwd)); break;
+    case MemoryStrategy::kBudget: t = PlanBudget(q); break;
   }
   if (s.shares() && t.plan.entry_offset.empty()) t = Finish(std::move(t), s);  // searched on estimates
   t.plan.strategy = s;
+  t.plan.num_builds = q.builds;
   t.plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return t;
 }
