@@ -80,7 +80,7 @@ struct GraphRun {
 
 inline GraphRun RunGraph(Graph g, const std::map<std::string, std::pair<Shape, std::vector<float>>>& vars,
                            bool is_train = true, int64_t step = 0, uint64_t seed = 1,
-                           MemoryStrategy strategy = MemoryStrategy::kNone) {
+                           MemoryStrategy strategy = MemoryStrategy::kNone, int64_t data_part = 0) {
   std::vector<std::pair<std::string, Shape>> shapes;
   for (const auto& [name, v] : vars) shapes.push_back({name, v.first});
   InferShapes(&g, shapes);
@@ -96,6 +96,7 @@ inline GraphRun RunGraph(Graph g, const std::map<std::string, std::pair<Shape, s
   for (int i = 0; i < static_cast<int>(g.grad_of.size()); ++i)
     if (g.grad_of[i].valid()) b.grads[g.node(i).name] = Tensor::Empty(g.shape(g.grad_of[i]));
   Executor exec(g, plan, b, engine.get());
+  exec.SetDataPart(data_part);
   exec.Run(is_train, step, seed);
   GraphRun r;
   for (size_t k = 0; k < g.outputs.size(); ++k) {

@@ -75,6 +75,24 @@ TEST(OpsNn, DropoutMaskIsAPureFunctionOfSeedNodeStepAndIndex) {
   EXPECT_EQ(RunDropout(g, n, false, 3, 11), std::vector<float>(n, 1.f));
 }
 
+// A data-parallel rank holds one part of the global batch: its masks are
+// that part of one process's mask over the whole batch, so ranks never share
+// a mask (they did: every rank drew words 0..n-1). An odd part size puts the
+// second part's first word inside a Philox block.
+TEST(OpsNn, DropoutPartsOfTheBatchDrawThePartsOfOneMask) {
+  const Graph g = DropoutGraph({"drop"}, 0.5f);
+  for (int64_t n : {1000, 1001}) {
+    auto run = [&](int64_t size, int64_t part) {
+      return RunGraph(g, {{"x", {Shape{size}, std::vector<float>(size, 1.f)}}}, true, 3, 11, MemoryStrategy::kNone,
+                      part).outputs[0];
+    };
+    const std::vector<float> whole = run(2 * n, 0), first = run(n, 0), second = run(n, 1);
+    EXPECT_EQ(first, std::vector<float>(whole.begin(), whole.begin() + n)) << n;
+    EXPECT_EQ(second, std::vector<float>(whole.begin() + n, whole.end())) << n;
+    EXPECT_NE(first, second) << n;
+  }
+}
+
 TEST(OpsNn, DropoutBackwardRegeneratesTheForwardMask) {
   // x -> dropout; dx for dy = 1 must be mask / (1 - p), the same mask as y / x.
   Graph g;

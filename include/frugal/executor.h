@@ -73,6 +73,9 @@ class Executor {
   // Arena poisoning (see above) for the runs pushed after it; CPU only (a
   // GPU executor ignores it). Off by default.
   void SetPoisoning(bool on);
+  // The part of the global batch this executor's data is (a data-parallel
+  // rank), for counter-based random ops (KernelCtx::data_part). 0 by default.
+  void SetDataPart(int64_t part) { data_part_ = part; }
   // Records every kernel run as a trace event (category forward, backward or
   // recompute) while set; nullptr stops.
   void SetTrace(TraceWriter* trace) { trace_ = trace; }
@@ -121,6 +124,7 @@ class Executor {
     Var var;
   };
   bool poison_ = false;
+  int64_t data_part_ = 0;
   std::vector<std::vector<Range>> fresh_, dying_;
   bool profiling_ = false;
   std::vector<double> node_seconds_;  // per node, while profiling

@@ -113,6 +113,11 @@ struct KernelCtx {
   // The learning rate scheduled for this run (before lr_mult), for the
   // optimizer update ops; 0 in the forward and backward graphs.
   float lr = 0;
+  // Which part of the global batch this process holds (a data-parallel
+  // rank; Executor::SetDataPart). A random op draws element i of its n from
+  // word data_part * n + i of its stream, so R ranks of batch B draw what
+  // one process of batch R B would, and no two ranks share a mask.
+  int64_t data_part = 0;
   template <typename P>
   const P& params() const { return std::any_cast<const P&>(node.params); }
 };

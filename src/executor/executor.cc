@@ -270,14 +270,15 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed, float lr) {
     // Everything the kernel needs is captured by value or lives as long as
     // the executor: a later Push with other arguments cannot change it.
     engine_->Push(
-        [&r, &n, is_train, step, seed, lr, threads, seconds = profiling_ ? &node_seconds_[r.node] : nullptr,
+        [&r, &n, is_train, step, seed, lr, threads, part = data_part_,
+         seconds = profiling_ ? &node_seconds_[r.node] : nullptr,
          trace = trace_, fresh = poison_ ? &fresh_[r.node] : nullptr, arena = arena_.get(), graph = &graph_] {
           if (fresh) {
             CheckNotPoisoned(*graph, n, r.in, arena);
             for (const Range& p : *fresh) Poison(arena, p.offset, p.bytes);
           }
           KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step,
-                        threads, /*cuda=*/nullptr, lr};
+                        threads, /*cuda=*/nullptr, lr, part};
           if (trace) {
             const char* category = r.is_recompute ? "recompute" : n.fwd >= 0 ? "backward" : "forward";
             ScopedTrace t(trace, n.name, category, TraceThreadId());
@@ -316,12 +317,12 @@ void Executor::PushCuda(bool is_train, int64_t step, uint64_t seed, float lr) {
     opts.name = n.name.c_str();
     opts.device = device_;
     engine_->PushAsync(
-        [&r, &n, is_train, step, seed, lr, dev = device_.id](Done done) {
+        [&r, &n, is_train, step, seed, lr, part = data_part_, dev = device_.id](Done done) {
           backend::LaunchAsync(
               dev,
               [&](void* cuda) {
                 KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step, 1,
-                              cuda, lr};
+                              cuda, lr, part};
                 n.op->cuda_kernel()(ctx);
               },
               std::move(done));

@@ -16,7 +16,10 @@
 //   - a recomputation of the forward gives the same bits by construction.
 // The key is KernelCtx::node_key, a hash of the forward node's name (not its
 // index), so adding nodes to a graph does not change a mask; the executor
-// gives the gradient node and any recomputed copy the same key.
+// gives the gradient node and any recomputed copy the same key. A
+// data-parallel rank's words start at KernelCtx::data_part * n: its rows'
+// place in the global batch, so ranks draw different masks, those of one
+// process with the global batch.
 #include <algorithm>
 #include <cmath>
 
@@ -40,12 +43,14 @@ void ApplyMask(const KernelCtx& c) {
   const cpu::CounterStream stream(c.seed, c.node_key, c.step);
   const uint32_t threshold = static_cast<uint32_t>(std::ldexp(static_cast<double>(prm.p), 32));
   const float scale = 1.f / (1.f - prm.p);
-  const int64_t blocks = (n + 3) / 4;
+  const int64_t first = c.data_part * n;  // element i draws word first + i
+  const int64_t b0 = first / 4, b1 = (first + n + 3) / 4;
 #pragma omp parallel for if (n > kParallelGrain) schedule(static)
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     const cpu::PhiloxCounter words = stream.Block(static_cast<uint64_t>(b));
-    for (int64_t i = 4 * b; i < std::min(n, 4 * b + 4); ++i) {
-      Assign(y + i, req, words[i - 4 * b] >= threshold ? v[i] * scale : 0.f);
+    for (int64_t w = std::max(4 * b, first); w < std::min(4 * b + 4, first + n); ++w) {
+      const int64_t i = w - first;
+      Assign(y + i, req, words[w - 4 * b] >= threshold ? v[i] * scale : 0.f);
     }
   }
 }

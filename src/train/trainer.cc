@@ -273,8 +273,10 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     if (e) e->SetPoisoning(opts.poison_arena);
   std::unique_ptr<Feed> feed = MakeFeed(&s);
   std::unique_ptr<DataParallel> dp;
-  if (opts.dist.comm)
+  if (opts.dist.comm) {
     dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.params.Grads(), s.params.GradVars(), s.params.Sums());
+    s.train->SetDataPart(dp->rank());  // this rank's dropout masks: its rows of the global batch
+  }
   LOG_IF(INFO, !opts.quiet) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device "
                             << s.dev.ToString() << ", memory strategy " << strategy.Name() << ", dtype "
                             << cfg.net.dtype();

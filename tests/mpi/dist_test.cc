@@ -249,11 +249,12 @@ TEST(DistMpi, TwoRanksWithBatchNormAndDropoutKeepTheDataOrderOfOneProcess) {
     ++compared;
   }
   EXPECT_EQ(compared, 1) << "bn's moving mean";
-  // Update 0: the same weights and samples; only the normalisation (per
-  // half) and rank 1's dropout masks differ (measured: 0.16%). After it
-  // the trajectories part, and only the level of the loss agrees (measured:
-  // the mean over the 40 updates 3.9% higher on 2 ranks, single updates up
-  // to 24% apart).
+  // Update 0: the same weights, samples and dropout masks (each rank draws
+  // its rows' part of the one-process mask: KernelCtx::data_part); only the
+  // normalisation (per half) differs (measured: 0.28%). After it the
+  // trajectories part, and only the level of the loss agrees (measured: the
+  // mean over the 40 updates 3.0% apart; 3.9% when every rank drew rank
+  // 0's masks).
   const double first = std::abs(two.loss[0] - one.loss[0]) / one.loss[0];
   double mean_one = 0, mean_two = 0;
   for (size_t i = 0; i < one.loss.size(); ++i) mean_one += one.loss[i], mean_two += two.loss[i];

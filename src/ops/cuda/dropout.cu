@@ -22,9 +22,10 @@ void ApplyMaskCuda(const KernelCtx& c) {
   const cpu::CounterStream stream(c.seed, c.node_key, c.step);
   const uint32_t threshold = static_cast<uint32_t>(std::ldexp(static_cast<double>(prm.p), 32));
   const float scale = 1.f / (1.f - prm.p);
+  const int64_t first = c.data_part * c.out[0].size();  // element i draws word first + i (dropout.cc)
   cuda::Map(c, 0, [=] __device__(int64_t i) {
-    const cpu::PhiloxCounter words = stream.Block(static_cast<uint64_t>(i / 4));
-    return words[i % 4] >= threshold ? v[i] * scale : 0.f;
+    const cpu::PhiloxCounter words = stream.Block(static_cast<uint64_t>((first + i) / 4));
+    return words[(first + i) % 4] >= threshold ? v[i] * scale : 0.f;
   });
 }
 
