@@ -38,12 +38,12 @@ class Checkpoints : public Observer {
   void OnUpdate(Run& r) override {
     const int64_t interval = r.sc.checkpoint_interval();
     if (interval <= 0 || r.updates() % interval != 0) return;
-    r.AverageAux();
+    r.AverageAcrossRanks();
     if (ckpt_) Save(r);
   }
 
   void OnStop(Run& r) override {
-    r.AverageAux();  // every rank stops at the same update
+    r.AverageAcrossRanks();  // every rank stops at the same update
     if (ckpt_) Save(r);
     else LOG_IF(WARNING, !r.opts.quiet) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
   }
@@ -51,7 +51,7 @@ class Checkpoints : public Observer {
   void OnEpochEnd(Run& r, const MetricValues&, double) override {
     // The checkpoint of the epoch, or of the run's end at max_iters, is rank
     // 0's; only rank 0 knows whether one is due, so every rank averages.
-    r.AverageAux();
+    r.AverageAcrossRanks();
     // A run stopped by max_iters inside the epoch resumes at its next batch.
     if (ckpt_ && ckpt_->Due(r.updates(), true)) Save(r);
   }
@@ -64,8 +64,8 @@ class Checkpoints : public Observer {
     r.CheckFinite(r.iter - 1);
     CheckpointState state = r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0);
     // Inside an accumulation (an epoch's end, max_iters, a signal): its
-    // micro-batches so far. Data-parallel, these are rank 0's (the ranks'
-    // sums are averaged only at the update).
+    // micro-batches so far (data-parallel: averaged over the ranks by
+    // AverageAcrossRanks, which every rank ran before this).
     if (!r.updated()) state.grad_sums = OnHost(r.s.params.Sums());
     // A checkpoint is something to resume from: never one of a broken loss
     // or state.

@@ -27,7 +27,7 @@ class Validation : public Observer {
  private:
   void Validate(Run& r, bool epoch_end) {
     validated_at_ = r.iter;
-    r.AverageAux();
+    r.AverageAcrossRanks();
     const MetricValues m = r.Reduce(Evaluate(&r.s, feed_, val_, r.metrics));
     r.progress.Clear();
     if (epoch_end) r.val = m;

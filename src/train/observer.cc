@@ -25,10 +25,11 @@ MetricValues Run::Reduce(const MetricSet& m) const { return dp ? dp->Reduce(m) :
 
 int64_t Run::Sum(int64_t v) const { return dp ? dp->Sum(v) : v; }
 
-void Run::AverageAux() {
-  if (!dp || s.aux.empty()) return;
+void Run::AverageAcrossRanks() {
+  if (!dp) return;
   s.engine->WaitAll();
-  dp->AverageAcrossRanks(s.aux);
+  if (!s.aux.empty()) dp->AverageAcrossRanks(s.aux);
+  if (!updated()) dp->AverageAcrossRanks(s.params.Sums());
 }
 
 void Run::CheckFinite(int64_t at) {

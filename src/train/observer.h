@@ -60,8 +60,12 @@ struct Run {
   MetricValues Reduce(const MetricSet& m) const;
   int64_t Sum(int64_t v) const;
   // Every rank's BatchNorm statistics come from its own shard: their mean is
-  // validated with and checkpointed. Called where every rank gets to.
-  void AverageAux();
+  // validated with and checkpointed. Inside an iter_size accumulation the
+  // gradient sums are averaged too, so a checkpoint written there holds
+  // every rank's micro-batches, not rank 0's: the update averages sum plus
+  // the rest over the ranks, which is linear, so replacing each rank's sum
+  // by the mean changes nothing but rounding. Called where every rank gets to.
+  void AverageAcrossRanks();
   // With the metrics of this epoch's batches up to `iter` in (after a wait):
   // throws Error if one is not a number (batch `iter` broke the model, when
   // the check before it passed), naming the first weight that is not, or
