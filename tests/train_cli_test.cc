@@ -197,6 +197,29 @@ TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
   EXPECT_TRUE(fs::exists(Ckpt(dir.File("c"), 75))) << c.output;
 }
 
+// With checkpoint_interval, the run's end is checkpointed too: 50 updates
+// at interval 7 leave 7, 14, ..., 49 and 50 (the trained model was lost
+// after 49 before). An epoch's last update that is also a multiple is
+// written once, as the next epoch's start.
+TEST(TrainCli, TheRunsEndIsAlwaysCheckpointed) {
+  TempDir dir;
+  WriteToy(dir);
+  for (int interval : {7, 5}) {
+    std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, Fmt("epochs: 2 checkpoint_interval: ", interval,
+                                                                     " keep_checkpoints: 0")));
+    const std::string out = dir.File(Fmt("i", interval));
+    RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + out);
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    for (int u = interval; u < 50; u += interval) EXPECT_TRUE(fs::exists(Ckpt(out, u))) << interval << ": " << u;
+    ASSERT_TRUE(fs::exists(Ckpt(out, 50))) << interval;
+    const CheckpointState end = LoadCheckpoint(Ckpt(out, 50));
+    EXPECT_EQ(end.epoch, 2);
+    EXPECT_EQ(end.data_position, 0);
+    EXPECT_EQ(fs::exists(Ckpt(out, 25)), interval == 5) << "the first epoch's end only where it is a multiple";
+    if (interval == 5) EXPECT_EQ(LoadCheckpoint(Ckpt(out, 25)).epoch, 1);
+  }
+}
+
 // A CIFAR-10 binary file of n records (augmentation needs (c,h,w) images, and
 // IDX sources take none): class c (0..3) brightens quadrant c of channel c % 3.
 std::string WriteCifar(const TempDir& dir, const std::string& name, int n) {

@@ -38,6 +38,7 @@ class Checkpoints : public Observer {
   void OnUpdate(Run& r) override {
     const int64_t interval = r.sc.checkpoint_interval();
     if (interval <= 0 || r.updates() % interval != 0) return;
+    if (r.batch == r.batches) return;  // the epoch's last batch: OnEpochEnd saves it, as the next epoch's start
     r.AverageAcrossRanks();
     if (ckpt_) Save(r);
   }
@@ -52,8 +53,12 @@ class Checkpoints : public Observer {
     // The checkpoint of the epoch, or of the run's end at max_iters, is rank
     // 0's; only rank 0 knows whether one is due, so every rank averages.
     r.AverageAcrossRanks();
-    // A run stopped by max_iters inside the epoch resumes at its next batch.
-    if (ckpt_ && ckpt_->Due(r.updates(), true)) Save(r);
+    // Due every epoch, or at the multiples of checkpoint_interval; and the
+    // run's end always (its last epoch, or max_iters: a run stopped inside
+    // the epoch resumes at its next batch), so the trained model is never
+    // lost between two multiples of the interval.
+    const bool run_ends = r.done || r.epoch + 1 >= r.sc.epochs();
+    if (ckpt_ && (ckpt_->Due(r.updates(), true) || run_ends)) Save(r);
   }
 
  private:
