@@ -94,6 +94,30 @@ TEST(MixedPrecision, CastsOnlyWhereTypesCross) {
   EXPECT_EQ(g.dtype({conv2_grad, 1}), DType::kFloat32) << "conv2's dW";
 }
 
+// A config's own cast is left as written: its input is not cast first,
+// and what follows it sees the type it casts to.
+TEST(MixedPrecision, AConfigsOwnCastIsKept) {
+  std::string text = R"cfg(version: 1
+node { name: "conv1" op: "convolution" input: "data" attr { key: "kernel" value: "(3,3)" } attr { key: "num_filter" value: "4" } }
+node { name: "to32" op: "cast" input: "conv1" attr { key: "dtype" value: "float32" } }
+node { name: "relu1" op: "relu" input: "to32" }
+node { name: "fc" op: "fully_connected" input: "relu1" attr { key: "num_hidden" value: "10" } }
+node { name: "prob" op: "softmax_cross_entropy" input: "fc" input: "label" }
+data { batch_size: 2 sample_shape: [3, 8, 8] }
+dtype: "bfloat16"
+)cfg";
+  const Model m = BuildModel(ParseConfig(text, "own_cast.prototxt", {}), MemoryStrategy::kShare);
+  const Graph& g = m.train;
+  const Node& to32 = g.node(g.FindNode("to32"));
+  EXPECT_EQ(to32.inputs[0].node, g.FindNode("conv1")) << "the cast reads the convolution itself";
+  EXPECT_EQ(g.dtype({g.FindNode("conv1"), 0}), DType::kBFloat16);
+  EXPECT_EQ(g.dtype({g.FindNode("to32"), 0}), DType::kFloat32);
+  // relu runs in bfloat16 again: one cast back, reading to32.
+  const Node& relu = g.node(g.FindNode("relu1"));
+  EXPECT_EQ(g.dtype(relu.inputs[0]), DType::kBFloat16);
+  EXPECT_EQ(g.node(relu.inputs[0].node).inputs[0].node, g.FindNode("to32"));
+}
+
 TEST(MixedPrecision, MixedTypesIntoOneOpAreAnErrorNamingTheNode) {
   Graph g;
   const int a = g.AddVariable("a", VarKind::kInput);

@@ -279,6 +279,9 @@ class OpDef {
   // parameter to have it, and its hidden outputs (saved statistics) float32.
   // Throws Error naming the node on mixed types.
   void InferDTypes(DTypeCtx& c) const;
+  // The op decides its output types itself (InferDType: cast, zeros_like),
+  // so it takes inputs of any type.
+  bool has_dtype_rule() const { return static_cast<bool>(infer_dtype_); }
   bool bf16() const { return bf16_; }
   const std::vector<BackwardRead>& backward_reads() const { return backward_reads_; }
   const std::string& backward_op() const { return backward_op_; }

@@ -65,8 +65,7 @@ void Register_cast(OpRegistry* r) {
         }
       })
       .InferShape(InferSameShape)
-      .InferDType([](DTypeCtx& c) { c.out[0] = c.params<CastParams>().dtype; })
-      .Bf16()
+      .InferDType([](DTypeCtx& c) { c.out[0] = c.params<CastParams>().dtype; })  // any input type
       .Backward({OutGrad(0)}, "_backward_cast")
       .Recompute(Cost::kCheap)
       .CpuKernel(CastKernel);

@@ -10,7 +10,9 @@
 // loss scaling is needed.
 //
 // Ops that only move data (Cost::kFree: identity, reshape, flatten) take
-// their input's type rather than a cast. Each value is cast at most once per
+// their input's type rather than a cast, and so does an op that decides its
+// output types itself (a config's own cast); each node's output types are
+// what its op's InferDTypes gives. Each value is cast at most once per
 // direction: a bfloat16 activation read by two float32 ops gets one cast,
 // which both read.
 #include <map>
@@ -45,21 +47,33 @@ Graph ToMixedPrecision(const Graph& g, DType compute) {
     casts[{id, t}] = made;
     return made;
   };
+  std::vector<DType> in_t, out_t;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     Node m = n;
-    bool low = !n.is_variable() && n.op->bf16();
-    if (low && n.op->cost() == Cost::kFree) low = type[g.EntryId(n.inputs[0])] == DType::kBFloat16;
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const auto& spec = n.op->inputs();
-      const bool param = k < spec.size() && spec[k].made_as != VarKind::kNone;
-      m.inputs[k] = as(g.EntryId(n.inputs[k]), low && !param ? DType::kBFloat16 : DType::kFloat32);
+    in_t.clear();
+    if (!n.is_variable()) {
+      bool low = n.op->bf16();
+      if (low && n.op->cost() == Cost::kFree) low = type[g.EntryId(n.inputs[0])] == DType::kBFloat16;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const int e = g.EntryId(n.inputs[k]);
+        const auto& spec = n.op->inputs();
+        const bool param = k < spec.size() && spec[k].made_as != VarKind::kNone;
+        const DType want = n.op->has_dtype_rule() ? type[e] : low && !param ? DType::kBFloat16 : DType::kFloat32;
+        m.inputs[k] = as(e, want);
+        in_t.push_back(want);
+      }
     }
     const int id = out.AddNode(std::move(m));
-    const int visible = n.is_variable() ? 1 : n.op->NumVisibleOutputs(n.params);
+    // The types the op gives its outputs (InferShapes will find the same).
+    out_t.assign(g.NumOutputs(i), DType::kFloat32);
+    if (!n.is_variable()) {
+      DTypeCtx c{out.node(id), in_t, out_t};
+      n.op->InferDTypes(c);
+    }
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       to[g.EntryId({i, k})] = {id, k};
-      type[g.EntryId({i, k})] = low && k < visible ? DType::kBFloat16 : DType::kFloat32;
+      type[g.EntryId({i, k})] = out_t[k];
     }
   }
   for (const Entry& e : g.outputs) out.outputs.push_back(as(g.EntryId(e), DType::kFloat32));
