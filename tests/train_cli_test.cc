@@ -572,6 +572,7 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
   const std::vector<Case> cases = {
       {"train" + config("op.prototxt", "", "node { name: \"fc2\" op: \"fully_conected\" input: \"data\" }\n"),
        "unknown op 'fully_conected'"},
+      {"train" + toy + " --dtype fp16", "dtype: unknown dtype 'fp16': use float32 (fp32) or bfloat16 (bf16)"},
       {"train" + config("attrtype.prototxt", "",
                         "node { name: \"fc2\" op: \"fully_connected\" input: \"data\" "
                         "attr { key: \"num_hidden\" value: \"four\" } }\n"),
