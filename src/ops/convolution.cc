@@ -63,6 +63,7 @@ std::vector<int64_t> WeightDims(const ConvParams& p, int64_t cin) {
 }
 
 ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t) {
+  if (t == DType::kBFloat16) cpu::RequireBf16();
   using namespace dnnl;
   const std::vector<int64_t> x = xs.dims(), w = WeightDims(p, xs[1]), b{p.num_filter};
   const std::vector<int64_t> y{xs[0], p.num_filter, WindowOut(xs[2], p.kernel[0], p.stride[0], p.pad[0], p.dilate[0]),

@@ -58,6 +58,7 @@ struct FcPrims {
 };
 
 FcPrims MakeFcPrims(int64_t n, int64_t k, int64_t m, bool bias) {
+  cpu::RequireBf16();  // bfloat16 only
   using namespace dnnl;
   using tag = memory::format_tag;
   const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;

@@ -59,6 +59,7 @@ struct PoolPrims {
 };
 
 PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs, DType t) {
+  if (t == DType::kBFloat16) cpu::RequireBf16();
   using namespace dnnl;
   const Window w = WindowFor(p, xs);
   const memory::desc x = PlainDesc(xs, t), y = PlainDesc(Shape{xs[0], xs[1], w.oh, w.ow}, t);

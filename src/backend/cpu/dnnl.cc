@@ -52,6 +52,28 @@ memory::desc AnyDesc(const std::vector<int64_t>& dims, DType t) {
   return memory::desc(memory::dims(dims.begin(), dims.end()), DnnlType(t), memory::format_tag::any);
 }
 
+bool HasBf16() {
+  static const bool has = [] {
+    try {
+      const memory::desc x({1, 16, 4, 4}, memory::data_type::bf16, memory::format_tag::any);
+      const memory::desc w({16, 16, 1, 1}, memory::data_type::bf16, memory::format_tag::any);
+      dnnl::convolution_forward::primitive_desc pd(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x,
+                                          w, x, {1, 1}, {0, 0}, {0, 0}),
+          DnnlEngine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+void RequireBf16() {
+  FRUGAL_REQUIRE(HasBf16(), "bfloat16 activations need oneDNN's bfloat16 kernels, which this CPU lacks (they need "
+                 "AVX-512); train with --dtype float32");
+}
+
 dnnl::primitive_attr Attr(bool sum) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -33,6 +33,13 @@ dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t = DType::
 dnnl::memory::desc PlainDesc(const Shape& s, DType t = DType::kFloat32);
 // The same dims with format_tag::any: the primitive chooses.
 dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims, DType t = DType::kFloat32);
+// Whether oneDNN builds bfloat16 convolutions on this CPU (it needs
+// AVX-512: native with AVX512-BF16, emulated without; none on AVX2-only
+// CPUs). Probed once.
+bool HasBf16();
+// Throws Error saying so, with the fix, where it does not: the ops call it
+// before building a bfloat16 primitive.
+void RequireBf16();
 // Attributes every frugal primitive uses: scratchpad_mode::user, and with
 // sum a post-op sum (dst = op(...) + dst) for OpReq::kAdd.
 dnnl::primitive_attr Attr(bool sum = false);
