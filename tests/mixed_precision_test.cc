@@ -13,6 +13,7 @@
 #include "frugal/executor.h"
 #include "frugal/passes.h"
 #include "frugal/train.h"
+#include "op_harness.h"
 #include "test_util.h"
 #include "train_steps.h"
 
@@ -182,8 +183,6 @@ double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(d / std::max(n, 1e-30));
 }
 
-std::vector<float> Values(const Tensor& t) { return std::vector<float>(t.f(), t.f() + t.size()); }
-
 // One op on p0 (and p1, p2, ...: all float32 parameters) through the
 // executor with loss sum(y * c) for a fixed c, in float32 or with p0 cast to
 // bfloat16 and y cast back; every value bfloat16-exact, so both runs see the
@@ -223,8 +222,8 @@ std::vector<std::vector<float>> RunOp(const std::string& op, const AttrMap& attr
   b.vars["c"] = values(g.shape(y), 0.5f);
   Executor exec(g, plan, b, engine.get());
   exec.Run(true, 0, 0);
-  std::vector<std::vector<float>> out{Values(exec.output(1))};
-  for (size_t k = 0; k < shapes.size(); ++k) out.push_back(Values(b.grads[Fmt("p", k)]));
+  std::vector<std::vector<float>> out{test::ToVector(exec.output(1))};
+  for (size_t k = 0; k < shapes.size(); ++k) out.push_back(test::ToVector(b.grads[Fmt("p", k)]));
   return out;
 }
 
@@ -281,10 +280,10 @@ TEST(MixedPrecision, GradientsAgreeWithFloat32) {
     // roundings of three layers, amplified where BatchNorm divides by a
     // small deviation, move this net's gradients by 2-7%. A kernel that
     // gets a layout or a type wrong moves them by 100% or more.
-    EXPECT_LT(RelErr(Values(g), Values(gh)), 0.1) << name;
+    EXPECT_LT(RelErr(test::ToVector(g), test::ToVector(gh)), 0.1) << name;
   }
   // The losses, and the moving statistics (updated once), agree too.
-  EXPECT_LT(RelErr(Values(f.exec->output(0)), Values(h.exec->output(0))), 0.02) << "the predictions";
+  EXPECT_LT(RelErr(test::ToVector(f.exec->output(0)), test::ToVector(h.exec->output(0))), 0.02) << "the predictions";
   const auto pf = f.Params(), ph = h.Params();
   ASSERT_EQ(pf.size(), ph.size());
   for (size_t k = 0; k < pf.size(); ++k) EXPECT_LT(RelErr(pf[k], ph[k]), 0.05) << "parameter " << k;

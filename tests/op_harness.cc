@@ -17,9 +17,9 @@ Tensor MakeTensor(const Shape& s, const std::vector<float>& v) {
   return t;
 }
 
-std::vector<float> ToVector(const Tensor& t) { return std::vector<float>(t.f(), t.f() + t.size()); }
-
 }  // namespace
+
+std::vector<float> ToVector(const Tensor& t) { return std::vector<float>(t.f(), t.f() + t.size()); }
 
 OpGraph BuildOpGraph(const OpCase& c, bool with_gradient) {
   OpGraph og;

@@ -56,6 +56,9 @@ struct OpGraph {
 };
 OpGraph BuildOpGraph(const OpCase& c, bool with_gradient);
 
+// A float32 tensor's elements (on the host).
+std::vector<float> ToVector(const Tensor& t);
+
 // Runs every check with gtest assertions; returns what was covered so a test
 // can require that the checks actually ran.
 OpReport CheckOp(const OpCase& c);

@@ -42,8 +42,6 @@ Tensor MakeTensor(const Shape& s, DType dtype, const std::vector<float>& v) {
   return t;
 }
 
-std::vector<float> FloatsOf(const Tensor& t) { return std::vector<float>(t.f(), t.f() + t.size()); }
-
 // Which of a node's tensors are activations (bfloat16 in the bfloat16 run).
 struct ActMask {
   std::vector<bool> in, out;
@@ -86,9 +84,9 @@ int64_t ExpectBf16IsFloat32Rounded(const Graph& g, int node, const Values& in, c
     const KernelRun f = RunKernel(g, node, in, out_init, mask, DType::kFloat32, req, is_train);
     const KernelRun b = RunKernel(g, node, in, out_init, mask, DType::kBFloat16, req, is_train);
     for (size_t k = 0; k < f.out.size(); ++k) {
-      const std::vector<float> want = FloatsOf(f.out[k]);
+      const std::vector<float> want = ToVector(f.out[k]);
       if (!mask.out[k]) {
-        EXPECT_EQ(FloatsOf(b.out[k]), want) << where << " float32 output " << k;
+        EXPECT_EQ(ToVector(b.out[k]), want) << where << " float32 output " << k;
         compared += static_cast<int64_t>(want.size());
         continue;
       }
@@ -102,7 +100,7 @@ int64_t ExpectBf16IsFloat32Rounded(const Graph& g, int node, const Values& in, c
     }
     for (size_t k = 0; k < f.in.size(); ++k) {
       if (!mask.in[k]) {
-        EXPECT_EQ(FloatsOf(b.in[k]), FloatsOf(f.in[k])) << where << " float32 input " << k;
+        EXPECT_EQ(ToVector(b.in[k]), ToVector(f.in[k])) << where << " float32 input " << k;
       }
     }
   }

@@ -2,8 +2,8 @@
 // A mixed-precision graph (frugal/passes.h, ToMixedPrecision) keeps its
 // activations and their gradients in it; parameters, optimizer state and
 // losses stay float32. Conversion to float is exact; from float rounds to
-// nearest even, and NaN stays NaN. Both are written for the vectoriser
-// (no branches), so loops over them run at memory bandwidth.
+// nearest even, and NaN stays NaN. Both are branch-free, so loops over them
+// vectorise (vec.h's per-ISA kernels use them; checked with objdump there).
 #pragma once
 
 #include <cstdint>

@@ -28,7 +28,6 @@ struct Entry {
 // Attributes as written in the config; parsed once into Node::params.
 using AttrMap = std::map<std::string, std::string>;
 
-// Where a node came from, for error messages: "models/mlp.prototxt:12:3".
 enum class VarKind : uint8_t {
   kNone,   // an op node
   kInput,  // fed from data each step (data, label)

@@ -76,6 +76,17 @@ std::string Ckpt(const std::string& dir, int64_t iteration) {
   return dir + name;
 }
 
+// The deterministic `frugal train` command of two ranks on a toy file of
+// `batches` global batches of 2 x per_rank samples in file order, with the
+// config's solver section given (written into dir).
+std::string TwoRankToyRun(const TempDir& dir, int per_rank, int batches, const std::string& solver) {
+  std::vector<int> order(2 * per_rank * batches);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  WriteToy(dir, "toy", order);
+  const std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", per_rank, solver));
+  return Mpirun(2) + FRUGAL_BIN + " train --config " + cfg + " --dist mpi --deterministic";
+}
+
 // N ranks with per-rank batch B against one process with batch N*B on the
 // same shuffled file: rank r reads rows [r*B, (r+1)*B) of every global batch.
 void ExpectMatchesOneProcess(int ranks, const std::string& dist_flags, const std::string& engine_flags) {
@@ -265,13 +276,8 @@ TEST(DistMpi, TwoRanksWithBatchNormAndDropoutKeepTheDataOrderOfOneProcess) {
 }
 
 TEST(DistMpi, TwoRanksResumeBitForBit) {
-  const int per_rank = 4, steps = 6;
   TempDir dir;
-  std::vector<int> order(2 * per_rank * steps);
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  WriteToy(dir, "toy", order);
-  std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", per_rank, "epochs: 2 checkpoint_interval: 4"));
-  const std::string run = Mpirun(2) + FRUGAL_BIN + " train --config " + cfg + " --dist mpi --deterministic";
+  const std::string run = TwoRankToyRun(dir, 4, 6, "epochs: 2 checkpoint_interval: 4");
   RunResult full = RunShell(run + " --checkpoint-dir " + dir.File("full"));
   ASSERT_EQ(full.exit_code, 0) << full.output;
   // Resume mid-epoch (update 8 of 12 is batch 2 of epoch 1) into a new directory.
@@ -297,13 +303,8 @@ TEST(DistMpi, TwoRanksResumeBitForBit) {
 // the same bits). When it held rank 0's sums, rank 1's micro-batch was lost
 // and rank 0's counted twice (measured: parameters up to 1.1e-2 apart).
 TEST(DistMpi, ResumeInsideAnAccumulationKeepsEveryRanksMicroBatches) {
-  const int per_rank = 4, micro_batches = 6;
   TempDir dir;
-  std::vector<int> order(2 * per_rank * micro_batches);
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  WriteToy(dir, "toy", order);
-  std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", per_rank, "epochs: 2 iter_size: 2"));
-  const std::string run = Mpirun(2) + FRUGAL_BIN + " train --config " + cfg + " --dist mpi --deterministic";
+  const std::string run = TwoRankToyRun(dir, 4, 6, "epochs: 2 iter_size: 2");  // 6 micro-batches an epoch
   RunResult full = RunShell(run + " --checkpoint-dir " + dir.File("full"));
   ASSERT_EQ(full.exit_code, 0) << full.output;
   RunResult part = RunShell(run + " --checkpoint-dir " + dir.File("part") + " --max-iters 5");
