@@ -216,7 +216,9 @@ TEST(TrainCli, TheRunsEndIsAlwaysCheckpointed) {
     EXPECT_EQ(end.epoch, 2);
     EXPECT_EQ(end.data_position, 0);
     EXPECT_EQ(fs::exists(Ckpt(out, 25)), interval == 5) << "the first epoch's end only where it is a multiple";
-    if (interval == 5) EXPECT_EQ(LoadCheckpoint(Ckpt(out, 25)).epoch, 1);
+    if (interval == 5) {
+      EXPECT_EQ(LoadCheckpoint(Ckpt(out, 25)).epoch, 1);
+    }
   }
 }
 
