@@ -132,7 +132,10 @@ std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor
   for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
   std::vector<Shape> out_shapes;
   for (int k = 0; k < g.NumOutputs(node); ++k) out_shapes.push_back(g.shape({node, k}));
-  int64_t ws_bytes = n.op->WorkspaceBytes(n, in_shapes, out_shapes, DType::kFloat32);
+  std::vector<Layout> in_layouts, out_layouts;
+  for (const Tensor& t : ins) in_layouts.push_back(t.defined() ? t.layout() : Layout::kPlain);
+  for (const Tensor& t : out) out_layouts.push_back(t.defined() ? t.layout() : Layout::kPlain);
+  int64_t ws_bytes = n.op->WorkspaceBytes({n, in_shapes, out_shapes, DType::kFloat32, in_layouts, out_layouts});
   if (ws_bytes > 0) ws = Tensor::Empty(Shape{ws_bytes}, DType::kUInt8);
   const uint64_t key = StableHash(g.node(n.fwd >= 0 ? n.fwd : node).name);  // as the executor keys it
   KernelCtx ctx{n, ins, out, req, ws_bytes > 0 ? ws : no_ws, true, false, key, 7, 0};

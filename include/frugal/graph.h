@@ -89,12 +89,17 @@ class Graph {
   // Set by the infer-shape pass: one shape and one element type per entry.
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
+  // Set by ChooseLayouts (CPU graphs), after shapes: how each entry's bytes
+  // are ordered. Empty (InferShapes clears it): every entry plain.
+  std::vector<Layout> layouts;
   // Set by the gradient pass: for each node, the entry holding the gradient
   // of its output 0 (meaningful for parameters), or invalid.
   std::vector<Entry> grad_of;
 
   const Shape& shape(Entry e) const { return shapes[EntryId(e)]; }
   DType dtype(Entry e) const { return dtypes[EntryId(e)]; }
+  Layout layout(int id) const { return layouts.empty() ? Layout::kPlain : layouts[id]; }
+  Layout layout(Entry e) const { return layout(EntryId(e)); }
   // The bytes of entry id's tensor (shapes and types inferred).
   int64_t EntryBytes(int id) const { return shapes[id].Size() * DTypeBytes(dtypes[id]); }
   int64_t EntryBytes(Entry e) const { return EntryBytes(EntryId(e)); }

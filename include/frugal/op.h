@@ -152,6 +152,21 @@ struct DTypeCtx {
 };
 using InferDTypeFn = std::function<void(DTypeCtx&)>;
 
+// What a workspace function sees: the node, its input and output shapes,
+// its element type (input 0's: a bfloat16 node's library calls convert
+// through smaller buffers) and its inputs' and outputs' layouts.
+struct WorkspaceCtx {
+  const Node& node;
+  const std::vector<Shape>& in;
+  const std::vector<Shape>& out;
+  DType dtype;
+  const std::vector<Layout>& in_layouts;
+  const std::vector<Layout>& out_layouts;
+  template <typename P>
+  const P& params() const { return std::any_cast<const P&>(node.params); }
+};
+using WorkspaceFn = std::function<int64_t(const WorkspaceCtx&)>;
+
 // What a gradient function sees of the forward node it differentiates. Where
 // the memory strategy dropped a forward result, inputs/outputs name its
 // recomputed copy, so gradient nodes must read these, not the node's own
@@ -243,19 +258,22 @@ class OpDef {
     return *this;
   }
   OpDef& Random(Randomness r) { rng_ = r; return *this; }
-  // Scratch bytes of one run, from the input shapes and the node's element
-  // type (its input 0's: a bfloat16 node's library calls convert through
-  // smaller buffers).
-  using WorkspaceFn = std::function<int64_t(const Node&, const std::vector<Shape>& in, DType t)>;
-  OpDef& Workspace(WorkspaceFn f) {
-    workspace_ = std::move(f);
+  // Scratch bytes of one run (WorkspaceCtx: shapes, element type, layouts).
+  OpDef& Workspace(WorkspaceFn f) { workspace_ = std::move(f); return *this; }
+  // The op's CPU kernels take the listed 4-D activations (input and output
+  // slots; kAllSlots: every input) channels-last as well as plain
+  // (Layout::kNhwc), read from each tensor's layout(). `tied`: one layout
+  // for all of them (elementwise ops, batch_norm); otherwise each slot is
+  // laid out on its own (convolution reorders what its primitive does not
+  // take). ChooseLayouts makes an activation channels-last only where every
+  // node touching it allows it.
+  static constexpr int kAllSlots = -1;
+  OpDef& ChannelsLast(std::vector<int> inputs, std::vector<int> outputs, bool tied) {
+    nhwc_inputs_ = std::move(inputs);
+    nhwc_outputs_ = std::move(outputs);
+    nhwc_tied_ = tied;
     return *this;
   }
-  // The same, for ops whose workspace depends on their output shapes too
-  // (a backward op whose inputs do not determine the forward input's shape).
-  using WorkspaceFromInOutFn =
-      std::function<int64_t(const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out, DType t)>;
-  OpDef& Workspace(WorkspaceFromInOutFn f) { workspace_in_out_ = std::move(f); return *this; }
   OpDef& CpuKernel(Kernel k) { cpu_ = std::move(k); return *this; }
   // The CUDA kernel, set by the op's src/ops/cuda/<op>.cu (listed in
   // src/ops/cuda/cuda_op_list.def) where frugal is built with CUDA.
@@ -305,11 +323,12 @@ class OpDef {
   }
   Cost cost() const { return cost_; }
   Randomness randomness() const { return rng_; }
-  int64_t WorkspaceBytes(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out,
-                         DType t) const {
-    if (workspace_in_out_) return workspace_in_out_(n, in, out, t);
-    return workspace_ ? workspace_(n, in, t) : 0;
-  }
+  int64_t WorkspaceBytes(const WorkspaceCtx& c) const { return workspace_ ? workspace_(c) : 0; }
+  // ChannelsLast: whether input (or output) slot k may be channels-last, and
+  // whether the slots share one layout.
+  bool nhwc_input(int k) const { return HasSlot(nhwc_inputs_, k); }
+  bool nhwc_output(int k) const { return HasSlot(nhwc_outputs_, k); }
+  bool nhwc_tied() const { return nhwc_tied_; }
   const Kernel& cpu_kernel() const { return cpu_; }
   const Kernel& cuda_kernel() const { return cuda_; }
   // The kernel for a device type (may be empty).
@@ -339,7 +358,12 @@ class OpDef {
   Cost cost_ = Cost::kCheap;
   Randomness rng_ = Randomness::kNone;
   WorkspaceFn workspace_;
-  WorkspaceFromInOutFn workspace_in_out_;
+  std::vector<int> nhwc_inputs_, nhwc_outputs_;
+  bool nhwc_tied_ = false;
+  static bool HasSlot(const std::vector<int>& slots, int k) {
+    return std::find(slots.begin(), slots.end(), k) != slots.end() ||
+           std::find(slots.begin(), slots.end(), kAllSlots) != slots.end();
+  }
   Kernel cpu_, cuda_;
   FlopsFn flops_;
 };

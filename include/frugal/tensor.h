@@ -72,8 +72,8 @@ class Storage {
   bool pinned_ = false;
 };
 
-// A view: shape + dtype into a Storage at a byte offset. Copying a Tensor
-// copies the view, not the data.
+// A view: shape + dtype + layout into a Storage at a byte offset. Copying a
+// Tensor copies the view, not the data.
 class Tensor {
  public:
   Tensor() = default;
@@ -85,6 +85,11 @@ class Tensor {
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
+  // How its bytes are ordered (kPlain unless the executor bound it to an
+  // activation ChooseLayouts made channels-last).
+  Layout layout() const { return layout_; }
+  // The same view with the bytes declared in layout l.
+  Tensor WithLayout(Layout l) const;
   Device device() const { return storage_ ? storage_->device() : Device{}; }
   int64_t size() const { return shape_.Size(); }
   int64_t bytes() const { return size() * DTypeBytes(dtype_); }
@@ -115,6 +120,7 @@ class Tensor {
   int64_t offset_ = 0;
   Shape shape_;
   DType dtype_ = DType::kFloat32;
+  Layout layout_ = Layout::kPlain;
 };
 
 }  // namespace frugal

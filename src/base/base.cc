@@ -47,6 +47,8 @@ const char* DTypeName(DType t) {
   return "?";
 }
 
+const char* LayoutName(Layout l) { return l == Layout::kNhwc ? "nhwc" : "plain"; }
+
 DType ParseComputeDType(const std::string& text) {
   if (text == "float32" || text == "fp32" || text == "f32") return DType::kFloat32;
   if (text == "bfloat16" || text == "bf16") return DType::kBFloat16;

@@ -64,7 +64,7 @@ void Register_activation(OpRegistry* r) {
       .Backward({OutGrad(0), Output(0)}, "_backward_activation")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
-      .Workspace([](const Node&, const std::vector<Shape>&, DType) { return cpu::EltwiseWorkspaceBytes(); })
+      .Workspace([](const WorkspaceCtx&) { return cpu::EltwiseWorkspaceBytes(); })
       .CpuKernel(ActForward);
   r->Add("_backward_activation")
       .Doc("Gradient of activation: dx = dy f'(y).")

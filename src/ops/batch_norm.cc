@@ -56,9 +56,9 @@ void BnInferShape(ShapeCtx& c) {
 }
 
 // x as (outer N, channels C, inner S): channel ch of sample i starts at (i C + ch) S.
-struct Layout {
+struct ChannelDims {
   int64_t n, c, s;
-  explicit Layout(const Shape& x) : n(x[0]), c(x[1]), s(x.Prod(2, x.ndim())) {}
+  explicit ChannelDims(const Shape& x) : n(x[0]), c(x[1]), s(x.Prod(2, x.ndim())) {}
   int64_t count() const { return n * s; }
 };
 
@@ -66,7 +66,7 @@ struct Layout {
 // fixed lanes), across samples in double; two passes. T is the element
 // type of x (float or uint16_t, bfloat16 bits), as in the kernels below.
 template <typename T>
-void ChannelStats(const T* x, const Layout& l, int64_t ch, double* mean, double* var) {
+void ChannelStats(const T* x, const ChannelDims& l, int64_t ch, double* mean, double* var) {
   const cpu::ActKernels<T>& v = cpu::Vec().act<T>();
   double sum = 0;
   for (int64_t i = 0; i < l.n; ++i) sum += v.sum(x + (i * l.c + ch) * l.s, l.s);
@@ -93,7 +93,7 @@ struct ChannelAffine {
 template <typename T>
 void BnForwardT(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
-  const Layout l(c.in[0].shape());
+  const ChannelDims l(c.in[0].shape());
   const T* x = Elems<T>(c.in[0]);
   const float *gamma = c.in[1].f(), *beta = c.in[2].f();
   float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
@@ -127,7 +127,7 @@ void BnForwardT(const KernelCtx& c) {
 template <typename T>
 void BnBackwardT(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
-  const Layout l(c.in[1].shape());
+  const ChannelDims l(c.in[1].shape());
   const T *dy = Elems<T>(c.in[0]), *x = Elems<T>(c.in[1]);
   const float *gamma = c.in[2].f(), *beta = c.in[3].f();
   const float *saved_mean = c.in[4].f(), *saved_var = c.in[5].f();

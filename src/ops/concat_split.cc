@@ -73,7 +73,7 @@ void ConcatInferShape(ShapeCtx& c) {
 }
 
 // Outer and inner sizes of a concat or split along axis `ax` of whole.
-void Layout(const Shape& whole, int ax, int64_t* outer, int64_t* inner) {
+void OuterInner(const Shape& whole, int ax, int64_t* outer, int64_t* inner) {
   *outer = whole.Prod(0, ax);
   *inner = whole.Prod(ax + 1, whole.ndim());
 }
@@ -127,7 +127,7 @@ void ConcatForward(const KernelCtx& c) {
   const Shape& y = c.out[0].shape();
   const int ax = Axis(c.params<ConcatParams>().dim, y.ndim());
   int64_t outer, inner;
-  Layout(y, ax, &outer, &inner);
+  OuterInner(y, ax, &outer, &inner);
   CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, PartLengths(c.in, outer, inner), y[ax], outer, inner);
 }
 
@@ -136,7 +136,7 @@ void ConcatBackward(const KernelCtx& c) {
   const Shape& y = c.in[0].shape();
   const int ax = Axis(c.params<ConcatParams>().dim, y.ndim());
   int64_t outer, inner;
-  Layout(y, ax, &outer, &inner);
+  OuterInner(y, ax, &outer, &inner);
   CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, GradLengths(c, y[ax], outer, inner), y[ax], outer,
             inner);
 }
@@ -167,7 +167,7 @@ void SplitForward(const KernelCtx& c) {
   const Shape& x = c.in[0].shape();
   const int ax = Axis(p.axis, x.ndim());
   int64_t outer, inner;
-  Layout(x, ax, &outer, &inner);
+  OuterInner(x, ax, &outer, &inner);
   const std::vector<int64_t> n(p.num_outputs, x[ax] / p.num_outputs);
   CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, n, x[ax], outer, inner);
 }
@@ -178,7 +178,7 @@ void SplitBackward(const KernelCtx& c) {
   const Shape& x = c.out[0].shape();
   const int ax = Axis(c.params<SplitParams>().axis, x.ndim());
   int64_t outer, inner;
-  Layout(x, ax, &outer, &inner);
+  OuterInner(x, ax, &outer, &inner);
   CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, PartLengths(c.in, outer, inner), x[ax], outer, inner);
 }
 

@@ -121,8 +121,8 @@ const ConvPrims& Prims(const ConvParams& p, const Shape& x, DType t) {
   return cpu::Cached<ConvPrims>(Fmt("convolution", x, DTypeName(t), p.Key()), [&] { return MakeConvPrims(p, x, t); });
 }
 
-int64_t ConvForwardWorkspace(const Node& n, const std::vector<Shape>& in, DType t) {
-  return Prims(std::any_cast<const ConvParams&>(n.params), in[0], t).fwd.WorkspaceBytes();
+int64_t ConvForwardWorkspace(const WorkspaceCtx& c) {
+  return Prims(c.params<ConvParams>(), c.in[0], c.dtype).fwd.WorkspaceBytes();
 }
 
 // inputs: x, W[, b]   output: y
@@ -138,8 +138,8 @@ void ConvForward(const KernelCtx& c) {
 }
 
 // The backward runs data then weights, one after the other in one workspace.
-int64_t ConvBackwardWorkspace(const Node& n, const std::vector<Shape>& in, DType t) {
-  const ConvPrims& k = Prims(std::any_cast<const ConvParams&>(n.params), in[1], t);
+int64_t ConvBackwardWorkspace(const WorkspaceCtx& c) {
+  const ConvPrims& k = Prims(c.params<ConvParams>(), c.in[1], c.dtype);
   return k.dy_bytes + std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 

@@ -170,8 +170,8 @@ void Register_deconvolution(OpRegistry* r) {
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 2.0 * in[0].Size() * (in[1].Size() / in[1][0]);  // per input: (O/g)*kh*kw multiply-adds
       })
-      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) {
-        return Prims(std::any_cast<const ConvParams&>(n.params), in[0]).fwd.WorkspaceBytes();
+      .Workspace([](const WorkspaceCtx& c) {
+        return Prims(c.params<ConvParams>(), c.in[0]).fwd.WorkspaceBytes();
       })
       .CpuKernel(DeconvForward);
   r->Add("_backward_deconvolution")
@@ -186,8 +186,8 @@ void Register_deconvolution(OpRegistry* r) {
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[1].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward
       })
-      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) {
-        const DeconvPrims& k = Prims(std::any_cast<const ConvParams&>(n.params), in[1]);
+      .Workspace([](const WorkspaceCtx& c) {
+        const DeconvPrims& k = Prims(c.params<ConvParams>(), c.in[1]);
         return std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
       })
       .CpuKernel(DeconvBackward);

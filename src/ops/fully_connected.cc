@@ -92,14 +92,14 @@ const FcPrims& Prims(const FcParams& p, const Shape& x) {
 }
 
 // bfloat16 only: sgemm needs none.
-int64_t FcForwardWorkspace(const Node& node, const std::vector<Shape>& in, DType t) {
-  if (t != DType::kBFloat16) return 0;
-  return Prims(std::any_cast<const FcParams&>(node.params), in[0]).fwd.WorkspaceBytes();
+int64_t FcForwardWorkspace(const WorkspaceCtx& c) {
+  if (c.dtype != DType::kBFloat16) return 0;
+  return Prims(c.params<FcParams>(), c.in[0]).fwd.WorkspaceBytes();
 }
 
-int64_t FcBackwardWorkspace(const Node& node, const std::vector<Shape>& in, DType t) {
-  if (t != DType::kBFloat16) return 0;
-  const FcPrims& k = Prims(std::any_cast<const FcParams&>(node.params), in[1]);
+int64_t FcBackwardWorkspace(const WorkspaceCtx& c) {
+  if (c.dtype != DType::kBFloat16) return 0;
+  const FcPrims& k = Prims(c.params<FcParams>(), c.in[1]);
   return std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 

@@ -117,9 +117,9 @@ void Register_grad_combine(OpRegistry* r) {
       })
       .InferShape([](ShapeCtx&) {})
       .MutatesAll()
-      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) -> int64_t {
-        if (std::any_cast<const RescaleClipParams&>(n.params).max_norm <= 0) return 0;
-        return (NormChunks(in) + 1) * static_cast<int64_t>(sizeof(double));
+      .Workspace([](const WorkspaceCtx& c) -> int64_t {
+        if (c.params<RescaleClipParams>().max_norm <= 0) return 0;
+        return (NormChunks(c.in) + 1) * static_cast<int64_t>(sizeof(double));
       })
       .NoGradient()
       .CpuKernel(RescaleClipCpu);

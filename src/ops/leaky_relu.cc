@@ -62,8 +62,8 @@ void Register_leaky_relu(OpRegistry* r) {
       .Backward({OutGrad(0), Output(0)}, "_backward_leaky_relu")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
-      .Workspace([](const Node& n, const std::vector<Shape>&, DType) {
-        return std::any_cast<const LeakyParams&>(n.params).elu ? cpu::EltwiseWorkspaceBytes() : int64_t{0};
+      .Workspace([](const WorkspaceCtx& c) {
+        return c.params<LeakyParams>().elu ? cpu::EltwiseWorkspaceBytes() : int64_t{0};
       })
       .CpuKernel(LeakyForward);
   r->Add("_backward_leaky_relu")

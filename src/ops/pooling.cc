@@ -106,8 +106,8 @@ void PoolInferShape(ShapeCtx& c) {
   c.out[1] = Shape{(Prims(p, x, DType::kFloat32).argmax_bytes + 3) / 4};
 }
 
-int64_t PoolForwardWorkspace(const Node& n, const std::vector<Shape>& in, DType t) {
-  const PoolPrims& k = Prims(std::any_cast<const PoolParams&>(n.params), in[0], t);
+int64_t PoolForwardWorkspace(const WorkspaceCtx& c) {
+  const PoolPrims& k = Prims(c.params<PoolParams>(), c.in[0], c.dtype);
   return std::max(k.train.WorkspaceBytes(), k.infer.WorkspaceBytes());
 }
 
@@ -127,8 +127,8 @@ void PoolForward(const KernelCtx& c) {
 }
 
 // The backward's inputs (dy, argmax) do not determine x's (H, W); its output dx does.
-int64_t PoolBackwardWorkspace(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out, DType t) {
-  return Prims(std::any_cast<const PoolParams&>(n.params), out[0], t).bwd.WorkspaceBytes();
+int64_t PoolBackwardWorkspace(const WorkspaceCtx& c) {
+  return Prims(c.params<PoolParams>(), c.out[0], c.dtype).bwd.WorkspaceBytes();
 }
 
 // inputs: dy, argmax   output: dx

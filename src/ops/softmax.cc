@@ -84,8 +84,8 @@ void Register(OpRegistry* r, const std::string& name, bool log) {
       .Backward({OutGrad(0), Output(0)}, "_backward_" + name)
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
-      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) {
-        return Prims(std::any_cast<const SoftmaxParams&>(n.params), in[0]).fwd.WorkspaceBytes();
+      .Workspace([](const WorkspaceCtx& c) {
+        return Prims(c.params<SoftmaxParams>(), c.in[0]).fwd.WorkspaceBytes();
       })
       .CpuKernel(SoftmaxForward);
   r->Add("_backward_" + name)
@@ -96,8 +96,8 @@ void Register(OpRegistry* r, const std::string& name, bool log) {
       .NoGradient()
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
-      .Workspace([](const Node& n, const std::vector<Shape>& in, DType) {
-        return Prims(std::any_cast<const SoftmaxParams&>(n.params), in[0]).bwd.WorkspaceBytes();
+      .Workspace([](const WorkspaceCtx& c) {
+        return Prims(c.params<SoftmaxParams>(), c.in[0]).bwd.WorkspaceBytes();
       })
       .CpuKernel(SoftmaxBackward);
 }

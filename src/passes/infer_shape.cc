@@ -12,6 +12,7 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
   Graph& g = *graph;
   g.shapes.assign(g.num_entries(), Shape());
   g.dtypes.assign(g.num_entries(), DType::kFloat32);
+  g.layouts.clear();
   for (int i = 0; i < g.num_nodes(); ++i)
     if (g.node(i).is_variable()) g.shapes[g.EntryId({i, 0})] = g.node(i).shape;
   for (const auto& [name, shape] : input_shapes) {

@@ -416,9 +416,13 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
     std::vector<Shape> out_shapes;
     for (int k = 0; k < g.NumOutputs(i); ++k) out_shapes.push_back(g.shape({i, k}));
+    std::vector<Layout> in_layouts, out_layouts;
+    for (const Entry& e : n.inputs) in_layouts.push_back(g.layout(e));
+    for (int k = 0; k < g.NumOutputs(i); ++k) out_layouts.push_back(g.layout({i, k}));
     int64_t ws = 0;
     try {
-      ws = n.op->WorkspaceBytes(n, in_shapes, out_shapes, n.inputs.empty() ? DType::kFloat32 : g.dtype(n.inputs[0]));
+      const DType t = n.inputs.empty() ? DType::kFloat32 : g.dtype(n.inputs[0]);
+      ws = n.op->WorkspaceBytes({n, in_shapes, out_shapes, t, in_layouts, out_layouts});
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {  // a library's (oneDNN refusing the sizes)

@@ -150,7 +150,15 @@ uint16_t* Tensor::bf16() const {
   return data<uint16_t>();
 }
 
+Tensor Tensor::WithLayout(Layout l) const {
+  CHECK(l == Layout::kPlain || shape_.ndim() == 4) << "a " << LayoutName(l) << " layout needs 4 dims, not " << shape_;
+  Tensor t = *this;
+  t.layout_ = l;
+  return t;
+}
+
 Tensor Tensor::Reshaped(Shape shape) const {
+  CHECK(layout_ == Layout::kPlain) << "reshaping a " << LayoutName(layout_) << " tensor";
   CHECK_EQ(shape.Size(), size()) << "reshape " << shape_ << " -> " << shape;
   return Tensor(storage_, offset_, std::move(shape), dtype_);
 }

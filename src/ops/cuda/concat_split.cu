@@ -44,7 +44,7 @@ void CopyPartsCuda(const KernelCtx& c, bool gather, float* whole, OpReq whole_re
   }
 }
 
-void Layout(const Shape& whole, int ax, int64_t* outer, int64_t* inner) {
+void OuterInner(const Shape& whole, int ax, int64_t* outer, int64_t* inner) {
   *outer = whole.Prod(0, ax);
   *inner = whole.Prod(ax + 1, whole.ndim());
 }
@@ -72,7 +72,7 @@ void ConcatForwardCuda(const KernelCtx& c) {
   const Shape& y = c.out[0].shape();
   const int ax = Axis(c.params<ConcatParams>().dim, y.ndim());
   int64_t outer, inner;
-  Layout(y, ax, &outer, &inner);
+  OuterInner(y, ax, &outer, &inner);
   CopyPartsCuda(c, true, c.out[0].f(), c.req[0], Inputs(c), {}, InputLengths(c, outer, inner), y[ax], outer, inner);
 }
 
@@ -82,7 +82,7 @@ void ConcatBackwardCuda(const KernelCtx& c) {
   const Shape& y = c.in[0].shape();
   const int ax = Axis(c.params<ConcatParams>().dim, y.ndim());
   int64_t outer, inner;
-  Layout(y, ax, &outer, &inner);
+  OuterInner(y, ax, &outer, &inner);
   std::vector<int64_t> n(c.out.size(), -1);
   int unknown = 0, last_read = -1;
   int64_t known = 0;
@@ -106,7 +106,7 @@ void SplitForwardCuda(const KernelCtx& c) {
   const Shape& x = c.in[0].shape();
   const int ax = Axis(p.axis, x.ndim());
   int64_t outer, inner;
-  Layout(x, ax, &outer, &inner);
+  OuterInner(x, ax, &outer, &inner);
   const std::vector<int64_t> n(p.num_outputs, x[ax] / p.num_outputs);
   CopyPartsCuda(c, false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, n, x[ax], outer, inner);
 }
@@ -117,7 +117,7 @@ void SplitBackwardCuda(const KernelCtx& c) {
   const Shape& x = c.out[0].shape();
   const int ax = Axis(c.params<SplitParams>().axis, x.ndim());
   int64_t outer, inner;
-  Layout(x, ax, &outer, &inner);
+  OuterInner(x, ax, &outer, &inner);
   CopyPartsCuda(c, true, c.out[0].f(), c.req[0], Inputs(c), {}, InputLengths(c, outer, inner), x[ax], outer, inner);
 }
 
