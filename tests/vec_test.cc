@@ -1,10 +1,13 @@
 // vec.h: every instruction-set build of the elementwise kernels gives the
 // bits of the plain definitions (no FMA contraction, sums in 16 fixed
 // lanes), on lengths around the vector widths, in place and accumulating;
-// the bfloat16 kernels give the float32 kernels' results rounded.
+// the bfloat16 kernels give the float32 kernels' results rounded; the
+// column kernels give the contiguous kernels' bits on each column.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/vec.h"
@@ -296,6 +299,99 @@ TEST(Vec, Bf16KernelsGiveTheSameBitsOnEveryBuild) {
       }
     }
   }
+}
+
+// The column kernels (channels-last rows) against the contiguous kernels of
+// the same build run on each column copied out: the same bits, for sums
+// (16 lanes of rows), affine and its gradient, with add, in place, with
+// rows `ld` apart, across the 64-channel blocks and vector tails.
+template <typename T>
+std::vector<T> Column(const std::vector<T>& x, int64_t rows, int64_t ld, int64_t j) {
+  std::vector<T> c(rows);
+  for (int64_t r = 0; r < rows; ++r) c[r] = x[r * ld + j];
+  return c;
+}
+
+template <typename T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <typename T>
+void CheckColumnKernels(const cpu::ActKernels<T>& v, const std::vector<T>& x, const std::vector<T>& dy,
+                        const std::vector<T>& y0, int64_t rows, int64_t cols, int64_t ld, const std::string& what) {
+  std::vector<float> m(cols), a(cols), b(cols), kk(cols), c(cols), q(cols);
+  for (int64_t j = 0; j < cols; ++j) {
+    m[j] = 0.05f * (j % 5) - 0.1f, a[j] = 1.37f - 0.1f * (j % 7), b[j] = -0.21f + 0.03f * (j % 11);
+    kk[j] = 0.9f + 0.01f * (j % 3), c[j] = 0.013f * (j % 4), q[j] = 0.07f - 0.02f * (j % 6);
+  }
+  std::vector<float> sums(cols, -1.f), sqs(cols, -1.f);
+  v.col_sum(x.data(), rows, cols, ld, sums.data());
+  v.col_sq_dev_sum(x.data(), m.data(), rows, cols, ld, sqs.data());
+  for (bool relu : {false, true}) {
+    const std::string where = what + " relu=" + std::to_string(relu);
+    std::vector<float> sum_g(cols, -1.f), sum_gx(cols, -1.f);
+    v.col_affine_grad_sums(dy.data(), x.data(), m.data(), relu, a.data(), b.data(), rows, cols, ld, sum_g.data(),
+                           sum_gx.data());
+    for (bool add : {false, true}) {
+      std::vector<T> y = y0, in_place = x, dx = y0, dx_in_place = dy;
+      v.col_affine(x.data(), a.data(), b.data(), relu, y.data(), rows, cols, ld, add);
+      v.col_affine(in_place.data(), a.data(), b.data(), relu, in_place.data(), rows, cols, ld, add);
+      v.col_affine_grad(dy.data(), x.data(), m.data(), relu, a.data(), b.data(), kk.data(), c.data(), q.data(),
+                        dx.data(), rows, cols, ld, add);
+      v.col_affine_grad(dx_in_place.data(), x.data(), m.data(), relu, a.data(), b.data(), kk.data(), c.data(),
+                        q.data(), dx_in_place.data(), rows, cols, ld, add);
+      for (int64_t j = 0; j < cols; ++j) {
+        const std::vector<T> xj = Column(x, rows, ld, j), dyj = Column(dy, rows, ld, j);
+        std::vector<T> want = Column(y0, rows, ld, j), want_in_place = xj;
+        v.affine(xj.data(), a[j], b[j], relu, want.data(), rows, add);
+        v.affine(want_in_place.data(), a[j], b[j], relu, want_in_place.data(), rows, add);
+        ASSERT_TRUE(SameBits(Column(y, rows, ld, j), want)) << where << " add=" << add << " col_affine column " << j;
+        ASSERT_TRUE(SameBits(Column(in_place, rows, ld, j), want_in_place)) << where << " in place, column " << j;
+        std::vector<T> want_dx = Column(y0, rows, ld, j), want_dx_in_place = dyj;
+        v.affine_grad(dyj.data(), xj.data(), m[j], relu, a[j], b[j], kk[j], c[j], q[j], want_dx.data(), rows, add);
+        v.affine_grad(want_dx_in_place.data(), xj.data(), m[j], relu, a[j], b[j], kk[j], c[j], q[j],
+                      want_dx_in_place.data(), rows, add);
+        ASSERT_TRUE(SameBits(Column(dx, rows, ld, j), want_dx)) << where << " add=" << add << " col_affine_grad " << j;
+        ASSERT_TRUE(SameBits(Column(dx_in_place, rows, ld, j), want_dx_in_place)) << where << " in place, " << j;
+        if (add) continue;
+        float s1 = -2.f, s2 = -2.f;
+        v.affine_grad_sums(dyj.data(), xj.data(), m[j], relu, a[j], b[j], rows, &s1, &s2);
+        const std::vector<float> got{sum_g[j], sum_gx[j]}, want_sums{s1, s2};
+        ASSERT_TRUE(SameBits(got, want_sums)) << where << " col_affine_grad_sums column " << j;
+        if (relu) continue;
+        const std::vector<float> got2{sums[j], sqs[j]};
+        const std::vector<float> want2{v.sum(xj.data(), rows), v.sq_dev_sum(xj.data(), m[j], rows)};
+        ASSERT_TRUE(SameBits(got2, want2)) << where << " col_sum, col_sq_dev_sum column " << j;
+      }
+    }
+  }
+  // Outside the columns (ld > cols) nothing is written.
+  std::vector<T> y = y0;
+  v.col_affine(x.data(), a.data(), b.data(), false, y.data(), rows, cols, ld, false);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = cols; j < ld; ++j) ASSERT_TRUE(SameBits<T>({y[r * ld + j]}, {y0[r * ld + j]})) << what;
+  }
+}
+
+TEST(Vec, ColumnKernelsGiveTheContiguousKernelsBitsOnEachColumn) {
+  int checked = 0;
+  for (const VecKernels* k : Builds()) {
+    for (int64_t rows : {0, 1, 15, 16, 17, 40, 64, 81, 130}) {  // across the kLanes and 4 kLanes row groups
+      for (int64_t cols : {1, 5, 16, 17, 64, 65, 130}) {
+        for (int64_t ld : {cols, cols + 3}) {
+          const std::string what = std::string(k->isa) + " rows=" + std::to_string(rows) +
+                                   " cols=" + std::to_string(cols) + " ld=" + std::to_string(ld);
+          const int64_t n = rows * ld;
+          CheckColumnKernels(k->f32, Data(n, 0.4f), Data(n, 1.3f), Data(n, 2.2f), rows, cols, ld, what + " float32");
+          CheckColumnKernels(k->bf16, Bf16Data(n, 0.4f).b, Bf16Data(n, 1.3f).b, Bf16Data(n, 2.2f).b, rows, cols, ld,
+                             what + " bfloat16");
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 9 * 7 * 2);
 }
 
 }  // namespace

@@ -32,8 +32,20 @@
 // Kernels: vec.h's loops (per ISA), one channel per task. oneDNN's batch normalization
 // on plain NCHW (ncsp_bnorm) measured 3x slower forward and no faster
 // backward here (docs/benchmarks.md), and its blocked one needs reorders.
+// Channels-last (Layout::kNhwc, 4-D only; x, y, dy and dx share one layout,
+// ChannelsLast tied): x seen as N H W rows of C contiguous channels, and
+// vec.h's column kernels vectorised across channels. Each channel's per-
+// sample float sums keep the plain path's 16 lanes (row h W + w in lane
+// (h W + w) % 16, as sum puts element h W + w), the samples are added in
+// double in order, and y and dx are the same float expressions: the same
+// bits as the plain layout, on every ISA and thread count. Parallel over
+// (sample, channel block) for the sums, over row ranges for y and dx.
+#include <algorithm>
 #include <cmath>
 #include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "backend/cpu/vec.h"
 #include "ops/op_params.h"
@@ -89,6 +101,126 @@ struct ChannelAffine {
         b(static_cast<float>(beta[ch] - static_cast<double>(mean) * a)) {}
 };
 
+// Channels-last (kNhwc) x: N samples of S = H W rows of C channels. The
+// column kernels (vec.h) give each channel the plain path's bits: per
+// sample the float lanes sum and sq_dev_sum keep on that channel's S
+// values, across samples in double in sample order; then the same float
+// expressions for y and dx. The sums run in parallel over (sample, channel
+// block) tasks, each writing its own slots of a per-sample buffer that is
+// then reduced in a fixed order, the elementwise passes over row ranges:
+// the bits do not depend on the number of threads.
+struct RowDims {
+  int64_t n, c, s;  // samples, channels, rows per sample
+  explicit RowDims(const Shape& x) : n(x[0]), c(x[1]), s(x[2] * x[3]) {}
+  int64_t count() const { return n * s; }
+  int64_t size() const { return n * s * c; }
+};
+
+// f(i) for i in [0, n), in parallel where `parallel`: each thread takes a
+// contiguous share, the shares in thread order, and goes through its share
+// backwards where `backwards`. The passes over x alternate directions so
+// that each begins with the rows the previous one left in its thread's
+// cache (the shares of passes over samples and over rows roughly agree).
+template <typename F>
+void ForEachShare(int64_t n, bool parallel, bool backwards, F f) {
+#pragma omp parallel if (parallel && n > 1)
+  {
+    int64_t t = 0, nt = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nt = omp_get_num_threads();
+#endif
+    const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+    if (backwards) {
+      for (int64_t i = end - 1; i >= begin; --i) f(i);
+    } else {
+      for (int64_t i = begin; i < end; ++i) f(i);
+    }
+  }
+}
+
+// Sum tasks: a sample's channels in blocks of this many (several per
+// sample only where there are many channels).
+constexpr int64_t kNhwcChannelBlock = 256;
+
+// f(sample, first channel, channels) for every (sample, channel block), in parallel.
+template <typename F>
+void ForEachSampleBlock(const RowDims& l, bool backwards, F f) {
+  const int64_t blocks = (l.c + kNhwcChannelBlock - 1) / kNhwcChannelBlock;
+  ForEachShare(l.n * blocks, l.size() > kParallelGrain, backwards, [&](int64_t t) {
+    const int64_t c0 = t % blocks * kNhwcChannelBlock;
+    f(t / blocks, c0, std::min(kNhwcChannelBlock, l.c - c0));
+  });
+}
+
+// f(first row, rows) over all N S rows, in parallel ranges of about 8192 elements.
+template <typename F>
+void ForEachRowRange(const RowDims& l, bool backwards, F f) {
+  const int64_t rows = l.count();
+  const int64_t per = std::max<int64_t>(1, 8192 / std::max<int64_t>(l.c, 1));
+  const int64_t ranges = (rows + per - 1) / per;
+  ForEachShare(ranges, l.size() > kParallelGrain, backwards,
+               [&](int64_t r) { f(r * per, std::min(per, rows - r * per)); });
+}
+
+// sum over samples (in order, in double) of part[i C + ch], for every channel.
+std::vector<double> SumSamples(const std::vector<float>& part, const RowDims& l) {
+  std::vector<double> sum(l.c, 0.0);
+  for (int64_t i = 0; i < l.n; ++i) {
+    for (int64_t ch = 0; ch < l.c; ++ch) sum[ch] += part[i * l.c + ch];
+  }
+  return sum;
+}
+
+// BnForwardT (below) on channels-last x and y: each channel's arithmetic the same, in the same order.
+template <typename T>
+void BnForwardNhwc(const KernelCtx& c) {
+  const auto& p = c.params<BnParams>();
+  const RowDims l(c.in[0].shape());
+  const T* x = Elems<T>(c.in[0]);
+  const float *gamma = c.in[1].f(), *beta = c.in[2].f();
+  float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
+  const bool batch_stats = c.is_train && !p.use_global_stats && !c.is_recompute;
+  T* y = Out<T>(c, 0);
+  const bool add = c.req[0] == OpReq::kAdd;
+  const cpu::ActKernels<T>& v = cpu::Vec().act<T>();
+  std::vector<double> mean(moving_mean, moving_mean + l.c), var(moving_var, moving_var + l.c);
+  if (batch_stats) {
+    std::vector<float> part(l.n * l.c), mean_f(l.c);
+    const int64_t sample = l.s * l.c;
+    ForEachSampleBlock(l, /*backwards=*/false, [&](int64_t i, int64_t c0, int64_t cb) {
+      v.col_sum(x + i * sample + c0, l.s, cb, l.c, part.data() + i * l.c + c0);
+    });
+    mean = SumSamples(part, l);
+    for (int64_t ch = 0; ch < l.c; ++ch) {
+      mean[ch] /= l.count();
+      mean_f[ch] = static_cast<float>(mean[ch]);
+    }
+    ForEachSampleBlock(l, /*backwards=*/true, [&](int64_t i, int64_t c0, int64_t cb) {
+      v.col_sq_dev_sum(x + i * sample + c0, mean_f.data() + c0, l.s, cb, l.c, part.data() + i * l.c + c0);
+    });
+    var = SumSamples(part, l);
+    for (int64_t ch = 0; ch < l.c; ++ch) {
+      var[ch] /= l.count();
+      moving_mean[ch] = static_cast<float>(p.momentum * moving_mean[ch] + (1 - p.momentum) * mean[ch]);
+      moving_var[ch] = static_cast<float>(p.momentum * moving_var[ch] + (1 - p.momentum) * var[ch]);
+    }
+  }
+  std::vector<float> a(l.c), b(l.c);
+  for (int64_t ch = 0; ch < l.c; ++ch) {
+    const float mean_f = static_cast<float>(mean[ch]), var_f = static_cast<float>(var[ch]);
+    if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], mean_f);
+    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], var_f);
+    const ChannelAffine t(p, gamma, beta, ch, mean_f, var_f);
+    a[ch] = t.a;
+    b[ch] = t.b;
+  }
+  if (!y) return;
+  ForEachRowRange(l, /*backwards=*/false, [&](int64_t r0, int64_t rows) {  // x and y may alias
+    v.col_affine(x + r0 * l.c, a.data(), b.data(), p.relu, y + r0 * l.c, rows, l.c, l.c, add);
+  });
+}
+
 // inputs: x, gamma, beta, moving_mean, moving_var (the last two updated)   outputs: y, mean, var
 template <typename T>
 void BnForwardT(const KernelCtx& c) {
@@ -120,6 +252,58 @@ void BnForwardT(const KernelCtx& c) {
       const int64_t at = (i * l.c + ch) * l.s;
       v.affine(x + at, t.a, t.b, p.relu, y + at, l.s, add);  // x and y may alias
     }
+  }
+}
+
+// BnBackwardT (below) on channels-last dy, x and dx: each channel's arithmetic the same, in the same order.
+template <typename T>
+void BnBackwardNhwc(const KernelCtx& c) {
+  const auto& p = c.params<BnParams>();
+  const RowDims l(c.in[1].shape());
+  const T *dy = Elems<T>(c.in[0]), *x = Elems<T>(c.in[1]);
+  const float *gamma = c.in[2].f(), *beta = c.in[3].f();
+  const float *saved_mean = c.in[4].f(), *saved_var = c.in[5].f();
+  T* dx = Out<T>(c, 0);
+  const bool add = c.req[0] == OpReq::kAdd;
+  const cpu::ActKernels<T>& v = cpu::Vec().act<T>();
+  std::vector<float> a(l.c), b(l.c);
+  std::vector<double> inv(l.c);
+  for (int64_t ch = 0; ch < l.c; ++ch) {
+    const ChannelAffine t(p, gamma, beta, ch, saved_mean[ch], saved_var[ch]);
+    a[ch] = t.a;
+    b[ch] = t.b;
+    inv[ch] = t.inv;
+  }
+  // sum(g), sum(g (x - mean)) per sample, then over samples
+  std::vector<float> part_g(l.n * l.c), part_gx(l.n * l.c);
+  const int64_t sample = l.s * l.c;
+  ForEachSampleBlock(l, /*backwards=*/false, [&](int64_t i, int64_t c0, int64_t cb) {
+    const int64_t at = i * sample + c0;
+    v.col_affine_grad_sums(dy + at, x + at, saved_mean + c0, p.relu, a.data() + c0, b.data() + c0, l.s, cb, l.c,
+                           part_g.data() + i * l.c + c0, part_gx.data() + i * l.c + c0);
+  });
+  const std::vector<double> sum_g = SumSamples(part_g, l), sum_gx = SumSamples(part_gx, l);
+  std::vector<float> k(l.c), mean_g(l.c), q(l.c);
+  for (int64_t ch = 0; ch < l.c; ++ch) {
+    const double sum_g_xhat = sum_gx[ch] * inv[ch];
+    if (c.req[1] != OpReq::kNull) {
+      Assign(c.out[1].f() + ch, c.req[1], p.fix_gamma ? 0.f : static_cast<float>(sum_g_xhat));
+    }
+    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], static_cast<float>(sum_g[ch]));
+    const double gm = p.fix_gamma ? 1.0 : gamma[ch];
+    k[ch] = static_cast<float>(gm * inv[ch]);
+    mean_g[ch] = p.use_global_stats ? 0.f : static_cast<float>(sum_g[ch] / l.count());
+    q[ch] = p.use_global_stats ? 0.f : static_cast<float>(sum_g_xhat * inv[ch] / l.count());
+  }
+  if (dx) {
+    ForEachRowRange(l, /*backwards=*/true, [&](int64_t r0, int64_t rows) {  // dx may alias dy
+      const int64_t at = r0 * l.c;
+      v.col_affine_grad(dy + at, x + at, saved_mean, p.relu, a.data(), b.data(), k.data(), mean_g.data(), q.data(),
+                        dx + at, rows, l.c, l.c, add);
+    });
+  }
+  for (int j = 3; j < 5; ++j) {  // the moving statistics get no gradient
+    if (c.req[j] != OpReq::kNull) ForEach(l.c, c.out[j].f(), c.req[j], [](int64_t) { return 0.f; });
   }
 }
 
@@ -167,12 +351,27 @@ void BnBackwardT(const KernelCtx& c) {
   }
 }
 
+// Whether the activations (tied: one layout) are channels-last; checks
+// that the requested activation output agrees.
+bool IsNhwc(const KernelCtx& c, int in) {
+  const Layout l = c.in[in].layout();
+  FRUGAL_REQUIRE(c.req[0] == OpReq::kNull || c.out[0].layout() == l, c.node.Where(), ": input ", in, " is ",
+                 LayoutName(l), " but output 0 ", LayoutName(c.out[0].layout()), " (batch_norm ties them)");
+  FRUGAL_REQUIRE(in == 0 || c.in[0].layout() == l, c.node.Where(), ": dy is ", LayoutName(c.in[0].layout()),
+                 " but x ", LayoutName(l), " (batch_norm ties them)");
+  return l == Layout::kNhwc;
+}
+
 // float32 unless x is bfloat16 (Elems fails loudly on other dtypes).
 void BnForward(const KernelCtx& c) {
-  c.in[0].dtype() == DType::kBFloat16 ? BnForwardT<uint16_t>(c) : BnForwardT<float>(c);
+  const bool bf16 = c.in[0].dtype() == DType::kBFloat16;
+  if (IsNhwc(c, 0)) return bf16 ? BnForwardNhwc<uint16_t>(c) : BnForwardNhwc<float>(c);
+  bf16 ? BnForwardT<uint16_t>(c) : BnForwardT<float>(c);
 }
 void BnBackward(const KernelCtx& c) {
-  c.in[1].dtype() == DType::kBFloat16 ? BnBackwardT<uint16_t>(c) : BnBackwardT<float>(c);
+  const bool bf16 = c.in[1].dtype() == DType::kBFloat16;
+  if (IsNhwc(c, 1)) return bf16 ? BnBackwardNhwc<uint16_t>(c) : BnBackwardNhwc<float>(c);
+  bf16 ? BnBackwardT<uint16_t>(c) : BnBackwardT<float>(c);
 }
 
 }  // namespace
@@ -212,6 +411,7 @@ void Register_batch_norm(OpRegistry* r) {
         return 8.0 * in[0].Size();  // statistics (3 per element) and normalise-scale-shift (5; the ReLU too)
       })
       .Bf16()
+      .ChannelsLast({0}, {0}, /*tied=*/true)
       .CpuKernel(BnForward);
   r->Add("_backward_batch_norm")
       .Doc("Gradient of batch_norm: dx, dgamma (0 with fix_gamma), dbeta; none for the moving statistics.")
@@ -224,6 +424,7 @@ void Register_batch_norm(OpRegistry* r) {
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 12.0 * in[0].Size();  // two reductions over dy and dy*xhat, then dx
       })
+      .ChannelsLast({0, 1}, {0}, /*tied=*/true)
       .CpuKernel(BnBackward);
 }
 

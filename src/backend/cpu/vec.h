@@ -65,6 +65,31 @@ struct ActKernels {
                       T* dx, int64_t n, bool add);
   // y = x[0] + x[1] + ... + x[k - 1]
   void (*add_n)(const T* const* x, int k, T* y, int64_t n, bool add);
+
+  // Column kernels, for channels-last (N, H, W, C) activations seen as rows
+  // of channels: `rows` rows of `cols` channels each, consecutive rows `ld`
+  // elements apart (cols <= ld; ld = C with cols a block of the channels).
+  // Column (channel) j is x[j], x[ld + j], x[2 ld + j], ...; the per-channel
+  // arrays (m, a, b, k, c, q, out, sum_g, sum_gx) hold cols floats. Each
+  // column gets the bits of the contiguous kernel above on that column laid
+  // out contiguously with the scalars taken from the arrays: the sums put
+  // row r in lane r % 16 as `sum` puts element r there, vectorised across
+  // channels, so a channel-last tensor gives the plain layout's bits.
+  // out[j] = sum(column j)
+  void (*col_sum)(const T* x, int64_t rows, int64_t cols, int64_t ld, float* out);
+  // out[j] = sq_dev_sum(column j, m[j])
+  void (*col_sq_dev_sum)(const T* x, const float* m, int64_t rows, int64_t cols, int64_t ld, float* out);
+  // affine on every column j with a[j], b[j] (y laid out as x; may be x)
+  void (*col_affine)(const T* x, const float* a, const float* b, bool relu, T* y, int64_t rows, int64_t cols,
+                     int64_t ld, bool add);
+  // affine_grad_sums on every column j: sum_g[j], sum_gx[j] with m[j], a[j], b[j]
+  void (*col_affine_grad_sums)(const T* dy, const T* x, const float* m, bool relu, const float* a, const float* b,
+                               int64_t rows, int64_t cols, int64_t ld, float* sum_g, float* sum_gx);
+  // affine_grad on every column j with m[j], a[j], b[j], k[j], c[j], q[j]
+  // (dx laid out as x; may be dy)
+  void (*col_affine_grad)(const T* dy, const T* x, const float* m, bool relu, const float* a, const float* b,
+                          const float* k, const float* c, const float* q, T* dx, int64_t rows, int64_t cols,
+                          int64_t ld, bool add);
 };
 
 struct VecKernels {
