@@ -173,15 +173,7 @@ TEST(MixedPrecision, CastRoundsToNearestEven) {
   EXPECT_NEAR(y[8], 3.0e38f, 3.0e38f / 256);
 }
 
-// The relative L2 distance of b from a.
-double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    d += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    n += double(a[i]) * a[i];
-  }
-  return std::sqrt(d / std::max(n, 1e-30));
-}
+using test::RelErr;
 
 // One op on p0 (and p1, p2, ...: all float32 parameters) through the
 // executor with loss sum(y * c) for a fixed c, in float32 or with p0 cast to

@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -15,6 +16,15 @@
 #include "frugal/base.h"
 
 namespace frugal::test {
+
+double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    n += double(a[i]) * a[i];
+  }
+  return std::sqrt(d / std::max(n, 1e-30));
+}
 
 TempDir::TempDir() {
   char tmpl[] = "/tmp/frugal_test_XXXXXX";

@@ -24,6 +24,9 @@ class TempDir {
   std::string path_;
 };
 
+// The relative L2 distance of b from a (a and b of one size).
+double RelErr(const std::vector<float>& a, const std::vector<float>& b);
+
 struct RunResult {
   int exit_code;
   std::string output;  // stdout and stderr together

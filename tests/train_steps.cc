@@ -2,12 +2,16 @@
 
 namespace frugal::test {
 
-BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy)
+BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy, bool plain_layouts)
     : solver(cfg.net.solver()),
       m(BuildModel(cfg, strategy)),
       engine(MakeEngine("naive")),
       rng(solver.seed()),
       opt(MakeOptimizer(OptimizerOptionsFromConfig(solver, cfg.path))) {
+  if (plain_layouts) {
+    m.train.layouts.clear();
+    m.train_plan = PlanMemory(m.train, strategy);
+  }
   for (int id : m.params) {
     const Node& n = m.train.node(id);
     Tensor w = Tensor::Empty(m.train.shape({id, 0}));
@@ -79,8 +83,8 @@ std::vector<std::vector<float>> BoundModel::Params() const {
 }
 
 std::vector<std::vector<float>> TrainSteps(const ConfigFile& cfg, const MemoryStrategy& strategy, int steps,
-                                           int64_t* arena_allocated) {
-  BoundModel bm(cfg, strategy);
+                                           int64_t* arena_allocated, bool plain_layouts) {
+  BoundModel bm(cfg, strategy, plain_layouts);
   if (arena_allocated) *arena_allocated = bm.arena_allocated;
   for (int step = 1; step <= steps; ++step) {
     for (int64_t i = 0; i < bm.data.size(); ++i) bm.data.f()[i] = static_cast<float>(2 * bm.rng.Uniform() - 1);

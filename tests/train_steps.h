@@ -13,9 +13,11 @@
 namespace frugal::test {
 
 // A config's model bound on the naive engine: parameters initialised from the
-// solver's seed, gradients, optimizer state, data and label tensors.
+// solver's seed, gradients, optimizer state, data and label tensors. With
+// plain_layouts the training graph keeps every activation plain (its
+// layouts cleared and the graph planned again), for comparing layouts.
 struct BoundModel {
-  BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy);
+  BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy, bool plain_layouts = false);
   // One step: run forward and backward, then update every parameter in name
   // order with the solver's lr (step counts from 1).
   void Step(int64_t step);
@@ -49,8 +51,8 @@ void Update(const Optimizer& opt, Tensor* w, const Tensor& g, OptState* state, f
 // Runs `steps` steps on pseudo-random data drawn from the solver's seed (data
 // uniform in [-1, 1), labels in [0, 10)). Returns every parameter's and aux state's values,
 // then the last step's output 0. If arena_allocated is set, it gets the bytes
-// the executor allocated for its arena.
+// the executor allocated for its arena. plain_layouts: as BoundModel.
 std::vector<std::vector<float>> TrainSteps(const ConfigFile& cfg, const MemoryStrategy& strategy, int steps,
-                                           int64_t* arena_allocated = nullptr);
+                                           int64_t* arena_allocated = nullptr, bool plain_layouts = false);
 
 }  // namespace frugal::test

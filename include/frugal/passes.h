@@ -1,7 +1,8 @@
 // Graph passes: pure functions over the graph, deterministic, in topological
 // order. The training pipeline is
 //   config -> FuseBnRelu -> ToMixedPrecision -> forward graph
-//   forward graph -> InferShapes -> Gradient -> InferShapes -> PlanMemory
+//   forward graph -> InferShapes -> Gradient -> InferShapes -> ChooseLayouts
+//   (CPU graphs) -> PlanMemory
 // and inference skips Gradient.
 #pragma once
 
@@ -17,6 +18,13 @@ namespace frugal {
 // variables (by node name). Parameter shapes are inferred from the ops that
 // read them. Throws Error naming the node on a mismatch.
 void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>& input_shapes);
+
+// Sets graph->layouts (shapes inferred): channels-last (Layout::kNhwc) for
+// the 4-D activations between ops whose CPU kernels take it
+// (OpDef::ChannelsLast) where a convolution or pooling then needs no
+// reorder; plain everywhere else, and always for variables, parameter
+// gradients and graph outputs (src/passes/layout.cc says how it groups).
+void ChooseLayouts(Graph* graph);
 
 // A forward graph with each relu that alone reads a batch_norm's output
 // fused into that batch_norm (act_type relu): one memory pass instead of two.
@@ -188,8 +196,10 @@ struct TrainingPlan {
   MemoryPlan plan;
   KeepLevels keep;
 };
+// On the CPU (dev) the training graph's layouts are chosen (ChooseLayouts)
+// before it is planned: a workspace depends on them.
 TrainingPlan PlanTraining(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
-                          const MemoryStrategy& strategy);
+                          const MemoryStrategy& strategy, Device dev = {});
 
 // Checks a plan: no two entries whose lifetimes overlap overlap in memory
 // (unless one is an in-place successor of the other), and everything fits in

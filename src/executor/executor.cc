@@ -92,6 +92,10 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
     throw Error(Fmt(g.node(g.EntryOf(e).node).Where(), ": its output is ", DTypeName(g.dtypes[e]),
                     ", and the CUDA kernels take float32 only; train with dtype float32 on a GPU"));
   }
+  for (int e = 0; gpu && e < g.num_entries(); ++e) {
+    CHECK(g.layout(e) == Layout::kPlain) << g.node(g.EntryOf(e).node).Where()
+                                         << ": a channels-last output on a GPU (layouts are chosen for the CPU)";
+  }
   if (gpu) backend::RequireCudaDevice(device_.id, Fmt("executor on ", device_.ToString()));
   arena_ = std::make_shared<Storage>(device_, plan_.arena_bytes, MemKind::kArena);
   entries_.resize(g.num_entries());
@@ -176,6 +180,7 @@ void Executor::BindArena() {
     if (plan_.entry_offset[e] < 0) continue;
     const int b = plan_.entry_block[e];
     entries_[e] = Tensor(arena_, plan_.entry_offset[e], g.shapes[e], g.dtypes[e]);
+    if (g.layout(e) != Layout::kPlain) entries_[e] = entries_[e].WithLayout(g.layout(e));
     if (block_var[b] < 0) owned_vars_.push_back(block_var[b] = engine_->NewVar());
     entry_var_[e] = block_var[b];
     block_offset[b] = plan_.entry_offset[e];

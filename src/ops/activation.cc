@@ -65,6 +65,7 @@ void Register_activation(OpRegistry* r) {
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Workspace([](const WorkspaceCtx&) { return cpu::EltwiseWorkspaceBytes(); })
+      .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
       .CpuKernel(ActForward);
   r->Add("_backward_activation")
       .Doc("Gradient of activation: dx = dy f'(y).")
@@ -74,6 +75,7 @@ void Register_activation(OpRegistry* r) {
       .NoGradient()
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
+      .ChannelsLast({0, 1}, {0}, /*tied=*/true)
       .CpuKernel(ActBackward);
 }
 

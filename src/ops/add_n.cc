@@ -52,6 +52,7 @@ void Register_add_n(OpRegistry* r) {
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Bf16()
+      .ChannelsLast({OpDef::kAllSlots}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
       .CpuKernel(AddNForward);
 }
 

@@ -6,16 +6,21 @@
 // grad:  dx = conv_transpose(dy, W)     dW = corr(x, dy)     db = sum_{n,i,j} dy
 //        reads dy, x and W (not y, not b)
 // Kernels: oneDNN convolution forward / backward data / backward weights,
-// built once per shape with format_tag::any. oneDNN's blocked layouts
-// (nChw16c) run 3-5x faster here than its plain-layout (im2col + GEMM)
-// kernels even with the reorders to and from the plain tensors that users
-// see, so PlainCall reorders through the workspace (see docs/benchmarks.md).
+// built once per shape and layouts. Activations may be plain or
+// channels-last (x, y, dy, dx each; ChooseLayouts makes them nhwc between
+// ops that take it). Where any is nhwc the primitives are built on nhwc and
+// take those without a reorder; where all are plain they are built with
+// format_tag::any (oneDNN picks its blocked nChw16c, 3-5x faster here than
+// its plain-layout im2col + GEMM even with the reorders). PlainCall reorders
+// whatever the primitive does not take through the workspace.
 // kAdd: y by a post-op sum where y keeps the plain layout, otherwise by a
 // reorder with a sum post-op from the workspace. The backward reorders dy
 // once for both of its primitives.
 // bfloat16 (mixed precision): x, y, dy and dx are bfloat16; W, b, dW and db
 // stay float32. The reorder of W into the primitive's layout, made anyway,
 // converts it; the weight gradient comes out of oneDNN in float32.
+#include <glog/logging.h>
+
 #include <optional>
 
 #include "backend/cpu/dnnl.h"
@@ -46,6 +51,14 @@ void ConvInferShape(ShapeCtx& c) {
   c.out[0] = Shape{x[0], p.num_filter, oh, ow};
 }
 
+// The layouts of one convolution's activations. The forward node knows x
+// and y, the backward node dy, x and dx; ChooseLayouts gives dy y's layout
+// and dx x's, so both nodes name the same primitives.
+struct ConvLayouts {
+  Layout x, y;
+  bool nhwc() const { return x == Layout::kNhwc || y == Layout::kNhwc; }
+};
+
 // The three primitives of one convolution shape. When the two backward
 // primitives read dy in the same non-plain layout, dy is reordered once
 // into the start of the backward workspace (dy_reorder, dy_bytes) and both
@@ -62,7 +75,13 @@ std::vector<int64_t> WeightDims(const ConvParams& p, int64_t cin) {
   return {g, p.num_filter / g, cin / g, p.kernel[0], p.kernel[1]};  // goihw: the same bytes as (O, C/g, kh, kw)
 }
 
-ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t) {
+// The desc of a user's activation in layout l.
+memory::desc UserDesc(const std::vector<int64_t>& dims, DType t, Layout l) {
+  if (l == Layout::kPlain) return PlainDesc(dims, t);
+  return memory::desc(memory::dims(dims.begin(), dims.end()), cpu::DnnlType(t), memory::format_tag::nhwc);
+}
+
+ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t, ConvLayouts l) {
   if (t == DType::kBFloat16) cpu::RequireBf16();
   using namespace dnnl;
   const std::vector<int64_t> x = xs.dims(), w = WeightDims(p, xs[1]), b{p.num_filter};
@@ -72,34 +91,39 @@ ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t) {
   const memory::dims dil{p.dilate[0] - 1, p.dilate[1] - 1};  // oneDNN counts the gaps
   const auto alg = algorithm::convolution_direct;
   const engine& eng = cpu::DnnlEngine();
+  // The primitives' activations, and the user's.
+  auto act = [&](const std::vector<int64_t>& dims) {
+    return l.nhwc() ? UserDesc(dims, t, Layout::kNhwc) : AnyDesc(dims, t);
+  };
+  const memory::desc ux = UserDesc(x, t, l.x), uy = UserDesc(y, t, l.y);
   auto fwd_desc = [&](const memory::desc& xd, const memory::desc& wd, const memory::desc& yd) {
     return p.no_bias ? convolution_forward::desc(prop_kind::forward_training, alg, xd, wd, yd, stride, dil, pad, pad)
                      : convolution_forward::desc(prop_kind::forward_training, alg, xd, wd, AnyDesc(b), yd, stride,
                                                  dil, pad, pad);
   };
-  convolution_forward::primitive_desc fpd(fwd_desc(AnyDesc(x, t), AnyDesc(w, t), AnyDesc(y, t)), cpu::Attr(), eng);
-  // A post-op sum variant with the same layouts, for kAdd straight into a plain y.
+  convolution_forward::primitive_desc fpd(fwd_desc(act(x), AnyDesc(w, t), act(y)), cpu::Attr(), eng);
+  // A post-op sum variant with the same layouts, for kAdd straight into the user's y.
   primitive fwd_sum;
-  if (fpd.dst_desc() == PlainDesc(y, t)) {
+  if (fpd.dst_desc() == uy) {
     convolution_forward::primitive_desc spd(fwd_desc(fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()),
                                             cpu::Attr(/*sum=*/true), eng, /*allow_empty=*/true);
     if (spd) fwd_sum = convolution_forward(spd);
   }
-  std::vector<cpu::PlainArg> fargs{{DNNL_ARG_SRC, PlainDesc(x, t)}, {DNNL_ARG_WEIGHTS, PlainDesc(w)}};
+  std::vector<cpu::PlainArg> fargs{{DNNL_ARG_SRC, ux}, {DNNL_ARG_WEIGHTS, PlainDesc(w)}};
   if (!p.no_bias) fargs.push_back({DNNL_ARG_BIAS, PlainDesc(b)});
-  fargs.push_back({DNNL_ARG_DST, PlainDesc(y, t), true});
+  fargs.push_back({DNNL_ARG_DST, uy, true});
 
   convolution_backward_data::primitive_desc dpd(
-      convolution_backward_data::desc(alg, AnyDesc(x, t), AnyDesc(w, t), AnyDesc(y, t), stride, dil, pad, pad),
-      cpu::Attr(), eng, fpd);
-  auto wdesc = p.no_bias ? convolution_backward_weights::desc(alg, AnyDesc(x, t), AnyDesc(w), AnyDesc(y, t), stride,
-                                                               dil, pad, pad)
-                         : convolution_backward_weights::desc(alg, AnyDesc(x, t), AnyDesc(w), AnyDesc(b), AnyDesc(y, t),
-                                                              stride, dil, pad, pad);
+      convolution_backward_data::desc(alg, act(x), AnyDesc(w, t), act(y), stride, dil, pad, pad), cpu::Attr(), eng,
+      fpd);
+  auto wdesc = p.no_bias
+                   ? convolution_backward_weights::desc(alg, act(x), AnyDesc(w), act(y), stride, dil, pad, pad)
+                   : convolution_backward_weights::desc(alg, act(x), AnyDesc(w), AnyDesc(b), act(y), stride, dil, pad,
+                                                        pad);
   convolution_backward_weights::primitive_desc wpd(wdesc, cpu::Attr(), eng, fpd);
-  const bool share_dy = dpd.diff_dst_desc() == wpd.diff_dst_desc() && dpd.diff_dst_desc() != PlainDesc(y, t);
-  const memory::desc dy = share_dy ? dpd.diff_dst_desc() : PlainDesc(y, t);  // what the backward calls are given
-  std::vector<cpu::PlainArg> wargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, PlainDesc(x, t)},
+  const bool share_dy = dpd.diff_dst_desc() == wpd.diff_dst_desc() && dpd.diff_dst_desc() != uy;
+  const memory::desc dy = share_dy ? dpd.diff_dst_desc() : uy;  // what the backward calls are given
+  std::vector<cpu::PlainArg> wargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, ux},
                                    {DNNL_ARG_DIFF_WEIGHTS, PlainDesc(w), true}};
   if (!p.no_bias) wargs.push_back({DNNL_ARG_DIFF_BIAS, PlainDesc(b), true});
   ConvPrims k{
@@ -107,22 +131,23 @@ ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t) {
       cpu::PlainCall(dpd, convolution_backward_data(dpd),
                      {{DNNL_ARG_DIFF_DST, dy},
                       {DNNL_ARG_WEIGHTS, PlainDesc(w)},
-                      {DNNL_ARG_DIFF_SRC, PlainDesc(x, t), true}}),
+                      {DNNL_ARG_DIFF_SRC, ux, true}}),
       cpu::PlainCall(wpd, convolution_backward_weights(wpd), wargs),
   };
   if (share_dy) {
-    k.dy_reorder.emplace(PlainDesc(y, t), dy);
+    k.dy_reorder.emplace(uy, dy);
     k.dy_bytes = cpu::AlignUp(dy.get_size());
   }
   return k;
 }
 
-const ConvPrims& Prims(const ConvParams& p, const Shape& x, DType t) {
-  return cpu::Cached<ConvPrims>(Fmt("convolution", x, DTypeName(t), p.Key()), [&] { return MakeConvPrims(p, x, t); });
+const ConvPrims& Prims(const ConvParams& p, const Shape& x, DType t, ConvLayouts l) {
+  return cpu::Cached<ConvPrims>(Fmt("convolution", x, DTypeName(t), LayoutName(l.x), LayoutName(l.y), p.Key()),
+                                [&] { return MakeConvPrims(p, x, t, l); });
 }
 
 int64_t ConvForwardWorkspace(const WorkspaceCtx& c) {
-  return Prims(c.params<ConvParams>(), c.in[0], c.dtype).fwd.WorkspaceBytes();
+  return Prims(c.params<ConvParams>(), c.in[0], c.dtype, {c.in_layouts[0], c.out_layouts[0]}).fwd.WorkspaceBytes();
 }
 
 // inputs: x, W[, b]   output: y
@@ -134,12 +159,13 @@ void ConvForward(const KernelCtx& c) {
   ptrs.push_back(c.out[0].raw());
   std::vector<OpReq> reqs(ptrs.size(), OpReq::kWrite);
   reqs.back() = c.req[0];
-  Prims(p, c.in[0].shape(), c.in[0].dtype()).fwd.Run(ptrs, reqs, c.workspace.defined() ? c.workspace.raw() : nullptr);
+  const ConvPrims& k = Prims(p, c.in[0].shape(), c.in[0].dtype(), {c.in[0].layout(), c.out[0].layout()});
+  k.fwd.Run(ptrs, reqs, c.workspace.defined() ? c.workspace.raw() : nullptr);
 }
 
 // The backward runs data then weights, one after the other in one workspace.
 int64_t ConvBackwardWorkspace(const WorkspaceCtx& c) {
-  const ConvPrims& k = Prims(c.params<ConvParams>(), c.in[1], c.dtype);
+  const ConvPrims& k = Prims(c.params<ConvParams>(), c.in[1], c.dtype, {c.in_layouts[1], c.in_layouts[0]});
   return k.dy_bytes + std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 
@@ -148,7 +174,8 @@ void* RawOrNull(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? n
 // inputs: dy, x, W   outputs: dx, dW[, db]
 void ConvBackward(const KernelCtx& c) {
   const auto& p = c.params<ConvParams>();
-  const ConvPrims& k = Prims(p, c.in[1].shape(), c.in[1].dtype());
+  const ConvPrims& k = Prims(p, c.in[1].shape(), c.in[1].dtype(), {c.in[1].layout(), c.in[0].layout()});
+  CHECK(!c.out[0].defined() || c.out[0].layout() == c.in[1].layout()) << c.node.Where() << ": dx laid out unlike x";
   char* ws = c.workspace.defined() ? static_cast<char*>(c.workspace.raw()) : nullptr;
   const bool want_db = !p.no_bias && c.req[2] != OpReq::kNull;
   const bool want_dw = c.req[1] != OpReq::kNull || want_db;
@@ -187,6 +214,7 @@ void Register_convolution(OpRegistry* r) {
       })
       .Workspace(ConvForwardWorkspace)
       .Bf16()
+      .ChannelsLast({0}, {0}, /*tied=*/false)
       .CpuKernel(ConvForward);
   r->Add("_backward_convolution")
       .Doc("Gradient of convolution: dx = conv_transpose(dy, W), dW = corr(x, dy), db = sum(dy).")
@@ -201,6 +229,7 @@ void Register_convolution(OpRegistry* r) {
         return 4.0 * in[0].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward
       })
       .Workspace(ConvBackwardWorkspace)
+      .ChannelsLast({0, 1}, {0}, /*tied=*/false)
       .CpuKernel(ConvBackward);
 }
 

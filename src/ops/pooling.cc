@@ -15,8 +15,11 @@
 //   the hidden output keeps memory lowest. It also lets x die early when no
 //   other backward reads it (conv -> pool).
 // Kernels: oneDNN pooling forward (training with the workspace, inference
-// without) and backward, on plain NCHW, in float32 or bfloat16 (x, y, dy and
-// dx alike; the argmax workspace is the same for both).
+// without) and backward, in float32 or bfloat16 (x, y, dy and dx alike; the
+// argmax workspace is the same for both). The primitives run on plain NCHW,
+// or on channels-last where x or y is (ChooseLayouts gives dx x's layout
+// and dy y's, so the backward runs on the forward's layout and reads its
+// argmax as written); PlainCall reorders the other.
 #include <glog/logging.h>
 
 #include "backend/cpu/dnnl.h"
@@ -58,11 +61,20 @@ struct PoolPrims {
   int64_t argmax_bytes = 0;
 };
 
-PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs, DType t) {
+// The desc of an activation in layout l.
+memory::desc Desc(const Shape& s, DType t, Layout l) {
+  if (l == Layout::kPlain) return PlainDesc(s, t);
+  return memory::desc(memory::dims(s.dims().begin(), s.dims().end()), cpu::DnnlType(t), memory::format_tag::nhwc);
+}
+
+PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs, DType t, Layout xl, Layout yl) {
   if (t == DType::kBFloat16) cpu::RequireBf16();
   using namespace dnnl;
   const Window w = WindowFor(p, xs);
-  const memory::desc x = PlainDesc(xs, t), y = PlainDesc(Shape{xs[0], xs[1], w.oh, w.ow}, t);
+  const Shape ys{xs[0], xs[1], w.oh, w.ow};
+  const Layout run = xl == Layout::kNhwc || yl == Layout::kNhwc ? Layout::kNhwc : Layout::kPlain;
+  const memory::desc x = Desc(xs, t, run), y = Desc(ys, t, run);      // the primitives'
+  const memory::desc ux = Desc(xs, t, xl), uy = Desc(ys, t, yl);  // the user's
   const memory::dims stride{w.stride[0], w.stride[1]}, kernel{w.kernel[0], w.kernel[1]};
   const memory::dims pad_l{w.pad_l[0], w.pad_l[1]}, pad_r{w.pad_r[0], w.pad_r[1]};
   const algorithm alg = p.max ? algorithm::pooling_max
@@ -76,20 +88,21 @@ PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs, DType t) {
   pooling_forward::primitive_desc tpd = fwd(prop_kind::forward_training), ipd = fwd(prop_kind::forward_inference);
   pooling_backward::primitive_desc bpd(pooling_backward::desc(alg, x, y, stride, kernel, pad_l, pad_r), cpu::Attr(),
                                        eng, tpd);
-  std::vector<cpu::PlainArg> targs{{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y, true}};
-  std::vector<cpu::PlainArg> bargs{{DNNL_ARG_DIFF_DST, y}, {DNNL_ARG_DIFF_SRC, x, true}};
+  std::vector<cpu::PlainArg> targs{{DNNL_ARG_SRC, ux}, {DNNL_ARG_DST, uy, true}};
+  std::vector<cpu::PlainArg> bargs{{DNNL_ARG_DIFF_DST, uy}, {DNNL_ARG_DIFF_SRC, ux, true}};
   const memory::desc ws = tpd.workspace_desc();
   if (p.max) {
     targs.push_back({DNNL_ARG_WORKSPACE, ws, true, /*write_only=*/true});
     bargs.insert(bargs.begin() + 1, {DNNL_ARG_WORKSPACE, ws});
   }
   return PoolPrims{cpu::PlainCall(tpd, pooling_forward(tpd), targs),
-                   cpu::PlainCall(ipd, pooling_forward(ipd), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y, true}}),
+                   cpu::PlainCall(ipd, pooling_forward(ipd), {{DNNL_ARG_SRC, ux}, {DNNL_ARG_DST, uy, true}}),
                    cpu::PlainCall(bpd, pooling_backward(bpd), bargs), p.max ? static_cast<int64_t>(ws.get_size()) : 0};
 }
 
-const PoolPrims& Prims(const PoolParams& p, const Shape& x, DType t) {
-  return cpu::Cached<PoolPrims>(Fmt("pooling", x, DTypeName(t), p.Key()), [&] { return MakePoolPrims(p, x, t); });
+const PoolPrims& Prims(const PoolParams& p, const Shape& x, DType t, Layout xl, Layout yl) {
+  return cpu::Cached<PoolPrims>(Fmt("pooling", x, DTypeName(t), LayoutName(xl), LayoutName(yl), p.Key()),
+                                [&] { return MakePoolPrims(p, x, t, xl, yl); });
 }
 
 void PoolInferShape(ShapeCtx& c) {
@@ -102,12 +115,13 @@ void PoolInferShape(ShapeCtx& c) {
                " (the kernel must fit the padded input and exceed the pad)"));
   }
   c.out[0] = Shape{x[0], x[1], w.oh, w.ow};
-  // The argmax workspace, seen as floats (the same for float32 and bfloat16; the kernel checks).
-  c.out[1] = Shape{(Prims(p, x, DType::kFloat32).argmax_bytes + 3) / 4};
+  // The argmax workspace, seen as floats (the same for float32 and bfloat16, and, as
+  // far as oneDNN 2.6 goes, for both layouts; the kernel checks).
+  c.out[1] = Shape{(Prims(p, x, DType::kFloat32, Layout::kPlain, Layout::kPlain).argmax_bytes + 3) / 4};
 }
 
 int64_t PoolForwardWorkspace(const WorkspaceCtx& c) {
-  const PoolPrims& k = Prims(c.params<PoolParams>(), c.in[0], c.dtype);
+  const PoolPrims& k = Prims(c.params<PoolParams>(), c.in[0], c.dtype, c.in_layouts[0], c.out_layouts[0]);
   return std::max(k.train.WorkspaceBytes(), k.infer.WorkspaceBytes());
 }
 
@@ -115,7 +129,7 @@ int64_t PoolForwardWorkspace(const WorkspaceCtx& c) {
 void PoolForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<PoolParams>();
-  const PoolPrims& k = Prims(p, c.in[0].shape(), c.in[0].dtype());
+  const PoolPrims& k = Prims(p, c.in[0].shape(), c.in[0].dtype(), c.in[0].layout(), c.out[0].layout());
   void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
   // The argmax is needed only when a backward pass will read it.
   if (p.max && c.is_train && c.req[1] != OpReq::kNull) {
@@ -128,14 +142,14 @@ void PoolForward(const KernelCtx& c) {
 
 // The backward's inputs (dy, argmax) do not determine x's (H, W); its output dx does.
 int64_t PoolBackwardWorkspace(const WorkspaceCtx& c) {
-  return Prims(c.params<PoolParams>(), c.out[0], c.dtype).bwd.WorkspaceBytes();
+  return Prims(c.params<PoolParams>(), c.out[0], c.dtype, c.out_layouts[0], c.in_layouts[0]).bwd.WorkspaceBytes();
 }
 
 // inputs: dy, argmax   output: dx
 void PoolBackward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<PoolParams>();
-  const PoolPrims& k = Prims(p, c.out[0].shape(), c.out[0].dtype());
+  const PoolPrims& k = Prims(p, c.out[0].shape(), c.out[0].dtype(), c.out[0].layout(), c.in[0].layout());
   void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
   if (p.max) {
     k.bwd.Run({c.in[0].raw(), c.in[1].raw(), c.out[0].raw()}, {OpReq::kWrite, OpReq::kWrite, c.req[0]}, ws);
@@ -173,6 +187,7 @@ void Register_pooling(OpRegistry* r) {
       .Recompute(Cost::kCheap)
       .Workspace(PoolForwardWorkspace)
       .Bf16()
+      .ChannelsLast({0}, {0}, /*tied=*/false)
       .CpuKernel(PoolForward);
   r->Add("_backward_pooling")
       .Doc("Gradient of pooling: dy to the argmax of each window (max) or spread over it (avg).")
@@ -182,6 +197,7 @@ void Register_pooling(OpRegistry* r) {
       .NoGradient()
       .Recompute(Cost::kCheap)
       .Workspace(PoolBackwardWorkspace)
+      .ChannelsLast({0}, {0}, /*tied=*/false)
       .CpuKernel(PoolBackward);
 }
 

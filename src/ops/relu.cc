@@ -51,6 +51,7 @@ void Register_relu(OpRegistry* r) {
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Bf16()
+      .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
       .CpuKernel(ReluForward);
   r->Add("_backward_relu")
       .Doc("Gradient of relu: dx = dy * (y > 0).")
@@ -58,6 +59,7 @@ void Register_relu(OpRegistry* r) {
       .Outputs({"dx"})
       .InferShape(InferAsForwardInputs)
       .NoGradient()
+      .ChannelsLast({0, 1}, {0}, /*tied=*/true)
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .CpuKernel(ReluBackward);

@@ -29,13 +29,14 @@ namespace {
 
 using Inputs = std::vector<std::pair<std::string, Shape>>;
 
-// One planning run: the forward graph, its input shapes, the strategy, and
-// how many training graphs it has built (a search builds several; the
-// count is MemoryPlan::num_builds).
+// One planning run: the forward graph, its input shapes, the strategy,
+// whether layouts are chosen (CPU graphs), and how many training graphs it
+// has built (a search builds several; the count is MemoryPlan::num_builds).
 struct Search {
   const Graph& fwd;
   const Inputs& inputs;
   const MemoryStrategy& s;
+  bool layouts = false;
   int builds = 0;
 
   // The training graph for keep levels, its arena estimated as its lower
@@ -46,6 +47,7 @@ struct Search {
     bool drops = std::any_of(t.keep.begin(), t.keep.end(), [](int l) { return l != 0; });
     Gradient(&t.graph, drops ? t.keep : KeepLevels{});
     InferShapes(&t.graph, inputs);
+    if (layouts) ChooseLayouts(&t.graph);
     t.plan = PlanMemory(t.graph, s, /*estimate=*/true);
     return t;
   }
@@ -241,9 +243,9 @@ TrainingPlan PlanBudget(Search& q) {
 
 }  // namespace
 
-TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s) {
+TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, Device dev) {
   auto t0 = std::chrono::steady_clock::now();
-  Search q{fwd, inputs, s};
+  Search q{fwd, inputs, s, dev.type == DeviceType::kCPU};
   TrainingPlan t;
   switch (s.kind) {
     case MemoryStrategy::kNone:

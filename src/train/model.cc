@@ -50,13 +50,14 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev)
   }
   m.eval = std::move(fwd);
   InferShapes(&m.eval, inputs);
-  TrainingPlan t = PlanTraining(m.eval, inputs, strategy);
+  TrainingPlan t = PlanTraining(m.eval, inputs, strategy, dev);
   m.train = std::move(t.graph);
   m.train_plan = std::move(t.plan);
   for (int i = 0; i < m.train.num_forward(); ++i) {
     if (m.train.node(i).var == VarKind::kParam) m.params.push_back(i);
     if (m.train.node(i).var == VarKind::kAux) m.aux.push_back(i);
   }
+  if (dev.type == DeviceType::kCPU) ChooseLayouts(&m.eval);
   // Evaluation keeps nothing for a backward pass: sharing alone is enough.
   m.eval_plan = PlanMemory(m.eval, strategy.shares() ? MemoryStrategy::kShare : strategy);
   BuildUpdateGraphs(cfg.net.solver(), cfg.path, &m);

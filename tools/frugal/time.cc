@@ -37,9 +37,9 @@ struct Timed {
   std::map<std::string, Tensor> vars, grads;
 };
 
-// The training graph of cfg with synthetic inputs: data uniform in [-1, 1],
+// The training graph of cfg for dev with synthetic inputs: data uniform in [-1, 1],
 // labels 0 (a class index for any number of classes).
-void Build(const ConfigFile& cfg, Timed* t) {
+void Build(const ConfigFile& cfg, Device dev, Timed* t) {
   const config::Data& dc = cfg.net.data();
   FRUGAL_REQUIRE(dc.sample_shape_size() > 0, cfg.path, ": data.sample_shape is not set");
   const int64_t batch = dc.batch_size();
@@ -57,7 +57,7 @@ void Build(const ConfigFile& cfg, Timed* t) {
     if (!is_label && FLAGS_data_grad) n.var = VarKind::kParam;
   }
   InferShapes(&fwd, inputs);
-  TrainingPlan plan = PlanTraining(fwd, inputs, ParseMemoryStrategy(cfg.net.memory().strategy()));
+  TrainingPlan plan = PlanTraining(fwd, inputs, ParseMemoryStrategy(cfg.net.memory().strategy()), dev);
   t->g = std::move(plan.graph);
   t->plan = std::move(plan.plan);
   const Graph& g = t->g;
@@ -116,7 +116,7 @@ int Time() {
   ConfigFile cfg = LoadConfigFromFlags();
   const Device dev = DeviceFromFlags();
   Timed t;
-  Build(cfg, &t);
+  Build(cfg, dev, &t);
   if (dev.type == DeviceType::kCUDA) ToDevice(&t, dev);
   std::unique_ptr<Engine> engine = MakeEngineFor(cfg.net.solver(), t.g);
   const char* omp_wait = std::getenv("OMP_WAIT_POLICY");
