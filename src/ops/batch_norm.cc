@@ -39,7 +39,8 @@
 // (h W + w) % 16, as sum puts element h W + w), the samples are added in
 // double in order, and y and dx are the same float expressions: the same
 // bits as the plain layout, on every ISA and thread count. Parallel over
-// (sample, channel block) for the sums, over row ranges for y and dx.
+// (sample, channel block) for the sums, over row ranges for y and dx, in
+// one OpenMP region per call with spinning barriers between the passes.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -47,6 +48,7 @@
 #include <omp.h>
 #endif
 
+#include "backend/cpu/parallel.h"
 #include "backend/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
@@ -116,26 +118,18 @@ struct RowDims {
   int64_t size() const { return n * s * c; }
 };
 
-// f(i) for i in [0, n), in parallel where `parallel`: each thread takes a
-// contiguous share, the shares in thread order, and goes through its share
-// backwards where `backwards`. The passes over x alternate directions so
-// that each begins with the rows the previous one left in its thread's
-// cache (the shares of passes over samples and over rows roughly agree).
+// f(i) for this thread's share of [0, n): thread t of nt takes a
+// contiguous share, the shares in thread order, backwards where
+// `backwards`. The passes over x alternate directions so that each begins
+// with the rows the previous one left in its thread's cache (the shares of
+// passes over samples and over rows roughly agree).
 template <typename F>
-void ForEachShare(int64_t n, bool parallel, bool backwards, F f) {
-#pragma omp parallel if (parallel && n > 1)
-  {
-    int64_t t = 0, nt = 1;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-    nt = omp_get_num_threads();
-#endif
-    const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
-    if (backwards) {
-      for (int64_t i = end - 1; i >= begin; --i) f(i);
-    } else {
-      for (int64_t i = begin; i < end; ++i) f(i);
-    }
+void Share(int64_t n, int t, int nt, bool backwards, F f) {
+  const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+  if (backwards) {
+    for (int64_t i = end - 1; i >= begin; --i) f(i);
+  } else {
+    for (int64_t i = begin; i < end; ++i) f(i);
   }
 }
 
@@ -143,24 +137,41 @@ void ForEachShare(int64_t n, bool parallel, bool backwards, F f) {
 // sample only where there are many channels).
 constexpr int64_t kNhwcChannelBlock = 256;
 
-// f(sample, first channel, channels) for every (sample, channel block), in parallel.
+// f(sample, first channel, channels) for this thread's share of the (sample, channel block) tasks.
 template <typename F>
-void ForEachSampleBlock(const RowDims& l, bool backwards, F f) {
+void SampleBlocks(const RowDims& l, int t, int nt, bool backwards, F f) {
   const int64_t blocks = (l.c + kNhwcChannelBlock - 1) / kNhwcChannelBlock;
-  ForEachShare(l.n * blocks, l.size() > kParallelGrain, backwards, [&](int64_t t) {
-    const int64_t c0 = t % blocks * kNhwcChannelBlock;
-    f(t / blocks, c0, std::min(kNhwcChannelBlock, l.c - c0));
+  Share(l.n * blocks, t, nt, backwards, [&](int64_t i) {
+    const int64_t c0 = i % blocks * kNhwcChannelBlock;
+    f(i / blocks, c0, std::min(kNhwcChannelBlock, l.c - c0));
   });
 }
 
-// f(first row, rows) over all N S rows, in parallel ranges of about 8192 elements.
+// f(first row, rows) for this thread's share of the N S rows, in ranges of about 8192 elements.
 template <typename F>
-void ForEachRowRange(const RowDims& l, bool backwards, F f) {
+void RowRanges(const RowDims& l, int t, int nt, bool backwards, F f) {
   const int64_t rows = l.count();
   const int64_t per = std::max<int64_t>(1, 8192 / std::max<int64_t>(l.c, 1));
   const int64_t ranges = (rows + per - 1) / per;
-  ForEachShare(ranges, l.size() > kParallelGrain, backwards,
-               [&](int64_t r) { f(r * per, std::min(per, rows - r * per)); });
+  Share(ranges, t, nt, backwards, [&](int64_t r) { f(r * per, std::min(per, rows - r * per)); });
+}
+
+// body(t, nt, sync) on every thread of one OpenMP region (one thread for
+// small tensors); sync() waits for all nt. One region and spinning
+// barriers: a region or an OpenMP barrier per pass cost more than the
+// passes under OMP_WAIT_POLICY=PASSIVE (cpu::SpinBarrier).
+template <typename F>
+void InOneRegion(const RowDims& l, F body) {
+  cpu::SpinBarrier barrier;
+#pragma omp parallel if (l.size() > kParallelGrain)
+  {
+    int t = 0, nt = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nt = omp_get_num_threads();
+#endif
+    body(t, nt, [&barrier, nt] { barrier.Wait(nt); });
+  }
 }
 
 // sum over samples (in order, in double) of part[i C + ch], for every channel.
@@ -184,40 +195,48 @@ void BnForwardNhwc(const KernelCtx& c) {
   T* y = Out<T>(c, 0);
   const bool add = c.req[0] == OpReq::kAdd;
   const cpu::ActKernels<T>& v = cpu::Vec().act<T>();
-  std::vector<double> mean(moving_mean, moving_mean + l.c), var(moving_var, moving_var + l.c);
-  if (batch_stats) {
-    std::vector<float> part(l.n * l.c), mean_f(l.c);
-    const int64_t sample = l.s * l.c;
-    ForEachSampleBlock(l, /*backwards=*/false, [&](int64_t i, int64_t c0, int64_t cb) {
-      v.col_sum(x + i * sample + c0, l.s, cb, l.c, part.data() + i * l.c + c0);
-    });
-    mean = SumSamples(part, l);
-    for (int64_t ch = 0; ch < l.c; ++ch) {
-      mean[ch] /= l.count();
-      mean_f[ch] = static_cast<float>(mean[ch]);
+  // Per-sample partial sums, each (sample, channel) written by one thread;
+  // every thread then reduces them itself, in the same order.
+  std::vector<float> part(batch_stats ? l.n * l.c : 0), part_sq(part.size());
+  const int64_t sample = l.s * l.c;
+  InOneRegion(l, [&](int t, int nt, auto sync) {
+    std::vector<double> mean(moving_mean, moving_mean + l.c), var(moving_var, moving_var + l.c);
+    if (batch_stats) {
+      SampleBlocks(l, t, nt, /*backwards=*/false, [&](int64_t i, int64_t c0, int64_t cb) {
+        v.col_sum(x + i * sample + c0, l.s, cb, l.c, part.data() + i * l.c + c0);
+      });
+      sync();
+      mean = SumSamples(part, l);
+      std::vector<float> mean_f(l.c);
+      for (int64_t ch = 0; ch < l.c; ++ch) {
+        mean[ch] /= l.count();
+        mean_f[ch] = static_cast<float>(mean[ch]);
+      }
+      SampleBlocks(l, t, nt, /*backwards=*/true, [&](int64_t i, int64_t c0, int64_t cb) {
+        v.col_sq_dev_sum(x + i * sample + c0, mean_f.data() + c0, l.s, cb, l.c, part_sq.data() + i * l.c + c0);
+      });
+      sync();
+      var = SumSamples(part_sq, l);
+      for (int64_t ch = 0; ch < l.c; ++ch) var[ch] /= l.count();
     }
-    ForEachSampleBlock(l, /*backwards=*/true, [&](int64_t i, int64_t c0, int64_t cb) {
-      v.col_sq_dev_sum(x + i * sample + c0, mean_f.data() + c0, l.s, cb, l.c, part.data() + i * l.c + c0);
-    });
-    var = SumSamples(part, l);
+    std::vector<float> a(l.c), b(l.c);
     for (int64_t ch = 0; ch < l.c; ++ch) {
-      var[ch] /= l.count();
-      moving_mean[ch] = static_cast<float>(p.momentum * moving_mean[ch] + (1 - p.momentum) * mean[ch]);
-      moving_var[ch] = static_cast<float>(p.momentum * moving_var[ch] + (1 - p.momentum) * var[ch]);
+      const float mean_f = static_cast<float>(mean[ch]), var_f = static_cast<float>(var[ch]);
+      const ChannelAffine affine(p, gamma, beta, ch, mean_f, var_f);
+      a[ch] = affine.a;
+      b[ch] = affine.b;
+      if (t != 0) continue;  // one thread writes the statistics
+      if (batch_stats) {
+        moving_mean[ch] = static_cast<float>(p.momentum * moving_mean[ch] + (1 - p.momentum) * mean[ch]);
+        moving_var[ch] = static_cast<float>(p.momentum * moving_var[ch] + (1 - p.momentum) * var[ch]);
+      }
+      if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], mean_f);
+      if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], var_f);
     }
-  }
-  std::vector<float> a(l.c), b(l.c);
-  for (int64_t ch = 0; ch < l.c; ++ch) {
-    const float mean_f = static_cast<float>(mean[ch]), var_f = static_cast<float>(var[ch]);
-    if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], mean_f);
-    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], var_f);
-    const ChannelAffine t(p, gamma, beta, ch, mean_f, var_f);
-    a[ch] = t.a;
-    b[ch] = t.b;
-  }
-  if (!y) return;
-  ForEachRowRange(l, /*backwards=*/false, [&](int64_t r0, int64_t rows) {  // x and y may alias
-    v.col_affine(x + r0 * l.c, a.data(), b.data(), p.relu, y + r0 * l.c, rows, l.c, l.c, add);
+    if (!y) return;
+    RowRanges(l, t, nt, /*backwards=*/false, [&](int64_t r0, int64_t rows) {  // x and y may alias
+      v.col_affine(x + r0 * l.c, a.data(), b.data(), p.relu, y + r0 * l.c, rows, l.c, l.c, add);
+    });
   });
 }
 
@@ -274,34 +293,37 @@ void BnBackwardNhwc(const KernelCtx& c) {
     b[ch] = t.b;
     inv[ch] = t.inv;
   }
-  // sum(g), sum(g (x - mean)) per sample, then over samples
+  // sum(g), sum(g (x - mean)) per sample, then over samples (by every thread, in the same order)
   std::vector<float> part_g(l.n * l.c), part_gx(l.n * l.c);
   const int64_t sample = l.s * l.c;
-  ForEachSampleBlock(l, /*backwards=*/false, [&](int64_t i, int64_t c0, int64_t cb) {
-    const int64_t at = i * sample + c0;
-    v.col_affine_grad_sums(dy + at, x + at, saved_mean + c0, p.relu, a.data() + c0, b.data() + c0, l.s, cb, l.c,
-                           part_g.data() + i * l.c + c0, part_gx.data() + i * l.c + c0);
-  });
-  const std::vector<double> sum_g = SumSamples(part_g, l), sum_gx = SumSamples(part_gx, l);
-  std::vector<float> k(l.c), mean_g(l.c), q(l.c);
-  for (int64_t ch = 0; ch < l.c; ++ch) {
-    const double sum_g_xhat = sum_gx[ch] * inv[ch];
-    if (c.req[1] != OpReq::kNull) {
-      Assign(c.out[1].f() + ch, c.req[1], p.fix_gamma ? 0.f : static_cast<float>(sum_g_xhat));
+  InOneRegion(l, [&](int t, int nt, auto sync) {
+    SampleBlocks(l, t, nt, /*backwards=*/false, [&](int64_t i, int64_t c0, int64_t cb) {
+      const int64_t at = i * sample + c0;
+      v.col_affine_grad_sums(dy + at, x + at, saved_mean + c0, p.relu, a.data() + c0, b.data() + c0, l.s, cb, l.c,
+                             part_g.data() + i * l.c + c0, part_gx.data() + i * l.c + c0);
+    });
+    sync();
+    const std::vector<double> sum_g = SumSamples(part_g, l), sum_gx = SumSamples(part_gx, l);
+    std::vector<float> k(l.c), mean_g(l.c), q(l.c);
+    for (int64_t ch = 0; ch < l.c; ++ch) {
+      const double sum_g_xhat = sum_gx[ch] * inv[ch];
+      const double gm = p.fix_gamma ? 1.0 : gamma[ch];
+      k[ch] = static_cast<float>(gm * inv[ch]);
+      mean_g[ch] = p.use_global_stats ? 0.f : static_cast<float>(sum_g[ch] / l.count());
+      q[ch] = p.use_global_stats ? 0.f : static_cast<float>(sum_g_xhat * inv[ch] / l.count());
+      if (t != 0) continue;  // one thread writes dgamma and dbeta
+      if (c.req[1] != OpReq::kNull) {
+        Assign(c.out[1].f() + ch, c.req[1], p.fix_gamma ? 0.f : static_cast<float>(sum_g_xhat));
+      }
+      if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], static_cast<float>(sum_g[ch]));
     }
-    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], static_cast<float>(sum_g[ch]));
-    const double gm = p.fix_gamma ? 1.0 : gamma[ch];
-    k[ch] = static_cast<float>(gm * inv[ch]);
-    mean_g[ch] = p.use_global_stats ? 0.f : static_cast<float>(sum_g[ch] / l.count());
-    q[ch] = p.use_global_stats ? 0.f : static_cast<float>(sum_g_xhat * inv[ch] / l.count());
-  }
-  if (dx) {
-    ForEachRowRange(l, /*backwards=*/true, [&](int64_t r0, int64_t rows) {  // dx may alias dy
+    if (!dx) return;
+    RowRanges(l, t, nt, /*backwards=*/true, [&](int64_t r0, int64_t rows) {  // dx may alias dy
       const int64_t at = r0 * l.c;
       v.col_affine_grad(dy + at, x + at, saved_mean, p.relu, a.data(), b.data(), k.data(), mean_g.data(), q.data(),
                         dx + at, rows, l.c, l.c, add);
     });
-  }
+  });
   for (int j = 3; j < 5; ++j) {  // the moving statistics get no gradient
     if (c.req[j] != OpReq::kNull) ForEach(l.c, c.out[j].f(), c.req[j], [](int64_t) { return 0.f; });
   }

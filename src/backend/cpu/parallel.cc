@@ -63,4 +63,21 @@ void FlushDenormals() {
 #endif
 }
 
+void SpinBarrier::Wait(int n) {
+  if (n <= 1) return;
+  const unsigned gen = generation_.load(std::memory_order_acquire);
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+    arrived_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    return;
+  }
+  for (int spins = 0; generation_.load(std::memory_order_acquire) == gen; ++spins) {
+    if (spins < 20000) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();  // the other thread is not running: let it
+    }
+  }
+}
+
 }  // namespace frugal::cpu

@@ -5,6 +5,8 @@
 // the caller's) may use every core.
 #pragma once
 
+#include <atomic>
+
 namespace frugal::cpu {
 
 // CPUs this process may run on (its affinity mask at first call), at least 1.
@@ -29,5 +31,20 @@ void FlushDenormals();
 // The calling thread's floating-point mode (MXCSR on x86), to restore later.
 unsigned FpMode();
 void SetFpMode(unsigned mode);
+
+// A barrier for the threads of one OpenMP region that spins (then yields)
+// instead of sleeping: with OMP_WAIT_POLICY=PASSIVE, which frugal runs
+// under, OpenMP's own barriers and every new region put the threads to
+// sleep and wake them through the kernel, about 50 us each on this machine,
+// more than a pass over a ResNet activation takes. Wait(n) returns when n
+// threads have called it; reusable.
+class SpinBarrier {
+ public:
+  void Wait(int n);
+
+ private:
+  std::atomic<int> arrived_{0};
+  std::atomic<unsigned> generation_{0};
+};
 
 }  // namespace frugal::cpu
