@@ -7,7 +7,16 @@
 // nothing (ResNet chains ran 1.2-1.4x slower on 2 workers x 1 kernel thread
 // than on 1 x 2). The measure is the graph's parallelism: its total cost over
 // the cost of its longest dependency path, each node costing its FLOPs or,
-// for memory-bound ops, its output elements, whichever is larger.
+// for memory-bound ops, its output elements, whichever is larger. A second
+// worker also pays where the kernels are too small to split: below
+// kSmallKernelFlops per op node on average, a second kernel thread costs
+// about what it saves (waking it, and each output's halves in two caches),
+// while a second worker overlaps the optimizer updates and the metrics
+// with the kernels. Measured here (docs/benchmarks.md): the Fashion-MNIST
+// MLP at batch 64 (20 MFLOP per op node) trained 8% faster on 2 workers x
+// 1 kernel thread than on 1 x 2, and no faster with 2 kernel threads than
+// with 1; at batch 128 (40 MFLOP) the two tie; LeNet (53 MFLOP per node)
+// ran 1.47x slower on 2 x 1.
 #include <algorithm>
 
 #include "backend/cpu/parallel.h"
@@ -33,10 +42,22 @@ double GraphParallelism(const Graph& g) {
   return longest > 0 ? total / longest : 1;
 }
 
+double MeanOpFlops(const Graph& g) {
+  double flops = 0;
+  int ops = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (g.node(i).is_variable()) continue;
+    flops += NodeFlops(g, i);
+    ++ops;
+  }
+  return ops > 0 ? flops / ops : 0;
+}
+
 EngineOptions ChooseEngineSplit(const config::Solver& sc, const Graph& train, int cores) {
   EngineOptions eo{sc.engine_workers(), sc.engine_kernel_threads()};
   if (eo.cpu_workers == 0) {
-    eo.cpu_workers = cores >= 2 && GraphParallelism(train) >= kParallelismForTwoWorkers ? 2 : 1;
+    const bool two = GraphParallelism(train) >= kParallelismForTwoWorkers || MeanOpFlops(train) < kSmallKernelFlops;
+    eo.cpu_workers = cores >= 2 && two ? 2 : 1;
     if (eo.kernel_threads > 0) eo.cpu_workers = std::max(1, std::min(eo.cpu_workers, cores / eo.kernel_threads));
   }
   if (eo.kernel_threads == 0) eo.kernel_threads = std::max(1, cores / eo.cpu_workers);
