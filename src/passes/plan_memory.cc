@@ -223,7 +223,8 @@ int64_t PlaceOnline(std::vector<Block>* blocks) {
 // grow, until the arena meets the lower bound or the trials run out (a
 // fixed-seed generator: plans stay deterministic).
 constexpr size_t kManyBlocks = 4000;
-constexpr size_t kGreedyLimit = 20000;
+// ResNet-1001's logn plan (20,087 blocks) is 1.154 of its bound online, 1.022 greedy (0.3 s).
+constexpr size_t kGreedyLimit = 30000;
 constexpr size_t kSearchLimit = 2000;
 
 void PlaceShared(std::vector<Block>* blocks, int64_t lower_bound) {
