@@ -204,6 +204,12 @@ std::vector<GpuCase> GpuCases() {
     u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.3f + 0.05f * i; };
     add(u, 1e-5);
   }
+  for (const char* form : {"", "none", "tanh"}) {  // erf, then gelu in both forms
+    test::OpCase u = Case(*form ? "gelu" : "erf", *form ? AttrMap{{"approximate", form}} : AttrMap{}, {Shape{5, 6}},
+                          {true});
+    u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = -1.5f + 0.1f * i; };
+    add(u, 1e-5);
+  }
   test::OpCase clip = Case("clip", {{"a_min", "-0.5"}, {"a_max", "0.5"}}, {Shape{5, 6}}, {true});
   clip.fill = Distinct;
   add(clip, 0);

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "backend/cpu/philox.h"
 #include "op_test_util.h"
+#include "test_util.h"
 
 namespace frugal::test {
 namespace {
@@ -328,6 +330,91 @@ TEST(OpsNn, BlockGradStopsTheGradient) {
   Gradient(&g);
   EXPECT_FALSE(g.grad_of[g.FindNode("w")].valid());
   EXPECT_TRUE(g.grad_of[g.FindNode("v")].valid());
+}
+
+// erf and both forms of gelu: forward against the standard library's erf
+// and tanh (in double), gradients by finite differences.
+TEST(OpsNn, ErfAndGeluThroughTheHarness) {
+  const double sqrt2_over_pi = std::sqrt(2 / M_PI);
+  const std::vector<std::pair<AttrMap, std::function<double(double)>>> cases{
+      {{}, [](double x) { return std::erf(x); }},
+      {{{"approximate", "none"}}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+      {{{"approximate", "tanh"}},
+       [sqrt2_over_pi](double x) { return 0.5 * x * (1 + std::tanh(sqrt2_over_pi * (x + 0.044715 * x * x * x))); }},
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const auto& [attrs, f] = cases[k];
+    OpCase c;
+    c.op = k == 0 ? "erf" : "gelu";
+    c.attrs = attrs;
+    SCOPED_TRACE(c.op + (attrs.empty() ? "" : " " + attrs.begin()->second));
+    c.in_shapes = {Shape{3, 7}};
+    c.differentiable = {true};
+    c.fill = [](int, std::vector<float>* v) {
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(1.3f * i) * 3;
+    };
+    c.reference = [f = f](const Values& in) {
+      Values out{std::vector<float>(in[0].size())};
+      for (size_t i = 0; i < in[0].size(); ++i) out[0][i] = static_cast<float>(f(in[0][i]));
+      return out;
+    };
+    c.fd_eps = 1e-3;
+    c.fd_tol = 2e-3;
+    ExpectCovered(CheckOp(c));
+  }
+}
+
+// layer_norm over the axes from `axis` on: forward against the formula,
+// gradients by finite differences (x, gamma, beta), write/add, in place.
+TEST(OpsNn, LayerNormThroughTheHarness) {
+  for (const auto& [axis, no_bias] : std::vector<std::pair<int, bool>>{{-1, false}, {1, false}, {2, true}}) {
+    SCOPED_TRACE(Fmt("axis ", axis, no_bias ? " no_bias" : ""));
+    const Shape x{2, 3, 5};
+    const int64_t a = axis < 0 ? axis + 3 : axis;
+    int64_t rows = 1, d = 1;
+    for (int k = 0; k < 3; ++k) (k < a ? rows : d) *= x[k];
+    std::vector<int64_t> norm_dims(x.dims().begin() + a, x.dims().end());
+    OpCase c;
+    c.op = "layer_norm";
+    c.attrs = {{"axis", std::to_string(axis)}, {"eps", "0.01"}};
+    if (no_bias) c.attrs["no_bias"] = "true";
+    c.in_shapes = {x, Shape(norm_dims)};
+    if (!no_bias) c.in_shapes.push_back(Shape(norm_dims));
+    c.differentiable = std::vector<bool>(c.in_shapes.size(), true);
+    c.fill = [](int k, std::vector<float>* v) {
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = k == 0 ? std::sin(1.7f * i) * 2 : 0.5f + 0.1f * k * i;
+    };
+    c.reference = [rows, d, no_bias](const Values& in) {
+      Values out{std::vector<float>(rows * d), std::vector<float>(rows), std::vector<float>(rows)};
+      for (int64_t i = 0; i < rows; ++i) {
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < d; ++j) m += in[0][i * d + j];
+        m /= d;
+        for (int64_t j = 0; j < d; ++j) v += (in[0][i * d + j] - m) * (in[0][i * d + j] - m);
+        const double inv = 1 / std::sqrt(v / d + 0.01);
+        for (int64_t j = 0; j < d; ++j) {
+          out[0][i * d + j] =
+              static_cast<float>(in[1][j] * (in[0][i * d + j] - m) * inv + (no_bias ? 0.0 : in[2][j]));
+        }
+        out[1][i] = static_cast<float>(m);
+        out[2][i] = static_cast<float>(inv);
+      }
+      return out;
+    };
+    c.fd_eps = 1e-3;
+    c.fd_tol = 2e-3;
+    ExpectCovered(CheckOp(c));
+  }
+}
+
+TEST(OpsNn, LayerNormRejectsABadAxisNamingTheNode) {
+  OpCase c;
+  c.op = "layer_norm";
+  c.attrs = {{"axis", "3"}};
+  c.in_shapes = {Shape{2, 3, 5}, Shape{5}, Shape{5}};
+  c.differentiable = {true, true, true};
+  c.reference = [](const Values&) { return Values{}; };
+  ExpectError([&] { CheckOp(c); }, {"axis 3 is outside x's 3 dimensions", "use -3 to 2"});
 }
 
 }  // namespace

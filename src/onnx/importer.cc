@@ -283,10 +283,11 @@ void Importer::Emit(const Lowering& low, const onnx::NodeProto& node, std::vecto
   int named = 0;
   for (int k = 0; k < node.output_size(); ++k)
     if (!node.output(k).empty()) named = k + 1;
-  if (named > last_op->NumVisibleOutputs(params.back())) {
+  const int given = low.hidden_outputs_too ? last_op->NumOutputs(params.back())
+                                           : last_op->NumVisibleOutputs(params.back());
+  if (named > given) {
     return Report(node, node.name().empty() ? base : node.name(),
-                  Fmt(node.op_type(), " has ", named, " outputs; frugal's ", last_op->name(), " gives ",
-                      last_op->NumVisibleOutputs(params.back())));
+                  Fmt(node.op_type(), " has ", named, " outputs; frugal's ", last_op->name(), " gives ", given));
   }
   std::vector<int> made;
   std::vector<Entry> constants(low.constants.size());

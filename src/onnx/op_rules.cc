@@ -196,6 +196,20 @@ Lowering BatchNormRule(const NodeView& v) {
              5);
 }
 
+// LayerNormalization(X, Scale[, B]) over the axes from axis on, its Mean
+// and InvStdDev outputs layer_norm's hidden ones (the same shapes).
+Lowering LayerNormRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axis", "epsilon", "stash_type"}); !why.empty()) return Unsupported(why);
+  if (v.Int("stash_type", 1) != 1) return Unsupported("stash_type other than 1 (float statistics) is not supported");
+  const double eps = v.Float("epsilon", 1e-5);
+  if (!(eps > 0)) return Unsupported(Fmt("epsilon ", eps, " (frugal's layer_norm needs a positive one)"));
+  AttrMap attrs{{"axis", IntStr(v.Int("axis", -1))}, {"eps", FloatStr(eps)}};
+  if (!v.HasInput(2)) attrs["no_bias"] = "true";
+  Lowering l = One("layer_norm", attrs, v.HasInput(2) ? 3 : 2);
+  l.hidden_outputs_too = true;
+  return l;
+}
+
 // -------------------------------------------------------- matrix products
 
 // Gemm: Y = alpha * A' B' + beta * C, A' = transA ? A^T : A, B' likewise.

@@ -108,6 +108,11 @@ struct Lowering {
   std::vector<Constant> constants;
   // No node: the ONNX output is this operand (Identity).
   std::optional<Operand> alias;
+  // The ONNX node's outputs past the last node's visible ones are its hidden
+  // ones, in order (LayerNormalization's Mean and InvStdDev are layer_norm's
+  // saved statistics); otherwise only visible outputs map (max pooling's
+  // hidden argmax is not ONNX's Indices).
+  bool hidden_outputs_too = false;
   // Non-empty: the node cannot be imported, and this says why.
   std::string unsupported;
 };
@@ -167,6 +172,7 @@ Lowering ConvTransposeRule(const NodeView& v);
 Lowering PoolRule(const NodeView& v, const std::string& pool_type);
 Lowering GlobalPoolRule(const NodeView& v, const std::string& pool_type);
 Lowering BatchNormRule(const NodeView& v);
+Lowering LayerNormRule(const NodeView& v);
 Lowering GemmRule(const NodeView& v);
 Lowering MatMulRule(const NodeView& v);
 Lowering FlattenRule(const NodeView& v);

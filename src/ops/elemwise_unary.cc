@@ -9,6 +9,12 @@
 //              dx = dy where a_min < y < a_max, else 0     reads dy, y
 //              (y is strictly inside exactly when x is, so reading y lets
 //              the forward run in place)
+//   erf:       y = erf(x)             dx = dy 2/sqrt(pi) e^(-x^2)   reads dy, x
+//   gelu:      y = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2
+//              dx = dy (Phi(x) + x phi(x)), phi the normal density   reads dy, x
+//              approximate "tanh": y = x (1 + tanh(u)) / 2 with
+//              u = sqrt(2/pi) (x + 0.044715 x^3), and its exact derivative
+//              (PyTorch's gelu and its approximate='tanh')
 // Every forward may run in place; a backward that reads y keeps x free.
 #include <cmath>
 
@@ -50,15 +56,55 @@ struct Clip {
   static float D(float dy, float y, const ClipParams& p) { return y > p.a_min && y < p.a_max ? dy : 0.f; }
 };
 
-// Only clip has params; the other ops ignore them.
-ClipParams ParamsOf(const KernelCtx& c) {
-  return c.node.params.has_value() ? c.params<ClipParams>() : ClipParams{};
+struct Erf {
+  static constexpr bool kReadsY = false;
+  static float F(float x, const ClipParams&) { return std::erf(x); }
+  static float D(float dy, float x, const ClipParams&) {
+    return dy * static_cast<float>(M_2_SQRTPI * std::exp(-static_cast<double>(x) * x));
+  }
+};
+struct Gelu {
+  using Params = GeluParams;
+  static constexpr bool kReadsY = false;
+  static constexpr double kSqrt2OverPi = M_2_SQRTPI * M_SQRT1_2, kCubic = 0.044715;
+  static float F(float x, const GeluParams& p) {
+    const double v = x;
+    if (p.tanh) return static_cast<float>(0.5 * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v))));
+    return static_cast<float>(0.5 * v * (1 + std::erf(v * M_SQRT1_2)));
+  }
+  static float D(float dy, float x, const GeluParams& p) {
+    const double v = x;
+    if (p.tanh) {
+      const double t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+      return static_cast<float>(dy * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * kSqrt2OverPi * (1 + 3 * kCubic * v * v)));
+    }
+    const double phi = 0.5 * M_2_SQRTPI * M_SQRT1_2 * std::exp(-0.5 * v * v);  // the normal density
+    return static_cast<float>(dy * (0.5 * (1 + std::erf(v * M_SQRT1_2)) + v * phi));
+  }
+};
+
+// The params an op's functions take: clip's and gelu's own, the others
+// ClipParams (which they ignore).
+template <typename Op, typename = void>
+struct ParamsType {
+  using type = ClipParams;
+};
+template <typename Op>
+struct ParamsType<Op, std::void_t<typename Op::Params>> {
+  using type = typename Op::Params;
+};
+template <typename Op>
+using ParamsOf = typename ParamsType<Op>::type;
+
+template <typename Op>
+ParamsOf<Op> ParamsFrom(const KernelCtx& c) {
+  return c.node.params.has_value() ? c.params<ParamsOf<Op>>() : ParamsOf<Op>{};
 }
 
 template <typename Op>
 void UnaryForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  const ClipParams p = ParamsOf(c);
+  const ParamsOf<Op> p = ParamsFrom<Op>(c);
   ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::F(x[i], p); });
 }
 
@@ -67,7 +113,7 @@ template <typename Op>
 void UnaryBackward(const KernelCtx& c) {
   const float* dy = c.in[0].f();
   const float* v = c.in[1].f();
-  const ClipParams p = ParamsOf(c);
+  const ParamsOf<Op> p = ParamsFrom<Op>(c);
   ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::D(dy[i], v[i], p); });
 }
 
@@ -128,6 +174,15 @@ void Register_elemwise_unary(OpRegistry* r) {
         FRUGAL_REQUIRE(!std::isnan(p.a_min) && !std::isnan(p.a_max), a.where(),
                        ": clip needs both a_min and a_max (numbers)");
         FRUGAL_REQUIRE(p.a_min <= p.a_max, a.where(), ": a_min ", p.a_min, " is greater than a_max ", p.a_max);
+        return std::any(p);
+      });
+  RegisterUnary<Erf>(r, "erf", "Elementwise error function y = erf(x).", "dx = dy 2/sqrt(pi) exp(-x^2)");
+  RegisterUnary<Gelu>(r, "gelu",
+                      "Gaussian error linear unit y = x Phi(x) (approximate: none, the erf form, or tanh).",
+                      "dx = dy d/dx (x Phi(x)), in the node's form")
+      .Params([](AttrReader& a) {
+        GeluParams p;
+        p.tanh = a.Choice("approximate", "none", {"none", "tanh"}) == "tanh";
         return std::any(p);
       });
 }

@@ -52,6 +52,9 @@ struct ScalarParams {
 struct ClipParams {
   float a_min = 0, a_max = 0;
 };
+struct GeluParams {
+  bool tanh = false;  // approximate "tanh" rather than the erf form
+};
 
 // embedding.cc
 struct EmbeddingParams {

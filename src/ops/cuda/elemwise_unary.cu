@@ -1,5 +1,8 @@
-// negative, exp, log, sqrt, square, abs, clip on the GPU, and their
-// gradients (src/ops/elemwise_unary.cc).
+// negative, exp, log, sqrt, square, abs, clip, erf, gelu on the GPU, and
+// their gradients (src/ops/elemwise_unary.cc; in float here, in double
+// there for erf and gelu).
+#include <type_traits>
+
 #include "ops/cuda/cuda_op_util.h"
 #include "ops/op_params.h"
 
@@ -32,14 +35,49 @@ struct Clip {
   __device__ static float D(float dy, float y, ClipParams p) { return y > p.a_min && y < p.a_max ? dy : 0.f; }
 };
 
-ClipParams ParamsOf(const KernelCtx& c) {
-  return c.node.params.has_value() ? c.params<ClipParams>() : ClipParams{};
+struct Erf {
+  __device__ static float F(float x, ClipParams) { return erff(x); }
+  __device__ static float D(float dy, float x, ClipParams) { return dy * 1.1283791671f * expf(-x * x); }
+};
+struct Gelu {
+  using Params = GeluParams;
+  static constexpr float kSqrt2OverPi = 0.7978845608f, kCubic = 0.044715f, kSqrtHalf = 0.7071067812f;
+  __device__ static float F(float x, GeluParams p) {
+    if (p.tanh) return 0.5f * x * (1 + tanhf(kSqrt2OverPi * (x + kCubic * x * x * x)));
+    return 0.5f * x * (1 + erff(x * kSqrtHalf));
+  }
+  __device__ static float D(float dy, float x, GeluParams p) {
+    if (p.tanh) {
+      const float t = tanhf(kSqrt2OverPi * (x + kCubic * x * x * x));
+      return dy * (0.5f * (1 + t) + 0.5f * x * (1 - t * t) * kSqrt2OverPi * (1 + 3 * kCubic * x * x));
+    }
+    const float phi = 0.3989422804f * expf(-0.5f * x * x);  // the normal density
+    return dy * (0.5f * (1 + erff(x * kSqrtHalf)) + x * phi);
+  }
+};
+
+// The params an op's functions take: gelu's own, the others ClipParams
+// (which all but clip ignore).
+template <typename Op, typename = void>
+struct ParamsType {
+  using type = ClipParams;
+};
+template <typename Op>
+struct ParamsType<Op, std::void_t<typename Op::Params>> {
+  using type = typename Op::Params;
+};
+template <typename Op>
+using ParamsOf = typename ParamsType<Op>::type;
+
+template <typename Op>
+ParamsOf<Op> ParamsFrom(const KernelCtx& c) {
+  return c.node.params.has_value() ? c.params<ParamsOf<Op>>() : ParamsOf<Op>{};
 }
 
 template <typename Op>
 void UnaryForwardCuda(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  const ClipParams p = ParamsOf(c);
+  const ParamsOf<Op> p = ParamsFrom<Op>(c);
   cuda::Map(c, 0, [=] __device__(int64_t i) { return Op::F(x[i], p); });
 }
 
@@ -47,7 +85,7 @@ void UnaryForwardCuda(const KernelCtx& c) {
 template <typename Op>
 void UnaryBackwardCuda(const KernelCtx& c) {
   const float *dy = c.in[0].f(), *v = c.in[1].f();
-  const ClipParams p = ParamsOf(c);
+  const ParamsOf<Op> p = ParamsFrom<Op>(c);
   cuda::Map(c, 0, [=] __device__(int64_t i) { return Op::D(dy[i], v[i], p); });
 }
 
@@ -72,6 +110,8 @@ void RegisterCuda_elemwise_unary(OpRegistry* r) {
   RegisterUnaryCuda<Square>(r, "square");
   RegisterUnaryCuda<Abs>(r, "abs");
   RegisterUnaryCuda<Clip>(r, "clip");
+  RegisterUnaryCuda<Erf>(r, "erf");
+  RegisterUnaryCuda<Gelu>(r, "gelu");
 }
 
 }  // namespace frugal
