@@ -182,14 +182,15 @@ std::vector<GpuCase> GpuCases() {
   add(Case("convolution", {{"kernel", "(1,1)"}, {"num_filter", "6"}, {"num_group", "2"}, {"no_bias", "true"}},
            {Shape{2, 4, 5, 5}}, {true, true}), 1e-3);
   add(Case("dropout", {{"p", "0.3"}}, {Shape{4, 50}}, {true}), 1e-6);  // the same Philox mask
-  for (const char* op : {"add", "sub", "mul", "div"}) {
+  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "power"}) {
     // One shape, then numpy broadcasting on both sides (gradients summed
-    // over the broadcast dims).
+    // over the broadcast dims); power's base positive.
     for (const auto& [sa, sb] : {std::pair<Shape, Shape>{Shape{3, 8}, Shape{3, 8}}, {Shape{2, 3, 8}, Shape{3, 1}},
                                  {Shape{4, 1, 5}, Shape{3, 1}}}) {
       test::OpCase b = Case(op, {}, {sa, sb}, {true, true});
-      b.fill = [](int k, std::vector<float>* v) {
+      b.fill = [op](int k, std::vector<float>* v) {
         for (size_t i = 0; i < v->size(); ++i) (*v)[i] = (k ? 1.5f : -0.5f) + std::sin(0.7f * i);
+        if (k == 0 && std::string(op) == "power") for (float& x : *v) x += 2;
       };
       add(b, 1e-5);
     }

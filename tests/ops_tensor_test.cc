@@ -19,17 +19,21 @@ float Apply(const std::string& op, float a, float b) {
   if (op == "add") return a + b;
   if (op == "sub") return a - b;
   if (op == "mul") return a * b;
+  if (op == "maximum") return std::max(a, b);
+  if (op == "minimum") return std::min(a, b);
+  if (op == "power") return std::pow(a, b);
   return a / b;
 }
 
-void CheckBinary(const std::string& op, const Shape& a, const Shape& b, const Shape& want) {
+// positive_a: input a in [0.5, 1.5] (power's base), else either sign.
+void CheckBinary(const std::string& op, const Shape& a, const Shape& b, const Shape& want, bool positive_a = false) {
   SCOPED_TRACE(op + " " + a.ToString() + " " + b.ToString());
   ASSERT_EQ(OutShapes(op, {}, {a, b})[0], want);
   OpCase c;
   c.op = op;
   c.in_shapes = {a, b};
   c.differentiable = {true, true};
-  c.fill = [&](int k, std::vector<float>* v) { *v = AwayFromZero(v->size(), 0.5f, 1.5f, true, k); };
+  c.fill = [&](int k, std::vector<float>* v) { *v = AwayFromZero(v->size(), 0.5f, 1.5f, !(positive_a && k == 0), k); };
   c.reference = [&](const Values& in) {
     Values out{std::vector<float>(want.Size())};
     for (int64_t i = 0; i < want.Size(); ++i) {
@@ -63,6 +67,15 @@ TEST(OpsTensor, BinaryBroadcastOneElement) {  // (1,) + (2,3), and the other way
 TEST(OpsTensor, BinaryBroadcastBothSides) {  // (2,1,3) * (4,1): both inputs grow
   for (const char* op : {"add", "sub", "mul", "div"}) CheckBinary(op, Shape{2, 1, 3}, Shape{4, 1}, Shape{2, 4, 3});
   CheckBinary("mul", Shape{5, 1}, Shape{1, 6}, Shape{5, 6});
+}
+
+TEST(OpsTensor, MaximumMinimumPowerBroadcast) {  // ONNX's Max, Min, Pow
+  for (const char* op : {"maximum", "minimum"}) {
+    CheckBinary(op, Shape{3, 4}, Shape{3, 4}, Shape{3, 4});
+    CheckBinary(op, Shape{2, 1, 3}, Shape{4, 1}, Shape{2, 4, 3});
+  }
+  CheckBinary("power", Shape{3, 4}, Shape{3, 4}, Shape{3, 4}, /*positive_a=*/true);
+  CheckBinary("power", Shape{2, 3, 4}, Shape{3, 1}, Shape{2, 3, 4}, true);
 }
 
 TEST(OpsTensor, BinaryLargeRunsParallelAndReduces) {  // above the parallel grain, with a reduction

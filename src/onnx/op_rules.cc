@@ -382,6 +382,17 @@ Lowering BroadcastRule(const NodeView& v, const std::string& frugal_op) {
   return One(frugal_op, {}, 2);
 }
 
+// Max, Min (variadic, broadcasting): a chain of maximum / minimum nodes;
+// one input is an alias of it.
+Lowering VariadicRule(const NodeView& v, const std::string& frugal_op) {
+  if (auto why = v.UnknownAttr({"consumed_inputs"}); !why.empty()) return Unsupported(why);
+  if (v.num_inputs() == 1) return Alias(v);
+  Lowering l;
+  Operand acc = In(0);
+  for (int i = 1; i < v.num_inputs(); ++i) acc = Add(&l, frugal_op, {}, {acc, In(i)});
+  return l;
+}
+
 // Clip(x, min, max): bounds are attributes before opset 11, inputs after.
 Lowering ClipRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"min", "max"}); !why.empty()) return Unsupported(why);

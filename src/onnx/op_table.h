@@ -173,6 +173,7 @@ Lowering PoolRule(const NodeView& v, const std::string& pool_type);
 Lowering GlobalPoolRule(const NodeView& v, const std::string& pool_type);
 Lowering BatchNormRule(const NodeView& v);
 Lowering LayerNormRule(const NodeView& v);
+Lowering VariadicRule(const NodeView& v, const std::string& frugal_op);
 Lowering GemmRule(const NodeView& v);
 Lowering MatMulRule(const NodeView& v);
 Lowering FlattenRule(const NodeView& v);

@@ -1,4 +1,5 @@
-// add, sub, mul, div:  y = a (op) b, elementwise with numpy broadcasting
+// add, sub, mul, div, maximum, minimum, power:  y = a (op) b, elementwise
+// with numpy broadcasting
 //   a, b: shapes that broadcast (dims aligned from the right, each pair equal
 //   or one of them 1), e.g. (2,3,4) + (3,1), (1,) + (2,3), (2,1) * (1,3);
 //   y: the broadcast shape.
@@ -7,8 +8,13 @@
 //   sub:  da = dy          db = -dy              reads dy
 //   mul:  da = dy * b      db = dy * a           reads dy, a, b
 //   div:  da = dy / b      db = -dy * a / b^2    reads dy, a, b
+//   maximum: da = dy where a >= b, db = dy where a < b (a tie goes to a)
+//   minimum: da = dy where a <= b, db = dy where a > b      reads dy, a, b
+//   power: y = a^b   da = dy b a^(b-1)   db = dy a^b ln a (0 where a <= 0)
 // In place: y may overwrite a or b when it has the same size (the planner
 // checks); the backward writes da over dy after it has computed db.
+#include <cmath>
+
 #include "ops/op_util.h"
 
 namespace frugal {
@@ -33,6 +39,21 @@ struct Div {
   static float F(float a, float b) { return a / b; }
   static float Da(float dy, float, float b) { return dy / b; }
   static float Db(float dy, float a, float b) { return -dy * a / (b * b); }
+};
+struct Maximum {
+  static float F(float a, float b) { return a >= b ? a : b; }
+  static float Da(float dy, float a, float b) { return a >= b ? dy : 0.f; }
+  static float Db(float dy, float a, float b) { return a >= b ? 0.f : dy; }
+};
+struct Minimum {
+  static float F(float a, float b) { return a <= b ? a : b; }
+  static float Da(float dy, float a, float b) { return a <= b ? dy : 0.f; }
+  static float Db(float dy, float a, float b) { return a <= b ? 0.f : dy; }
+};
+struct Power {
+  static float F(float a, float b) { return std::pow(a, b); }
+  static float Da(float dy, float a, float b) { return dy * b * std::pow(a, b - 1); }
+  static float Db(float dy, float a, float b) { return a > 0 ? dy * std::pow(a, b) * std::log(a) : 0.f; }
 };
 
 void BinaryInferShape(ShapeCtx& c) {
@@ -114,6 +135,12 @@ void Register_elemwise_binary(OpRegistry* r) {
   RegisterBinary<Sub, false>(r, "sub", "Elementwise difference y = a - b", "da = dy, db = -dy");
   RegisterBinary<Mul, true>(r, "mul", "Elementwise product y = a * b", "da = dy * b, db = dy * a");
   RegisterBinary<Div, true>(r, "div", "Elementwise quotient y = a / b", "da = dy / b, db = -dy * a / b^2");
+  RegisterBinary<Maximum, true>(r, "maximum", "Elementwise maximum y = max(a, b)",
+                                "da = dy where a >= b, db = dy where a < b");
+  RegisterBinary<Minimum, true>(r, "minimum", "Elementwise minimum y = min(a, b)",
+                                "da = dy where a <= b, db = dy where a > b");
+  RegisterBinary<Power, true>(r, "power", "Elementwise power y = a^b",
+                              "da = dy b a^(b-1), db = dy a^b ln a (0 where a <= 0)");
 }
 
 }  // namespace frugal

@@ -1,4 +1,5 @@
-// add, sub, mul, div on the GPU with numpy broadcasting (src/ops/elemwise_binary.cc).
+// add, sub, mul, div, maximum, minimum, power on the GPU with numpy
+// broadcasting (src/ops/elemwise_binary.cc).
 #include "ops/cuda/cuda_op_util.h"
 
 namespace frugal {
@@ -23,6 +24,21 @@ struct Div {
   __device__ static float F(float a, float b) { return a / b; }
   __device__ static float Da(float dy, float, float b) { return dy / b; }
   __device__ static float Db(float dy, float a, float b) { return -dy * a / (b * b); }
+};
+struct Maximum {
+  __device__ static float F(float a, float b) { return a >= b ? a : b; }
+  __device__ static float Da(float dy, float a, float b) { return a >= b ? dy : 0.f; }
+  __device__ static float Db(float dy, float a, float b) { return a >= b ? 0.f : dy; }
+};
+struct Minimum {
+  __device__ static float F(float a, float b) { return a <= b ? a : b; }
+  __device__ static float Da(float dy, float a, float b) { return a <= b ? dy : 0.f; }
+  __device__ static float Db(float dy, float a, float b) { return a <= b ? 0.f : dy; }
+};
+struct Power {
+  __device__ static float F(float a, float b) { return powf(a, b); }
+  __device__ static float Da(float dy, float a, float b) { return dy * b * powf(a, b - 1); }
+  __device__ static float Db(float dy, float a, float b) { return a > 0 ? dy * powf(a, b) * logf(a) : 0.f; }
 };
 
 // Where element i of the output y reads a broadcast input of shape x.
@@ -89,6 +105,9 @@ void RegisterCuda_elemwise_binary(OpRegistry* r) {
   RegisterBinaryCuda<Sub, false>(r, "sub");
   RegisterBinaryCuda<Mul, true>(r, "mul");
   RegisterBinaryCuda<Div, true>(r, "div");
+  RegisterBinaryCuda<Maximum, true>(r, "maximum");
+  RegisterBinaryCuda<Minimum, true>(r, "minimum");
+  RegisterBinaryCuda<Power, true>(r, "power");
 }
 
 }  // namespace frugal
