@@ -75,12 +75,6 @@ std::vector<int64_t> WeightDims(const ConvParams& p, int64_t cin) {
   return {g, p.num_filter / g, cin / g, p.kernel[0], p.kernel[1]};  // goihw: the same bytes as (O, C/g, kh, kw)
 }
 
-// The desc of a user's activation in layout l.
-memory::desc UserDesc(const std::vector<int64_t>& dims, DType t, Layout l) {
-  if (l == Layout::kPlain) return PlainDesc(dims, t);
-  return memory::desc(memory::dims(dims.begin(), dims.end()), cpu::DnnlType(t), memory::format_tag::nhwc);
-}
-
 ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t, ConvLayouts l) {
   if (t == DType::kBFloat16) cpu::RequireBf16();
   using namespace dnnl;
@@ -93,9 +87,9 @@ ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t, ConvLayou
   const engine& eng = cpu::DnnlEngine();
   // The primitives' activations, and the user's.
   auto act = [&](const std::vector<int64_t>& dims) {
-    return l.nhwc() ? UserDesc(dims, t, Layout::kNhwc) : AnyDesc(dims, t);
+    return l.nhwc() ? cpu::LayoutDesc(dims, t, Layout::kNhwc) : AnyDesc(dims, t);
   };
-  const memory::desc ux = UserDesc(x, t, l.x), uy = UserDesc(y, t, l.y);
+  const memory::desc ux = cpu::LayoutDesc(x, t, l.x), uy = cpu::LayoutDesc(y, t, l.y);
   auto fwd_desc = [&](const memory::desc& xd, const memory::desc& wd, const memory::desc& yd) {
     return p.no_bias ? convolution_forward::desc(prop_kind::forward_training, alg, xd, wd, yd, stride, dil, pad, pad)
                      : convolution_forward::desc(prop_kind::forward_training, alg, xd, wd, AnyDesc(b), yd, stride,

@@ -61,20 +61,14 @@ struct PoolPrims {
   int64_t argmax_bytes = 0;
 };
 
-// The desc of an activation in layout l.
-memory::desc Desc(const Shape& s, DType t, Layout l) {
-  if (l == Layout::kPlain) return PlainDesc(s, t);
-  return memory::desc(memory::dims(s.dims().begin(), s.dims().end()), cpu::DnnlType(t), memory::format_tag::nhwc);
-}
-
 PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs, DType t, Layout xl, Layout yl) {
   if (t == DType::kBFloat16) cpu::RequireBf16();
   using namespace dnnl;
   const Window w = WindowFor(p, xs);
   const Shape ys{xs[0], xs[1], w.oh, w.ow};
   const Layout run = xl == Layout::kNhwc || yl == Layout::kNhwc ? Layout::kNhwc : Layout::kPlain;
-  const memory::desc x = Desc(xs, t, run), y = Desc(ys, t, run);      // the primitives'
-  const memory::desc ux = Desc(xs, t, xl), uy = Desc(ys, t, yl);  // the user's
+  const memory::desc x = cpu::LayoutDesc(xs.dims(), t, run), y = cpu::LayoutDesc(ys.dims(), t, run);  // the primitives'
+  const memory::desc ux = cpu::LayoutDesc(xs.dims(), t, xl), uy = cpu::LayoutDesc(ys.dims(), t, yl);  // the user's
   const memory::dims stride{w.stride[0], w.stride[1]}, kernel{w.kernel[0], w.kernel[1]};
   const memory::dims pad_l{w.pad_l[0], w.pad_l[1]}, pad_r{w.pad_r[0], w.pad_r[1]};
   const algorithm alg = p.max ? algorithm::pooling_max

@@ -48,6 +48,12 @@ memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t) {
 
 memory::desc PlainDesc(const Shape& s, DType t) { return PlainDesc(s.dims(), t); }
 
+memory::desc LayoutDesc(const std::vector<int64_t>& dims, DType t, Layout l) {
+  if (l == Layout::kPlain) return PlainDesc(dims, t);
+  CHECK_EQ(dims.size(), 4u) << "a channels-last desc needs 4 dims";
+  return memory::desc(memory::dims(dims.begin(), dims.end()), DnnlType(t), memory::format_tag::nhwc);
+}
+
 memory::desc AnyDesc(const std::vector<int64_t>& dims, DType t) {
   return memory::desc(memory::dims(dims.begin(), dims.end()), DnnlType(t), memory::format_tag::any);
 }

@@ -31,6 +31,8 @@ dnnl::memory::data_type DnnlType(DType t);
 // Row-major (plain) layout of dims: a, ab, abc, abcd or abcde.
 dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t = DType::kFloat32);
 dnnl::memory::desc PlainDesc(const Shape& s, DType t = DType::kFloat32);
+// A frugal tensor's desc in its layout: plain, or nhwc for Layout::kNhwc (4-D).
+dnnl::memory::desc LayoutDesc(const std::vector<int64_t>& dims, DType t, Layout l);
 // The same dims with format_tag::any: the primitive chooses.
 dnnl::memory::desc AnyDesc(const std::vector<int64_t>& dims, DType t = DType::kFloat32);
 // Whether oneDNN builds bfloat16 convolutions on this CPU (it needs
