@@ -234,7 +234,7 @@ std::vector<GpuCase> GpuCases() {
   add(Case("deconvolution", {{"kernel", "(4,4)"}, {"num_filter", "4"}, {"num_group", "2"}, {"stride", "(2,2)"},
                              {"target_shape", "(10,10)"}, {"no_bias", "true"}},
            {Shape{1, 2, 5, 5}}, {true, true}), 1e-3);
-  for (const char* op : {"sum", "mean", "max"}) {
+  for (const char* op : {"sum", "mean", "max", "min"}) {
     test::OpCase red = Case(op, {{"axis", "(0,2)"}}, {Shape{3, 4, 5}}, {true});
     red.fill = Distinct;
     add(red, 1e-5);

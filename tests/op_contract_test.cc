@@ -53,6 +53,7 @@ const std::map<std::string, Sample>& Samples() {
       {"max", {{{"axis", "1"}}, {Shape{2, 3}}}},
       {"maximum", {{}, {Shape{2, 3}, Shape{3}}}},
       {"mean", {{{"axis", "0"}}, {Shape{2, 3}}}},
+      {"min", {{{"axis", "0"}}, {Shape{2, 3}}}},
       {"minimum", {{}, {Shape{2, 1}, Shape{2, 3}}}},
       {"mul", {{}, {Shape{2, 3}, Shape{2, 3}}}},
       {"mul_scalar", {{{"scalar", "2"}}, {Shape{2, 3}}}},

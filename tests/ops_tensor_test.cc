@@ -325,11 +325,13 @@ Values Reduce(const Values& in, const Shape& x, const std::vector<bool>& fold, c
   std::vector<int64_t> kept;
   for (int d = 0; d < x.ndim(); ++d) kept.push_back(fold[d] ? 1 : x[d]);
   const Shape ks(kept);
-  std::vector<double> acc(ks.Size(), kind == "max" ? -1e30 : 0);
+  std::vector<double> acc(ks.Size(), kind == "max" ? -1e30 : kind == "min" ? 1e30 : 0);
   std::vector<int64_t> count(ks.Size(), 0);
   for (int64_t i = 0; i < x.Size(); ++i) {
     int64_t j = BroadcastOffset(Coords(i, x), ks);
-    acc[j] = kind == "max" ? std::max<double>(acc[j], in[0][i]) : acc[j] + in[0][i];
+    acc[j] = kind == "max"   ? std::max<double>(acc[j], in[0][i])
+             : kind == "min" ? std::min<double>(acc[j], in[0][i])
+                             : acc[j] + in[0][i];
     ++count[j];
   }
   Values out{std::vector<float>(acc.size())};
@@ -352,7 +354,7 @@ void CheckReduce(const std::string& op, const AttrMap& attrs, const Shape& x, co
 
 TEST(OpsTensor, Reductions) {
   const Shape x{3, 4, 5};
-  for (const char* op : {"sum", "mean", "max"}) {
+  for (const char* op : {"sum", "mean", "max", "min"}) {
     CheckReduce(op, {{"axis", "1"}}, x, {false, true, false}, Shape{3, 5});
     CheckReduce(op, {{"axis", "(0,-1)"}, {"keepdims", "true"}}, x, {true, false, true}, Shape{1, 4, 1});
     CheckReduce(op, {}, x, {true, true, true}, Shape{1});

@@ -49,6 +49,7 @@ const std::vector<OpMapping>& OpTable() {
       {"Pow", [](const NodeView& v) { return BroadcastRule(v, "power"); }, "power"},
       {"ReduceMax", [](const NodeView& v) { return ReduceRule(v, "max"); }, "max"},
       {"ReduceMean", [](const NodeView& v) { return ReduceRule(v, "mean"); }, "mean"},
+      {"ReduceMin", [](const NodeView& v) { return ReduceRule(v, "min"); }, "min"},
       {"ReduceSum", [](const NodeView& v) { return ReduceRule(v, "sum"); }, "sum"},
       {"Relu", Simple("relu"), "relu"},
       {"Reshape", ReshapeRule, "reshape"},

@@ -1,4 +1,4 @@
-// Reductions over axes:  sum, mean, max
+// Reductions over axes:  sum, mean, max, min
 //   x: any shape; axis: a list of axes (negative counts from the end; absent
 //   or () = all axes); keepdims: keep reduced axes as size 1.
 //   y: x without the reduced axes, or (1,) when every axis is reduced.
@@ -8,6 +8,7 @@
 //          element of each group (in row-major order), 0 elsewhere;              reads dy, x
 //          ties therefore send the whole gradient to one element, as a
 //          subgradient should.
+//   min:   likewise, at the first minimal element
 // Sums accumulate in double, in a fixed order (bits independent of threads).
 #include <algorithm>
 
@@ -77,27 +78,30 @@ void SumBackward(const KernelCtx& c) {
   ForEach(xs.Size(), Out(c, 0), c.req[0], [&](int64_t i) { return dy[group(i)] * scale; });
 }
 
-// Offset in x of the first maximal element of group j.
-int64_t ArgMax(const float* x, const Reduction& red, int64_t j) {
+// Offset in x of the first maximal (kMin: minimal) element of group j.
+template <bool kMin>
+int64_t ArgBest(const float* x, const Reduction& red, int64_t j) {
   const int64_t base = red.kept(j);
   int64_t best = base;
   for (int64_t r = 1; r < red.folded.size(); ++r) {
     const int64_t o = base + red.folded(r);
-    if (x[o] > x[best]) best = o;
+    if (kMin ? x[o] < x[best] : x[o] > x[best]) best = o;
   }
   return best;
 }
 
+template <bool kMin>
 void MaxForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.in[0].shape();
   const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
   const float* x = c.in[0].f();
-  ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) { return x[ArgMax(x, red, j)]; });
+  ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) { return x[ArgBest<kMin>(x, red, j)]; });
 }
 
-// inputs: dy, x    output: dx = dy at each group's first maximum, else 0.
-// Groups are disjoint, so each thread writes its own groups.
+// inputs: dy, x    output: dx = dy at each group's first maximum (kMin:
+// minimum), else 0. Groups are disjoint, so each thread writes its own groups.
+template <bool kMin>
 void MaxBackward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.in[1].shape();
@@ -108,7 +112,7 @@ void MaxBackward(const KernelCtx& c) {
   const OpReq req = c.req[0];
 #pragma omp parallel for if (xs.Size() > kParallelGrain) schedule(static)
   for (int64_t j = 0; j < red.kept.size(); ++j) {
-    const int64_t best = ArgMax(x, red, j), base = red.kept(j);
+    const int64_t best = ArgBest<kMin>(x, red, j), base = red.kept(j);
     for (int64_t r = 0; r < red.folded.size(); ++r) {
       const int64_t o = base + red.folded(r);
       Assign(dx + o, req, o == best ? dy[j] : 0.f);
@@ -150,8 +154,10 @@ void Register_reduce(OpRegistry* r) {
   RegisterReduce(r, "sum", "Sum", SumForward<false>, {OutGrad(0)}, SumBackward<false>, "dx = dy broadcast back");
   RegisterReduce(r, "mean", "Mean", SumForward<true>, {OutGrad(0)}, SumBackward<true>,
                  "dx = dy / n broadcast back (n elements per group)");
-  RegisterReduce(r, "max", "Maximum", MaxForward, {OutGrad(0), Input(0)}, MaxBackward,
+  RegisterReduce(r, "max", "Maximum", MaxForward<false>, {OutGrad(0), Input(0)}, MaxBackward<false>,
                  "dx = dy at the first maximal element of each group, 0 elsewhere");
+  RegisterReduce(r, "min", "Minimum", MaxForward<true>, {OutGrad(0), Input(0)}, MaxBackward<true>,
+                 "dx = dy at the first minimal element of each group, 0 elsewhere");
 }
 
 }  // namespace frugal

@@ -1,6 +1,6 @@
-// sum, mean, max on the GPU (src/ops/reduce.cc). One thread per result
+// sum, mean, max, min on the GPU (src/ops/reduce.cc). One thread per result
 // element walks its group in row-major order: sums in double, the max's
-// first maximal element, as on the CPU; deterministic.
+// first maximal (minimal) element, as on the CPU; deterministic.
 #include "ops/cuda/cuda_op_util.h"
 #include "ops/op_params.h"
 
@@ -30,12 +30,13 @@ Groups GroupsOf(const KernelCtx& c, const Shape& x) {
   return {cuda::ToDevice(c, red.kept), cuda::ToDevice(c, red.folded), red.kept.size(), red.folded.size()};
 }
 
-__device__ inline int64_t ArgMax(const float* x, const Groups& g, int64_t j) {
+template <bool kMin>
+__device__ inline int64_t ArgBest(const float* x, const Groups& g, int64_t j) {
   const int64_t base = g.kept(j);
   int64_t best = base;
   for (int64_t r = 1; r < g.size; ++r) {
     const int64_t o = base + g.folded(r);
-    if (x[o] > x[best]) best = o;
+    if (kMin ? x[o] < x[best] : x[o] > x[best]) best = o;
   }
   return best;
 }
@@ -64,16 +65,18 @@ void SumBackwardCuda(const KernelCtx& c) {
   cuda::Map(c, 0, [=] __device__(int64_t i) { return dy[group(i)] * scale; });
 }
 
+template <bool kMin>
 void MaxForwardCuda(const KernelCtx& c) {
   const Groups g = GroupsOf(c, c.in[0].shape());
   const float* x = c.in[0].f();
-  cuda::Map(c, 0, [=] __device__(int64_t j) { return x[ArgMax(x, g, j)]; });
+  cuda::Map(c, 0, [=] __device__(int64_t j) { return x[ArgBest<kMin>(x, g, j)]; });
 }
 
+template <bool kMin>
 __global__ void MaxGradKernel(Groups g, const float* dy, const float* x, float* dx, bool add) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < g.count;
        j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    const int64_t best = ArgMax(x, g, j), base = g.kept(j);
+    const int64_t best = ArgBest<kMin>(x, g, j), base = g.kept(j);
     for (int64_t r = 0; r < g.size; ++r) {
       const int64_t o = base + g.folded(r);
       const float v = o == best ? dy[j] : 0.f;
@@ -83,10 +86,11 @@ __global__ void MaxGradKernel(Groups g, const float* dy, const float* x, float* 
 }
 
 // inputs: dy, x    output: dx
+template <bool kMin>
 void MaxBackwardCuda(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Groups g = GroupsOf(c, c.in[1].shape());
-  MaxGradKernel<<<cuda::Blocks(g.count), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(), c.in[1].f(),
+  MaxGradKernel<kMin><<<cuda::Blocks(g.count), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(), c.in[1].f(),
                                                                              c.out[0].f(), c.req[0] == OpReq::kAdd);
   FRUGAL_CUDA_LAUNCHED();
 }
@@ -98,8 +102,10 @@ void RegisterCuda_reduce(OpRegistry* r) {
   r->Existing("_backward_sum").CudaKernel(SumBackwardCuda<false>);
   r->Existing("mean").CudaKernel(SumForwardCuda<true>);
   r->Existing("_backward_mean").CudaKernel(SumBackwardCuda<true>);
-  r->Existing("max").CudaKernel(MaxForwardCuda);
-  r->Existing("_backward_max").CudaKernel(MaxBackwardCuda);
+  r->Existing("max").CudaKernel(MaxForwardCuda<false>);
+  r->Existing("_backward_max").CudaKernel(MaxBackwardCuda<false>);
+  r->Existing("min").CudaKernel(MaxForwardCuda<true>);
+  r->Existing("_backward_min").CudaKernel(MaxBackwardCuda<true>);
 }
 
 }  // namespace frugal
