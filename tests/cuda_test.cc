@@ -205,6 +205,11 @@ std::vector<GpuCase> GpuCases() {
     u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.3f + 0.05f * i; };
     add(u, 1e-5);
   }
+  for (const auto& [axis, norm] : {std::pair<const char*, Shape>{"-1", Shape{5}}, {"1", Shape{4, 5}}}) {
+    test::OpCase ln = Case("layer_norm", {{"axis", axis}}, {Shape{3, 4, 5}, norm, norm}, {true, true, true});
+    ln.fill = Distinct;
+    add(ln, 1e-4);
+  }
   for (const char* form : {"", "none", "tanh"}) {  // erf, then gelu in both forms
     test::OpCase u = Case(*form ? "gelu" : "erf", *form ? AttrMap{{"approximate", form}} : AttrMap{}, {Shape{5, 6}},
                           {true});

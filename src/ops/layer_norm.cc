@@ -13,36 +13,23 @@
 // No state, no randomness: a recomputation gives the same bits. Statistics
 // per row in double; the parameter gradients summed over rows in a fixed
 // order of row blocks, so the bits do not depend on the thread count.
-// Kernels: float32, one row per task.
+// Kernels: float32, one row per task (CUDA: one block per row, the
+// parameter gradients one thread per column over the rows in order).
 #include <cmath>
 #include <vector>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
 
-struct LayerNormParams {
-  int64_t axis = -1;
-  double eps = 1e-5;
-  bool no_bias = false;
-};
-
-// x as R rows of D elements, for a node's axis.
-struct Rows {
-  int64_t r = 1, d = 1;
-  Rows(const Shape& x, int64_t axis) {
-    for (int k = 0; k < x.ndim(); ++k) (k < axis ? r : d) *= x[k];
-  }
-};
-
-int64_t AxisOf(const LayerNormParams& p, const Shape& x) { return p.axis < 0 ? p.axis + x.ndim() : p.axis; }
 
 void LayerNormInferShape(ShapeCtx& c) {
   const auto& p = c.params<LayerNormParams>();
   const Shape& x = c.in[0];
   if (!x.known() || x.ndim() < 1) c.Fail(Fmt("x has shape ", x, "; expected at least one dimension"));
-  const int64_t axis = AxisOf(p, x);
+  const int64_t axis = p.Axis(x);
   if (axis < 0 || axis >= x.ndim()) {
     c.Fail(Fmt("axis ", p.axis, " is outside x's ", x.ndim(), " dimensions ", x, " (use -", x.ndim(), " to ",
                x.ndim() - 1, ")"));
@@ -67,7 +54,7 @@ void LayerNormInferShape(ShapeCtx& c) {
 // inputs: x, gamma[, beta]   outputs: y, mean, inv_std
 void LayerNormForward(const KernelCtx& c) {
   const auto& p = c.params<LayerNormParams>();
-  const Rows l(c.in[0].shape(), AxisOf(p, c.in[0].shape()));
+  const LayerNormRows l(c.in[0].shape(), p.Axis(c.in[0].shape()));
   const float *x = c.in[0].f(), *gamma = c.in[1].f(), *beta = p.no_bias ? nullptr : c.in[2].f();
   float* y = Out(c, 0);
   const bool add = c.req[0] == OpReq::kAdd;
@@ -99,7 +86,7 @@ constexpr int64_t kRowBlock = 64;
 // inputs: dy, x, gamma, mean, inv_std   outputs: dx, dgamma[, dbeta]
 void LayerNormBackward(const KernelCtx& c) {
   const auto& p = c.params<LayerNormParams>();
-  const Rows l(c.in[1].shape(), AxisOf(p, c.in[1].shape()));
+  const LayerNormRows l(c.in[1].shape(), p.Axis(c.in[1].shape()));
   const float *dy = c.in[0].f(), *x = c.in[1].f(), *gamma = c.in[2].f();
   const float *mean = c.in[3].f(), *inv = c.in[4].f();
   float* dx = Out(c, 0);

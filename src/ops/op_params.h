@@ -52,6 +52,21 @@ struct ScalarParams {
 struct ClipParams {
   float a_min = 0, a_max = 0;
 };
+// layer_norm.cc
+struct LayerNormParams {
+  int64_t axis = -1;
+  double eps = 1e-5;
+  bool no_bias = false;
+  int64_t Axis(const Shape& x) const { return axis < 0 ? axis + x.ndim() : axis; }
+};
+// x as R rows of D elements, for a layer_norm's axis.
+struct LayerNormRows {
+  int64_t r = 1, d = 1;
+  LayerNormRows(const Shape& x, int64_t axis) {
+    for (int k = 0; k < x.ndim(); ++k) (k < axis ? r : d) *= x[k];
+  }
+};
+
 struct GeluParams {
   bool tanh = false;  // approximate "tanh" rather than the erf form
 };
