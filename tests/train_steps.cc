@@ -1,6 +1,31 @@
 #include "train_steps.h"
 
+#include "frugal/config.h"
+
 namespace frugal::test {
+
+ConfigFile ConvNet(const std::string& dtype) {
+  const std::string text = R"cfg(version: 1
+node { name: "conv1" op: "convolution" input: "data" attr { key: "kernel" value: "(3,3)" } attr { key: "pad" value: "(1,1)" } attr { key: "num_filter" value: "16" } attr { key: "no_bias" value: "true" } }
+node { name: "bn1" op: "batch_norm" input: "conv1" attr { key: "fix_gamma" value: "false" } }
+node { name: "relu1" op: "relu" input: "bn1" }
+node { name: "pool1" op: "pooling" input: "relu1" attr { key: "kernel" value: "(2,2)" } attr { key: "stride" value: "(2,2)" } attr { key: "pool_type" value: "max" } }
+node { name: "drop1" op: "dropout" input: "pool1" attr { key: "p" value: "0.3" } }
+node { name: "conv2" op: "convolution" input: "drop1" attr { key: "kernel" value: "(3,3)" } attr { key: "pad" value: "(1,1)" } attr { key: "num_filter" value: "16" } attr { key: "no_bias" value: "true" } }
+node { name: "bn2" op: "batch_norm" input: "conv2" attr { key: "fix_gamma" value: "false" } }
+node { name: "relu2" op: "relu" input: "bn2" }
+node { name: "conv3" op: "convolution" input: "relu2" attr { key: "kernel" value: "(3,3)" } attr { key: "pad" value: "(1,1)" } attr { key: "num_filter" value: "16" } attr { key: "no_bias" value: "true" } }
+node { name: "sum" op: "add_n" input: "conv3" input: "relu2" }
+node { name: "pool2" op: "pooling" input: "sum" attr { key: "kernel" value: "(2,2)" } attr { key: "stride" value: "(2,2)" } attr { key: "pool_type" value: "avg" } }
+node { name: "fc" op: "fully_connected" input: "pool2" attr { key: "num_hidden" value: "10" } }
+node { name: "prob" op: "softmax_cross_entropy" input: "fc" input: "label" }
+data { train { synthetic { num_samples: 16 min: -1 max: 1 } } batch_size: 8 sample_shape: [3, 16, 16] }
+solver { optimizer: SGD lr: 0.1 epochs: 1 seed: 5 }
+)cfg";
+  ConfigFile cfg = ParseConfig(text, "convnet.prototxt", {});
+  cfg.net.set_dtype(dtype);
+  return cfg;
+}
 
 BoundModel::BoundModel(const ConfigFile& cfg, const MemoryStrategy& strategy, bool plain_layouts)
     : solver(cfg.net.solver()),

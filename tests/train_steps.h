@@ -38,6 +38,12 @@ struct BoundModel {
   std::unique_ptr<Executor> update;  // m.update over the tensors above
 };
 
+// A convolution-BatchNorm-ReLU-pooling-dropout net with a residual sum,
+// average pooling and a classifier (batch 8 of 3x16x16, SGD), computing in
+// dtype ("float32" or "bf16"): every kind of node a mixed-precision graph
+// or a channels-last one meets.
+ConfigFile ConvNet(const std::string& dtype = "float32");
+
 // One node of `op` over the tensors `in` (all on one device; the ones it
 // mutates are updated in place), run through a graph, a plan and an executor
 // on the naive engine at run step `step` and rate `lr`. Returns the bytes of

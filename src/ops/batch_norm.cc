@@ -103,6 +103,18 @@ struct ChannelAffine {
         b(static_cast<float>(beta[ch] - static_cast<double>(mean) * a)) {}
 };
 
+// Channel ch's statistics of this run: the moving ones updated where they
+// are the batch's, and both written to the hidden outputs mean and var.
+void SaveChannelStats(const KernelCtx& c, const BnParams& p, bool batch_stats, int64_t ch, double mean, double var) {
+  if (batch_stats) {
+    float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
+    moving_mean[ch] = static_cast<float>(p.momentum * moving_mean[ch] + (1 - p.momentum) * mean);
+    moving_var[ch] = static_cast<float>(p.momentum * moving_var[ch] + (1 - p.momentum) * var);
+  }
+  if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], static_cast<float>(mean));
+  if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], static_cast<float>(var));
+}
+
 // Channels-last (kNhwc) x: N samples of S = H W rows of C channels. The
 // column kernels (vec.h) give each channel the plain path's bits: per
 // sample the float lanes sum and sq_dev_sum keep on that channel's S
@@ -190,7 +202,7 @@ void BnForwardNhwc(const KernelCtx& c) {
   const RowDims l(c.in[0].shape());
   const T* x = Elems<T>(c.in[0]);
   const float *gamma = c.in[1].f(), *beta = c.in[2].f();
-  float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
+  const float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
   const bool batch_stats = c.is_train && !p.use_global_stats && !c.is_recompute;
   T* y = Out<T>(c, 0);
   const bool add = c.req[0] == OpReq::kAdd;
@@ -225,13 +237,7 @@ void BnForwardNhwc(const KernelCtx& c) {
       const ChannelAffine affine(p, gamma, beta, ch, mean_f, var_f);
       a[ch] = affine.a;
       b[ch] = affine.b;
-      if (t != 0) continue;  // one thread writes the statistics
-      if (batch_stats) {
-        moving_mean[ch] = static_cast<float>(p.momentum * moving_mean[ch] + (1 - p.momentum) * mean[ch]);
-        moving_var[ch] = static_cast<float>(p.momentum * moving_var[ch] + (1 - p.momentum) * var[ch]);
-      }
-      if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], mean_f);
-      if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], var_f);
+      if (t == 0) SaveChannelStats(c, p, batch_stats, ch, mean[ch], var[ch]);  // one thread writes them
     }
     if (!y) return;
     RowRanges(l, t, nt, /*backwards=*/false, [&](int64_t r0, int64_t rows) {  // x and y may alias
@@ -247,7 +253,7 @@ void BnForwardT(const KernelCtx& c) {
   const ChannelDims l(c.in[0].shape());
   const T* x = Elems<T>(c.in[0]);
   const float *gamma = c.in[1].f(), *beta = c.in[2].f();
-  float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
+  const float *moving_mean = c.in[3].f(), *moving_var = c.in[4].f();
   // Batch statistics are computed, and the moving ones updated, once per
   // step: a mirror's in[3] and in[4] are the saved statistics.
   const bool batch_stats = c.is_train && !p.use_global_stats && !c.is_recompute;
@@ -258,13 +264,8 @@ void BnForwardT(const KernelCtx& c) {
   for (int64_t ch = 0; ch < l.c; ++ch) {
     double mean = moving_mean[ch], var = moving_var[ch];
     if (batch_stats) ChannelStats(x, l, ch, &mean, &var);
-    if (batch_stats) {
-      moving_mean[ch] = static_cast<float>(p.momentum * moving_mean[ch] + (1 - p.momentum) * mean);
-      moving_var[ch] = static_cast<float>(p.momentum * moving_var[ch] + (1 - p.momentum) * var);
-    }
+    SaveChannelStats(c, p, batch_stats, ch, mean, var);
     const float mean_f = static_cast<float>(mean), var_f = static_cast<float>(var);
-    if (c.req[1] != OpReq::kNull) Assign(c.out[1].f() + ch, c.req[1], mean_f);
-    if (c.req[2] != OpReq::kNull) Assign(c.out[2].f() + ch, c.req[2], var_f);
     if (!y) continue;
     const ChannelAffine t(p, gamma, beta, ch, mean_f, var_f);
     for (int64_t i = 0; i < l.n; ++i) {

@@ -83,28 +83,10 @@ struct Gelu {
   }
 };
 
-// The params an op's functions take: clip's and gelu's own, the others
-// ClipParams (which they ignore).
-template <typename Op, typename = void>
-struct ParamsType {
-  using type = ClipParams;
-};
-template <typename Op>
-struct ParamsType<Op, std::void_t<typename Op::Params>> {
-  using type = typename Op::Params;
-};
-template <typename Op>
-using ParamsOf = typename ParamsType<Op>::type;
-
-template <typename Op>
-ParamsOf<Op> ParamsFrom(const KernelCtx& c) {
-  return c.node.params.has_value() ? c.params<ParamsOf<Op>>() : ParamsOf<Op>{};
-}
-
 template <typename Op>
 void UnaryForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  const ParamsOf<Op> p = ParamsFrom<Op>(c);
+  const UnaryParams<Op> p = UnaryParamsFrom<Op>(c);
   ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::F(x[i], p); });
 }
 
@@ -113,7 +95,7 @@ template <typename Op>
 void UnaryBackward(const KernelCtx& c) {
   const float* dy = c.in[0].f();
   const float* v = c.in[1].f();
-  const ParamsOf<Op> p = ParamsFrom<Op>(c);
+  const UnaryParams<Op> p = UnaryParamsFrom<Op>(c);
   ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return Op::D(dy[i], v[i], p); });
 }
 

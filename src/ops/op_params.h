@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "frugal/update_rule.h"
@@ -70,6 +71,23 @@ struct LayerNormRows {
 struct GeluParams {
   bool tanh = false;  // approximate "tanh" rather than the erf form
 };
+// The params a unary op's functions take (elemwise_unary.cc and its CUDA
+// kernels): the op's own `Params` (gelu), else ClipParams (which all but
+// clip ignore); UnaryParamsFrom reads a node's, or the defaults.
+template <typename Op, typename = void>
+struct UnaryParamsType {
+  using type = ClipParams;
+};
+template <typename Op>
+struct UnaryParamsType<Op, std::void_t<typename Op::Params>> {
+  using type = typename Op::Params;
+};
+template <typename Op>
+using UnaryParams = typename UnaryParamsType<Op>::type;
+template <typename Op>
+UnaryParams<Op> UnaryParamsFrom(const KernelCtx& c) {
+  return c.node.params.has_value() ? c.params<UnaryParams<Op>>() : UnaryParams<Op>{};
+}
 
 // embedding.cc
 struct EmbeddingParams {

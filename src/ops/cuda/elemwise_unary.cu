@@ -1,8 +1,6 @@
 // negative, exp, log, sqrt, square, abs, clip, erf, gelu on the GPU, and
 // their gradients (src/ops/elemwise_unary.cc; in float here, in double
 // there for erf and gelu).
-#include <type_traits>
-
 #include "ops/cuda/cuda_op_util.h"
 #include "ops/op_params.h"
 
@@ -56,28 +54,10 @@ struct Gelu {
   }
 };
 
-// The params an op's functions take: gelu's own, the others ClipParams
-// (which all but clip ignore).
-template <typename Op, typename = void>
-struct ParamsType {
-  using type = ClipParams;
-};
-template <typename Op>
-struct ParamsType<Op, std::void_t<typename Op::Params>> {
-  using type = typename Op::Params;
-};
-template <typename Op>
-using ParamsOf = typename ParamsType<Op>::type;
-
-template <typename Op>
-ParamsOf<Op> ParamsFrom(const KernelCtx& c) {
-  return c.node.params.has_value() ? c.params<ParamsOf<Op>>() : ParamsOf<Op>{};
-}
-
 template <typename Op>
 void UnaryForwardCuda(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  const ParamsOf<Op> p = ParamsFrom<Op>(c);
+  const UnaryParams<Op> p = UnaryParamsFrom<Op>(c);
   cuda::Map(c, 0, [=] __device__(int64_t i) { return Op::F(x[i], p); });
 }
 
@@ -85,7 +65,7 @@ void UnaryForwardCuda(const KernelCtx& c) {
 template <typename Op>
 void UnaryBackwardCuda(const KernelCtx& c) {
   const float *dy = c.in[0].f(), *v = c.in[1].f();
-  const ParamsOf<Op> p = ParamsFrom<Op>(c);
+  const UnaryParams<Op> p = UnaryParamsFrom<Op>(c);
   cuda::Map(c, 0, [=] __device__(int64_t i) { return Op::D(dy[i], v[i], p); });
 }
 
