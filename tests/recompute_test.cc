@@ -6,6 +6,7 @@
 
 #include <map>
 #include <regex>
+#include <set>
 
 #include "frugal/train.h"
 #include "train_steps.h"
@@ -96,6 +97,21 @@ TEST(Recompute, MirrorsRunJustBeforeTheirFirstBackwardReader) {
       EXPECT_TRUE(g.node(j).mirror_of >= 0 || g.node(j).fwd < 0)
           << g.node(i).name << " runs long before its reader " << g.node(first).name;
     }
+  }
+}
+
+// sqrt keeps its last segment: the backward pass starts on it right after
+// the forward, so recomputing it would hold the same bytes for nothing. The
+// last hidden layer is never recomputed; the first ones are.
+TEST(Recompute, SqrtKeepsItsLastSegment) {
+  for (int depth : {12, 48}) {
+    Model m = BuildModel(DeepChain(depth, 256), MemoryStrategy::kSqrt);
+    std::set<std::string> mirrored;
+    for (const Node& n : m.train.nodes())
+      if (n.mirror_of >= 0) mirrored.insert(m.train.node(n.mirror_of).name);
+    EXPECT_TRUE(mirrored.count("relu0")) << depth;
+    const std::string last = std::to_string(depth - 1);
+    EXPECT_FALSE(mirrored.count("fc" + last) || mirrored.count("relu" + last)) << depth;
   }
 }
 

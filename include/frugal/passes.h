@@ -97,7 +97,8 @@ KeepLevels DropCheapLevels(const Graph& fwd);
 // only forward result live across the boundary after it).
 std::vector<int> SplitCandidates(const Graph& fwd);
 // The paper's greedy segmentation with segment budget b bytes: checkpoints at
-// candidates where the bytes since the last one exceed b; the rest dropped.
+// candidates where the bytes since the last one exceed b; the rest dropped
+// but the last segment, whose backward comes first.
 // A checkpoint keeps every forward result that crosses the boundary after it
 // (the node itself at an articulation point; all layers' state at a stage
 // mark of an unrolled RNN).

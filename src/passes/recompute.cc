@@ -174,6 +174,11 @@ KeepLevels SqrtLevels(const Graph& g, int64_t b) {
   }
   for (int c : checkpoints)
     for (int p : crossing[c]) levels[p] = 0;
+  // The last segment is kept: its backward runs right after the forward, so
+  // recomputing it would hold the same bytes at the same moment for nothing
+  // (PyTorch's checkpoint_sequential runs its last segment so too).
+  const int tail = checkpoints.empty() ? 0 : cands[checkpoints.back()] + 1;
+  for (int i = tail; i < g.num_nodes(); ++i) levels[i] = 0;
   return ApplyAnnotations(g, levels);
 }
 

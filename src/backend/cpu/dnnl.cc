@@ -126,30 +126,53 @@ int64_t CacheSize() {
 // ----------------------------------------------------------------- PlainCall
 
 namespace {
+// Small reorders (weights) run on one thread: waking the OpenMP team costs
+// about 60 us under OMP_WAIT_POLICY=PASSIVE, where a 64x64x3x3 weight takes
+// 8 us on one thread. oneDNN's jit:uni reorder fixes its thread count when
+// it is created, so creation is held to one thread too (measured with
+// ONEDNN_VERBOSE on ResNet-1001: 16x16x3x3 weights took 85 us a call).
+constexpr size_t kSmallReorderBytes = 1 << 20;
+
+class OneThreadIfSmall {
+ public:
+  explicit OneThreadIfSmall(size_t bytes) {
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+    if (bytes < kSmallReorderBytes && threads > 1) {
+      restore_ = threads;
+      omp_set_num_threads(1);
+    }
+#else
+    (void)bytes;
+#endif
+  }
+  ~OneThreadIfSmall() {
+#ifdef _OPENMP
+    if (restore_ > 0) omp_set_num_threads(restore_);
+#endif
+  }
+  OneThreadIfSmall(const OneThreadIfSmall&) = delete;
+  OneThreadIfSmall& operator=(const OneThreadIfSmall&) = delete;
+
+ private:
+  int restore_ = 0;
+};
+
 dnnl::reorder MakeReorder(const memory::desc& from, const memory::desc& to, bool sum, int64_t* scratch) {
+  OneThreadIfSmall one(from.get_size());
   dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(), to, Attr(sum));
   *scratch = std::max<int64_t>(*scratch, pd.scratchpad_desc().get_size());
   return dnnl::reorder(pd);
 }
 
-// Reorders of small tensors (weights) run on one thread: waking the
-// OpenMP team cost more than the copy (about 70 us against 10-20 us).
-constexpr size_t kSmallReorderBytes = 64 << 10;
-
 void ExecuteReorder(const dnnl::reorder& r, std::unordered_map<int, memory>& args, size_t bytes) {
-#ifdef _OPENMP
-  const int threads = omp_get_max_threads();
-  if (bytes < kSmallReorderBytes && threads > 1) omp_set_num_threads(1);
+  OneThreadIfSmall one(bytes);
   r.execute(DnnlStream(), args);
-  if (bytes < kSmallReorderBytes && threads > 1) omp_set_num_threads(threads);
-#else
-  (void)bytes;
-  r.execute(DnnlStream(), args);
-#endif
 }
 }  // namespace
 
 Reorder::Reorder(const memory::desc& from, const memory::desc& to) : from_(from), to_(to) {
+  OneThreadIfSmall one(from.get_size());
   dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(), to);
   CHECK_EQ(pd.scratchpad_desc().get_size(), 0u) << "a reorder that needs a scratchpad";
   prim_ = dnnl::reorder(pd);
