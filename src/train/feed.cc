@@ -63,13 +63,15 @@ std::vector<Tensor> Outputs(const Executor& exec) {
 
 // The metrics of one batch on a CPU worker, writing metrics_var.
 void PushMetricUpdate(Engine* engine, std::vector<MetricSet*> ms, std::vector<Tensor> outputs, Tensor y,
-                      const int64_t* num_valid, int64_t* samples, const std::vector<Var>& reads, Var metrics_var) {
+                      const int64_t* num_valid, WindowTally* tally, const std::vector<Var>& reads, Var metrics_var) {
   PushOptions o;
   o.name = "metrics";
   engine->Push(
-      [ms, outputs, y, num_valid, samples] {
+      [ms, outputs, y, num_valid, tally] {
         for (MetricSet* m : ms) m->Update(outputs, y, *num_valid);
-        if (samples) *samples += *num_valid;
+        if (!tally) return;
+        tally->samples += *num_valid;
+        tally->last_in = std::chrono::steady_clock::now();
       },
       reads, {metrics_var}, o);
 }
@@ -83,8 +85,8 @@ class HostFeed : public Feed {
     PushRead(s_->engine, it, begin_epoch, {s_->data_var, s_->label_var});
   }
 
-  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, int64_t* samples) override {
-    PushMetricUpdate(s_->engine, std::move(ms), Outputs(exec), s_->label, &num_valid_, samples,
+  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, WindowTally* tally) override {
+    PushMetricUpdate(s_->engine, std::move(ms), Outputs(exec), s_->label, &num_valid_, tally,
                      OutputReads(exec, s_->label_var), s_->metrics_var);
   }
 
@@ -135,7 +137,7 @@ class PinnedFeed : public Feed {
   }
 
   // The outputs to pinned host memory first, then the metrics on the host.
-  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, int64_t* samples) override {
+  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, WindowTally* tally) override {
     const Fetched& f = fetched_.at(&exec);
     s_->PushOn(
         [outputs = Outputs(exec), host = f.outputs, dev = s_->dev](void* cuda) {
@@ -143,7 +145,7 @@ class PinnedFeed : public Feed {
             backend::CopyAsync(cuda, host[k].raw(), Device{}, outputs[k].raw(), dev, outputs[k].bytes());
         },
         OutputReads(exec, s_->label_var), {f.var}, "copy_outputs_to_host");
-    PushMetricUpdate(s_->engine, std::move(ms), f.outputs, metric_label_, &metric_valid_, samples,
+    PushMetricUpdate(s_->engine, std::move(ms), f.outputs, metric_label_, &metric_valid_, tally,
                      {f.var, metric_var_}, s_->metrics_var);
   }
 

@@ -6,6 +6,7 @@
 // the same over its shard of the data (LoadSource).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -21,6 +22,14 @@ namespace frugal {
 std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSource& src, const std::string& what,
                                      const Model& m, bool shuffle, Shard shard = {});
 
+// What the metric functions of a training window count: its real rows, and
+// when the last batch's metrics ran (on the engine, after that batch's
+// outputs: the same point of each step on every engine).
+struct WindowTally {
+  int64_t samples = 0;
+  std::chrono::steady_clock::time_point last_in;
+};
+
 class Feed {
  public:
   virtual ~Feed() = default;
@@ -30,8 +39,8 @@ class Feed {
   virtual void PushLoad(DataIter* it, int64_t begin_epoch) = 0;
   // Adds the batch's predictions (every graph output of exec, output k
   // against label column k when there are several) to every metric in ms,
-  // and its real rows to *samples if given.
-  virtual void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, int64_t* samples = nullptr) = 0;
+  // and its real rows and time to *tally if given.
+  virtual void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, WindowTally* tally = nullptr) = 0;
   // Reads n batches of `it` and drops them (resuming inside an epoch). The
   // engine must be idle.
   void Skip(DataIter* it, int64_t n);

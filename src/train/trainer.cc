@@ -156,7 +156,8 @@ class Fit {
     r_.epoch_start = window_start_ = Clock::now();
     r_.epoch_m.Reset();
     window_m_.Reset();
-    window_samples_ = untimed_samples_ = 0;
+    window_ = {};
+    untimed_samples_ = 0;
     r_.batch = r_.first_batch = logged_ = skip;
     r_.rate = static_cast<float>(lr_.At(r_.updates()));
     train_->Reset(r_.epoch);
@@ -172,12 +173,12 @@ class Fit {
     r_.s.engine->WaitForVar(r_.s.metrics_var);
     r_.CheckFinite(r_.iter - 1);
     if (r_.batch == r_.first_batch + 1) {  // the epoch's first batch is in: the speed is timed from here
-      window_start_ = Clock::now();
-      untimed_samples_ = window_samples_;
+      window_start_ = window_.last_in;
+      untimed_samples_ = window_.samples;
     }
     ReportWindow();
     r_.Each([&](Observer& o) { o.OnMetrics(r_); });
-    feed_.PushMetrics(*r_.s.train, {&r_.epoch_m, &window_m_}, &window_samples_);
+    feed_.PushMetrics(*r_.s.train, {&r_.epoch_m, &window_m_}, &window_);
     ++r_.batch;
     ++r_.iter;
     step_.CheckRanks(r_.iter);
@@ -215,12 +216,13 @@ class Fit {
     if (r_.batch == logged_ || r_.batch % display_ != 0) return;
     r_.progress.Clear();
     const MetricValues m = r_.Reduce(window_m_);
-    const int64_t timed = r_.Sum(window_samples_ - untimed_samples_);
-    const double speed = timed > 0 ? static_cast<double>(timed) / Seconds(window_start_) : -1;
+    const int64_t timed = r_.Sum(window_.samples - untimed_samples_);
+    const double secs = std::chrono::duration<double>(window_.last_in - window_start_).count();
+    const double speed = timed > 0 && secs > 0 ? static_cast<double>(timed) / secs : -1;
     r_.Each([&](Observer& o) { o.OnWindow(r_, m, speed); });
     window_m_.Reset();
-    window_samples_ = untimed_samples_ = 0;
-    window_start_ = Clock::now();
+    window_.samples = untimed_samples_ = 0;
+    window_start_ = window_.last_in;
     logged_ = r_.batch;
   }
 
@@ -231,8 +233,11 @@ class Fit {
   const LrSchedule& lr_;
   // The window of `display` batches. Filled by pushed functions: read after the loop's wait.
   MetricSet window_m_;
-  int64_t window_samples_ = 0;
-  // The speed of a window is timed from when the batch before it was in.
+  WindowTally window_;
+  // The speed of a window is timed from when the batch before it was in to
+  // when its last batch was in (each when its metrics ran: with the naive
+  // engine, which runs a step at push time, timing at the loop's wait
+  // counted one step too few in an epoch's last window).
   // An epoch's first batch has none: its metrics need only its forward
   // pass, before the pipeline has filled, so timing from the epoch's start
   // read up to 4x too fast (MXNet's Speedometer skips its first window
