@@ -27,6 +27,7 @@ const std::map<std::string, Sample>& Samples() {
       {"add", {{}, {Shape{2, 3}, Shape{3}}}},
       {"add_n", {{{"num_args", "3"}}, {Shape{2, 3}, Shape{2, 3}, Shape{2, 3}}}},
       {"add_scalar", {{{"scalar", "2"}}, {Shape{2, 3}}}},
+      {"attention", {{{"causal", "true"}}, {Shape{1, 2, 3, 4}, Shape{1, 2, 5, 4}, Shape{1, 2, 5, 3}}}},
       {"batch_dot", {{}, {Shape{2, 2, 3}, Shape{2, 3, 4}}}},
       {"block_grad", {{}, {Shape{2, 3}}}},
       {"cast", {{{"dtype", "bf16"}}, {Shape{2, 3}}}},
