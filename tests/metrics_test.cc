@@ -137,6 +137,20 @@ TEST(Metrics, EveryOutputAgainstItsLabelColumn) {
   EXPECT_DOUBLE_EQ(one.Get("accuracy"), 1.0 / 3);
 }
 
+// One output with a prediction per label (a language model's (N T, V) rows
+// against labels (N, T)): every position of every valid sample is scored,
+// not only the first num_valid rows.
+TEST(Metrics, APredictionPerPositionScoresEveryPosition) {
+  // Two samples of 3 positions (the second is padding), 2 classes.
+  Tensor prob = Make(Shape{6, 2}, {0.9f, 0.1f, 0.2f, 0.8f, 0.4f, 0.6f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f});
+  Tensor labels = Make(Shape{2, 3}, {0, 1, 0, 1, 1, 1});
+  MetricSet set({"accuracy", "cross_entropy"});
+  set.Update(std::vector<Tensor>{prob}, labels, 1);
+  EXPECT_EQ(set.count(), 3);
+  EXPECT_DOUBLE_EQ(set.Get("accuracy"), 2.0 / 3);  // position 2 predicts class 1
+  EXPECT_NEAR(set.Get("cross_entropy"), -(std::log(0.9f) + std::log(0.8f) + std::log(0.4f)) / 3, 1e-6);
+}
+
 TEST(Metrics, LabelsThatDoNotMatchTheOutputsAreErrors) {
   Tensor p = Make(Shape{2, 2}, {0.5f, 0.5f, 0.5f, 0.5f});
   MetricSet set;

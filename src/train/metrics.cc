@@ -25,12 +25,17 @@ int64_t Classes(const Tensor& outputs) { return outputs.shape().ndim() > 1 ? out
 
 // One class index per output row: labels of another size would be read out of
 // step with the rows (the labels of a per-step loss belong to several outputs).
-void CheckOneLabelPerRow(const std::string& metric, const Tensor& out, const Tensor& label) {
+// Returns the rows to score: a batch of N samples with labels (N, T) and a
+// prediction per label (a language model's N T rows, sample by sample)
+// scores T rows per valid sample.
+int64_t ValidRows(const std::string& metric, const Tensor& out, const Tensor& label, int64_t num_valid) {
   const int64_t rows = out.shape().ndim() ? out.shape()[0] : 1;
   FRUGAL_REQUIRE(label.size() == rows, "metric ", metric, ": outputs ", out.shape(), " have ", rows,
                  " rows but the labels ", label.shape(), " hold ", label.size(),
                  " values; one class index per row is expected (with a loss per step, make every step's"
                  " prediction a graph output, in step order)");
+  const int64_t samples = label.shape().ndim() ? label.shape()[0] : 1;
+  return num_valid * (rows / samples);
 }
 
 // Rows ranked above the label: larger outputs, or equal ones at a lower index.
@@ -49,13 +54,13 @@ class TopK : public Metric {
   std::string name() const override { return k_ == 1 ? "accuracy" : Fmt("top_k_accuracy_", k_); }
   void Reset() override { n_ = correct_ = 0; }
   void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
-    CheckOneLabelPerRow(name(), out, label);
+    const int64_t valid = ValidRows(name(), out, label, num_valid);
     const int64_t k = Classes(out);
-    for (int64_t i = 0; i < num_valid; ++i) {
+    for (int64_t i = 0; i < valid; ++i) {
       const float* p = out.f() + i * k;
       correct_ += RankOfLabel(p, k, ClassOf(name(), label.f(), i, k)) < k_;
     }
-    n_ += num_valid;
+    n_ += valid;
   }
   double Get() const override { return n_ ? static_cast<double>(correct_) / n_ : 0; }
   int64_t count() const override { return n_; }
@@ -70,11 +75,11 @@ class CrossEntropy : public Metric {
   std::string name() const override { return perplexity_ ? "perplexity" : "cross_entropy"; }
   void Reset() override { n_ = 0; ce_ = 0; }
   void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
-    CheckOneLabelPerRow(name(), out, label);
+    const int64_t valid = ValidRows(name(), out, label, num_valid);
     const int64_t k = Classes(out);
-    for (int64_t i = 0; i < num_valid; ++i)
+    for (int64_t i = 0; i < valid; ++i)
       ce_ -= std::log(std::max(out.f()[i * k + ClassOf(name(), label.f(), i, k)], 1e-12f));
-    n_ += num_valid;
+    n_ += valid;
   }
   double Get() const override {
     double mean = n_ ? ce_ / n_ : 0;
