@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/philox.h"
 #include "backend/cpu/vec.h"
 #include "frugal/bf16.h"
 
@@ -145,6 +147,48 @@ TEST(Vec, LstmColumnsGiveTheBaselineBitsOnEveryBuild) {
   const auto want = run(cpu::VecFor("sse2"));
   for (float v : want[0]) ASSERT_TRUE(std::isfinite(v) && std::fabs(v) < 1.f) << v;  // h = o tanh(c)
   for (const VecKernels* k : Builds()) EXPECT_EQ(run(k), want) << k->isa;
+}
+
+// Softmax's exponentials: within 2e-7 relative of std::exp, exactly 0 for
+// masked (-inf) scores and below e^-87, the sum in 16 lanes; the same bits on
+// every build, in place too.
+TEST(Vec, ExpShiftGivesTheBaselineBitsAndZeroForMaskedScores) {
+  for (int64_t n : kLengths) {
+    std::vector<float> x = Data(n, 3.f);
+    if (n > 2) x[1] = -std::numeric_limits<float>::infinity(), x[2] = -100.f;
+    const float m = 1.5f;
+    std::vector<float> want(n);
+    const float sum = cpu::VecFor("sse2")->exp_shift(x.data(), m, want.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = x[i] - m < -87 ? 0.0 : std::exp(static_cast<double>(x[i] - m));
+      ASSERT_NEAR(want[i], ref, 2e-7 * ref) << i;
+    }
+    EXPECT_EQ(sum, LaneSum(n, [&](int64_t i) { return want[i]; })) << n;
+    for (const VecKernels* k : Builds()) {
+      std::vector<float> y = x;
+      EXPECT_EQ(k->exp_shift(y.data(), m, y.data(), n), sum) << k->isa << " " << n;
+      EXPECT_EQ(y, want) << k->isa << " " << n;
+    }
+  }
+}
+
+// Philox blocks drawn many at a time give CounterStream::Block's words on
+// every build (the known-answer vectors are tests/philox_test.cc's).
+TEST(Vec, PhiloxBlocksGiveTheStreamsWords) {
+  const cpu::CounterStream stream(11, 0x1234567890abcdefull, (int64_t{1} << 33) + 5);
+  const uint64_t b0 = (uint64_t{1} << 32) - 40;  // the counter's high word changes inside
+  for (int64_t n : kLengths) {
+    std::vector<uint32_t> want(4 * n);
+    for (int64_t i = 0; i < n; ++i) {
+      const cpu::PhiloxCounter w = stream.Block(b0 + i);
+      std::copy(w.begin(), w.end(), want.begin() + 4 * i);
+    }
+    for (const VecKernels* k : Builds()) {
+      std::vector<uint32_t> got(4 * n);
+      k->philox_blocks(stream.key(), stream.step(), b0, n, got.data());
+      EXPECT_EQ(got, want) << k->isa << " " << n;
+    }
+  }
 }
 
 // The optimizers' vector loop against UpdateElement, element by element (the

@@ -21,7 +21,8 @@
 // Threads take whole (batch, head) slices, each summing in a fixed order, so
 // the bits do not depend on the thread count; the dropout mask is a pure
 // function of (seed, node, step, element), so a recomputation replays it.
-// Kernels: float32, sgemm (backend/cpu/blas.h) per block on one thread.
+// Kernels: float32, sgemm (backend/cpu/blas.h) per block on one thread, the
+// exponentials vectorised (vec.h's exp_shift: exactly 0 for a masked score).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -34,6 +35,7 @@
 #include "backend/cpu/blas.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/philox.h"
+#include "backend/cpu/vec.h"
 #include "ops/op_util.h"
 
 namespace frugal {
@@ -112,15 +114,13 @@ class Mask {
         first_(c.data_part * d.slices * d.tq * d.tk) {}
   bool on() const { return on_; }
   float scale() const { return scale_; }
-  // Multiplies row i's columns [j0, j0 + n) of p by m / (1 - p).
+  // Multiplies row i's columns [j0, j0 + n) of p (n <= kBlockK) by m / (1 - p).
   void Apply(int64_t slice, int64_t i, int64_t j0, int64_t n, float* p) const {
-    const int64_t w0 = first_ + (slice * tq_ + i) * tk_ + j0;
-    cpu::PhiloxCounter words{};
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t w = w0 + j;
-      if (j == 0 || w % 4 == 0) words = stream_.Block(static_cast<uint64_t>(w / 4));
-      p[j] = words[w % 4] >= threshold_ ? p[j] * scale_ : 0.f;
-    }
+    const int64_t w0 = first_ + (slice * tq_ + i) * tk_ + j0, b0 = w0 / 4;
+    uint32_t words[kBlockK + 8];
+    cpu::Vec().philox_blocks(stream_.key(), stream_.step(), static_cast<uint64_t>(b0), (w0 + n + 3) / 4 - b0, words);
+    const uint32_t* at = words + (w0 - 4 * b0);
+    for (int64_t j = 0; j < n; ++j) p[j] = at[j] >= threshold_ ? p[j] * scale_ : 0.f;
   }
 
  private:
@@ -165,6 +165,7 @@ void AttentionForward(const KernelCtx& c) {
   float *y = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
   float *lse = c.req[1] == OpReq::kNull ? nullptr : c.out[1].f();
   float* ws = static_cast<float*>(c.workspace.raw());
+  const cpu::VecKernels& vec = cpu::Vec();
   const int threads = static_cast<int>(std::min<int64_t>(c.num_threads, Slots(d)));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (int64_t sl = 0; sl < d.slices; ++sl) {
@@ -187,9 +188,7 @@ void AttentionForward(const KernelCtx& c) {
             continue;
           }
           const float shrink = std::exp(m[r] - top);
-          float sum = 0;
-          for (int64_t j = 0; j < nk; ++j) sum += row[j] = std::exp(row[j] - top);
-          l[r] = l[r] * shrink + sum;
+          l[r] = l[r] * shrink + vec.exp_shift(row, top, row, nk);
           m[r] = top;
           for (int64_t x = 0; x < d.dv; ++x) acc[r * d.dv + x] *= shrink;
           if (mask.on()) mask.Apply(sl, i0 + r, j0, nk, row);
@@ -219,6 +218,7 @@ void AttentionBackward(const KernelCtx& c) {
   for (int o = 0; o < 3; ++o) out[o] = c.req[o] == OpReq::kNull ? nullptr : c.out[o].f();
   float* ws = static_cast<float*>(c.workspace.raw());
   const int64_t widths[3] = {d.d, d.d, d.dv};
+  const cpu::VecKernels& vec = cpu::Vec();
   const int threads = static_cast<int>(std::min<int64_t>(c.num_threads, Slots(d)));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (int64_t sl = 0; sl < d.slices; ++sl) {
@@ -242,8 +242,7 @@ void AttentionBackward(const KernelCtx& c) {
       for (int64_t i0 = p.causal ? j0 / kBlockQ * kBlockQ : 0; i0 < d.tq; i0 += kBlockQ) {
         const int64_t nq = std::min(kBlockQ, d.tq - i0);
         Scores(p, d, scale, qs, ks, i0, nq, j0, nk, s);
-        for (int64_t r = 0; r < nq; ++r)
-          for (int64_t j = 0; j < nk; ++j) s[r * kBlockK + j] = std::exp(s[r * kBlockK + j] - ls[i0 + r]);
+        for (int64_t r = 0; r < nq; ++r) vec.exp_shift(s + r * kBlockK, ls[i0 + r], s + r * kBlockK, nk);
         // dv += P'^T dy (P' in dp), then dp = dP' = dy v^T.
         if (g[2]) {
           for (int64_t r = 0; r < nq; ++r) {

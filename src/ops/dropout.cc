@@ -4,7 +4,8 @@
 // grad:  dx = dy * m / (1 - p)                               reads dy only
 //
 // The mask is never stored. m[i] is a pure function of (seed, node, step, i):
-// word i of a Philox-4x32-10 stream (backend/cpu/philox.h) keyed by the seed
+// word i of a Philox-4x32-10 stream (backend/cpu/philox.h; drawn by vec.h's
+// philox_blocks, many blocks a call, the same words) keyed by the seed
 // and a stable hash of the forward node's name, with the step in the
 // counter; m[i] = 1 when the word is >= p * 2^32. The backward kernel
 // regenerates the same words instead of reading a saved mask because
@@ -24,6 +25,7 @@
 #include <cmath>
 
 #include "backend/cpu/philox.h"
+#include "backend/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -45,12 +47,15 @@ void ApplyMask(const KernelCtx& c) {
   const float scale = 1.f / (1.f - prm.p);
   const int64_t first = c.data_part * n;  // element i draws word first + i
   const int64_t b0 = first / 4, b1 = (first + n + 3) / 4;
+  constexpr int64_t kChunk = 256;  // Philox blocks drawn at once (vec.h's philox_blocks)
+  const cpu::VecKernels& vec = cpu::Vec();
 #pragma omp parallel for if (n > kParallelGrain) schedule(static)
-  for (int64_t b = b0; b < b1; ++b) {
-    const cpu::PhiloxCounter words = stream.Block(static_cast<uint64_t>(b));
-    for (int64_t w = std::max(4 * b, first); w < std::min(4 * b + 4, first + n); ++w) {
+  for (int64_t cb = b0; cb < b1; cb += kChunk) {
+    uint32_t words[4 * kChunk];
+    vec.philox_blocks(stream.key(), stream.step(), static_cast<uint64_t>(cb), std::min(kChunk, b1 - cb), words);
+    for (int64_t w = std::max(4 * cb, first); w < std::min(4 * (cb + kChunk), first + n); ++w) {
       const int64_t i = w - first;
-      Assign(y + i, req, words[w - 4 * b] >= threshold ? v[i] * scale : 0.f);
+      Assign(y + i, req, words[w - 4 * cb] >= threshold ? v[i] * scale : 0.f);
     }
   }
 }

@@ -56,6 +56,8 @@ class CounterStream {
     key_ = {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)};
     step_ = static_cast<uint64_t>(step);
   }
+  FRUGAL_HD PhiloxKey key() const { return key_; }
+  FRUGAL_HD uint64_t step() const { return step_; }
   // Words 4*block .. 4*block+3.
   FRUGAL_HD PhiloxCounter Block(uint64_t block) const {
     return Philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),

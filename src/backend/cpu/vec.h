@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "frugal/op.h"           // OpReq
+#include "backend/cpu/philox.h"  // PhiloxKey
 #include "frugal/update_rule.h"  // UpdateArgs
 
 namespace frugal::cpu {
@@ -117,6 +118,12 @@ struct VecKernels {
   // n elements of one parameter's optimizer update (frugal/update_rule.h's
   // UpdateElement, the optimizer's switch taken once per call).
   void (*update)(const UpdateArgs& a, float* w, const float* g, float* s0, float* s1, int64_t n);
+  // y = exp(x - m) (Cephes' expf), exactly 0 where x - m < -87 (a masked
+  // score, -inf, gives 0); returns the sum of y in 16 lanes. In place allowed.
+  float (*exp_shift)(const float* x, float m, float* y, int64_t n);
+  // Philox-4x32-10 blocks b0 .. b0 + n - 1 of a stream (CounterStream::Block
+  // for its key and step): block b0 + i's four words at out[4 i .. 4 i + 3].
+  void (*philox_blocks)(PhiloxKey key, uint64_t step, uint64_t b0, int64_t n, uint32_t* out);
 };
 
 // The kernels for this CPU (chosen once).
