@@ -2,13 +2,15 @@
 #   make demo   installs what is missing, builds, prepares Fashion-MNIST,
 #               trains the default model and prints its memory plan
 #   make test   installs what is missing, builds, runs every test, then the
-#               tests again under ThreadSanitizer (make tsan)
+#               tests again under ThreadSanitizer (make tsan) and under
+#               AddressSanitizer with UBSan (make asan), then make fuzz
 #   MPI=ON      (CI: .ci/run) requires MPI, so the tests under mpirun
 #               (tests/mpi) cannot silently drop out; the default AUTO
 #               builds with MPI when CMake finds it, OFF without
 #   make tsan   builds the tests with -fsanitize=thread (no OpenMP) in
 #               build-tsan and runs them; any race report fails it
 #   make asan   the same with AddressSanitizer and UBSan in build-asan
+#               (part of make test)
 #   make fuzz   builds the libFuzzer targets (tests/fuzz) with clang in
 #               build-fuzz and runs each FUZZ_SECONDS (part of make test)
 BUILD ?= build
@@ -41,6 +43,7 @@ data: deps
 test: build data
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) tsan
+	$(MAKE) asan
 	$(MAKE) fuzz
 
 # The whole suite under ThreadSanitizer: the engine, the executor, the
