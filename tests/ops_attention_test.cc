@@ -159,7 +159,8 @@ TEST(OpsAttention, BadShapesAreOneLineErrorsNamingTheNode) {
     for (size_t i = 0; i < in.size(); ++i) named.push_back({Fmt("x", i), in[i]});
     InferShapes(&g, named);
   };
-  ExpectError([&] { shapes({Shape{4, 8}, Shape{4, 8}, Shape{4, 8}}); }, {"'attn'", "q has shape (4,8)", "3 dimensions"});
+  ExpectError([&] { shapes({Shape{4, 8}, Shape{4, 8}, Shape{4, 8}}); },
+              {"'attn'", "q has shape (4,8)", "3 dimensions"});
   ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{3, 4, 8}, Shape{3, 4, 8}}); },
               {"'attn'", "same leading dimensions"});
   ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 5, 6}, Shape{2, 5, 8}}); },

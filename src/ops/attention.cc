@@ -62,7 +62,9 @@ struct Dims {
     d = q[r - 1];
     dv = v[r - 1];
   }
-  float Scale(const AttentionParams& p) const { return p.scale != 0 ? p.scale : 1.f / std::sqrt(static_cast<float>(d)); }
+  float Scale(const AttentionParams& p) const {
+    return p.scale != 0 ? p.scale : 1.f / std::sqrt(static_cast<float>(d));
+  }
   // Floats of one thread's scratch: the score and probability blocks, the
   // running output, maximum and sum of a query block, and D for a slice.
   int64_t ScratchFloats() const { return 2 * kBlockQ * kBlockK + kBlockQ * dv + 2 * kBlockQ + tq; }
@@ -91,7 +93,8 @@ void AttentionInferShape(ShapeCtx& c) {
   bool same = k.ndim() == r && v.ndim() == r;
   for (int i = 0; same && i < r - 2; ++i) same = q[i] == k[i] && q[i] == v[i];
   if (!same) c.Fail(Fmt("q ", q, ", k ", k, " and v ", v, " must have the same leading dimensions (batch, heads)"));
-  if (k[r - 1] != q[r - 1]) c.Fail(Fmt("k ", k, " has ", k[r - 1], " features per position but q ", q, " has ", q[r - 1]));
+  if (k[r - 1] != q[r - 1])
+    c.Fail(Fmt("k ", k, " has ", k[r - 1], " features per position but q ", q, " has ", q[r - 1]));
   if (v[r - 2] != k[r - 2]) c.Fail(Fmt("v ", v, " has ", v[r - 2], " positions but k ", k, " has ", k[r - 2]));
   std::vector<int64_t> y = q.dims(), lse = q.dims();
   y[r - 1] = v[r - 1];

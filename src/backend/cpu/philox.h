@@ -22,18 +22,25 @@ namespace frugal::cpu {
 using PhiloxCounter = std::array<uint32_t, 4>;
 using PhiloxKey = std::array<uint32_t, 2>;
 
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;  // Weyl key increments
+
+// One round on a counter held in four scalars, with the round's key (k0,
+// k1). Scalars rather than an array so that a loop over many counters runs
+// one counter per vector lane (vec.h's philox_blocks).
+FRUGAL_HD inline void PhiloxRound(uint32_t& x0, uint32_t& x1, uint32_t& x2, uint32_t& x3, uint32_t k0, uint32_t k1) {
+  const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * x0;  // the round multipliers
+  const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * x2;
+  x0 = static_cast<uint32_t>(p1 >> 32) ^ x1 ^ k0;
+  x1 = static_cast<uint32_t>(p1);
+  x2 = static_cast<uint32_t>(p0 >> 32) ^ x3 ^ k1;
+  x3 = static_cast<uint32_t>(p0);
+}
+
 FRUGAL_HD inline PhiloxCounter Philox4x32_10(PhiloxCounter ctr, PhiloxKey key) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // round multipliers
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // Weyl key increments
   for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      key[0] += kW0;
-      key[1] += kW1;
-    }
-    const uint64_t p0 = static_cast<uint64_t>(kM0) * ctr[0];
-    const uint64_t p1 = static_cast<uint64_t>(kM1) * ctr[2];
-    ctr = {static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ key[0], static_cast<uint32_t>(p1),
-           static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ key[1], static_cast<uint32_t>(p0)};
+    PhiloxRound(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1]);
+    key[0] += kPhiloxW0;
+    key[1] += kPhiloxW1;
   }
   return ctr;
 }

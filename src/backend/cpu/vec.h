@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "frugal/op.h"           // OpReq
 #include "backend/cpu/philox.h"  // PhiloxKey
+#include "frugal/op.h"           // OpReq
 #include "frugal/update_rule.h"  // UpdateArgs
 
 namespace frugal::cpu {
