@@ -133,7 +133,7 @@ TEST(Metrics, EveryOutputAgainstItsLabelColumn) {
   EXPECT_NEAR(set.Get("perplexity"), std::exp(ce), 1e-5);
   // One output is scored as before.
   MetricSet one;
-  one.Update(std::vector<Tensor>{Prob()}, Label(), 3);
+  one.Update(std::vector<Prediction>{Prob()}, Label(), 3);
   EXPECT_DOUBLE_EQ(one.Get("accuracy"), 1.0 / 3);
 }
 
@@ -145,7 +145,7 @@ TEST(Metrics, APredictionPerPositionScoresEveryPosition) {
   Tensor prob = Make(Shape{6, 2}, {0.9f, 0.1f, 0.2f, 0.8f, 0.4f, 0.6f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f});
   Tensor labels = Make(Shape{2, 3}, {0, 1, 0, 1, 1, 1});
   MetricSet set({"accuracy", "cross_entropy"});
-  set.Update(std::vector<Tensor>{prob}, labels, 1);
+  set.Update(std::vector<Prediction>{prob}, labels, 1);
   EXPECT_EQ(set.count(), 3);
   EXPECT_DOUBLE_EQ(set.Get("accuracy"), 2.0 / 3);  // position 2 predicts class 1
   EXPECT_NEAR(set.Get("cross_entropy"), -(std::log(0.9f) + std::log(0.8f) + std::log(0.4f)) / 3, 1e-6);

@@ -45,6 +45,7 @@ const std::map<std::string, Sample>& Samples() {
       {"gelu", {{{"approximate", "tanh"}}, {Shape{2, 3}}}},
       {"identity", {{}, {Shape{2, 3}}}},
       {"layer_norm", {{{"axis", "1"}}, {Shape{2, 3, 2}, Shape{3, 2}, Shape{3, 2}}}},
+      {"linear_cross_entropy", {{{"num_hidden", "4"}, {"chunk", "2"}}, {Shape{3, 2}, Shape{3}, Shape{4, 2}, Shape{4}}}},
       {"linear_regression_output", {{}, {Shape{2, 3}, Shape{2, 3}}}},
       {"log", {{}, {Shape{2, 3}}}},
       {"lstm_cell", {{}, {Shape{2, 8}, Shape{2, 8}, Shape{2, 2}}}},

@@ -8,9 +8,12 @@
 //   mse                mean over elements of (output - label)^2
 //
 // The classification metrics read outputs (N, K) of class probabilities and
-// labels (N) holding class indices; mse reads outputs and labels of the same
-// size (N rows each). Only the first num_valid rows of a batch count (the
-// rest of a last, wrapped batch are repeats).
+// labels (N) holding class indices, or, from a loss that never forms the
+// probabilities (linear_cross_entropy), outputs (N, 2) of each row's loss
+// -log p[label] and the label's rank among the classes (0: the top one);
+// mse reads outputs and labels of the same size (N rows each). Only the
+// first num_valid rows of a batch count (the rest of a last, wrapped batch
+// are repeats).
 //
 // A graph may have several outputs, one per loss (an unrolled language model
 // predicts at every step): MetricSet scores them all, output k against label
@@ -27,6 +30,16 @@
 
 namespace frugal {
 
+// What a graph output holds (its op says: OpDef::outputs_loss_and_rank).
+enum class OutputKind { kValues, kLossAndRank };
+
+// One graph output as the metrics read it.
+struct Prediction {
+  Prediction(Tensor t, OutputKind k = OutputKind::kValues) : values(std::move(t)), kind(k) {}  // NOLINT: implicit
+  Tensor values;
+  OutputKind kind;
+};
+
 class Metric {
  public:
   virtual ~Metric() = default;
@@ -34,7 +47,7 @@ class Metric {
   virtual void Reset() = 0;
   // Throws Error for a label that is not a class index of the outputs, or
   // for outputs and labels whose rows do not match.
-  virtual void Update(const Tensor& outputs, const Tensor& labels, int64_t num_valid) = 0;
+  virtual void Update(const Prediction& outputs, const Tensor& labels, int64_t num_valid) = 0;
   virtual double Get() const = 0;  // 0 before any row
   virtual int64_t count() const = 0;  // rows seen since Reset
 };
@@ -50,11 +63,11 @@ class MetricSet {
   explicit MetricSet(const std::vector<std::string>& names);
 
   void Reset();
-  void Update(const Tensor& outputs, const Tensor& labels, int64_t num_valid);
+  void Update(const Prediction& outputs, const Tensor& labels, int64_t num_valid);
   // Every output of a graph: one output as above; K > 1 outputs of N rows
   // against labels (N, K), output k scored against column k (each counts
   // num_valid rows). Throws Error if the labels do not hold K values per row.
-  void Update(const std::vector<Tensor>& outputs, const Tensor& labels, int64_t num_valid);
+  void Update(const std::vector<Prediction>& outputs, const Tensor& labels, int64_t num_valid);
   // The value of the named metric; throws Error if the set lacks it.
   double Get(const std::string& name) const;
   bool Has(const std::string& name) const;

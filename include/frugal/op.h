@@ -227,6 +227,10 @@ class OpDef {
   OpDef& NoGradient() { no_gradient_ = true; return *this; }
   // A loss head: its backward pass starts here and reads no output gradient.
   OpDef& Loss() { is_loss_ = true; return *this; }
+  // Visible output 0 is (N, 2): per row a loss and the rank of the label
+  // among the classes, not probabilities; the metrics read it so
+  // (frugal/metrics.h, OutputKind::kLossAndRank).
+  OpDef& OutputsLossAndRank() { loss_and_rank_ = true; return *this; }
   OpDef& Inplace(std::vector<std::pair<int, int>> pairs) { inplace_ = std::move(pairs); return *this; }
   // Inputs the forward kernel updates in place when training (aux state;
   // an optimizer update's weight and state). An op whose only effect is on
@@ -304,6 +308,7 @@ class OpDef {
   const std::vector<BackwardRead>& backward_reads() const { return backward_reads_; }
   const std::string& backward_op() const { return backward_op_; }
   bool is_loss() const { return is_loss_; }
+  bool outputs_loss_and_rank() const { return loss_and_rank_; }
   bool has_gradient() const { return !no_gradient_; }
   // Adds the gradient nodes of a forward node (the op's GradientFn, or the
   // default one-node gradient built from Backward()).
@@ -348,6 +353,7 @@ class OpDef {
   GradientFn gradient_;
   bool no_gradient_ = false;
   bool is_loss_ = false;
+  bool loss_and_rank_ = false;
   std::vector<std::pair<int, int>> inplace_;
   std::vector<int> mutates_;
   bool mutates_all_ = false;

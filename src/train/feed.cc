@@ -61,8 +61,20 @@ std::vector<Tensor> Outputs(const Executor& exec) {
   return outputs;
 }
 
+// The graph's outputs (values: the executor's or their host copies) as the
+// metrics read them, each of the kind its op makes.
+std::vector<Prediction> Predictions(const Executor& exec, const std::vector<Tensor>& values) {
+  std::vector<Prediction> p;
+  for (size_t k = 0; k < values.size(); ++k) {
+    const Node& n = exec.graph().node(exec.graph().outputs[k].node);
+    const bool loss_and_rank = n.op && n.op->outputs_loss_and_rank();
+    p.emplace_back(values[k], loss_and_rank ? OutputKind::kLossAndRank : OutputKind::kValues);
+  }
+  return p;
+}
+
 // The metrics of one batch on a CPU worker, writing metrics_var.
-void PushMetricUpdate(Engine* engine, std::vector<MetricSet*> ms, std::vector<Tensor> outputs, Tensor y,
+void PushMetricUpdate(Engine* engine, std::vector<MetricSet*> ms, std::vector<Prediction> outputs, Tensor y,
                       const int64_t* num_valid, WindowTally* tally, const std::vector<Var>& reads, Var metrics_var) {
   PushOptions o;
   o.name = "metrics";
@@ -86,7 +98,7 @@ class HostFeed : public Feed {
   }
 
   void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, WindowTally* tally) override {
-    PushMetricUpdate(s_->engine, std::move(ms), Outputs(exec), s_->label, &num_valid_, tally,
+    PushMetricUpdate(s_->engine, std::move(ms), Predictions(exec, Outputs(exec)), s_->label, &num_valid_, tally,
                      OutputReads(exec, s_->label_var), s_->metrics_var);
   }
 
@@ -145,7 +157,7 @@ class PinnedFeed : public Feed {
             backend::CopyAsync(cuda, host[k].raw(), Device{}, outputs[k].raw(), dev, outputs[k].bytes());
         },
         OutputReads(exec, s_->label_var), {f.var}, "copy_outputs_to_host");
-    PushMetricUpdate(s_->engine, std::move(ms), f.outputs, metric_label_, &metric_valid_, tally,
+    PushMetricUpdate(s_->engine, std::move(ms), Predictions(exec, f.outputs), metric_label_, &metric_valid_, tally,
                      {f.var, metric_var_}, s_->metrics_var);
   }
 

@@ -53,10 +53,15 @@ class TopK : public Metric {
   explicit TopK(int64_t k) : k_(k) {}
   std::string name() const override { return k_ == 1 ? "accuracy" : Fmt("top_k_accuracy_", k_); }
   void Reset() override { n_ = correct_ = 0; }
-  void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
+  void Update(const Prediction& pred, const Tensor& label, int64_t num_valid) override {
+    const Tensor& out = pred.values;
     const int64_t valid = ValidRows(name(), out, label, num_valid);
     const int64_t k = Classes(out);
     for (int64_t i = 0; i < valid; ++i) {
+      if (pred.kind == OutputKind::kLossAndRank) {
+        correct_ += out.f()[2 * i + 1] < k_;
+        continue;
+      }
       const float* p = out.f() + i * k;
       correct_ += RankOfLabel(p, k, ClassOf(name(), label.f(), i, k)) < k_;
     }
@@ -69,16 +74,25 @@ class TopK : public Metric {
   int64_t k_, n_ = 0, correct_ = 0;
 };
 
+// Probabilities below this count as this (a loss of at most 27.6 a row).
+constexpr float kFloorP = 1e-12f;
+
 class CrossEntropy : public Metric {
  public:
   explicit CrossEntropy(bool perplexity) : perplexity_(perplexity) {}
   std::string name() const override { return perplexity_ ? "perplexity" : "cross_entropy"; }
   void Reset() override { n_ = 0; ce_ = 0; }
-  void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
+  void Update(const Prediction& pred, const Tensor& label, int64_t num_valid) override {
+    const Tensor& out = pred.values;
     const int64_t valid = ValidRows(name(), out, label, num_valid);
     const int64_t k = Classes(out);
-    for (int64_t i = 0; i < valid; ++i)
-      ce_ -= std::log(std::max(out.f()[i * k + ClassOf(name(), label.f(), i, k)], 1e-12f));
+    for (int64_t i = 0; i < valid; ++i) {
+      if (pred.kind == OutputKind::kLossAndRank) {
+        ce_ += std::min(out.f()[2 * i], -std::log(kFloorP));
+        continue;
+      }
+      ce_ -= std::log(std::max(out.f()[i * k + ClassOf(name(), label.f(), i, k)], kFloorP));
+    }
     n_ += valid;
   }
   double Get() const override {
@@ -97,7 +111,10 @@ class Mse : public Metric {
  public:
   std::string name() const override { return "mse"; }
   void Reset() override { n_ = values_ = 0; sum_ = 0; }
-  void Update(const Tensor& out, const Tensor& label, int64_t num_valid) override {
+  void Update(const Prediction& pred, const Tensor& label, int64_t num_valid) override {
+    const Tensor& out = pred.values;
+    FRUGAL_REQUIRE(pred.kind == OutputKind::kValues, "metric mse: the output holds each row's loss and rank"
+                   " (linear_cross_entropy), not values to compare with the labels");
     const int64_t rows = out.shape().ndim() ? out.shape()[0] : 1;
     FRUGAL_REQUIRE(label.size() == out.size(), "metric mse: outputs ", out.shape(), " and labels ", label.shape(),
                    " do not have the same number of values");
@@ -153,11 +170,11 @@ void MetricSet::Reset() {
   for (auto& m : m_) m->Reset();
 }
 
-void MetricSet::Update(const Tensor& outputs, const Tensor& labels, int64_t num_valid) {
+void MetricSet::Update(const Prediction& outputs, const Tensor& labels, int64_t num_valid) {
   for (auto& m : m_) m->Update(outputs, labels, num_valid);
 }
 
-void MetricSet::Update(const std::vector<Tensor>& outputs, const Tensor& labels, int64_t num_valid) {
+void MetricSet::Update(const std::vector<Prediction>& outputs, const Tensor& labels, int64_t num_valid) {
   CHECK(!outputs.empty()) << "a graph without outputs";
   if (outputs.size() == 1) return Update(outputs[0], labels, num_valid);
   const int64_t k = static_cast<int64_t>(outputs.size());

@@ -1,0 +1,213 @@
+// linear_cross_entropy:  a classifier over a large vocabulary and its loss in
+//   one op, computed a chunk of rows at a time, so the (N, V) logits never
+//   exist in full (a language model's head: at batch 8, T 4,096 and GPT-2's
+//   50,257 tokens they would be 6.1 GiB, and their gradient as much again).
+//   z = x W^T + b, p = softmax(z) over the V classes of each row, and the loss
+//   L = -sum_i log p[i, label_i] / norm.
+//   x: (N, K), label: (N,) class indices as floats, W: (V, K), b: (V,)
+//   score (the output): (N, 2), per row -log p[i, label_i] and the rank of
+//     the label among the row's logits (0: the largest; a tie goes to the
+//     lower class, as the accuracy metric's does), which the metrics read in
+//     place of probabilities (frugal/metrics.h, OutputKind::kLossAndRank)
+//   lse (hidden, for the backward pass): (N,), log sum_j exp z[i, j]
+//   num_hidden: V; chunk: rows of logits at a time (0: as many as fit in
+//     64 MiB, the declared workspace); normalization "batch" (norm = N) or
+//     "null" (norm = 1); grad_scale scales the gradients.
+// grad:  dz = (p - onehot(label)) * grad_scale / norm, a chunk at a time, with
+//   z recomputed from x, W, b and p from lse: dx = dz W, dW = dz^T x, db = the
+//   column sums of dz. A loss head: reads x, label, W, b and lse, no output
+//   gradient; dlabel = 0.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/blas.h"
+#include "backend/cpu/vec.h"
+#include "ops/op_util.h"
+
+namespace frugal {
+namespace {
+
+struct LceParams {
+  int64_t num_hidden = 0;
+  int64_t chunk = 0;
+  bool batch_norm = true;  // normalization "batch"
+  double grad_scale = 1;
+};
+
+constexpr int64_t kChunkBytes = int64_t{64} << 20;
+
+int64_t ChunkRows(const LceParams& p, int64_t n) {
+  const int64_t fit = std::max<int64_t>(1, kChunkBytes / (static_cast<int64_t>(sizeof(float)) * p.num_hidden));
+  return std::min(p.chunk > 0 ? p.chunk : fit, n);
+}
+
+void LceInferShape(ShapeCtx& c) {
+  const auto& p = c.params<LceParams>();
+  const Shape& x = c.in[0];
+  if (!x.known() || x.ndim() != 2) c.Fail(Fmt("x must be (rows, features), got ", x, " (add a reshape?)"));
+  const Shape label{x[0]}, w{p.num_hidden, x[1]}, b{p.num_hidden};
+  if (!c.in[1].known()) c.in[1] = label;
+  if (c.in[1] != label) c.Fail(Fmt("label has shape ", c.in[1], " but x ", x, " needs ", label, ", a class per row"));
+  if (!c.in[2].known()) c.in[2] = w;
+  if (c.in[2] != w) {
+    c.Fail(Fmt("weight has shape ", c.in[2], " but x ", x, " needs ", w, " (num_hidden=", p.num_hidden, ", ", x[1],
+               " input features)"));
+  }
+  if (!c.in[3].known()) c.in[3] = b;
+  if (c.in[3] != b) c.Fail(Fmt("bias has shape ", c.in[3], " but num_hidden is ", p.num_hidden));
+  c.out[0] = Shape{x[0], 2};
+  c.out[1] = label;
+}
+
+struct Dims {
+  int64_t n, k, v, chunk;
+};
+
+Dims DimsOf(const LceParams& p, const Shape& x) { return {x[0], x[1], p.num_hidden, ChunkRows(p, x[0])}; }
+
+// For each chunk of rows: z = x W^T + b into the workspace, then
+// row(i, z_i) for each of its rows i in parallel, then chunk(r0, rows, z).
+template <typename RowFn, typename ChunkFn>
+void Chunks(const KernelCtx& c, const Dims& d, RowFn row, ChunkFn chunk) {
+  const float *x = c.in[0].f(), *w = c.in[2].f(), *b = c.in[3].f();
+  float* z = static_cast<float*>(c.workspace.raw());
+  for (int64_t r0 = 0; r0 < d.n; r0 += d.chunk) {
+    const int64_t rows = std::min(d.chunk, d.n - r0);
+    cpu::Gemm(false, true, rows, d.v, d.k, 1.f, x + r0 * d.k, w, 0.f, z);
+#pragma omp parallel for num_threads(cpu::KernelThreads()) if (rows * d.v > kParallelGrain) schedule(static)
+    for (int64_t i = 0; i < rows; ++i) {
+      float* zi = z + i * d.v;
+      for (int64_t j = 0; j < d.v; ++j) zi[j] += b[j];
+      row(r0 + i, zi);
+    }
+    chunk(r0, rows, z);
+  }
+}
+
+// The class of row i: a class index, or an error naming the node.
+int64_t ClassOf(const KernelCtx& c, const float* label, int64_t i, int64_t v) {
+  const float t = label[i];
+  FRUGAL_REQUIRE(t >= 0 && t < v && t == std::floor(t), c.node.Where(), ": label ", t, " of row ", i,
+                 " is not a class index in [0, ", v, ")");
+  return static_cast<int64_t>(t);
+}
+
+// Logits ranked above the label's: larger ones, or equal ones at a lower
+// class; a NaN ranks above every number (the accuracy metric's rule).
+int64_t RankOf(const float* z, int64_t v, int64_t t) {
+  if (std::isnan(z[t])) return v;
+  int64_t rank = 0;
+  for (int64_t j = 0; j < v; ++j) rank += z[j] > z[t] || std::isnan(z[j]) || (z[j] == z[t] && j < t);
+  return rank;
+}
+
+// inputs: x, label, W, b    outputs: score (N, 2), lse (N)
+void LceForward(const KernelCtx& c) {
+  const Dims d = DimsOf(c.params<LceParams>(), c.in[0].shape());
+  const float* label = c.in[1].f();
+  for (int64_t i = 0; i < d.n; ++i) ClassOf(c, label, i, d.v);
+  float* score = Out(c, 0);
+  float* lse = Out(c, 1);
+  if (!score && !lse) return;
+  const auto& vec = cpu::Vec();
+  auto row = [&](int64_t i, float* zi) {
+    const int64_t t = static_cast<int64_t>(label[i]);
+    const int64_t rank = RankOf(zi, d.v, t);
+    const float label_logit = zi[t];
+    const float top = *std::max_element(zi, zi + d.v);
+    const float l = top + std::log(vec.exp_shift(zi, top, zi, d.v));
+    if (lse) Assign(lse + i, c.req[1], l);
+    if (!score) return;
+    Assign(score + 2 * i, c.req[0], l - label_logit);
+    Assign(score + 2 * i + 1, c.req[0], static_cast<float>(rank));
+  };
+  Chunks(c, d, row, [](int64_t, int64_t, const float*) {});
+}
+
+// inputs: x, label, W, b, lse    outputs: dx, dlabel (zeros), dW, db
+void LceBackward(const KernelCtx& c) {
+  const auto& p = c.params<LceParams>();
+  const Dims d = DimsOf(p, c.in[0].shape());
+  const float *x = c.in[0].f(), *label = c.in[1].f(), *w = c.in[2].f(), *lse = c.in[4].f();
+  ForEach(d.n, Out(c, 1), c.req[1], [](int64_t) { return 0.f; });
+  float* dx = Out(c, 0);
+  float* dw = Out(c, 2);
+  if (!dx && !dw && c.req[3] == OpReq::kNull) return;
+  const float scale = static_cast<float>(p.grad_scale / (p.batch_norm ? static_cast<double>(d.n) : 1.0));
+  std::vector<float> db(d.v, 0.f);
+  const auto& vec = cpu::Vec();
+  auto row = [&](int64_t i, float* zi) {  // dz_i = (p_i - onehot(label_i)) * scale
+    vec.exp_shift(zi, lse[i], zi, d.v);
+    zi[static_cast<int64_t>(label[i])] -= 1.f;
+    for (int64_t j = 0; j < d.v; ++j) zi[j] *= scale;
+  };
+  auto chunk = [&](int64_t r0, int64_t rows, const float* dz) {
+    // Each chunk's rows of dx are its own; dW and db sum over the chunks.
+    if (dx) cpu::Gemm(false, false, rows, d.k, d.v, 1.f, dz, w, c.req[0] == OpReq::kAdd ? 1.f : 0.f, dx + r0 * d.k);
+    if (dw) {
+      const bool first = r0 == 0 && c.req[2] == OpReq::kWrite;
+      cpu::Gemm(true, false, d.v, d.k, rows, 1.f, dz, x + r0 * d.k, first ? 0.f : 1.f, dw);
+    }
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < d.v; ++j) db[j] += dz[i * d.v + j];
+  };
+  Chunks(c, d, row, chunk);
+  ForEach(d.v, Out(c, 3), c.req[3], [&](int64_t j) { return db[j]; });
+}
+
+// One chunk of logits: the forward's inputs are x, label, W, b; the backward's too, then lse.
+int64_t LceWorkspace(const WorkspaceCtx& c) {
+  const Dims d = DimsOf(c.params<LceParams>(), c.in[0]);
+  return d.chunk * d.v * static_cast<int64_t>(sizeof(float));
+}
+
+double LceFlops(const std::vector<Shape>& in, double products) {
+  const double rows = static_cast<double>(in[0][0]), classes = static_cast<double>(in[2][0]);
+  return rows * classes * (2.0 * products * in[0][1] + 4);  // the GEMMs, and exp and the softmax per logit
+}
+
+}  // namespace
+
+void Register_linear_cross_entropy(OpRegistry* r) {
+  r->Add("linear_cross_entropy")
+      .Doc("A fully connected layer of num_hidden classes with a softmax cross-entropy loss, computed chunk rows "
+           "at a time so the logits never exist in full; outputs per row the loss and the label's rank.")
+      .Inputs({{"x"}, {"label"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
+      .Outputs({"score", "lse"})
+      .VisibleOutputs(1)
+      .Params([](AttrReader& a) {
+        LceParams p;
+        p.num_hidden = a.Int("num_hidden");
+        p.chunk = a.Int("chunk", 0);
+        p.batch_norm = a.Choice("normalization", "batch", {"batch", "null"}) == "batch";
+        p.grad_scale = a.Float("grad_scale", 1.0);
+        FRUGAL_REQUIRE(p.num_hidden > 0, a.where(), ": num_hidden must be positive, got ", p.num_hidden);
+        FRUGAL_REQUIRE(p.chunk >= 0, a.where(), ": chunk must be a number of rows (0: as many as fit in 64 MiB), got ",
+                       p.chunk);
+        return std::any(p);
+      })
+      .InferShape(LceInferShape)
+      .Backward({Input(0), Input(1), Input(2), Input(3), Output(1)}, "_backward_linear_cross_entropy")
+      .Loss()
+      .OutputsLossAndRank()
+      .WritesOutputsTogether()
+      .Recompute(Cost::kExpensive)
+      .Workspace(LceWorkspace)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in, 1); })
+      .CpuKernel(LceForward);
+  r->Add("_backward_linear_cross_entropy")
+      .Doc("Gradient of linear_cross_entropy, chunk by chunk with the logits recomputed: dx = dz W, dW = dz^T x, "
+           "db = sum(dz), dz = (p - onehot(label)) * grad_scale / norm.")
+      .Inputs({{"x"}, {"label"}, {"weight"}, {"bias"}, {"lse"}})
+      .Outputs({"dx", "dlabel", "dweight", "dbias"})
+      .InferShape(InferAsForwardInputs)
+      .NoGradient()
+      .Recompute(Cost::kExpensive)
+      .AddTo({0, 2, 3})
+      .Workspace(LceWorkspace)
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in, 3); })
+      .CpuKernel(LceBackward);
+}
+
+}  // namespace frugal
