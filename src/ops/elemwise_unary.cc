@@ -16,72 +16,17 @@
 //              u = sqrt(2/pi) (x + 0.044715 x^3), and its exact derivative
 //              (PyTorch's gelu and its approximate='tanh')
 // Every forward may run in place; a backward that reads y keeps x free.
+// The functions are in ops/unary_math.h, shared with the CUDA kernels.
 #include <cmath>
 
 #include "ops/op_params.h"
 #include "ops/op_util.h"
+#include "ops/unary_math.h"
 
 namespace frugal {
 namespace {
 
-// F: the function; D: dx from dy and the value backward reads (x or y).
-struct Exp {
-  static constexpr bool kReadsY = true;
-  static float F(float x, const ClipParams&) { return std::exp(x); }
-  static float D(float dy, float y, const ClipParams&) { return dy * y; }
-};
-struct Log {
-  static constexpr bool kReadsY = false;
-  static float F(float x, const ClipParams&) { return std::log(x); }
-  static float D(float dy, float x, const ClipParams&) { return dy / x; }
-};
-struct Sqrt {
-  static constexpr bool kReadsY = true;
-  static float F(float x, const ClipParams&) { return std::sqrt(x); }
-  static float D(float dy, float y, const ClipParams&) { return dy / (2 * y); }
-};
-struct Square {
-  static constexpr bool kReadsY = false;
-  static float F(float x, const ClipParams&) { return x * x; }
-  static float D(float dy, float x, const ClipParams&) { return 2 * x * dy; }
-};
-struct Abs {
-  static constexpr bool kReadsY = false;
-  static float F(float x, const ClipParams&) { return std::fabs(x); }
-  static float D(float dy, float x, const ClipParams&) { return x > 0 ? dy : x < 0 ? -dy : 0.f; }
-};
-struct Clip {
-  static constexpr bool kReadsY = true;
-  static float F(float x, const ClipParams& p) { return std::min(std::max(x, p.a_min), p.a_max); }
-  static float D(float dy, float y, const ClipParams& p) { return y > p.a_min && y < p.a_max ? dy : 0.f; }
-};
-
-struct Erf {
-  static constexpr bool kReadsY = false;
-  static float F(float x, const ClipParams&) { return std::erf(x); }
-  static float D(float dy, float x, const ClipParams&) {
-    return dy * static_cast<float>(M_2_SQRTPI * std::exp(-static_cast<double>(x) * x));
-  }
-};
-struct Gelu {
-  using Params = GeluParams;
-  static constexpr bool kReadsY = false;
-  static constexpr double kSqrt2OverPi = M_2_SQRTPI * M_SQRT1_2, kCubic = 0.044715;
-  static float F(float x, const GeluParams& p) {
-    const double v = x;
-    if (p.tanh) return static_cast<float>(0.5 * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v))));
-    return static_cast<float>(0.5 * v * (1 + std::erf(v * M_SQRT1_2)));
-  }
-  static float D(float dy, float x, const GeluParams& p) {
-    const double v = x;
-    if (p.tanh) {
-      const double t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
-      return static_cast<float>(dy * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * kSqrt2OverPi * (1 + 3 * kCubic * v * v)));
-    }
-    const double phi = 0.5 * M_2_SQRTPI * M_SQRT1_2 * std::exp(-0.5 * v * v);  // the normal density
-    return static_cast<float>(dy * (0.5 * (1 + std::erf(v * M_SQRT1_2)) + v * phi));
-  }
-};
+using namespace unary;  // NOLINT: the functions of unary_math.h, named as the ops
 
 template <typename Op>
 void UnaryForward(const KernelCtx& c) {
