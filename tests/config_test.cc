@@ -98,6 +98,18 @@ TEST(Config, UnknownVariableAndDefine) {
   EXPECT_NE(e.find("declares no variable 'hiden' (declared: hidden)"), std::string::npos) << e;
 }
 
+// A require fails with its file, line and message (variables substituted)
+// unless its `that` is a nonzero integer; one that holds changes nothing.
+TEST(Config, RequireNamesItsLineAndMessage) {
+  const std::string text = std::string(kGood) +
+      "variable { name: \"heads\" value: \"3\" }\n"
+      "require { that: \"$(${hidden} % ${heads} == 0)\" message: \"heads (${heads}) must divide ${hidden}\" }\n";
+  EXPECT_EQ(ErrorOf(text, {"heads=4"}), "no error");
+  EXPECT_EQ(ErrorOf(text), "net.prototxt:7: heads (3) must divide 8");
+  EXPECT_EQ(ErrorOf(std::string(kGood) + "require { that: \"yes\" }\n"),
+            "net.prototxt:6: require's that is 'yes', not an integer (write a $(...) expression of the variables)");
+}
+
 TEST(Config, VersionIsRequired) {
   std::string e = ErrorOf("node { name: \"r\" op: \"relu\" input: \"data\" }\n");
   EXPECT_NE(e.find("version"), std::string::npos) << e;

@@ -3,6 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -222,6 +223,16 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
   cfg.net = Parse(expanded, path, &tree);
   FRUGAL_REQUIRE(cfg.net.version() == 1, path, ": config version ", cfg.net.version(),
                  " is not supported (write 'version: 1' at the top)");
+  const pb::FieldDescriptor* require_field = config::NetConfig::descriptor()->FindFieldByName("require");
+  for (int k = 0; k < cfg.net.require_size(); ++k) {
+    const config::Require& r = cfg.net.require(k);
+    const std::string where = Fmt(path, ":", tree.GetLocation(require_field, k).line + 1);
+    char* end = nullptr;
+    const long long v = std::strtoll(r.that().c_str(), &end, 10);
+    FRUGAL_REQUIRE(!r.that().empty() && *end == '\0', where, ": require's that is '", r.that(),
+                   "', not an integer (write a $(...) expression of the variables)");
+    FRUGAL_REQUIRE(v != 0, where, ": ", r.message().empty() ? "a requirement does not hold" : r.message());
+  }
   const pb::FieldDescriptor* node_field = config::NetConfig::descriptor()->FindFieldByName("node");
   for (int k = 0; k < cfg.net.node_size(); ++k) {
     pb::TextFormat::ParseLocation loc = tree.GetLocation(node_field, k);
