@@ -173,6 +173,10 @@ TEST(ConfigBlocks, RepeatChainsCopiesAndNamesThem) {
   EXPECT_EQ(g.node(inner.inputs[0].node).name, "two/a/sum");
   EXPECT_EQ(g.node(g.node(g.FindNode("head")).inputs[0].node).name, "two/b/sum");
   EXPECT_NE(inner.loc.ToString().find("(in two/b)"), std::string::npos) << inner.loc.ToString();
+  // One copy of a repeat is numbered like any other (repeat: ${units} with units = 1).
+  Graph one = BuildGraph(ParseConfig(kBlocks, "b.prototxt", {"depth=4"}));
+  EXPECT_GE(one.FindNode("body/0/sum"), 0);
+  EXPECT_LT(one.FindNode("body/sum"), 0);
 }
 
 TEST(ConfigBlocks, DefinesReachExpressions) {

@@ -108,7 +108,8 @@ class Expander {
                    cfg_.net.max_nodes(), "; raise --max-nodes (or max_nodes in the config) if it is meant");
     std::string input = n.input(0);
     for (int r = 0; r < n.repeat(); ++r) {
-      std::string prefix = n.repeat() > 1 ? Fmt(n.name(), "/", r, "/") : n.name() + "/";
+      // Copies of a repeat are numbered, even one (repeat: ${layers} with layers=1).
+      std::string prefix = n.has_repeat() ? Fmt(n.name(), "/", r, "/") : n.name() + "/";
       std::map<std::string, std::string> args(n.arg().begin(), n.arg().end());
       args["in"] = input;
       args["i"] = std::to_string(r);
