@@ -4,7 +4,8 @@
 # asked, against tools/bench/torch_gpt.py (the same model, dropout 0 on both
 # sides, Adam) plain and with torch.utils.checkpoint on every block. Synthetic
 # tokens; frugal's step is batch / samples_per_s of each --log-json window of
-# one batch after the first (warm-up), its peak the trainer's "process peak";
+# one batch (the first batch, the warm-up, has none), its peak the trainer's
+# "process peak";
 # PyTorch's the script's median and VmHWM. One run per setting, each in its
 # own process; prints a Markdown table.
 #
@@ -46,7 +47,7 @@ frugal_row() {
     > "$tmp/frugal.log" 2>&1 || { tail -5 "$tmp/frugal.log" >&2; echo "nan nan"; return; }
   local step peak
   step=$(grep '"batch":.*"samples_per_s"' "$tmp/log.json" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' |
-    tail -n +2 | awk -v b="$batch" '{ print b / $1 }' | median 2)
+    awk -v b="$batch" '{ print b / $1 }' | median 2)
   peak=$(sed -nE 's/.*process peak ([0-9.]+) (MiB|GiB).*/\1 \2/p' "$tmp/frugal.log" | tail -1 |
     awk '{ printf "%.2f", $2 == "MiB" ? $1 / 1024 : $1 }')
   echo "$step $peak"
