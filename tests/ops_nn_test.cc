@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "backend/cpu/philox.h"
+#include "backend/cpu/vec.h"
 #include "ops/unary_math.h"
 #include "op_test_util.h"
 #include "test_util.h"
@@ -365,15 +366,34 @@ TEST(OpsNn, ErfAndGeluThroughTheHarness) {
   }
 }
 
-// The exact gelu keeps its relative precision where Phi(x) is tiny: x Phi(x)
+// The exact gelu keeps its relative precision where Phi(x) is tiny (x Phi(x)
 // from 1 + erf(x / sqrt 2) in float is 0 below about x = -5.5, and off by
-// percents from -3 on; the CPU and CUDA kernels share this code.
+// percents from -3 on), in the functions the CUDA kernels run and in the
+// CPU's vectorised kernels of every instruction set.
 TEST(OpsNn, GeluIsPreciseInItsTail) {
-  for (float x : {-3.f, -5.f, -7.f, -9.f}) {
-    const double phi = 0.5 * std::erfc(-x / std::sqrt(2.0)), density = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
-    EXPECT_NEAR(unary::Gelu::F(x, GeluParams{}) / (x * phi), 1, 1e-5) << x;
-    EXPECT_NEAR(unary::Gelu::D(1, x, GeluParams{}) / (phi + x * density), 1, 1e-4) << x;
+  const std::vector<float> xs{-3.f, -5.f, -7.f, -9.f, -12.f, -0.5f, 0.3f, 0.9f, 1.5f, 4.f};
+  std::vector<double> y(xs.size()), d(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i], phi = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    y[i] = x * phi;
+    d[i] = phi + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    EXPECT_NEAR(unary::Gelu::F(xs[i], GeluParams{}) / y[i], 1, 1e-5) << x;
+    EXPECT_NEAR(unary::Gelu::D(1, xs[i], GeluParams{}) / d[i], 1, 1e-4) << x;
   }
+  int isas = 0;
+  for (const char* isa : {"avx512", "avx2", "sse2"}) {
+    const cpu::VecKernels* k = cpu::VecFor(isa);
+    if (!k) continue;
+    ++isas;
+    std::vector<float> out(xs.size()), grad(xs.size()), ones(xs.size(), 1.f);
+    k->gelu(xs.data(), out.data(), static_cast<int64_t>(xs.size()), false, false);
+    k->gelu_grad(ones.data(), xs.data(), grad.data(), static_cast<int64_t>(xs.size()), false, false);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      EXPECT_NEAR(out[i] / y[i], 1, 1e-5) << isa << " " << xs[i];
+      EXPECT_NEAR(grad[i] / d[i], 1, 1e-4) << isa << " " << xs[i];
+    }
+  }
+  EXPECT_GE(isas, 1);
 }
 
 // layer_norm over the axes from `axis` on: forward against the formula,

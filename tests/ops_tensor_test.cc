@@ -298,6 +298,8 @@ TEST(OpsTensor, Transpose) {
   CheckTranspose({}, Shape{2, 3, 4}, {2, 1, 0});
   CheckTranspose({{"axes", "(1,0,2)"}}, Shape{2, 3, 4}, {1, 0, 2});
   CheckTranspose({{"axes", "(-1,0,1)"}}, Shape{2, 3, 4}, {2, 0, 1});
+  // Attention's heads, large enough for the rows to be split over threads.
+  CheckTranspose({{"axes", "(0,2,1,3)"}}, Shape{4, 64, 4, 40}, {0, 2, 1, 3});
   EXPECT_THROW(OutShapes("transpose", {{"axes", "(0,0,1)"}}, {Shape{2, 3, 4}}), Error);
   EXPECT_THROW(OutShapes("transpose", {{"axes", "(0,1)"}}, {Shape{2, 3, 4}}), Error);
 }

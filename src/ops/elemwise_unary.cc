@@ -19,6 +19,7 @@
 // The functions are in ops/unary_math.h, shared with the CUDA kernels.
 #include <cmath>
 
+#include "backend/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 #include "ops/unary_math.h"
@@ -49,8 +50,28 @@ void NegativeForward(const KernelCtx& c) {
   ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return -x[i]; });
 }
 
+// gelu's CPU kernels: vec.h's (the functions of unary_math.h vectorised), over ranges.
+void GeluForward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
+  const float* x = c.in[0].f();
+  float* y = c.out[0].f();
+  const bool tanh_form = UnaryParamsFrom<Gelu>(c).tanh, add = c.req[0] == OpReq::kAdd;
+  ForEachRange(c.out[0].size(), [&](int64_t b, int64_t e) { cpu::Vec().gelu(x + b, y + b, e - b, tanh_form, add); });
+}
+
+// inputs: dy, x    output: dx
+void GeluBackward(const KernelCtx& c) {
+  if (c.req[0] == OpReq::kNull) return;
+  const float *dy = c.in[0].f(), *x = c.in[1].f();
+  float* dx = c.out[0].f();
+  const bool tanh_form = UnaryParamsFrom<Gelu>(c).tanh, add = c.req[0] == OpReq::kAdd;
+  ForEachRange(c.out[0].size(),
+               [&](int64_t b, int64_t e) { cpu::Vec().gelu_grad(dy + b, x + b, dx + b, e - b, tanh_form, add); });
+}
+
 template <typename Op>
-OpDef& RegisterUnary(OpRegistry* r, const std::string& name, const std::string& doc, const std::string& grad_doc) {
+OpDef& RegisterUnary(OpRegistry* r, const std::string& name, const std::string& doc, const std::string& grad_doc,
+                     Kernel forward = UnaryForward<Op>, Kernel backward = UnaryBackward<Op>) {
   const BackwardRead value = Op::kReadsY ? Output(0) : Input(0);
   r->Add("_backward_" + name)
       .Doc("Gradient of " + name + ": " + grad_doc + ".")
@@ -60,7 +81,7 @@ OpDef& RegisterUnary(OpRegistry* r, const std::string& name, const std::string& 
       .NoGradient()
       .Inplace({{0, 0}, {1, 0}})
       .Recompute(Cost::kCheap)
-      .CpuKernel(UnaryBackward<Op>);
+      .CpuKernel(backward);
   return r->Add(name)
       .Doc(doc)
       .Inputs({{"x"}})
@@ -69,7 +90,7 @@ OpDef& RegisterUnary(OpRegistry* r, const std::string& name, const std::string& 
       .Backward({OutGrad(0), value}, "_backward_" + name)
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
-      .CpuKernel(UnaryForward<Op>);
+      .CpuKernel(forward);
 }
 
 }  // namespace
@@ -106,7 +127,7 @@ void Register_elemwise_unary(OpRegistry* r) {
   RegisterUnary<Erf>(r, "erf", "Elementwise error function y = erf(x).", "dx = dy 2/sqrt(pi) exp(-x^2)");
   RegisterUnary<Gelu>(r, "gelu",
                       "Gaussian error linear unit y = x Phi(x) (approximate: none, the erf form, or tanh).",
-                      "dx = dy d/dx (x Phi(x)), in the node's form")
+                      "dx = dy d/dx (x Phi(x)), in the node's form", GeluForward, GeluBackward)
       .Params([](AttrReader& a) {
         GeluParams p;
         p.tanh = a.Choice("approximate", "none", {"none", "tanh"}) == "tanh";

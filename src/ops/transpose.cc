@@ -2,7 +2,7 @@
 //   axes: a permutation of 0..n-1 (negative counts from the end); default:
 //   reversed, (n-1, ..., 0).
 // grad:  dx = transpose(dy, inverse of axes)                 reads dy
-// A strided copy (Cost::kFree): y[i] = x[map(i)].
+// A strided copy (Cost::kFree): y[i] = x[map(i)], a row of y at a time.
 #include <algorithm>
 
 #include "ops/op_params.h"
@@ -48,8 +48,28 @@ void TransposeForward(const KernelCtx& c) {
     strides.push_back(xs[d]);
   }
   const StridedIndex map(dims, strides);
+  float* y = Out(c, 0);
+  if (!y) return;
+  // A row of y's last (merged) dim at a time: one index computation a row,
+  // then a run at one stride, a contiguous copy where the last axis stays
+  // last (the heads of attention: (B, T, H, D) to (B, H, T, D)).
   const float* px = c.in[0].f();
-  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [&](int64_t i) { return px[map(i)]; });
+  const int64_t n = map.dims().empty() ? 1 : map.dims().back();
+  const int64_t step = map.dims().empty() ? 1 : map.strides().back();
+  const int64_t rows = c.out[0].size() / n;
+  const bool add = c.req[0] == OpReq::kAdd;
+#pragma omp parallel for num_threads(cpu::KernelThreads()) if (c.out[0].size() > kParallelGrain) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = px + map(r * n);
+    float* yr = y + r * n;
+    if (add) {
+      for (int64_t k = 0; k < n; ++k) yr[k] += xr[k * step];
+    } else if (step == 1) {
+      std::copy(xr, xr + n, yr);
+    } else {
+      for (int64_t k = 0; k < n; ++k) yr[k] = xr[k * step];
+    }
+  }
 }
 
 // dx = transpose(dy, inverse permutation).

@@ -7,6 +7,7 @@
 
 #include <math.h>
 
+#include "base/float_math.h"
 #include "frugal/host_device.h"
 #include "ops/op_params.h"
 
@@ -44,31 +45,19 @@ struct Clip {
   FRUGAL_HD static float D(float dy, float y, ClipParams p) { return y > p.a_min && y < p.a_max ? dy : 0.f; }
 };
 
-constexpr float kTwoOverSqrtPi = 1.1283791671f, kSqrtHalf = 0.7071067812f, kSqrtTwoOverPi = 0.7978845608f;
+constexpr float kTwoOverSqrtPi = 1.1283791671f;
 
 struct Erf {
   static constexpr bool kReadsY = false;
   FRUGAL_HD static float F(float x, ClipParams) { return erff(x); }
   FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy * kTwoOverSqrtPi * expf(-x * x); }
 };
-// Phi(x) = erfc(-x / sqrt 2) / 2, which keeps its precision where Phi is
-// small (1 + erf(x / sqrt 2) would cancel for x below about -3).
+// GELU on the GPU; the CPU kernels run the same functions vectorised (vec.h).
 struct Gelu {
   using Params = GeluParams;
   static constexpr bool kReadsY = false;
-  static constexpr float kCubic = 0.044715f;
-  FRUGAL_HD static float F(float x, GeluParams p) {
-    if (p.tanh) return 0.5f * x * (1 + tanhf(kSqrtTwoOverPi * (x + kCubic * x * x * x)));
-    return 0.5f * x * erfcf(-x * kSqrtHalf);
-  }
-  FRUGAL_HD static float D(float dy, float x, GeluParams p) {
-    if (p.tanh) {
-      const float t = tanhf(kSqrtTwoOverPi * (x + kCubic * x * x * x));
-      return dy * (0.5f * (1 + t) + 0.5f * x * (1 - t * t) * kSqrtTwoOverPi * (1 + 3 * kCubic * x * x));
-    }
-    const float phi = 0.5f * kTwoOverSqrtPi * kSqrtHalf * expf(-0.5f * x * x);  // the normal density
-    return dy * (0.5f * erfcf(-x * kSqrtHalf) + x * phi);
-  }
+  FRUGAL_HD static float F(float x, GeluParams p) { return fmath::Gelu(x, p.tanh); }
+  FRUGAL_HD static float D(float dy, float x, GeluParams p) { return dy * fmath::GeluGrad(x, p.tanh); }
 };
 
 }  // namespace frugal::unary

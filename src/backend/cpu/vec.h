@@ -121,6 +121,9 @@ struct VecKernels {
   // y = exp(x - m) (Cephes' expf), exactly 0 where x - m < -87 (a masked
   // score, -inf, gives 0); returns the sum of y in 16 lanes. In place allowed.
   float (*exp_shift)(const float* x, float m, float* y, int64_t n);
+  // y = gelu(x) and dx = dy gelu'(x) (base/float_math.h), exact or in tanh form.
+  void (*gelu)(const float* x, float* y, int64_t n, bool tanh_form, bool add);
+  void (*gelu_grad)(const float* dy, const float* x, float* dx, int64_t n, bool tanh_form, bool add);
   // Philox-4x32-10 blocks b0 .. b0 + n - 1 of a stream (CounterStream::Block
   // for its key and step): block b0 + i's four words at out[4 i .. 4 i + 3].
   void (*philox_blocks)(PhiloxKey key, uint64_t step, uint64_t b0, int64_t n, uint32_t* out);
