@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "backend/cpu/philox.h"
@@ -21,13 +22,30 @@ struct AttnCase {
   Shape q, k, v;
   bool causal = false;
   float dropout = 0;
+  Shape mask;  // an additive mask (input 3) where known
+  // Fills the mask (default: uniform in [-1, 1], the harness's).
+  std::function<void(std::vector<float>*)> fill_mask;
 };
 
 // The unfused composition, element by element: y and lse for inputs q, k, v
-// with the harness's dropout stream (seed 7, step 0, node "op").
+// (and the mask, broadcast over the leading dims) with the harness's
+// dropout stream (seed 7, step 0, node "op").
 Values Reference(const AttnCase& a, const Values& in) {
   const int r = a.q.ndim();
   const int64_t slices = a.q.Prod(0, r - 2), tq = a.q[r - 2], tk = a.k[r - 2], d = a.q[r - 1], dv = a.v[r - 1];
+  const bool masked = a.mask.known();
+  // The mask's slice for q's slice sl: its leading dims broadcast against q's.
+  auto mask_at = [&](int64_t sl, int64_t i, int64_t j) {
+    const int m = a.mask.ndim();
+    int64_t off = 0, rest = sl, stride = 1;
+    for (int dim = r - 3, md = m - 3; dim >= 0 && md >= 0; --dim, --md) {
+      const int64_t index = rest % a.q[dim];
+      rest /= a.q[dim];
+      if (a.mask[md] != 1) off += index * stride;
+      stride *= a.mask[md];
+    }
+    return static_cast<double>(in[3][(off * tq + i) * tk + j]);
+  };
   const double scale = 1 / std::sqrt(static_cast<double>(d));
   const cpu::CounterStream stream(7, StableHash("op"), 0);
   const double threshold = std::ldexp(static_cast<double>(a.dropout), 32);
@@ -39,7 +57,8 @@ Values Reference(const AttnCase& a, const Values& in) {
       for (int64_t j = 0; j < tk; ++j) {
         double dot = 0;
         for (int64_t x = 0; x < d; ++x) dot += in[0][(sl * tq + i) * d + x] * in[1][(sl * tk + j) * d + x];
-        s[j] = a.causal && j > i ? -std::numeric_limits<double>::infinity() : scale * dot;
+        s[j] = a.causal && j > i ? -std::numeric_limits<double>::infinity()
+                                 : scale * dot + (masked ? mask_at(sl, i, j) : 0.0);
         top = std::max(top, s[j]);
       }
       double sum = 0;
@@ -66,6 +85,15 @@ OpCase Case(const AttnCase& a) {
   if (a.dropout > 0) c.attrs["dropout"] = std::to_string(a.dropout);
   c.in_shapes = {a.q, a.k, a.v};
   c.differentiable = {true, true, true};
+  if (a.mask.known()) {
+    c.attrs["masked"] = "true";
+    c.in_shapes.push_back(a.mask);
+    c.differentiable.push_back(false);
+    if (a.fill_mask) c.fill = [a](int k, std::vector<float>* v) {
+      if (k == 3) return a.fill_mask(v);
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(0.37f * i + k);
+    };
+  }
   c.reference = [a](const Values& in) { return Reference(a, in); };
   c.fd_eps = 1e-2;
   c.fd_tol = 3e-3;
@@ -89,11 +117,34 @@ TEST(OpsAttention, MatchesTheUnfusedCompositionAndItsGradients) {
   }
 }
 
-// A chain of attention layers with dropout between learned projections:
-// every memory strategy trains to the bits of none (dropout draws replayed
-// where a plan recomputes attention), and the sublinear plans do recompute it.
+// An additive mask (masked: true): one for every slice, one per batch row
+// broadcast over the heads hiding padded keys with -inf, and one over
+// several blocks with causal masking and dropout.
+TEST(OpsAttention, AnAdditiveMaskIsAddedToTheScores) {
+  AttnCase shared{Shape{2, 2, 5, 3}, Shape{2, 2, 7, 3}, Shape{2, 2, 7, 4}};
+  shared.mask = Shape{5, 7};
+  AttnCase padded{Shape{2, 3, 4, 3}, Shape{2, 3, 6, 3}, Shape{2, 3, 6, 2}};
+  padded.mask = Shape{2, 1, 4, 6};
+  padded.fill_mask = [](std::vector<float>* v) {  // batch row b sees its first 6 - 2 b keys
+    for (size_t e = 0; e < v->size(); ++e) (*v)[e] = e % 6 >= 6 - 2 * (e / 24) ? -INFINITY : 0.f;
+  };
+  AttnCase blocks{Shape{1, 140, 2}, Shape{1, 140, 2}, Shape{1, 140, 2}, true, 0.2f};
+  blocks.mask = Shape{1, 140, 140};
+  for (const auto& [name, a] : std::vector<std::pair<std::string, AttnCase>>{
+           {"(Tq, Tk)", shared}, {"padding, over the heads", padded}, {"blocks, causal, dropout", blocks}}) {
+    SCOPED_TRACE(name);
+    ExpectCovered(CheckOp(Case(a)));
+  }
+}
+
+// A chain of attention layers with dropout between learned projections,
+// two of them with an additive mask: every memory strategy trains to the
+// bits of none (dropout draws replayed where a plan recomputes attention),
+// and the sublinear plans do recompute it.
 ConfigFile AttentionChain() {
-  std::string text = "version: 1\n";
+  // An additive mask for two of the layers: state the graph does not train.
+  std::string text = "version: 1\nnode { name: \"mask\" op: \"variable\" attr { key: \"kind\" value: \"aux\" }"
+                     " attr { key: \"shape\" value: \"(12, 12)\" } }\n";
   std::string prev = "data";
   for (int i = 0; i < 6; ++i) {
     const std::string n = std::to_string(i);
@@ -104,7 +155,8 @@ ConfigFile AttentionChain() {
     text += "node { name: \"heads" + n + "\" op: \"reshape\" input: \"proj" + n +
             "\" attr { key: \"shape\" value: \"(-1, 2, 12, 8)\" } }\n";
     text += "node { name: \"attn" + n + "\" op: \"attention\" input: \"heads" + n + "\" input: \"heads" + n +
-            "\" input: \"heads" + n + "\" attr { key: \"dropout\" value: \"0.25\" } attr { key: \"causal\" value: \"" +
+            "\" input: \"heads" + n + "\"" + (i % 3 == 1 ? " input: \"mask\" attr { key: \"masked\" value: \"true\" }" : "") +
+            " attr { key: \"dropout\" value: \"0.25\" } attr { key: \"causal\" value: \"" +
             (i % 2 ? "true" : "false") + "\" } }\n";
     prev = "attn" + n;
   }
@@ -118,15 +170,21 @@ ConfigFile AttentionChain() {
 TEST(OpsAttention, EveryStrategyReplaysDropoutToTheBitsOfNone) {
   const ConfigFile cfg = AttentionChain();
   const auto reference = TrainSteps(cfg, MemoryStrategy::kNone, 3);
-  int recomputing = 0;
+  int recomputing = 0, recomputing_masked = 0;
   for (const MemoryStrategy& s : AllMemoryStrategies()) {
     Model m = BuildModel(cfg, s);
-    int mirrors = 0;
-    for (const Node& n : m.train.nodes()) mirrors += n.mirror_of >= 0 && n.op->name() == "attention";
+    int mirrors = 0, masked = 0;
+    for (const Node& n : m.train.nodes()) {
+      const bool mirror = n.mirror_of >= 0 && n.op->name() == "attention";
+      mirrors += mirror;
+      masked += mirror && n.inputs.size() == 4;
+    }
     recomputing += mirrors > 0;
+    recomputing_masked += masked > 0;
     EXPECT_EQ(TrainSteps(cfg, s, 3), reference) << s.Name();
   }
   EXPECT_GE(recomputing, 2) << "sqrt and logn should recompute attention";
+  EXPECT_GE(recomputing_masked, 1) << "a plan should recompute a masked attention";
 }
 
 // The training arena of one attention layer grows linearly in T (an unfused
@@ -169,6 +227,10 @@ TEST(OpsAttention, BadShapesAreOneLineErrorsNamingTheNode) {
               {"'attn'", "v (2,6,8) has 6 positions but k (2,5,8) has 5"});
   ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 4, 8}, Shape{2, 4, 8}}, {{"dropout", "1"}}); },
               {"'attn'", "dropout must be in [0, 1), got 1"});
+  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 5, 8}, Shape{2, 5, 8}, Shape{4, 4}}, {{"masked", "true"}}); },
+              {"'attn'", "mask has shape (4,4) but q (2,4,8) and k (2,5,8) need (..., 4, 5)"});
+  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 5, 8}, Shape{2, 5, 8}, Shape{3, 4, 5}}, {{"masked", "true"}}); },
+              {"'attn'", "mask has shape (3,4,5)", "its leading dims 1 or q's"});
 }
 
 }  // namespace

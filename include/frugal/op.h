@@ -46,7 +46,9 @@ inline void Assign(float* y, OpReq req, float v) {
   if (req == OpReq::kAdd) *y += v; else *y = v;
 }
 
-// One value that the backward pass of an op reads.
+// One value that the backward pass of an op reads. An input the node does
+// not have (an optional last input, NumInputsFn) is not read; list such
+// reads last (the one-node gradient's inputs follow the list).
 struct BackwardRead {
   enum Kind : uint8_t { kInput, kOutput, kOutGrad } kind;
   int index;

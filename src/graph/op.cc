@@ -161,7 +161,9 @@ std::vector<Entry> OpDef::BuildGradient(Graph& g, const GradCtx& c) const {
   b.loc = f.loc;
   for (const BackwardRead& r : backward_reads_) {
     switch (r.kind) {
-      case BackwardRead::kInput: b.inputs.push_back(c.inputs[r.index]); break;
+      case BackwardRead::kInput:  // an optional input the node does not have is skipped
+        if (r.index < static_cast<int>(c.inputs.size())) b.inputs.push_back(c.inputs[r.index]);
+        break;
       case BackwardRead::kOutput: b.inputs.push_back(c.outputs[r.index]); break;
       case BackwardRead::kOutGrad:
         CHECK(c.out_grads[r.index].valid()) << f.name << ": output " << r.index << " has no gradient";

@@ -4,8 +4,12 @@
 //   q: (*, Tq, D)   k: (*, Tk, D)   v: (*, Tk, Dv)   * = the same leading
 //   dims (batch, heads), at least one
 //   y: (*, Tq, Dv)   lse: (*, Tq), hidden: the log-sum-exp of each row of S
-//   S = scale q k^T (scale default 1/sqrt(D)); causal: S[i][j] = -inf for
-//   j > i (top-left aligned, as PyTorch's is_causal);
+//   S = scale q k^T (scale default 1/sqrt(D)), plus the additive mask when
+//   the node has one (masked: true, a fourth input of shape (*', Tq, Tk)
+//   with *' broadcast against *: e.g. (Tq, Tk), or (batch, 1, Tq, Tk) for
+//   every head; -inf hides a key, and a row hidden entirely gives NaN, as
+//   PyTorch's attn_mask; the mask gets no gradient); causal: S[i][j] = -inf
+//   for j > i (top-left aligned, as PyTorch's is_causal);
 //   P = softmax(S) along j; training with dropout p: P' = P * m / (1 - p),
 //   m[i][j] = 1 with probability 1 - p (counter-based, as the dropout op);
 //   y = P' v.
@@ -43,6 +47,7 @@ namespace {
 
 struct AttentionParams {
   bool causal = false;
+  bool masked = false;  // a fourth input, the additive mask
   float scale = 0;  // 0: 1 / sqrt(D)
   float dropout = 0;
 };
@@ -81,6 +86,14 @@ int ThreadIndex() {
 // Threads that may run at once: one scratch each in the workspace.
 int64_t Slots(const Dims& d) { return std::max<int64_t>(1, std::min<int64_t>(cpu::NumCores(), d.slices)); }
 
+// The leading dims *' of a mask (*', Tq, Tk) broadcast against q's (*):
+// for slice sl of q, the mask's slice at MaskSlices(...)(sl).
+StridedIndex MaskSlices(const Shape& q, const Shape& mask) {
+  const Shape lead(std::vector<int64_t>(q.dims().begin(), q.dims().end() - 2));
+  const Shape mask_lead(std::vector<int64_t>(mask.dims().begin(), mask.dims().end() - 2));
+  return BroadcastIndex(mask_lead, lead);
+}
+
 void AttentionInferShape(ShapeCtx& c) {
   const Shape &q = c.in[0], &k = c.in[1], &v = c.in[2];
   for (int i = 0; i < 3; ++i) {
@@ -96,6 +109,19 @@ void AttentionInferShape(ShapeCtx& c) {
   if (k[r - 1] != q[r - 1])
     c.Fail(Fmt("k ", k, " has ", k[r - 1], " features per position but q ", q, " has ", q[r - 1]));
   if (v[r - 2] != k[r - 2]) c.Fail(Fmt("v ", v, " has ", v[r - 2], " positions but k ", k, " has ", k[r - 2]));
+  if (c.params<AttentionParams>().masked) {
+    const Shape& mask = c.in[3];
+    bool fits = mask.known() && mask.ndim() >= 2 && mask.ndim() <= r && mask[mask.ndim() - 2] == q[r - 2] &&
+                mask[mask.ndim() - 1] == k[r - 2];
+    for (int i = 0; fits && i < mask.ndim() - 2; ++i) {
+      const int64_t m = mask[i], lead = q[i + r - mask.ndim()];
+      fits = m == 1 || m == lead;
+    }
+    if (!fits) {
+      c.Fail(Fmt("mask has shape ", mask, " but q ", q, " and k ", k, " need (..., ", q[r - 2], ", ", k[r - 2],
+                 "): the queries by the keys, its leading dims 1 or q's"));
+    }
+  }
   std::vector<int64_t> y = q.dims(), lse = q.dims();
   y[r - 1] = v[r - 1];
   lse.pop_back();
@@ -138,15 +164,19 @@ class Mask {
 // before i1.
 int64_t KeyEnd(const AttentionParams& p, const Dims& d, int64_t i1) { return p.causal ? std::min(d.tk, i1) : d.tk; }
 
-// s (nq x nk, row stride kBlockK) = scale q[i0..] k[j0..]^T, -inf above the
-// causal diagonal.
-void Scores(const AttentionParams& p, const Dims& d, float scale, const float* q, const float* k, int64_t i0,
-            int64_t nq, int64_t j0, int64_t nk, float* s) {
+// s (nq x nk, row stride kBlockK) = scale q[i0..] k[j0..]^T, plus the
+// slice's mask (tq x tk) where there is one, -inf above the causal diagonal.
+void Scores(const AttentionParams& p, const Dims& d, float scale, const float* q, const float* k,
+            const float* mask, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* s) {
   // Row-major c with ldc = kBlockK: Gemm wants contiguous rows, so compute
   // into a packed nq x nk block and spread it when nk < kBlockK.
   cpu::Gemm(false, true, nq, nk, d.d, scale, q + i0 * d.d, k + j0 * d.d, 0.f, s);
   if (nk < kBlockK)
     for (int64_t r = nq - 1; r >= 0; --r) std::copy_backward(s + r * nk, s + (r + 1) * nk, s + r * kBlockK + nk);
+  if (mask) {
+    for (int64_t r = 0; r < nq; ++r)
+      for (int64_t j = 0; j < nk; ++j) s[r * kBlockK + j] += mask[(i0 + r) * d.tk + j0 + j];
+  }
   if (!p.causal) return;
   for (int64_t r = 0; r < nq; ++r)
     for (int64_t j = std::max<int64_t>(0, i0 + r + 1 - j0); j < nk; ++j) s[r * kBlockK + j] = kNegInf;
@@ -158,12 +188,29 @@ void Pack(float* s, int64_t nq, int64_t nk) {
   for (int64_t r = 1; r < nq; ++r) std::copy(s + r * kBlockK, s + r * kBlockK + nk, s + r * nk);
 }
 
-// inputs: q, k, v   outputs: y, lse
+// The additive mask of each slice (nullptr without one): the node's input
+// mask_at, broadcast against q (input q_at).
+class SliceMask {
+ public:
+  SliceMask(const KernelCtx& c, const AttentionParams& p, const Dims& d, int q_at, int mask_at)
+      : mask_(p.masked ? c.in[mask_at].f() : nullptr),
+        slices_(p.masked ? MaskSlices(c.in[q_at].shape(), c.in[mask_at].shape()) : StridedIndex()),
+        size_(d.tq * d.tk) {}
+  const float* operator()(int64_t slice) const { return mask_ ? mask_ + slices_(slice) * size_ : nullptr; }
+
+ private:
+  const float* mask_;
+  StridedIndex slices_;
+  int64_t size_;
+};
+
+// inputs: q, k, v[, mask]   outputs: y, lse
 void AttentionForward(const KernelCtx& c) {
   const auto& p = c.params<AttentionParams>();
   const Dims d(c.in[0].shape(), c.in[1].shape(), c.in[2].shape());
   const float scale = d.Scale(p);
   const Mask mask(c, p, d);
+  const SliceMask additive(c, p, d, 0, 3);
   const float *q = c.in[0].f(), *k = c.in[1].f(), *v = c.in[2].f();
   float *y = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
   float *lse = c.req[1] == OpReq::kNull ? nullptr : c.out[1].f();
@@ -182,7 +229,7 @@ void AttentionForward(const KernelCtx& c) {
       std::fill(acc, acc + nq * d.dv, 0.f);
       for (int64_t j0 = 0; j0 < KeyEnd(p, d, i0 + nq); j0 += kBlockK) {
         const int64_t nk = std::min(kBlockK, d.tk - j0);
-        Scores(p, d, scale, qs, ks, i0, nq, j0, nk, s);
+        Scores(p, d, scale, qs, ks, additive(sl), i0, nq, j0, nk, s);
         for (int64_t r = 0; r < nq; ++r) {
           float* row = s + r * kBlockK;
           const float top = std::max(m[r], *std::max_element(row, row + nk));
@@ -209,12 +256,14 @@ void AttentionForward(const KernelCtx& c) {
   }
 }
 
-// inputs: dy, q, k, v, y, lse   outputs: dq, dk, dv
+// inputs: dy, q, k, v, y, lse[, mask]   outputs: dq, dk, dv[, dmask: zeros]
 void AttentionBackward(const KernelCtx& c) {
   const auto& p = c.params<AttentionParams>();
   const Dims d(c.in[1].shape(), c.in[2].shape(), c.in[3].shape());
   const float scale = d.Scale(p);
   const Mask mask(c, p, d);
+  const SliceMask additive(c, p, d, 1, 6);
+  if (p.masked) ForEach(c.in[6].size(), Out(c, 3), c.req[3], [](int64_t) { return 0.f; });
   const float *dy = c.in[0].f(), *q = c.in[1].f(), *k = c.in[2].f(), *v = c.in[3].f();
   const float *y = c.in[4].f(), *lse = c.in[5].f();
   float* out[3];
@@ -244,7 +293,7 @@ void AttentionBackward(const KernelCtx& c) {
       const int64_t nk = std::min(kBlockK, d.tk - j0);
       for (int64_t i0 = p.causal ? j0 / kBlockQ * kBlockQ : 0; i0 < d.tq; i0 += kBlockQ) {
         const int64_t nq = std::min(kBlockQ, d.tq - i0);
-        Scores(p, d, scale, qs, ks, i0, nq, j0, nk, s);
+        Scores(p, d, scale, qs, ks, additive(sl), i0, nq, j0, nk, s);
         for (int64_t r = 0; r < nq; ++r) vec.exp_shift(s + r * kBlockK, ls[i0 + r], s + r * kBlockK, nk);
         // dv += P'^T dy (P' in dp), then dp = dP' = dy v^T.
         if (g[2]) {
@@ -271,8 +320,8 @@ void AttentionBackward(const KernelCtx& c) {
 }
 
 int64_t AttentionWorkspace(const WorkspaceCtx& c) {
-  // Forward: q, k, v are inputs 0-2; backward: inputs 1-3 after dy.
-  const int first = c.in.size() == 3 ? 0 : 1;
+  // Forward: q, k, v are inputs 0-2 (then the mask); backward: inputs 1-3 after dy.
+  const int first = c.in.size() <= 4 ? 0 : 1;
   const Dims d(c.in[first], c.in[first + 1], c.in[first + 2]);
   return Slots(d) * d.ScratchFloats() * static_cast<int64_t>(sizeof(float));
 }
@@ -288,14 +337,17 @@ double AttentionFlops(const Node& n, const Shape& q, const Shape& k, const Shape
 
 void Register_attention(OpRegistry* r) {
   r->Add("attention")
-      .Doc("Scaled dot-product attention softmax(scale q k^T) v over (batch..., T, features), fused: "
-           "causal (false), scale (0: 1/sqrt(features)), dropout (0) on the attention weights.")
-      .Inputs({{"q"}, {"k"}, {"v"}})
+      .Doc("Scaled dot-product attention softmax(scale q k^T + mask) v over (batch..., T, features), fused: "
+           "causal (false), scale (0: 1/sqrt(features)), dropout (0) on the attention weights, masked (false: "
+           "true takes an additive mask (..., Tq, Tk) as a fourth input).")
+      .Inputs({{"q"}, {"k"}, {"v"}, {"mask"}})
       .Outputs({"y", "lse"})
       .VisibleOutputs(1)
+      .NumInputsFn([](const std::any& p) { return std::any_cast<const AttentionParams&>(p).masked ? 4 : 3; })
       .Params([](AttrReader& a) {
         AttentionParams p;
         p.causal = a.Bool("causal", false);
+        p.masked = a.Bool("masked", false);
         p.scale = static_cast<float>(a.Float("scale", 0));
         p.dropout = static_cast<float>(a.Float("dropout", 0));
         FRUGAL_REQUIRE(std::isfinite(p.scale) && p.scale >= 0, a.where(),
@@ -304,7 +356,8 @@ void Register_attention(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(AttentionInferShape)
-      .Backward({OutGrad(0), Input(0), Input(1), Input(2), Output(0), Output(1)}, "_backward_attention")
+      // The mask, read last, only where the node has one.
+      .Backward({OutGrad(0), Input(0), Input(1), Input(2), Output(0), Output(1), Input(3)}, "_backward_attention")
       .Recompute(Cost::kExpensive)
       .Random(Randomness::kCounterRng)
       .WritesOutputsTogether()
@@ -315,8 +368,10 @@ void Register_attention(OpRegistry* r) {
       .CpuKernel(AttentionForward);
   r->Add("_backward_attention")
       .Doc("Gradient of attention: dq, dk, dv, each block's probabilities recomputed from the saved log-sum-exp.")
-      .Inputs({{"dy"}, {"q"}, {"k"}, {"v"}, {"y"}, {"lse"}})
-      .Outputs({"dq", "dk", "dv"})
+      .Inputs({{"dy"}, {"q"}, {"k"}, {"v"}, {"y"}, {"lse"}, {"mask"}})
+      .Outputs({"dq", "dk", "dv", "dmask"})
+      .NumInputsFn([](const std::any& p) { return std::any_cast<const AttentionParams&>(p).masked ? 7 : 6; })
+      .NumOutputsFn([](const std::any& p) { return std::any_cast<const AttentionParams&>(p).masked ? 4 : 3; })
       .InferShape(InferAsForwardInputs)
       .NoGradient()
       .Recompute(Cost::kExpensive)

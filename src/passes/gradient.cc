@@ -128,7 +128,8 @@ void Gradient(Graph* graph, const KeepLevels& keep) {
       if (!c.out_grads[k].valid()) c.out_grads[k] = ZerosLike(g, i, k);
     // What the gradient reads of the forward pass, recomputed where dropped.
     for (const BackwardRead& r : op->backward_reads()) {
-      if (r.kind == BackwardRead::kInput) c.inputs[r.index] = mirrors.Get(c.inputs[r.index]);
+      if (r.kind == BackwardRead::kInput && r.index < static_cast<int>(c.inputs.size()))
+        c.inputs[r.index] = mirrors.Get(c.inputs[r.index]);
       if (r.kind == BackwardRead::kOutput) c.outputs[r.index] = mirrors.Get(c.outputs[r.index]);
     }
     std::vector<Entry> in_grads = op->BuildGradient(g, c);

@@ -51,7 +51,8 @@ std::vector<bool> ReadByBackward(const Graph& g) {
     const Node& n = g.node(i);
     if (n.is_variable() || !n.op->has_gradient()) continue;
     for (const BackwardRead& r : n.op->backward_reads()) {
-      if (r.kind == BackwardRead::kInput) read[g.EntryId(n.inputs[r.index])] = true;
+      if (r.kind == BackwardRead::kInput && r.index < static_cast<int>(n.inputs.size()))
+        read[g.EntryId(n.inputs[r.index])] = true;
       if (r.kind == BackwardRead::kOutput) read[g.EntryId({i, r.index})] = true;
     }
   }
