@@ -124,6 +124,27 @@ TEST(Cli, PlanJsonHasOneObjectPerStrategy) {
   }
 }
 
+// --timeline: one SVG, a panel per strategy with its figures and the
+// tensors live at its peak; a file that cannot be written is named.
+TEST(Cli, PlanTimelineDrawsEveryStrategy) {
+  TempDir dir;
+  RunResult r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --memory all --batch 32 --timeline " +
+                          dir.File("t.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(dir.File("t.svg"));
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(svg.rfind("<svg ", 0), 0u) << svg.substr(0, 100);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  for (const char* s : {"none: arena", "share: arena", "sqrt: arena", "logn: arena"})
+    EXPECT_NE(svg.find(s), std::string::npos) << s;
+  EXPECT_NE(svg.find("peak "), std::string::npos);
+  EXPECT_NE(svg.find("fc1"), std::string::npos) << "the peak names its tensors";
+  r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --timeline " + dir.File("no/such/dir/t.svg"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("--timeline " + dir.File("no/such/dir/t.svg") + ": cannot write the file"),
+            std::string::npos) << r.output;
+}
+
 TEST(Cli, MalformedConfigGivesFileLineAndExit1) {
   TempDir dir;
   std::string cfg = dir.Write("bad.prototxt", "version: 1\nnode { name: \"a\" op: \"relu\" input: \"data\"\n");

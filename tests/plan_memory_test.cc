@@ -40,6 +40,32 @@ TEST(PlanMemory, EveryStrategyIsSound) {
   }
 }
 
+// The timeline reads the plan's blocks back: its peak is the lower bound,
+// made of the kinds it stacks; recomputation shows only where a plan
+// recomputes; the names at the peak are its largest blocks.
+TEST(PlanMemory, TimelinePeaksAtTheLowerBound) {
+  for (MemoryStrategy s : AllMemoryStrategies()) {
+    SCOPED_TRACE(s.Name());
+    Model m = BuildModel(Config(), s);
+    const MemoryTimeline t = Timeline(m.train, m.train_plan, 7, 3);
+    EXPECT_EQ(t.num_steps, m.train.num_nodes());
+    EXPECT_LE(t.steps.size(), 7u);
+    EXPECT_EQ(t.peak_bytes, m.train_plan.lower_bound_bytes);
+    int64_t at_peak = 0;
+    for (size_t j = 0; j < t.steps.size(); ++j) {
+      int64_t sum = 0;
+      for (int64_t b : t.bytes[j]) sum += b;
+      EXPECT_LE(sum, t.peak_bytes);
+      if (t.steps[j] == t.peak_step) at_peak = sum;
+    }
+    EXPECT_EQ(at_peak, t.peak_bytes) << "the peak step is one of the points";
+    EXPECT_EQ(t.recomputing.empty(), m.train_plan.num_recomputed == 0);
+    ASSERT_FALSE(t.peak_tensors.empty());
+    EXPECT_LE(t.peak_tensors.size(), 3u);
+    for (size_t j = 1; j < t.peak_tensors.size(); ++j) EXPECT_GE(t.peak_tensors[j - 1].second, t.peak_tensors[j].second);
+  }
+}
+
 TEST(PlanMemory, StrategiesOrderAndShareMeetsTheLowerBound) {
   Model none = BuildModel(Config(), MemoryStrategy::kNone);
   Model inplace = BuildModel(Config(), MemoryStrategy::kInplace);

@@ -6,6 +6,7 @@
 // and inference skips Gradient.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -154,6 +155,16 @@ KeepLevels ChainLevels(const Graph& fwd, const KeepLevels& cheap, const std::vec
 // Every byte of activations, gradients and workspaces, placed before the
 // first step as offsets in one arena. Variables (inputs, parameters) and
 // parameter gradients live outside the arena and are counted separately.
+// One block of a plan's arena: live from step start to step end
+// (inclusive), its bytes (aligned) and offset, and what opened it: an entry
+// (those written in place into it join it), or a node's workspace (entry -1).
+struct ArenaBlock {
+  int start, end;
+  int64_t size;
+  int64_t offset = -1;
+  int entry = -1, node = -1;
+};
+
 struct MemoryPlan {
   MemoryStrategy strategy = MemoryStrategy::kShare;
   static constexpr int64_t kAlign = 64;     // every block starts on this
@@ -164,6 +175,7 @@ struct MemoryPlan {
   std::vector<int64_t> workspace_bytes;     // per node
   int num_nodes = 0;                        // of the graph planned (recomputations included)
   int num_blocks = 0;                       // arena blocks (an engine variable each)
+  std::vector<ArenaBlock> blocks;           // the blocks (not kept by an estimate)
   int64_t arena_bytes = 0;                  // the arena to allocate
   int64_t lower_bound_bytes = 0;            // largest total of live bytes at one step
   int64_t param_bytes = 0;                  // parameters and aux state (not in the arena)
@@ -179,6 +191,24 @@ struct MemoryPlan {
   double plan_ms = 0;                       // planning time (recompute search included)
   int num_builds = 0;                       // training graphs PlanTraining built (a search builds several)
 };
+
+// Where a plan's arena bytes go over the step: live bytes at each step of
+// the schedule (the training graph's node order), by the kind of node that
+// opened each block, read back from the plan's blocks (so the peak is the
+// plan's lower bound). At most max_points points: each stands for a span of
+// steps by the step of its span with the most live bytes.
+struct MemoryTimeline {
+  enum Kind { kForward, kRecomputed, kGradient, kWorkspace, kNumKinds };
+  static const char* KindName(int k);
+  int num_steps = 0;
+  std::vector<int> steps;                                  // the step of each point
+  std::vector<std::array<int64_t, kNumKinds>> bytes;       // live bytes by kind at each point
+  std::vector<std::pair<int, int>> recomputing;            // steps [first, last] of each run of recomputation
+  int peak_step = 0;
+  int64_t peak_bytes = 0;
+  std::vector<std::pair<std::string, int64_t>> peak_tensors;  // the largest blocks live at the peak, by name
+};
+MemoryTimeline Timeline(const Graph& graph, const MemoryPlan& plan, int max_points = 800, int peak_names = 6);
 
 // Plans memory for graph (shapes inferred) in its node order, which is the
 // order the executor runs. External entries: variables and parameter

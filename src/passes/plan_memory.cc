@@ -32,11 +32,7 @@
 namespace frugal {
 namespace {
 
-struct Block {
-  int start, end;  // steps, inclusive
-  int64_t size;    // aligned
-  int64_t offset = -1;
-};
+using Block = ArenaBlock;
 
 int64_t Align(int64_t bytes) { return (bytes + MemoryPlan::kAlign - 1) / MemoryPlan::kAlign * MemoryPlan::kAlign; }
 
@@ -411,7 +407,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
         continue;
       }
       plan.entry_block[e] = static_cast<int>(blocks.size());
-      blocks.push_back({i, std::max(last[e], i), Align(bytes[e])});  // an unread output lives for its step
+      blocks.push_back({i, std::max(last[e], i), Align(bytes[e]), -1, e, i});  // an unread output lives for its step
     }
     std::vector<Shape> in_shapes;
     for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
@@ -436,7 +432,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
       plan.workspace_bytes[i] = ws;
       plan.no_sharing_bytes += Align(ws);
       workspace_block[i] = static_cast<int>(blocks.size());
-      blocks.push_back({i, i, Align(ws)});
+      blocks.push_back({i, i, Align(ws), -1, -1, i});
     }
   }
 
@@ -455,6 +451,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   plan.workspace_offset.assign(g.num_nodes(), -1);
   for (int i = 0; i < g.num_nodes(); ++i)
     if (workspace_block[i] >= 0) plan.workspace_offset[i] = blocks[workspace_block[i]].offset;
+  plan.blocks = std::move(blocks);
   CountFlops(g, &plan);
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;

@@ -34,6 +34,19 @@ int Viz();
 int Plan();
 // frugal plan --fit SIZE over these strategies (fit.cc).
 int PlanFit(const ConfigFile& cfg, const std::vector<MemoryStrategy>& strategies);
+// One strategy's panel of frugal plan --timeline (timeline_svg.cc), drawn
+// with a point per pixel of its width.
+constexpr int kTimelinePoints = 600;
+struct TimelinePanel {
+  std::string name;
+  MemoryTimeline timeline;
+  int64_t arena_bytes = 0, lower_bound_bytes = 0;
+  int recomputed = 0;
+  double extra_flops_percent = 0;
+};
+// Writes the panels as one SVG (one below the other, each on its own scale);
+// throws Error if the file cannot be written.
+void WriteTimelineSvg(const std::string& path, const std::string& title, const std::vector<TimelinePanel>& panels);
 int Time();
 int Ops();
 int OnnxTest();

@@ -8,6 +8,9 @@
 #include "frugal/train.h"
 
 DEFINE_bool(json, false, "print JSON: one object per strategy (plan) or per op (ops)");
+DEFINE_string(timeline, "",
+              "write FILE.svg: each strategy's live arena bytes over the step, by kind, with the arena, the lower "
+              "bound, the recomputation and the tensors live at the peak");
 DECLARE_string(fit);
 DECLARE_string(memory);
 
@@ -22,9 +25,16 @@ int Plan() {
     strategies = {ParseMemoryStrategy(cfg.net.memory().strategy())};
   }
   if (!FLAGS_fit.empty()) return PlanFit(cfg, strategies);
+  std::vector<TimelinePanel> panels;
+  int64_t batch = 0;
   for (const MemoryStrategy& s : strategies) {
     Model m = BuildModel(cfg, s);
+    batch = m.batch;
     const MemoryPlan& p = m.train_plan;
+    if (!FLAGS_timeline.empty()) {
+      panels.push_back({s.Name(), Timeline(m.train, p, kTimelinePoints), p.arena_bytes, p.lower_bound_bytes, p.num_recomputed,
+                        100 * p.extra_flops_ratio()});
+    }
     // The optimizer's state (and the iter_size sums) live beside the
     // parameters, outside the arena: the update graphs' kState variables.
     const int64_t state = m.update_plan.state_bytes, sums = m.accumulate_plan.state_bytes;
@@ -46,6 +56,11 @@ int Plan() {
                   HumanBytes(p.param_bytes).c_str(), opt.c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(),
                   p.plan_ms);
     }
+  }
+  if (!FLAGS_timeline.empty()) {
+    const std::string name = cfg.net.name().empty() ? cfg.path : cfg.net.name();
+    WriteTimelineSvg(FLAGS_timeline, Fmt(name, ", batch ", batch), panels);
+    std::printf("timeline: %s\n", FLAGS_timeline.c_str());
   }
   return 0;
 }
