@@ -114,6 +114,30 @@ TEST(Cli, FlagsOverrideTheConfig) {
   EXPECT_EQ(r.output.find("Epoch[1]"), std::string::npos) << "max-iters 5 stops inside epoch 0";
 }
 
+// The eval executor's arena is allocated for a run with validation data
+// (from its start): a run without never holds it, and says so.
+TEST(Cli, TheEvalArenaIsAllocatedOnlyForAValidation) {
+  TempDir dir;
+  WriteToyData(dir, "train", 64);
+  WriteToyData(dir, "val", 8);
+  std::string text = ToyConfig(dir);
+  const size_t val = text.find("       val {");
+  const std::string cfg = dir.Write("noval.prototxt", text.erase(val, text.find('\n', val) + 1 - val));
+  const std::regex line("arenas allocated ([0-9.]+ [KMG]?i?B) \\(planned ([0-9.]+ [KMG]?i?B): train ([0-9.]+ [KMG]?i?B)");
+  std::smatch m;
+  RunResult r = RunFrugal("train --config " + cfg + " --max-iters 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, m, line)) << r.output;
+  EXPECT_EQ(m[1], m[2]);
+  EXPECT_EQ(m[2], m[3]) << "the train arena alone";
+  EXPECT_NE(r.output.find("not allocated: no validation ran"), std::string::npos) << r.output;
+  r = RunFrugal("train --config " + dir.Write("val.prototxt", ToyConfig(dir)) + " --max-iters 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, m, line)) << r.output;
+  EXPECT_EQ(m[1], m[2]);
+  EXPECT_NE(m[2], m[3]) << "train and eval";
+}
+
 TEST(Cli, PlanJsonHasOneObjectPerStrategy) {
   RunResult r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --memory all --json --batch 32");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -127,12 +127,6 @@ class PinnedFeed : public Feed {
     metric_label_ = Tensor::Empty(s->model.label_shape);
     host_var_ = s->NewVar();
     metric_var_ = s->NewVar();
-    for (const Executor* e : {s->train.get(), s->eval.get()}) {
-      Fetched& f = fetched_[e];
-      for (int k = 0; k < static_cast<int>(e->graph().outputs.size()); ++k)
-        f.outputs.push_back(Pinned(e->output(k).shape()));
-      f.var = s->NewVar();
-    }
   }
 
   void PushLoad(DataIter* it, int64_t begin_epoch) override {
@@ -150,7 +144,7 @@ class PinnedFeed : public Feed {
 
   // The outputs to pinned host memory first, then the metrics on the host.
   void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, WindowTally* tally) override {
-    const Fetched& f = fetched_.at(&exec);
+    const Fetched& f = FetchedFor(exec);
     s_->PushOn(
         [outputs = Outputs(exec), host = f.outputs, dev = s_->dev](void* cuda) {
           for (size_t k = 0; k < outputs.size(); ++k)
@@ -169,6 +163,17 @@ class PinnedFeed : public Feed {
     std::vector<Tensor> outputs;
     Var var = -1;
   };
+  // The host copies of exec's outputs, made on its first batch (the eval
+  // executor's at the first validation).
+  const Fetched& FetchedFor(const Executor& exec) {
+    auto [it, made] = fetched_.try_emplace(&exec);
+    if (made) {
+      for (int k = 0; k < static_cast<int>(exec.graph().outputs.size()); ++k)
+        it->second.outputs.push_back(Pinned(exec.output(k).shape()));
+      it->second.var = s_->NewVar();
+    }
+    return it->second;
+  }
   Session* s_;
   Tensor host_data_, host_label_, metric_label_;
   int64_t metric_valid_ = 0;

@@ -32,8 +32,22 @@ Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* 
   metrics_var = NewVar();
   b.device = dev;
   train = std::make_unique<Executor>(model.train, model.train_plan, b, engine);
-  eval = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine);
+  bound_ = std::move(b);
   BindUpdates();
+}
+
+Executor& Session::Eval() {
+  if (!eval_) {
+    eval_ = std::make_unique<Executor>(model.eval, model.eval_plan, bound_, engine);
+    eval_->SetPoisoning(poison_);
+  }
+  return *eval_;
+}
+
+void Session::SetPoisoning(bool on) {
+  poison_ = on;
+  for (Executor* e : {train.get(), eval_.get(), update.get(), accumulate.get()})
+    if (e) e->SetPoisoning(on);
 }
 
 // The update graphs over the parameters' tensors, with their engine
@@ -88,7 +102,7 @@ Tensor Session::Initialised(const Node& n, const Shape& shape) {
 
 Session::~Session() {
   train.reset();  // the executors wait for the engine
-  eval.reset();
+  eval_.reset();
   update.reset();
   accumulate.reset();
   for (Var v : vars_) engine->DeleteVar(v);
@@ -127,7 +141,8 @@ CheckpointState Session::State(const ConfigFile& cfg, int64_t epoch, int64_t ite
 }
 
 int64_t ArenaBytes(const Session& s) {
-  int64_t bytes = s.train->arena_bytes() + s.eval->arena_bytes() + s.update->arena_bytes();
+  int64_t bytes = s.train->arena_bytes() + s.update->arena_bytes();
+  if (s.eval_if_bound()) bytes += s.eval_if_bound()->arena_bytes();
   return s.accumulate ? bytes + s.accumulate->arena_bytes() : bytes;
 }
 

@@ -43,7 +43,15 @@ struct Session {
   Tensor data, label;  // the batch, on dev
   Var data_var = -1, label_var = -1;
   Var metrics_var = -1;  // the metrics being filled by pushed functions
-  std::unique_ptr<Executor> train, eval;
+  std::unique_ptr<Executor> train;
+  // The eval executor, bound (its arena allocated) when first asked for: a
+  // run without validation data never holds it (Train binds it at the start
+  // of a run that validates).
+  Executor& Eval();
+  const Executor* eval_if_bound() const { return eval_.get(); }
+  // Arena poisoning (Executor::SetPoisoning) for every executor, the eval
+  // one included when it is bound later.
+  void SetPoisoning(bool on);
   // What a step runs after backward (Model::update, Model::accumulate):
   // update once per update, accumulate (iter_size > 1, else null) once per
   // micro-batch.
@@ -58,10 +66,13 @@ struct Session {
   void BindUpdates();
 
   std::vector<Var> vars_;  // every engine variable made here
+  Bindings bound_;         // what the train executor was bound to, for Eval()
+  std::unique_ptr<Executor> eval_;
+  bool poison_ = false;
 };
 
-// The bytes of every arena the session's executors allocated (train, eval,
-// and the update graphs': clipping's workspace).
+// The bytes of every arena the session's executors allocated (train, eval
+// where bound, and the update graphs': clipping's workspace).
 int64_t ArenaBytes(const Session& s);
 
 // Host copies of tensors on a GPU (the tensors themselves on the CPU). The

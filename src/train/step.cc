@@ -36,8 +36,9 @@ MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const std::vector<std::
   DrainOnUnwind drain(s->engine);
   for (int64_t b = 0; b < it->batches_per_epoch(); ++b) {
     feed->PushLoad(it, b == 0 ? 0 : -1);
-    s->eval->Push(/*is_train=*/false, 0, 0);
-    feed->PushMetrics(*s->eval, {&m});
+    Executor& eval = s->Eval();
+    eval.Push(/*is_train=*/false, 0, 0);
+    feed->PushMetrics(eval, {&m});
   }
   s->engine->WaitAll();
   return m;

@@ -251,11 +251,15 @@ class Fit {
 void LogMemory(const Session& s) {
   const Model& m = s.model;
   const int64_t update = m.update_plan.arena_bytes + m.accumulate_plan.arena_bytes;  // clipping's partial sums
-  const int64_t planned = m.train_plan.arena_bytes + m.eval_plan.arena_bytes + update;
+  // The eval arena is planned always, allocated only for a run that validates.
+  const int64_t eval = s.eval_if_bound() ? m.eval_plan.arena_bytes : 0;
+  const int64_t planned = m.train_plan.arena_bytes + eval + update;
   const int64_t measured = MemoryAccounting::Get().Current(s.dev, MemKind::kArena);
   const int64_t sums = m.accumulate_plan.state_bytes;
   LOG(INFO) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned)
-            << ": train " << HumanBytes(m.train_plan.arena_bytes) << " + eval " << HumanBytes(m.eval_plan.arena_bytes)
+            << ": train " << HumanBytes(m.train_plan.arena_bytes)
+            << (eval > 0 ? " + eval " + HumanBytes(eval) : Fmt(" (eval ", HumanBytes(m.eval_plan.arena_bytes),
+                                                                 " not allocated: no validation ran)"))
             << (update > 0 ? " + update " + HumanBytes(update) : "") << "), " << m.optimizer << " state "
             << HumanBytes(m.update_plan.state_bytes) << (sums > 0 ? " + gradient sums " + HumanBytes(sums) : "")
             << ", peak of all tensors " << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak "
@@ -274,8 +278,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   FRUGAL_REQUIRE(sc.clip_gradient() >= 0 && std::isfinite(sc.clip_gradient()), cfg.path,
                  ": solver.clip_gradient must be a number >= 0 (0: no clipping), got ", sc.clip_gradient());
   Session s(cfg, strategy, opts.engine, opts.device);
-  for (Executor* e : {s.train.get(), s.eval.get(), s.update.get(), s.accumulate.get()})
-    if (e) e->SetPoisoning(opts.poison_arena);
+  s.SetPoisoning(opts.poison_arena);
   std::unique_ptr<Feed> feed = MakeFeed(&s);
   std::unique_ptr<DataParallel> dp;
   if (opts.dist.comm) {
@@ -288,6 +291,10 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG_IF(INFO, !opts.quiet) << "graph:\n" << GraphSummary(s.model.eval);
   LOG_IF(INFO, !opts.quiet) << PlanSummary(s.model.train_plan, s.model.batch);
   TrainData data = OpenData(cfg, s.model, dp.get(), opts.quiet);
+  // A run that validates holds the eval arena from the start, so its memory
+  // does not grow at the first validation; one without validation data
+  // never allocates it.
+  if (data.val) s.Eval();
 
   const int iter_size = sc.iter_size();
   int64_t total_updates = sc.epochs() * data.batches / iter_size;
