@@ -95,11 +95,21 @@ int64_t ClassOf(const KernelCtx& c, const float* label, int64_t i, int64_t v) {
 
 // Logits ranked above the label's: larger ones, or equal ones at a lower
 // class; a NaN ranks above every number (the accuracy metric's rule).
+// Branch-free loops (z != z for NaN), which vectorise.
 int64_t RankOf(const float* z, int64_t v, int64_t t) {
-  if (std::isnan(z[t])) return v;
+  const float zt = z[t];
+  if (zt != zt) return v;
   int64_t rank = 0;
-  for (int64_t j = 0; j < v; ++j) rank += z[j] > z[t] || std::isnan(z[j]) || (z[j] == z[t] && j < t);
+  for (int64_t j = 0; j < t; ++j) rank += (z[j] >= zt) | (z[j] != z[j]);
+  for (int64_t j = t + 1; j < v; ++j) rank += (z[j] > zt) | (z[j] != z[j]);
   return rank;
+}
+
+float MaxOf(const float* z, int64_t v) {
+  float top = z[0];
+#pragma omp simd reduction(max : top)
+  for (int64_t j = 1; j < v; ++j) top = std::max(top, z[j]);
+  return top;
 }
 
 // inputs: x, label, W, b    outputs: score (N, 2), lse (N)
@@ -115,7 +125,7 @@ void LceForward(const KernelCtx& c) {
     const int64_t t = static_cast<int64_t>(label[i]);
     const int64_t rank = RankOf(zi, d.v, t);
     const float label_logit = zi[t];
-    const float top = *std::max_element(zi, zi + d.v);
+    const float top = MaxOf(zi, d.v);
     const float l = top + std::log(vec.exp_shift(zi, top, zi, d.v));
     if (lse) Assign(lse + i, c.req[1], l);
     if (!score) return;
