@@ -1,6 +1,7 @@
 // linear_cross_entropy: the fused head against the unfused composition
-// written out (logits, softmax, -log p[label], the label's rank), its
-// gradients by finite differences over one chunk and several; every memory
+// written out (logits, softmax, -log p[label], the label's rank, and the
+// gradients its forward computes), its gradients by finite differences over
+// one chunk and several; every memory
 // strategy trains it to the bits of none; its arena never holds the logits;
 // the metrics read its losses and ranks; bad shapes and labels.
 #include <gtest/gtest.h>
@@ -25,10 +26,13 @@ struct LceCase {
   double grad_scale = 1;
 };
 
-// Per row: the loss and the label's rank (score), and lse, in double.
+// Per row the loss and the label's rank (score), and the gradients the
+// forward computes for the backward (dx, dW, db), in double.
 Values Reference(const LceCase& a, const Values& in) {
-  Values out{std::vector<float>(2 * a.n), std::vector<float>(a.n)};
-  std::vector<double> z(a.v);
+  Values out{std::vector<float>(2 * a.n), std::vector<float>(a.n * a.k), std::vector<float>(a.v * a.k),
+             std::vector<float>(a.v)};
+  const double scale = a.grad_scale / (a.normalization == "batch" ? a.n : 1);
+  std::vector<double> z(a.v), dx(a.n * a.k, 0), dw(a.v * a.k, 0), db(a.v, 0);
   for (int64_t i = 0; i < a.n; ++i) {
     double top = -INFINITY;
     for (int64_t j = 0; j < a.v; ++j) {
@@ -43,8 +47,18 @@ Values Reference(const LceCase& a, const Values& in) {
     for (int64_t j = 0; j < a.v; ++j) rank += z[j] > z[t] || (z[j] == z[t] && j < t);
     out[0][2 * i] = static_cast<float>(top + std::log(sum) - z[t]);
     out[0][2 * i + 1] = static_cast<float>(rank);
-    out[1][i] = static_cast<float>(top + std::log(sum));
+    for (int64_t j = 0; j < a.v; ++j) {
+      const double g = (std::exp(z[j] - top) / sum - (j == t)) * scale;
+      db[j] += g;
+      for (int64_t x = 0; x < a.k; ++x) {
+        dx[i * a.k + x] += g * in[2][j * a.k + x];
+        dw[j * a.k + x] += g * in[0][i * a.k + x];
+      }
+    }
   }
+  for (size_t e = 0; e < dx.size(); ++e) out[1][e] = static_cast<float>(dx[e]);
+  for (size_t e = 0; e < dw.size(); ++e) out[2][e] = static_cast<float>(dw[e]);
+  for (size_t e = 0; e < db.size(); ++e) out[3][e] = static_cast<float>(db[e]);
   return out;
 }
 

@@ -9,14 +9,15 @@
 //     the label among the row's logits (0: the largest; a tie goes to the
 //     lower class, as the accuracy metric's does), which the metrics read in
 //     place of probabilities (frugal/metrics.h, OutputKind::kLossAndRank)
-//   lse (hidden, for the backward pass): (N,), log sum_j exp z[i, j]
 //   num_hidden: V; chunk: rows of logits at a time (0: as many as fit in
 //     64 MiB, the declared workspace); normalization "batch" (norm = N) or
 //     "null" (norm = 1); grad_scale scales the gradients.
-// grad:  dz = (p - onehot(label)) * grad_scale / norm, a chunk at a time, with
-//   z recomputed from x, W, b and p from lse: dx = dz W, dW = dz^T x, db = the
-//   column sums of dz. A loss head: reads x, label, W, b and lse, no output
-//   gradient; dlabel = 0.
+// grad:  dz = (p - onehot(label)) * grad_scale / norm, dx = dz W, dW = dz^T x,
+//   db = the column sums of dz: a loss head's gradients need no output
+//   gradient, so the forward computes them chunk by chunk while it has p
+//   (as Liger-Kernel's fused linear cross-entropy does) into hidden outputs
+//   dx, dW, db, which only a training graph's backward reads; the backward
+//   hands them on (in place where it can); dlabel = 0.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -57,7 +58,9 @@ void LceInferShape(ShapeCtx& c) {
   if (!c.in[3].known()) c.in[3] = b;
   if (c.in[3] != b) c.Fail(Fmt("bias has shape ", c.in[3], " but num_hidden is ", p.num_hidden));
   c.out[0] = Shape{x[0], 2};
-  c.out[1] = label;
+  c.out[1] = x;
+  c.out[2] = w;
+  c.out[3] = b;
 }
 
 struct Dims {
@@ -112,49 +115,42 @@ float MaxOf(const float* z, int64_t v) {
   return top;
 }
 
-// inputs: x, label, W, b    outputs: score (N, 2), lse (N)
+// inputs: x, label, W, b    outputs: score (N, 2); hidden, when training:
+// dx (N, K), dW (V, K), db (V), computed here from each chunk's
+// probabilities (a loss head reads no output gradient, so they are known
+// now), which the backward only hands on: three products of the logits'
+// size, as an unfused head's, where recomputing the logits in the backward
+// would take four.
 void LceForward(const KernelCtx& c) {
-  const Dims d = DimsOf(c.params<LceParams>(), c.in[0].shape());
-  const float* label = c.in[1].f();
-  for (int64_t i = 0; i < d.n; ++i) ClassOf(c, label, i, d.v);
-  float* score = Out(c, 0);
-  float* lse = Out(c, 1);
-  if (!score && !lse) return;
-  const auto& vec = cpu::Vec();
-  auto row = [&](int64_t i, float* zi) {
-    const int64_t t = static_cast<int64_t>(label[i]);
-    const int64_t rank = RankOf(zi, d.v, t);
-    const float label_logit = zi[t];
-    const float top = MaxOf(zi, d.v);
-    const float l = top + std::log(vec.exp_shift(zi, top, zi, d.v));
-    if (lse) Assign(lse + i, c.req[1], l);
-    if (!score) return;
-    Assign(score + 2 * i, c.req[0], l - label_logit);
-    Assign(score + 2 * i + 1, c.req[0], static_cast<float>(rank));
-  };
-  Chunks(c, d, row, [](int64_t, int64_t, const float*) {});
-}
-
-// inputs: x, label, W, b, lse    outputs: dx, dlabel (zeros), dW, db
-void LceBackward(const KernelCtx& c) {
   const auto& p = c.params<LceParams>();
   const Dims d = DimsOf(p, c.in[0].shape());
-  const float *x = c.in[0].f(), *label = c.in[1].f(), *w = c.in[2].f(), *lse = c.in[4].f();
-  ForEach(d.n, Out(c, 1), c.req[1], [](int64_t) { return 0.f; });
-  float* dx = Out(c, 0);
-  float* dw = Out(c, 2);
-  if (!dx && !dw && c.req[3] == OpReq::kNull) return;
+  const float *x = c.in[0].f(), *label = c.in[1].f(), *w = c.in[2].f();
+  for (int64_t i = 0; i < d.n; ++i) ClassOf(c, label, i, d.v);
+  float* score = Out(c, 0);
+  float *dx = Out(c, 1), *dw = Out(c, 2), *dbias = Out(c, 3);
+  const bool grads = dx || dw || dbias;
+  if (!score && !grads) return;
   const float scale = static_cast<float>(p.grad_scale / (p.batch_norm ? static_cast<double>(d.n) : 1.0));
-  std::vector<float> db(d.v, 0.f);
+  std::vector<float> db(grads ? d.v : 0, 0.f);
   const auto& vec = cpu::Vec();
-  auto row = [&](int64_t i, float* zi) {  // dz_i = (p_i - onehot(label_i)) * scale
-    vec.exp_shift(zi, lse[i], zi, d.v);
-    zi[static_cast<int64_t>(label[i])] -= 1.f;
-    for (int64_t j = 0; j < d.v; ++j) zi[j] *= scale;
+  auto row = [&](int64_t i, float* zi) {  // the loss and rank; zi becomes dz_i = (p_i - onehot(label_i)) * scale
+    const int64_t t = static_cast<int64_t>(label[i]);
+    const float label_logit = zi[t], top = MaxOf(zi, d.v);
+    const float rank = score ? static_cast<float>(RankOf(zi, d.v, t)) : 0.f;
+    const float sum = vec.exp_shift(zi, top, zi, d.v);
+    if (score) {
+      Assign(score + 2 * i, c.req[0], top + std::log(sum) - label_logit);
+      Assign(score + 2 * i + 1, c.req[0], rank);
+    }
+    if (!grads) return;
+    const float k = scale / sum;
+    for (int64_t j = 0; j < d.v; ++j) zi[j] *= k;
+    zi[t] -= scale;
   };
   auto chunk = [&](int64_t r0, int64_t rows, const float* dz) {
+    if (!grads) return;
     // Each chunk's rows of dx are its own; dW and db sum over the chunks.
-    if (dx) cpu::Gemm(false, false, rows, d.k, d.v, 1.f, dz, w, c.req[0] == OpReq::kAdd ? 1.f : 0.f, dx + r0 * d.k);
+    if (dx) cpu::Gemm(false, false, rows, d.k, d.v, 1.f, dz, w, c.req[1] == OpReq::kAdd ? 1.f : 0.f, dx + r0 * d.k);
     if (dw) {
       const bool first = r0 == 0 && c.req[2] == OpReq::kWrite;
       cpu::Gemm(true, false, d.v, d.k, rows, 1.f, dz, x + r0 * d.k, first ? 0.f : 1.f, dw);
@@ -163,18 +159,27 @@ void LceBackward(const KernelCtx& c) {
       for (int64_t j = 0; j < d.v; ++j) db[j] += dz[i * d.v + j];
   };
   Chunks(c, d, row, chunk);
-  ForEach(d.v, Out(c, 3), c.req[3], [&](int64_t j) { return db[j]; });
+  ForEach(d.v, dbias, c.req[3], [&](int64_t j) { return db[j]; });
 }
 
-// One chunk of logits: the forward's inputs are x, label, W, b; the backward's too, then lse.
+// inputs: dx, dW, db (the forward's hidden outputs)    outputs: dx, dlabel (zeros), dW, db
+void LceBackward(const KernelCtx& c) {
+  CopyInto(c.in[0], c.out[0], c.req[0]);
+  ForEach(c.out[1].defined() ? c.out[1].size() : 0, Out(c, 1), c.req[1], [](int64_t) { return 0.f; });
+  CopyInto(c.in[1], c.out[2], c.req[2]);
+  CopyInto(c.in[2], c.out[3], c.req[3]);
+}
+
+// One chunk of logits.
 int64_t LceWorkspace(const WorkspaceCtx& c) {
   const Dims d = DimsOf(c.params<LceParams>(), c.in[0]);
   return d.chunk * d.v * static_cast<int64_t>(sizeof(float));
 }
 
-double LceFlops(const std::vector<Shape>& in, double products) {
+// The logits, the gradients' two products, and exp and the softmax per logit.
+double LceFlops(const std::vector<Shape>& in) {
   const double rows = static_cast<double>(in[0][0]), classes = static_cast<double>(in[2][0]);
-  return rows * classes * (2.0 * products * in[0][1] + 4);  // the GEMMs, and exp and the softmax per logit
+  return rows * classes * (6.0 * in[0][1] + 6);
 }
 
 }  // namespace
@@ -184,7 +189,7 @@ void Register_linear_cross_entropy(OpRegistry* r) {
       .Doc("A fully connected layer of num_hidden classes with a softmax cross-entropy loss, computed chunk rows "
            "at a time so the logits never exist in full; outputs per row the loss and the label's rank.")
       .Inputs({{"x"}, {"label"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
-      .Outputs({"score", "lse"})
+      .Outputs({"score", "dx", "dweight", "dbias"})
       .VisibleOutputs(1)
       .Params([](AttrReader& a) {
         LceParams p;
@@ -198,25 +203,23 @@ void Register_linear_cross_entropy(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(LceInferShape)
-      .Backward({Input(0), Input(1), Input(2), Input(3), Output(1)}, "_backward_linear_cross_entropy")
+      .Backward({Output(1), Output(2), Output(3)}, "_backward_linear_cross_entropy")
       .Loss()
       .OutputsLossAndRank()
-      .WritesOutputsTogether()
       .Recompute(Cost::kExpensive)
       .Workspace(LceWorkspace)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in, 1); })
+      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in); })
       .CpuKernel(LceForward);
   r->Add("_backward_linear_cross_entropy")
-      .Doc("Gradient of linear_cross_entropy, chunk by chunk with the logits recomputed: dx = dz W, dW = dz^T x, "
-           "db = sum(dz), dz = (p - onehot(label)) * grad_scale / norm.")
-      .Inputs({{"x"}, {"label"}, {"weight"}, {"bias"}, {"lse"}})
+      .Doc("Gradient of linear_cross_entropy: the gradients its forward computed (dx, dW, db), handed on; "
+           "dlabel = 0.")
+      .Inputs({{"dx"}, {"dweight"}, {"dbias"}})
       .Outputs({"dx", "dlabel", "dweight", "dbias"})
       .InferShape(InferAsForwardInputs)
       .NoGradient()
-      .Recompute(Cost::kExpensive)
+      .Inplace({{0, 0}, {1, 2}, {2, 3}})
+      .Recompute(Cost::kCheap)
       .AddTo({0, 2, 3})
-      .Workspace(LceWorkspace)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in, 3); })
       .CpuKernel(LceBackward);
 }
 
