@@ -248,6 +248,38 @@ TEST(OnnxImport, ConstantsAndKnownValuesFeedAttributes) {
   EXPECT_EQ(known.inputs.size(), 1u) << "'shape' is read only as a value";
 }
 
+TEST(OnnxImport, ShapeArithmeticFoldsToAStaticReshape) {
+  // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])): the shape
+  // is folded at import, so the graph is one reshape of (2,12) and no
+  // variable holds the shape values.
+  ModelBuilder b;
+  b.Input("x", {2, 3, 4});
+  b.Node("Shape", {"x"}, {"shape"});
+  auto* zero = b.Node("Constant", {}, {"zero"});
+  ModelBuilder::IntAttr(zero, "value_int", 0);
+  b.Node("Gather", {"shape", "zero"}, {"batch"});
+  auto* axes = b.Node("Constant", {}, {"axes"});
+  auto* a = axes->add_attribute();
+  a->set_name("value_ints"), a->set_type(onnx::AttributeProto::INTS), a->add_ints(0);
+  b.Node("Unsqueeze", {"batch", "axes"}, {"batch1"});
+  auto* rest = b.Node("Constant", {}, {"rest"});
+  auto* r = rest->add_attribute();
+  r->set_name("value_ints"), r->set_type(onnx::AttributeProto::INTS), r->add_ints(-1);
+  ModelBuilder::IntAttr(b.Node("Concat", {"batch1", "rest"}, {"target"}), "axis", 0);
+  b.Node("Reshape", {"x", "target"}, {"y"});
+  b.Output("y");
+  OnnxImport imp = ImportOnnx(b.m);
+  ASSERT_TRUE(imp.unsupported.empty()) << DescribeUnsupported(imp.unsupported);
+  int ops = 0;
+  for (int id = 0; id < imp.graph.num_nodes(); ++id) ops += imp.graph.node(id).op != nullptr;
+  EXPECT_EQ(ops, 1) << "Shape, Gather, Unsqueeze and Concat make no node";
+  EXPECT_TRUE(imp.values.empty()) << "the folded shape is no variable";
+  const Node& y = imp.graph.node(imp.graph.FindNode("y"));
+  EXPECT_EQ(y.attrs.at("shape"), "(2,-1)");
+  std::vector<float> x = Ramp(24, 0.3f, 0.1f);
+  ExpectNear(RunGraph(imp.graph, {{"x", FromVector(Shape{2, 3, 4}, x)}}), x);
+}
+
 TEST(OnnxImport, MalformedModelsThrow) {
   ModelBuilder b;
   b.Input("x", {2});

@@ -268,7 +268,9 @@ TEST(OnnxMap, GemmLowerings) {
 
   NodeBuilder alpha("Gemm", {"a", "b"});
   alpha.Float("alpha", 2).Int("transB", 1);
-  EXPECT_NE(Lower(alpha, 13, {Facts(Shape{2, 7}), Facts(Shape{4, 7})}).unsupported.find("alpha"), std::string::npos);
+  Lowering scaled = Lower(alpha, 13, {Facts(Shape{2, 7}), Facts(Shape{4, 7})});
+  ASSERT_EQ(scaled.nodes.size(), 2u);
+  EXPECT_EQ(scaled.nodes[1].op, "mul_scalar");  // no C: alpha alone
 }
 
 TEST(OnnxMap, MatMul) {
@@ -384,6 +386,159 @@ TEST(OnnxMap, UnsqueezeReduceDropout) {
   EXPECT_NE(Lower(NodeBuilder("Dropout", {"x", "r", "t"}), 13, {Facts(Shape{2}), Known(ratio), Known(yes)})
                 .unsupported.find("training_mode"),
             std::string::npos);
+}
+
+// The value a lowering folded (fails the test when it made nodes instead).
+OnnxTensor Value(const Lowering& l) {
+  EXPECT_EQ(l.unsupported, "");
+  EXPECT_TRUE(l.nodes.empty());
+  EXPECT_TRUE(l.value.has_value());
+  return l.value.value_or(OnnxTensor{});
+}
+
+TEST(OnnxMap, ShapeArithmeticFolds) {
+  NodeBuilder shape("Shape", {"x"});
+  shape.Int("start", 1);
+  OnnxTensor s = Value(Lower(shape, 15, {Facts(Shape{2, 3, 4})}));
+  EXPECT_EQ(s.type_name, "INT64");
+  EXPECT_EQ(s.dims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(s.i, (std::vector<int64_t>{3, 4}));
+  EXPECT_NE(Lower(NodeBuilder("Shape", {"x"}), 15, {Facts(Shape())}).unsupported.find("shape"), std::string::npos);
+  OnnxTensor size = Value(Lower(NodeBuilder("Size", {"x"}), 13, {Facts(Shape{2, 3, 4})}));
+  EXPECT_EQ(size.dims, std::vector<int64_t>{});
+  EXPECT_EQ(size.i, std::vector<int64_t>{24});
+
+  OnnxTensor dims = IntsTensor({2, 3, 4}), idx = IntsTensor({-1, 0});
+  EXPECT_EQ(Value(Lower(NodeBuilder("Gather", {"d", "i"}), 13, {Known(dims), Known(idx)})).i,
+            (std::vector<int64_t>{4, 2}));
+  OnnxTensor bad = IntsTensor({3});
+  EXPECT_NE(Lower(NodeBuilder("Gather", {"d", "i"}), 13, {Known(dims), Known(bad)}).unsupported.find("index 3"),
+            std::string::npos);
+  EXPECT_NE(Lower(NodeBuilder("Gather", {"d", "i"}), 13, {Facts(Shape{3}), Known(idx)}).unsupported, "");
+
+  OnnxTensor head = IntsTensor({2}), rest = IntsTensor({-1});
+  NodeBuilder cat("Concat", {"a", "b"});
+  cat.Int("axis", 0);
+  OnnxTensor joined = Value(Lower(cat, 13, {Known(head), Known(rest)}));
+  EXPECT_EQ(joined.i, (std::vector<int64_t>{2, -1}));
+  EXPECT_EQ(joined.dims, (std::vector<int64_t>{2}));
+
+  OnnxTensor zero = IntsTensor({0}), one = IntsTensor({1}), two = IntsTensor({2}), minus = IntsTensor({-1});
+  EXPECT_EQ(Value(Lower(NodeBuilder("Slice", {"x", "s", "e"}), 13, {Known(dims), Known(one), Known(minus)})).i,
+            (std::vector<int64_t>{3}));
+  OnnxTensor empty = Value(Lower(NodeBuilder("Slice", {"x", "s", "e"}), 13, {Known(dims), Known(zero), Known(zero)}));
+  EXPECT_EQ(empty.dims, (std::vector<int64_t>{0})) << "an empty value is fine at import";
+  OnnxTensor back = Value(Lower(NodeBuilder("Slice", {"x", "s", "e", "a", "t"}), 13,
+                                {Known(dims), Known(minus), Known(IntsTensor({-10})), Known(zero), Known(minus)}));
+  EXPECT_EQ(back.i, (std::vector<int64_t>{4, 3, 2}));
+
+  OnnxTensor scalar = IntsTensor({5});
+  scalar.dims = {};
+  OnnxTensor u = Value(Lower(NodeBuilder("Unsqueeze", {"x", "a"}), 13, {Known(scalar), Known(zero)}));
+  EXPECT_EQ(u.dims, (std::vector<int64_t>{1}));
+  EXPECT_EQ(Value(Lower(NodeBuilder("Neg", {"x"}), 13, {Known(dims)})).i, (std::vector<int64_t>{-2, -3, -4}));
+  EXPECT_EQ(Single(Lower(NodeBuilder("Neg", {"x"}), 13, {Facts(Shape{3})})).op, "negative");
+  OnnxTensor tens = IntsTensor({10});
+  EXPECT_EQ(Value(Lower(NodeBuilder("Add", {"a", "b"}), 13, {Known(dims), Known(tens)})).i,
+            (std::vector<int64_t>{12, 13, 14}));
+  EXPECT_EQ(Value(Lower(NodeBuilder("Div", {"a", "b"}), 13, {Known(IntsTensor({8, 6})), Known(two)})).i,
+            (std::vector<int64_t>{4, 3}));
+  EXPECT_NE(Lower(NodeBuilder("Div", {"a", "b"}), 13, {Known(dims), Known(two)}).unsupported.find("exact"),
+            std::string::npos);
+  EXPECT_NE(Lower(NodeBuilder("Mul", {"a", "b"}), 13, {Known(dims), Known(IntsTensor({1, 2}))}).unsupported.find(
+                "broadcast"),
+            std::string::npos);
+
+  OnnxTensor sq = IntsTensor({7});
+  sq.dims = {1, 1};
+  EXPECT_EQ(Value(Lower(NodeBuilder("Squeeze", {"x"}), 13, {Known(sq)})).dims, std::vector<int64_t>{});
+  EXPECT_EQ(Single(Lower(NodeBuilder("Squeeze", {"x"}), 13, {Facts(Shape{1, 3, 1})})).attrs,
+            (AttrMap{{"shape", "(3)"}}));
+  EXPECT_NE(Lower(NodeBuilder("Squeeze", {"x", "a"}), 13, {Facts(Shape{1, 3}), Known(one)}).unsupported.find(
+                "not of size 1"),
+            std::string::npos);
+}
+
+TEST(OnnxMap, ValuesMadeAtImport) {
+  OnnxTensor shape = IntsTensor({2, 3});
+  OnnxTensor zeros = Value(Lower(NodeBuilder("ConstantOfShape", {"s"}), 13, {Known(shape)}));
+  EXPECT_EQ(zeros.kind, OnnxTensor::Kind::kFloat);
+  EXPECT_EQ(zeros.f, std::vector<float>(6, 0.f));
+  OnnxTensor negative = IntsTensor({2, -3});
+  EXPECT_NE(Lower(NodeBuilder("ConstantOfShape", {"s"}), 13, {Known(negative)}).unsupported.find("negative"),
+            std::string::npos);
+  OnnxTensor huge = IntsTensor({1 << 20, 1 << 20});
+  EXPECT_NE(Lower(NodeBuilder("ConstantOfShape", {"s"}), 13, {Known(huge)}).unsupported.find("too large"),
+            std::string::npos);
+
+  OnnxTensor one = IntsTensor({1}), seven = IntsTensor({7}), two = IntsTensor({2});
+  for (OnnxTensor* t : {&one, &seven, &two}) t->dims = {};
+  EXPECT_EQ(Value(Lower(NodeBuilder("Range", {"a", "b", "c"}), 13, {Known(one), Known(seven), Known(two)})).i,
+            (std::vector<int64_t>{1, 3, 5}));
+  OnnxTensor f0 = FloatTensor({}, {0.f}), f1 = FloatTensor({}, {1.f}), step = FloatTensor({}, {-0.25f});
+  EXPECT_EQ(Value(Lower(NodeBuilder("Range", {"a", "b", "c"}), 13, {Known(f1), Known(f0), Known(step)})).f,
+            (std::vector<float>{1.f, 0.75f, 0.5f, 0.25f}));
+  EXPECT_NE(Lower(NodeBuilder("Range", {"a", "b", "c"}), 13, {Known(one), Known(f0), Known(two)}).unsupported, "");
+
+  NodeBuilder to_float("Cast", {"x"});
+  to_float.Int("to", onnx::TensorProto::FLOAT);
+  OnnxTensor f = Value(Lower(to_float, 13, {Known(seven)}));
+  EXPECT_EQ(f.kind, OnnxTensor::Kind::kFloat);
+  EXPECT_EQ(f.f, std::vector<float>{7.f});
+  EXPECT_TRUE(Lower(to_float, 13, {Facts(Shape{3})}).alias.has_value()) << "a float tensor stays itself";
+  NodeBuilder to_int("Cast", {"x"});
+  to_int.Int("to", onnx::TensorProto::INT32);
+  OnnxTensor trunc = FloatTensor({2}, {2.7f, -2.7f});
+  EXPECT_EQ(Value(Lower(to_int, 13, {Known(trunc)})).i, (std::vector<int64_t>{2, -2}));
+  OnnxTensor big = FloatTensor({1}, {1e10f});
+  EXPECT_NE(Lower(to_int, 13, {Known(big)}).unsupported.find("range"), std::string::npos);
+  EXPECT_NE(Lower(to_int, 13, {Facts(Shape{3})}).unsupported.find("not known"), std::string::npos);
+  // A test file may hold a bfloat16 input as UINT16 values: not folded as integers.
+  OnnxTensor stored = IntsTensor({16117});
+  stored.type_name = "UINT16";
+  ValueFacts bf16 = Known(stored);
+  bf16.type_name = "BFLOAT16";
+  EXPECT_TRUE(Lower(to_float, 13, {bf16}).alias.has_value());
+  NodeBuilder like("CastLike", {"x", "t"});
+  ValueFacts int_like = Facts(Shape{1});
+  int_like.type_name = "INT64";
+  EXPECT_EQ(Value(Lower(like, 15, {Known(trunc), int_like})).i, (std::vector<int64_t>{2, -2}));
+}
+
+TEST(OnnxMap, ComposedLowerings) {
+  NodeBuilder gemm("Gemm", {"a", "b", "c"});
+  gemm.Float("alpha", 0.5f).Float("beta", 2.f).Int("transB", 1);
+  Lowering g = Lower(gemm, 13, {Facts(Shape{2, 3}), Facts(Shape{4, 3}), Facts(Shape{4})});
+  ASSERT_EQ(g.unsupported, "");
+  std::vector<std::string> ops;
+  for (const NewNode& n : g.nodes) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"fully_connected", "mul_scalar", "mul_scalar", "add"}));
+  EXPECT_EQ(g.nodes[1].attrs.at("scalar"), "0.5");
+
+  Lowering l2 = Lower(NodeBuilder("ReduceL2", {"x"}), 13, {Facts(Shape{2, 3})});
+  ASSERT_EQ(l2.nodes.size(), 3u);
+  EXPECT_EQ(l2.nodes[0].op, "square");
+  EXPECT_EQ(l2.nodes[1].op, "sum");
+  EXPECT_EQ(l2.nodes[1].attrs.at("keepdims"), "true");
+  EXPECT_EQ(l2.nodes[2].op, "sqrt");
+  NodeBuilder noop("ReduceL1", {"x"});
+  noop.Int("noop_with_empty_axes", 1);
+  EXPECT_NE(Lower(noop, 18, {Facts(Shape{2})}).unsupported.find("noop"), std::string::npos);
+
+  NodeBuilder elu("Elu", {"x"});
+  elu.Float("alpha", -1.f);
+  EXPECT_NE(Lower(elu, 13, {}).unsupported.find("slope"), std::string::npos);
+  NodeBuilder selu("Selu", {"x"});
+  selu.Float("alpha", 2.f).Float("gamma", 3.f);
+  Lowering s = Lower(selu, 13, {});
+  ASSERT_EQ(s.nodes.size(), 2u);
+  EXPECT_EQ(s.nodes[0].attrs, (AttrMap{{"act_type", "elu"}, {"slope", "2"}}));
+  EXPECT_EQ(s.nodes[1].attrs.at("scalar"), "3");
+
+  Lowering mean = Lower(NodeBuilder("Mean", {"a", "b", "c"}), 13, {Facts(Shape{2}), Facts(Shape{2}), Facts(Shape{2})});
+  ASSERT_EQ(mean.nodes.size(), 2u);
+  EXPECT_EQ(mean.nodes[1].op, "div_scalar");
+  EXPECT_EQ(mean.nodes[1].attrs.at("scalar"), "3");
 }
 
 }  // namespace

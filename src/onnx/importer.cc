@@ -53,6 +53,7 @@ class Importer {
   void AddGraphInputs();
   void ImportNode(const onnx::NodeProto& node);
   void ImportConstant(const onnx::NodeProto& node, const std::string& label);
+  void SetConstant(const std::string& onnx_name, OnnxTensor t);
   std::string CheckLowering(const Lowering& low, const onnx::NodeProto& node);
   std::vector<std::any> ParseAll(const Lowering& low, const onnx::NodeProto& node, const std::string& label);
   void Emit(const Lowering& low, const onnx::NodeProto& node, std::vector<std::any> params);
@@ -197,6 +198,7 @@ void Importer::ImportNode(const onnx::NodeProto& node) {
       return;
     }
     facts.push_back(v.facts);
+    facts.back().type_name = v.type_name;
   }
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return Report(node, label, "domain '" + node.domain() + "' is not supported");
@@ -206,6 +208,7 @@ void Importer::ImportNode(const onnx::NodeProto& node) {
   Lowering low = m->rule(NodeView(node, out_.opset, facts, available_));
   if (low.unsupported.empty()) low.unsupported = CheckLowering(low, node);
   if (!low.unsupported.empty()) return Report(node, label, low.unsupported);
+  if (low.value) return SetConstant(node.output(0), std::move(*low.value));
   Emit(low, node, ParseAll(low, node, label));
 }
 
@@ -232,8 +235,13 @@ void Importer::ImportConstant(const onnx::NodeProto& node, const std::string& la
   } else {
     return Report(node, label, "Constant '" + a.name() + "' is not supported");
   }
-  tensors_.push_back(DecodeOnnxTensor(t, "Constant '" + label + "'"));
-  Value& v = values_[node.output(0)];
+  SetConstant(node.output(0), DecodeOnnxTensor(t, "Constant '" + label + "'"));
+}
+
+// A value known at import: a Constant node's, or one a rule computed.
+void Importer::SetConstant(const std::string& onnx_name, OnnxTensor t) {
+  tensors_.push_back(std::move(t));
+  Value& v = values_[onnx_name];
   v.source = Value::kConstant;
   v.facts = {tensors_.back().shape(), &tensors_.back(), false};
   v.type_name = tensors_.back().type_name;
@@ -255,8 +263,8 @@ std::string Importer::CheckLowering(const Lowering& low, const onnx::NodeProto& 
       return Fmt("input ", o.index + 1, " is absent, and ", node.op_type(), " needs it");
     if (std::string why = TensorProblem(node.input(o.index)); !why.empty()) return why;
   }
-  if (low.alias && node.output_size() != 1) return "an alias has one output";
-  CHECK(low.alias || !low.nodes.empty()) << node.op_type() << " rule made no node";
+  if ((low.alias || low.value) && node.output_size() != 1) return "an alias or a value known at import is one output";
+  CHECK(low.alias || low.value || !low.nodes.empty()) << node.op_type() << " rule made no node";
   return "";
 }
 
@@ -283,8 +291,9 @@ void Importer::Emit(const Lowering& low, const onnx::NodeProto& node, std::vecto
   int named = 0;
   for (int k = 0; k < node.output_size(); ++k)
     if (!node.output(k).empty()) named = k + 1;
-  const int given = low.hidden_outputs_too ? last_op->NumOutputs(params.back())
-                                           : last_op->NumVisibleOutputs(params.back());
+  const int given = !low.outputs.empty()     ? static_cast<int>(low.outputs.size())
+                    : low.hidden_outputs_too ? last_op->NumOutputs(params.back())
+                                             : last_op->NumVisibleOutputs(params.back());
   if (named > given) {
     return Report(node, node.name().empty() ? base : node.name(),
                   Fmt(node.op_type(), " has ", named, " outputs; frugal's ", last_op->name(), " gives ", given));
@@ -309,7 +318,7 @@ void Importer::Emit(const Lowering& low, const onnx::NodeProto& node, std::vecto
         if (!e.valid()) {
           const auto& c = low.constants[o.index];
           std::string name = UniqueName(Sanitize(node.input(c.from_input)) + "_" + c.suffix);
-          e = {out_.graph.AddVariable(name, SlotKind(*n.op, j, VarKind::kParam)), 0};
+          e = {out_.graph.AddVariable(name, c.learned ? SlotKind(*n.op, j, VarKind::kParam) : VarKind::kAux), 0};
           shapes_.push_back(c.value.shape());
           out_.values[name] = c.value;
         }
@@ -323,7 +332,13 @@ void Importer::Emit(const Lowering& low, const onnx::NodeProto& node, std::vecto
     if (node.output(k).empty()) continue;
     Value& v = values_[node.output(k)];
     v.source = Value::kNode;
-    v.entry = {made.back(), k};
+    if (low.outputs.empty()) {
+      v.entry = {made.back(), k};
+    } else {
+      const Operand& o = low.outputs[k];
+      CHECK(o.kind == Operand::kNode) << node.op_type() << " rule names an output that is not a node's";
+      v.entry = {made[o.index], o.output};
+    }
     v.facts.shape = ShapeOf(v.entry);
   }
 }

@@ -8,8 +8,11 @@
 // rule says so (unsupported); it never approximates.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <map>
 
+#include "onnx.pb.h"
 #include "onnx/op_table.h"
 
 namespace frugal::onnx_map {
@@ -57,6 +60,91 @@ bool IsFloatInitializer(const NodeView& v, int i) {
 Operand Add(Lowering* l, const std::string& op, AttrMap attrs, std::vector<Operand> in) {
   l->nodes.push_back({op, std::move(attrs), std::move(in)});
   return Prev(static_cast<int>(l->nodes.size()) - 1);
+}
+
+// ------------------------------------------------------ values known at import
+//
+// A node whose inputs are integers known at import (shapes, axes, indices)
+// is folded: its output is computed here and is a value known at import
+// too, so that Shape -> Gather -> Concat -> Reshape ends in a static
+// reshape. Float tensors are made here only from such values (Range,
+// ConstantOfShape, a Cast of integers); float data is left to frugal's ops.
+
+// Elements a folded value may hold: shape arithmetic is small, and a bad
+// shape must not allocate without bound.
+constexpr int64_t kMaxFolded = int64_t{1} << 24;
+
+// Input i's value known at import, where it holds the input's declared
+// type (a test file may store bfloat16 as UINT16), or nullptr.
+const OnnxTensor* KnownTensor(const NodeView& v, int i) {
+  const OnnxTensor* t = v.InputValue(i);
+  return t && (v.InputType(i).empty() || v.InputType(i) == t->type_name) ? t : nullptr;
+}
+
+// Input i as known integers, or nullptr.
+const OnnxTensor* KnownIntTensor(const NodeView& v, int i) {
+  const OnnxTensor* t = KnownTensor(v, i);
+  return t && t->kind == OnnxTensor::Kind::kInt ? t : nullptr;
+}
+
+Lowering Folded(OnnxTensor t) {
+  Lowering l;
+  l.value = std::move(t);
+  return l;
+}
+
+OnnxTensor IntValue(std::vector<int64_t> dims, std::vector<int64_t> values, const std::string& type = "INT64") {
+  OnnxTensor t;
+  t.kind = OnnxTensor::Kind::kInt, t.type_name = type, t.dims = std::move(dims), t.i = std::move(values);
+  return t;
+}
+
+// Row-major strides of dims, and the dims' element count.
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * dims[d + 1];
+  return s;
+}
+
+// a op b on known integers with numpy broadcasting; "" or why not.
+std::string BroadcastInts(const OnnxTensor& a, const OnnxTensor& b,
+                          const std::function<bool(int64_t, int64_t, int64_t*)>& op, OnnxTensor* out) {
+  const size_t r = std::max(a.dims.size(), b.dims.size());
+  std::vector<int64_t> da(r - a.dims.size(), 1), db(r - b.dims.size(), 1), dy(r);
+  da.insert(da.end(), a.dims.begin(), a.dims.end());
+  db.insert(db.end(), b.dims.begin(), b.dims.end());
+  for (size_t d = 0; d < r; ++d) {
+    if (da[d] != db[d] && da[d] != 1 && db[d] != 1)
+      return Fmt("shapes ", a.shape(), " and ", b.shape(), " do not broadcast");
+    dy[d] = da[d] == 1 ? db[d] : da[d];
+  }
+  const std::vector<int64_t> sa = Strides(da), sb = Strides(db), sy = Strides(dy);
+  *out = IntValue(dy, {}, a.type_name);
+  const int64_t n = out->NumElements();
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t c = k / sy[d] % dy[d];
+      ia += da[d] == 1 ? 0 : c * sa[d];
+      ib += db[d] == 1 ? 0 : c * sb[d];
+    }
+    int64_t y;
+    if (!op(a.i[ia], b.i[ib], &y)) return Fmt("no exact integer result for ", a.i[ia], " and ", b.i[ib]);
+    out->i.push_back(y);
+  }
+  return "";
+}
+
+// The range of an ONNX integer element type; false for other types.
+bool IntTypeRange(const std::string& type, int64_t* lo, int64_t* hi) {
+  static const std::map<std::string, std::pair<int64_t, int64_t>> ranges = {
+      {"BOOL", {0, 1}},          {"INT8", {INT8_MIN, INT8_MAX}},    {"UINT8", {0, UINT8_MAX}},
+      {"INT16", {INT16_MIN, INT16_MAX}}, {"UINT16", {0, UINT16_MAX}}, {"INT32", {INT32_MIN, INT32_MAX}},
+      {"UINT32", {0, UINT32_MAX}},       {"INT64", {INT64_MIN, INT64_MAX}}};
+  auto it = ranges.find(type);
+  if (it == ranges.end()) return false;
+  *lo = it->second.first, *hi = it->second.second;
+  return true;
 }
 
 }  // namespace
@@ -219,8 +307,6 @@ Lowering LayerNormRule(const NodeView& v) {
 Lowering GemmRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"alpha", "beta", "transA", "transB", "broadcast"}); !why.empty())
     return Unsupported(why);
-  if (v.Float("alpha", 1) != 1 || (v.HasInput(2) && v.Float("beta", 1) != 1))
-    return Unsupported("alpha or beta other than 1 is not supported");
   const Shape& b = v.InputShape(1);
   if (!b.known() || b.ndim() != 2) return Unsupported("needs B's shape (2 known dims)");
   const bool trans_b = v.Int("transB", 0) != 0;
@@ -242,6 +328,17 @@ Lowering GemmRule(const NodeView& v) {
     }
   }
   AttrMap fc{{"num_hidden", IntStr(n)}, {"flatten", "true"}};
+  const double alpha = v.Float("alpha", 1), beta = v.HasInput(2) ? v.Float("beta", 1) : 1;
+  if (alpha != 1 || beta != 1) {  // alpha (A' B') + beta C, each scaled on its own
+    fc["no_bias"] = "true";
+    Operand y = Add(&l, "fully_connected", fc, {x, w});
+    if (alpha != 1) y = Add(&l, "mul_scalar", {{"scalar", FloatStr(alpha)}}, {y});
+    if (!v.HasInput(2)) return l;
+    Operand c = In(2);
+    if (beta != 1) c = Add(&l, "mul_scalar", {{"scalar", FloatStr(beta)}}, {c});
+    Add(&l, "add", {}, {y, c});
+    return l;
+  }
   if (!v.HasInput(2)) {
     fc["no_bias"] = "true";
     Add(&l, "fully_connected", fc, {x, w});
@@ -377,6 +474,19 @@ Lowering SumRule(const NodeView& v) {
 Lowering BroadcastRule(const NodeView& v, const std::string& frugal_op) {
   if (auto why = v.UnknownAttr({"broadcast", "axis", "consumed_inputs"}); !why.empty()) return Unsupported(why);
   if (v.Has("axis")) return Unsupported("legacy broadcasting along an axis is not supported");
+  const OnnxTensor *a = KnownIntTensor(v, 0), *b = KnownIntTensor(v, 1);
+  if (a && b) {  // shape arithmetic; Div only where exact
+    const std::map<std::string, std::function<bool(int64_t, int64_t, int64_t*)>> ops = {
+        {"add", [](int64_t x, int64_t y, int64_t* z) { return !__builtin_add_overflow(x, y, z); }},
+        {"sub", [](int64_t x, int64_t y, int64_t* z) { return !__builtin_sub_overflow(x, y, z); }},
+        {"mul", [](int64_t x, int64_t y, int64_t* z) { return !__builtin_mul_overflow(x, y, z); }},
+        {"div", [](int64_t x, int64_t y, int64_t* z) { return y != 0 && x % y == 0 && (*z = x / y, true); }}};
+    auto op = ops.find(frugal_op);
+    if (op == ops.end()) return Unsupported(Fmt(v.op_type(), " of integers"));
+    OnnxTensor y;
+    if (std::string why = BroadcastInts(*a, *b, op->second, &y); !why.empty()) return Unsupported(why);
+    return Folded(std::move(y));
+  }
   if (frugal_op == "add" && !v.OpAvailable("add") && v.InputShape(0).known() && v.InputShape(0) == v.InputShape(1))
     return One("add_n", {{"num_args", "2"}}, 2);
   return One(frugal_op, {}, 2);
@@ -421,6 +531,29 @@ Lowering ConcatRule(const NodeView& v) {
   const Shape& x = v.InputShape(0);
   if (x.known() && !NormAxis(axis, x.ndim(), &axis)) return Unsupported(Fmt("axis ", axis, " out of range"));
   const int n = v.num_inputs();
+  std::vector<const OnnxTensor*> known;
+  for (int i = 0; i < n && KnownIntTensor(v, i); ++i) known.push_back(KnownIntTensor(v, i));
+  if (static_cast<int>(known.size()) == n && n > 0) {  // shape arithmetic: join along axis
+    const Shape& s0 = known[0]->shape();
+    if (!NormAxis(v.Int("axis", 1), s0.ndim(), &axis))
+      return Unsupported(Fmt("axis ", v.Int("axis", 1), " out of range"));
+    const int a = static_cast<int>(axis);
+    OnnxTensor y = IntValue(s0.dims(), {}, known[0]->type_name);
+    y.dims[a] = 0;
+    for (const OnnxTensor* t : known) {
+      Shape s = t->shape();
+      s[a] = s0[a];
+      if (s != s0) return Unsupported(Fmt("inputs of shapes ", s0, " and ", t->shape(), " do not join along ", a));
+      y.dims[a] += t->dims[a];
+    }
+    const int64_t outer = s0.Prod(0, a);
+    for (int64_t o = 0; o < outer; ++o)
+      for (const OnnxTensor* t : known) {
+        const int64_t chunk = t->shape().Prod(a, s0.ndim());
+        y.i.insert(y.i.end(), t->i.begin() + o * chunk, t->i.begin() + (o + 1) * chunk);
+      }
+    return Folded(std::move(y));
+  }
   return One("concat", {{"dim", IntStr(axis)}, {"num_args", IntStr(n)}}, n);
 }
 
@@ -481,8 +614,23 @@ Lowering SliceRule(const NodeView& v) {
     begin[a] = s > 0 ? clamp(starts[k], d, 0, d) : clamp(starts[k], d, 0, d - 1);
     end[a] = s > 0 ? clamp(ends[k], d, 0, d) : clamp(ends[k], d, -1, d - 1);
     step[a] = s;
+    if (KnownIntTensor(v, 0)) continue;  // folded below: an empty or open-ended slice is fine
     if (end[a] < 0) return Unsupported("a negative step running to the start needs an open end, which frugal lacks");
     if ((end[a] - begin[a]) * s <= 0) return Unsupported(Fmt("the slice of axis ", a, " is empty (frugal has no empty tensors)"));
+  }
+  if (const OnnxTensor* t = KnownIntTensor(v, 0)) {  // shape arithmetic
+    std::vector<int64_t> dims(x.ndim());
+    for (int d = 0; d < x.ndim(); ++d)
+      dims[d] = std::max<int64_t>(0, (end[d] - begin[d] + step[d] + (step[d] > 0 ? -1 : 1)) / step[d]);
+    OnnxTensor y = IntValue(dims, {}, t->type_name);
+    const std::vector<int64_t> sx = Strides(x.dims()), sy = Strides(dims);
+    const int64_t n = Shape(dims).Size();
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t at = 0;
+      for (int d = 0; d < x.ndim(); ++d) at += (begin[d] + k / sy[d] % dims[d] * step[d]) * sx[d];
+      y.i.push_back(t->i[at]);
+    }
+    return Folded(std::move(y));
   }
   return One("slice", {{"begin", TupleStr(begin)}, {"end", TupleStr(end)}, {"step", TupleStr(step)}}, 1);
 }
@@ -506,6 +654,14 @@ Lowering UnsqueezeRule(const NodeView& v) {
     if (a < 0) a += rank;
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return Unsupported("repeated axes");
+  if (const OnnxTensor* t = KnownIntTensor(v, 0)) {  // shape arithmetic
+    OnnxTensor y = *t;
+    for (int64_t a : axes) {
+      if (a > static_cast<int64_t>(y.dims.size())) return Unsupported(Fmt("axis ", a, " out of range"));
+      y.dims.insert(y.dims.begin() + a, 1);
+    }
+    return Folded(std::move(y));
+  }
   Lowering l;
   Operand y = In(0);
   for (int64_t a : axes) y = Add(&l, "expand_dims", {{"axis", IntStr(a)}}, {y});
@@ -531,6 +687,21 @@ Lowering ReduceRule(const NodeView& v, const std::string& frugal_op) {
   return One(frugal_op, std::move(a), 1);
 }
 
+// ReduceL1 / ReduceL2 / ReduceSumSquare / ReduceLogSum / ReduceLogSumExp:
+// `pre` elementwise (abs, square, exp; "" none), then frugal's sum, then
+// `post` (sqrt, log; "" none).
+Lowering ComposedReduceRule(const NodeView& v, const std::string& pre, const std::string& post) {
+  Lowering r = ReduceRule(v, "sum");
+  if (!r.unsupported.empty()) return r;
+  if (r.alias) return Unsupported("noop_with_empty_axes=1 with no axes (the input itself) is not supported");
+  Lowering l;
+  Operand y = In(0);
+  if (!pre.empty()) y = Add(&l, pre, {}, {y});
+  y = Add(&l, "sum", r.nodes[0].attrs, {y});
+  if (!post.empty()) Add(&l, post, {}, {y});
+  return l;
+}
+
 // Dropout: the ratio is an attribute before opset 12, an input after.
 Lowering DropoutRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"ratio", "is_test", "seed", "consumed_inputs"}); !why.empty()) return Unsupported(why);
@@ -547,6 +718,295 @@ Lowering DropoutRule(const NodeView& v) {
     if ((*t)[0] != 0) return Unsupported("training_mode=true: ONNX's random mask cannot be reproduced");
   }
   return One("dropout", {{"p", FloatStr(p)}}, 1);
+}
+
+// ------------------------------------------------------ values known at import
+
+namespace {
+
+// Cast's value for a known input, converted to ONNX type `to` as numpy's
+// astype does (floats truncate toward zero); "" or why not.
+std::string CastValue(const OnnxTensor& x, const std::string& to, OnnxTensor* y) {
+  y->dims = x.dims, y->type_name = to;
+  if (to == "FLOAT") {
+    y->kind = OnnxTensor::Kind::kFloat;
+    y->f = x.f;
+    for (int64_t i : x.i) y->f.push_back(static_cast<float>(i));
+    return "";
+  }
+  int64_t lo, hi;
+  if (!IntTypeRange(to, &lo, &hi)) return Fmt("a cast to ", to, " (frugal holds float32 and integers)");
+  y->kind = OnnxTensor::Kind::kInt;
+  for (int64_t i : x.i) {
+    if (to != "BOOL" && (i < lo || i > hi)) return Fmt("value ", i, " is out of the range of ", to);
+    y->i.push_back(to == "BOOL" ? i != 0 : i);
+  }
+  for (float f : x.f) {
+    const double t = std::trunc(static_cast<double>(f));
+    if (to != "BOOL" && !(t >= static_cast<double>(lo) && t < static_cast<double>(hi) + 1.0))
+      return Fmt("value ", f, " is out of the range of ", to);
+    y->i.push_back(to == "BOOL" ? f != 0 : static_cast<int64_t>(t));
+  }
+  return "";
+}
+
+// Cast / CastLike to ONNX type `to`: folded when the input is known at
+// import (a float to float stays the value it is); a float tensor cast to
+// float is itself.
+Lowering CastTo(const NodeView& v, const std::string& to) {
+  const OnnxTensor* x = KnownTensor(v, 0);
+  if (x && x->kind != OnnxTensor::Kind::kOther && (x->kind == OnnxTensor::Kind::kInt || to != "FLOAT")) {
+    OnnxTensor y;
+    if (std::string why = CastValue(*x, to, &y); !why.empty()) return Unsupported(why);
+    return Folded(std::move(y));
+  }
+  if (to != "FLOAT")
+    return Unsupported(Fmt("a cast to ", to, " of a tensor not known at import (frugal computes in float32 only)"));
+  Lowering l;  // a tensor of another type is refused as an input, with its type named
+  l.alias = In(0);
+  return l;
+}
+
+}  // namespace
+
+Lowering CastRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"to", "saturate"}); !why.empty()) return Unsupported(why);
+  const int64_t to = v.Int("to", 0);
+  if (!onnx::TensorProto::DataType_IsValid(static_cast<int>(to)))
+    return Unsupported(Fmt("to ", to, " is no ONNX type"));
+  return CastTo(v, onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(to)));
+}
+
+Lowering CastLikeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"saturate"}); !why.empty()) return Unsupported(why);
+  if (v.InputType(1).empty()) return Unsupported("input 1 (target_type) is not a tensor");
+  return CastTo(v, v.InputType(1));
+}
+
+// Shape(x)[start:end] and Size(x), from x's shape.
+Lowering ShapeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"start", "end"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  if (!x.known()) return Unsupported("needs the input's shape");
+  const int64_t r = x.ndim();
+  auto clamp = [r](int64_t a) { return std::clamp<int64_t>(a < 0 ? a + r : a, 0, r); };
+  const int64_t b = clamp(v.Int("start", 0)), e = std::max(b, clamp(v.Int("end", r)));
+  return Folded(IntValue({e - b}, std::vector<int64_t>(x.dims().begin() + b, x.dims().begin() + e)));
+}
+
+Lowering SizeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  if (!x.known()) return Unsupported("needs the input's shape");
+  return Folded(IntValue({}, {x.Size()}));
+}
+
+// ConstantOfShape(shape): the one-element `value` (float 0 by default) repeated.
+Lowering ConstantOfShapeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"value"}); !why.empty()) return Unsupported(why);
+  const OnnxTensor* s = KnownIntTensor(v, 0);
+  if (!s) return Unsupported(NotKnown(v, 0, "shape"));
+  OnnxTensor y;
+  if (v.Has("value")) {
+    y = *v.TensorAttr("value");
+  } else {
+    y.kind = OnnxTensor::Kind::kFloat, y.type_name = "FLOAT", y.f = {0.f};
+  }
+  if (y.kind == OnnxTensor::Kind::kOther || y.NumElements() != 1)
+    return Unsupported(Fmt("value of type ", y.type_name, " with ", y.NumElements(), " elements (one number)"));
+  int64_t n = 1;
+  for (int64_t d : s->i) {
+    if (d < 0) return Unsupported(Fmt("shape ", TupleStr(s->i), " has a negative dim"));
+    if (d > 0 && n > kMaxFolded / d) return Unsupported(Fmt("shape ", TupleStr(s->i), " is too large to fold"));
+    n *= d;
+  }
+  y.dims = s->i;
+  if (y.kind == OnnxTensor::Kind::kFloat) y.f.assign(n, y.f[0]);
+  else y.i.assign(n, y.i[0]);
+  return Folded(std::move(y));
+}
+
+// Range(start, limit, delta) of known scalars: ceil((limit - start) / delta) values.
+Lowering RangeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  const char* what[] = {"start", "limit", "delta"};
+  double x[3];
+  for (int i = 0; i < 3; ++i) {
+    const OnnxTensor* t = v.InputValue(i);
+    if (!t || t->kind == OnnxTensor::Kind::kOther || t->NumElements() != 1 || t->kind != v.InputValue(0)->kind)
+      return Unsupported(NotKnown(v, i, what[i]) + Fmt("; a scalar of start's type"));
+    x[i] = t->kind == OnnxTensor::Kind::kFloat ? t->f[0] : static_cast<double>(t->i[0]);
+  }
+  if (x[2] == 0) return Unsupported("delta 0");
+  const double count = std::max(0.0, std::ceil((x[1] - x[0]) / x[2]));
+  if (!(count <= kMaxFolded)) return Unsupported(Fmt("a range of ", count, " values is too large to fold"));
+  OnnxTensor y = *v.InputValue(0);
+  const auto n = static_cast<int64_t>(count);
+  y.dims = {n}, y.f.clear(), y.i.clear();
+  for (int64_t k = 0; k < n; ++k) {
+    if (y.kind == OnnxTensor::Kind::kFloat) y.f.push_back(static_cast<float>(x[0] + k * x[2]));
+    else y.i.push_back(v.InputValue(0)->i[0] + k * v.InputValue(2)->i[0]);
+  }
+  return Folded(std::move(y));
+}
+
+// Squeeze(axes, default: every dim of size 1): a reshape to the known
+// result shape, or folded for known integers.
+Lowering SqueezeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axes"}); !why.empty()) return Unsupported(why);
+  std::vector<int64_t> axes = v.Ints("axes");
+  if (v.HasInput(1)) {
+    const auto* s = KnownInts(v, 1);
+    if (!s) return Unsupported(NotKnown(v, 1, "axes"));
+    axes = *s;
+  }
+  const Shape& x = v.InputShape(0);
+  if (!x.known()) return Unsupported("needs the input's shape");
+  std::vector<bool> drop(x.ndim(), false);
+  for (int d = 0; d < x.ndim(); ++d) drop[d] = axes.empty() && x[d] == 1;
+  for (int64_t a : axes) {
+    if (!NormAxis(a, x.ndim(), &a)) return Unsupported(Fmt("axis ", a, " out of range for ", x));
+    if (x[static_cast<int>(a)] != 1) return Unsupported(Fmt("axis ", a, " of ", x, " is not of size 1"));
+    drop[a] = true;
+  }
+  std::vector<int64_t> dims;
+  for (int d = 0; d < x.ndim(); ++d)
+    if (!drop[d]) dims.push_back(x[d]);
+  if (const OnnxTensor* t = KnownIntTensor(v, 0)) {
+    OnnxTensor y = *t;
+    y.dims = dims;
+    return Folded(std::move(y));
+  }
+  if (dims.empty() || std::count(dims.begin(), dims.end(), 0))
+    return Unsupported(Fmt("the result ", Shape(dims), " is a scalar or empty, which frugal's reshape cannot make"));
+  return One("reshape", {{"shape", TupleStr(dims)}}, 1);
+}
+
+// Gather(data, indices, axis) of known integers (shape arithmetic).
+Lowering GatherRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axis"}); !why.empty()) return Unsupported(why);
+  const OnnxTensor *x = KnownIntTensor(v, 0), *idx = KnownIntTensor(v, 1);
+  if (!idx) return Unsupported(NotKnown(v, 1, "indices"));
+  if (!x) return Unsupported("gathers from data not known at import (only shape arithmetic is folded)");
+  int64_t axis;
+  if (!NormAxis(v.Int("axis", 0), static_cast<int>(x->dims.size()), &axis))
+    return Unsupported(Fmt("axis ", v.Int("axis", 0), " out of range for ", x->shape()));
+  const int a = static_cast<int>(axis);
+  const int64_t dim = x->dims[a], inner = x->shape().Prod(a + 1, x->shape().ndim()), outer = x->shape().Prod(0, a);
+  std::vector<int64_t> dims(x->dims.begin(), x->dims.begin() + a);
+  dims.insert(dims.end(), idx->dims.begin(), idx->dims.end());
+  dims.insert(dims.end(), x->dims.begin() + a + 1, x->dims.end());
+  OnnxTensor y = IntValue(dims, {}, x->type_name);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t k : idx->i) {
+      if (k < -dim || k >= dim) return Unsupported(Fmt("index ", k, " out of range for dim ", dim));
+      if (k < 0) k += dim;
+      for (int64_t j = 0; j < inner; ++j) y.i.push_back(x->i[(o * dim + k) * inner + j]);
+    }
+  }
+  return Folded(std::move(y));
+}
+
+// Neg: folded for known integers (Axis1D -> NumReducedAxes), else negative.
+Lowering NegRule(const NodeView& v) {
+  const OnnxTensor* x = KnownIntTensor(v, 0);
+  if (!x) return Simple("negative")(v);
+  OnnxTensor y = *x;
+  for (int64_t& i : y.i) {
+    if (i == std::numeric_limits<int64_t>::min()) return Unsupported(Fmt("-(", i, ") overflows"));
+    i = -i;
+  }
+  return Folded(std::move(y));
+}
+
+// ------------------------------------------------------- activations
+
+namespace {
+// The ONNX attribute `name` (default dflt), which must be >= 0 for
+// frugal's leaky_relu; "" or why not.
+std::string NonNegative(const NodeView& v, const std::string& name, double dflt, double* out) {
+  *out = v.Float(name, dflt);
+  return *out >= 0 ? "" : Fmt(name, " ", *out, " < 0 (frugal's elu needs a slope >= 0)");
+}
+}  // namespace
+
+// Elu(alpha), Selu(alpha, gamma) = gamma elu(x, alpha), Celu(alpha) =
+// alpha elu(x / alpha, 1): frugal's leaky_relu of act_type elu, scaled.
+Lowering EluRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"alpha", "gamma"}); !why.empty()) return Unsupported(why);
+  const std::string& op = v.op_type();
+  if (v.Has("gamma") && op != "Selu") return Unsupported("attribute 'gamma' is not supported");
+  double alpha;
+  if (auto why = NonNegative(v, "alpha", op == "Selu" ? 1.67326319217681884765625 : 1.0, &alpha); !why.empty())
+    return Unsupported(why);
+  Lowering l;
+  Operand y = In(0);
+  if (op == "Celu") {
+    if (alpha == 0) return Unsupported("alpha 0");
+    y = Add(&l, "div_scalar", {{"scalar", FloatStr(alpha)}}, {y});
+  }
+  y = Add(&l, "leaky_relu", {{"act_type", "elu"}, {"slope", FloatStr(op == "Celu" ? 1.0 : alpha)}}, {y});
+  if (op == "Celu") Add(&l, "mul_scalar", {{"scalar", FloatStr(alpha)}}, {y});
+  if (op == "Selu") Add(&l, "mul_scalar", {{"scalar", FloatStr(v.Float("gamma", 1.05070102214813232421875))}}, {y});
+  return l;
+}
+
+// HardSigmoid(alpha, beta) = clip(alpha x + beta, 0, 1); HardSwish = x HardSigmoid(x; 1/6, 1/2).
+Lowering HardSigmoidRule(const NodeView& v) {
+  const bool swish = v.op_type() == "HardSwish";
+  if (auto why = v.UnknownAttr(swish ? std::vector<std::string>{} : std::vector<std::string>{"alpha", "beta"});
+      !why.empty())
+    return Unsupported(why);
+  Lowering l;
+  Operand y = Add(&l, "mul_scalar", {{"scalar", FloatStr(swish ? 1.0 / 6 : v.Float("alpha", 0.2))}}, {In(0)});
+  y = Add(&l, "add_scalar", {{"scalar", FloatStr(swish ? 0.5 : v.Float("beta", 0.5))}}, {y});
+  y = Add(&l, "clip", {{"a_min", "0"}, {"a_max", "1"}}, {y});
+  if (swish) Add(&l, "mul", {}, {In(0), y});
+  return l;
+}
+
+// Softsign = x / (1 + |x|).
+Lowering SoftsignRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  Lowering l;
+  Operand d = Add(&l, "abs", {}, {In(0)});
+  d = Add(&l, "add_scalar", {{"scalar", "1"}}, {d});
+  Add(&l, "div", {}, {In(0), d});
+  return l;
+}
+
+// PRelu(x, slope) = relu(x) - slope relu(-x), slope broadcast to x (numpy
+// rules; before opset 7 a (C) slope is per channel, axis 1): one of the
+// terms is 0, so each element is exactly x or slope x.
+Lowering PReluRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"consumed_inputs"}); !why.empty()) return Unsupported(why);
+  const Shape &x = v.InputShape(0), &s = v.InputShape(1);
+  if (!x.known() || !s.known()) return Unsupported("needs the shapes of x and slope");
+  Lowering l;
+  Operand slope = In(1);
+  if (v.opset() < 7 && s.ndim() == 1 && x.ndim() > 2 && s[0] == x[1] && s[0] != 1) {
+    std::vector<int64_t> per_channel(x.ndim() - 1, 1);
+    per_channel[0] = s[0];
+    slope = Add(&l, "reshape", {{"shape", TupleStr(per_channel)}}, {In(1)});
+  } else {
+    bool fits = s.ndim() <= x.ndim();
+    for (int d = 1; fits && d <= s.ndim(); ++d) fits = s[s.ndim() - d] == 1 || s[s.ndim() - d] == x[x.ndim() - d];
+    if (!fits) return Unsupported(Fmt("slope ", s, " does not broadcast to x ", x));
+  }
+  Operand pos = Add(&l, "relu", {}, {In(0)});
+  Operand neg = Add(&l, "negative", {}, {In(0)});
+  neg = Add(&l, "relu", {}, {neg});
+  neg = Add(&l, "mul", {}, {neg, slope});
+  Add(&l, "sub", {}, {pos, neg});
+  return l;
+}
+
+// Mean(x0, x1, ...) = Sum / n.
+Lowering MeanRule(const NodeView& v) {
+  Lowering l = SumRule(v);
+  if (!l.unsupported.empty() || l.alias) return l;
+  Add(&l, "div_scalar", {{"scalar", IntStr(v.num_inputs())}}, {Prev(static_cast<int>(l.nodes.size()) - 1)});
+  return l;
 }
 
 }  // namespace frugal::onnx_map

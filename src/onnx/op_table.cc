@@ -23,18 +23,26 @@ const std::vector<OpMapping>& OpTable() {
       {"Add", [](const NodeView& v) { return BroadcastRule(v, "add"); }, "add"},
       {"AveragePool", [](const NodeView& v) { return PoolRule(v, "avg"); }, "pooling"},
       {"BatchNormalization", BatchNormRule, "batch_norm"},
+      {"Cast", CastRule, "(none: a value known at import, or an alias of a float)"},
+      {"CastLike", CastLikeRule, "(none: a value known at import, or an alias of a float)"},
+      {"Celu", EluRule, "div_scalar, leaky_relu (elu), mul_scalar"},
       {"Clip", ClipRule, "clip"},
-      {"Concat", ConcatRule, "concat"},
+      {"Concat", ConcatRule, "concat (or a value known at import)"},
+      {"ConstantOfShape", ConstantOfShapeRule, "(none: a value known at import)"},
       {"Conv", ConvRule, "convolution"},
       {"ConvTranspose", ConvTransposeRule, "deconvolution"},
       {"Div", [](const NodeView& v) { return BroadcastRule(v, "div"); }, "div"},
       {"Dropout", DropoutRule, "dropout"},
+      {"Elu", EluRule, "leaky_relu (elu)"},
       {"Erf", Simple("erf"), "erf"},
       {"Exp", Simple("exp"), "exp"},
       {"Flatten", FlattenRule, "flatten, reshape"},
+      {"Gather", GatherRule, "(none: a value known at import)"},
       {"Gemm", GemmRule, "fully_connected (+ reshape, transpose, add)"},
       {"GlobalAveragePool", [](const NodeView& v) { return GlobalPoolRule(v, "avg"); }, "pooling"},
       {"GlobalMaxPool", [](const NodeView& v) { return GlobalPoolRule(v, "max"); }, "pooling"},
+      {"HardSigmoid", HardSigmoidRule, "mul_scalar, add_scalar, clip"},
+      {"HardSwish", HardSigmoidRule, "mul_scalar, add_scalar, clip, mul"},
       {"Identity", Alias, "(none: an alias of its input)"},
       {"LayerNormalization", LayerNormRule, "layer_norm"},
       {"LeakyRelu", Simple("leaky_relu", {FloatAttr("alpha", "slope", "0.01")}), "leaky_relu"},
@@ -43,22 +51,36 @@ const std::vector<OpMapping>& OpTable() {
       {"MatMul", MatMulRule, "fully_connected or matmul (+ transpose)"},
       {"MaxPool", [](const NodeView& v) { return PoolRule(v, "max"); }, "pooling"},
       {"Max", [](const NodeView& v) { return VariadicRule(v, "maximum"); }, "maximum"},
+      {"Mean", MeanRule, "add_n (or add), div_scalar"},
       {"Min", [](const NodeView& v) { return VariadicRule(v, "minimum"); }, "minimum"},
       {"Mul", [](const NodeView& v) { return BroadcastRule(v, "mul"); }, "mul"},
-      {"Neg", Simple("negative"), "negative"},
+      {"Neg", NegRule, "negative (or a value known at import)"},
       {"Pow", [](const NodeView& v) { return BroadcastRule(v, "power"); }, "power"},
+      {"ReduceL1", [](const NodeView& v) { return ComposedReduceRule(v, "abs", ""); }, "abs, sum"},
+      {"ReduceL2", [](const NodeView& v) { return ComposedReduceRule(v, "square", "sqrt"); }, "square, sum, sqrt"},
+      {"ReduceLogSum", [](const NodeView& v) { return ComposedReduceRule(v, "", "log"); }, "sum, log"},
+      {"ReduceLogSumExp", [](const NodeView& v) { return ComposedReduceRule(v, "exp", "log"); }, "exp, sum, log"},
       {"ReduceMax", [](const NodeView& v) { return ReduceRule(v, "max"); }, "max"},
       {"ReduceMean", [](const NodeView& v) { return ReduceRule(v, "mean"); }, "mean"},
       {"ReduceMin", [](const NodeView& v) { return ReduceRule(v, "min"); }, "min"},
+      {"ReduceSumSquare", [](const NodeView& v) { return ComposedReduceRule(v, "square", ""); }, "square, sum"},
       {"ReduceSum", [](const NodeView& v) { return ReduceRule(v, "sum"); }, "sum"},
+      {"PRelu", PReluRule, "relu, negative, mul, sub"},
+      {"Range", RangeRule, "(none: a value known at import)"},
+      {"Reciprocal", Simple("rdiv_scalar", {Fixed("scalar", "1")}), "rdiv_scalar"},
       {"Relu", Simple("relu"), "relu"},
       {"Reshape", ReshapeRule, "reshape"},
+      {"Selu", EluRule, "leaky_relu (elu), mul_scalar"},
+      {"Shape", ShapeRule, "(none: a value known at import)"},
       {"Sigmoid", Simple("activation", {Fixed("act_type", "sigmoid")}), "activation"},
-      {"Slice", SliceRule, "slice"},
+      {"Size", SizeRule, "(none: a value known at import)"},
+      {"Slice", SliceRule, "slice (or a value known at import)"},
       {"Softmax", [](const NodeView& v) { return SoftmaxRule(v, "softmax"); }, "softmax (+ reshape)"},
       {"Softplus", Simple("activation", {Fixed("act_type", "softrelu")}), "activation"},
+      {"Softsign", SoftsignRule, "abs, add_scalar, div"},
       {"Split", SplitRule, "split"},
       {"Sqrt", Simple("sqrt"), "sqrt"},
+      {"Squeeze", SqueezeRule, "reshape (or a value known at import)"},
       {"Sub", [](const NodeView& v) { return BroadcastRule(v, "sub"); }, "sub"},
       {"Sum", SumRule, "add_n (or add)"},
       {"Tanh", Simple("activation", {Fixed("act_type", "tanh")}), "activation"},
@@ -122,6 +144,12 @@ std::vector<int64_t> NodeView::Ints(const std::string& name) const {
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
 }
 
+std::optional<OnnxTensor> NodeView::TensorAttr(const std::string& name) const {
+  const onnx::AttributeProto* a = Find(name);
+  if (!a) return std::nullopt;
+  return DecodeOnnxTensor(a->t(), Fmt(op_type(), " '", node_.name(), "' attribute ", name));
+}
+
 std::string NodeView::UnknownAttr(const std::vector<std::string>& known) const {
   for (const auto& a : node_.attribute())
     if (std::find(known.begin(), known.end(), a.name()) == known.end())
@@ -139,6 +167,11 @@ const Shape& NodeView::InputShape(int i) const {
 }
 
 const OnnxTensor* NodeView::InputValue(int i) const { return HasInput(i) ? inputs_[i].value : nullptr; }
+
+const std::string& NodeView::InputType(int i) const {
+  static const std::string none;
+  return HasInput(i) ? inputs_[i].type_name : none;
+}
 
 int NodeView::num_outputs() const {
   int n = 0;

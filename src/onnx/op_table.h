@@ -34,6 +34,7 @@ struct ValueFacts {
   Shape shape;                          // unknown if not known at import
   const OnnxTensor* value = nullptr;    // known at import (initializer, Constant node, known input)
   bool is_initializer = false;          // becomes a parameter (its value may be rewritten)
+  std::string type_name;                // element type ("FLOAT", "INT64"); "" when not a tensor
 };
 
 // Whether a frugal op can be used (by default: it is registered).
@@ -54,6 +55,8 @@ class NodeView {
   double Float(const std::string& name, double dflt) const;
   std::string Str(const std::string& name, const std::string& dflt) const;
   std::vector<int64_t> Ints(const std::string& name) const;  // empty when absent
+  // A tensor attribute (ConstantOfShape's value), decoded; nullopt when absent.
+  std::optional<OnnxTensor> TensorAttr(const std::string& name) const;
   // "" when every attribute is in `known`, else "attribute 'x' is not supported".
   std::string UnknownAttr(const std::vector<std::string>& known) const;
 
@@ -62,6 +65,7 @@ class NodeView {
   bool HasInput(int i) const;
   const Shape& InputShape(int i) const;  // unknown shape when absent or not known
   const OnnxTensor* InputValue(int i) const;
+  const std::string& InputType(int i) const;  // "" when absent or not a tensor
   bool IsInitializer(int i) const { return HasInput(i) && inputs_[i].is_initializer; }
   // Outputs that the graph names (trailing optional ones may be left out).
   int num_outputs() const;
@@ -104,10 +108,18 @@ struct Lowering {
     int from_input;
     std::string suffix;
     Tensor value;
+    bool learned = true;  // false: aux state (a mask made from labels), never a parameter
   };
   std::vector<Constant> constants;
   // No node: the ONNX output is this operand (Identity).
   std::optional<Operand> alias;
+  // No node: the ONNX output's value, computed at import from values known
+  // there (Shape, Size, shape arithmetic on integers; ConstantOfShape).
+  std::optional<OnnxTensor> value;
+  // Non-empty: the ONNX node's outputs, in order (SoftmaxCrossEntropyLoss's
+  // loss and log-probabilities come from different nodes); else the last
+  // node's.
+  std::vector<Operand> outputs;
   // The ONNX node's outputs past the last node's visible ones are its hidden
   // ones, in order (LayerNormalization's Mean and InvStdDev are layer_norm's
   // saved statistics); otherwise only visible outputs map (max pooling's
@@ -188,6 +200,24 @@ Lowering SliceRule(const NodeView& v);
 Lowering UnsqueezeRule(const NodeView& v);
 Lowering ReduceRule(const NodeView& v, const std::string& frugal_op);
 Lowering DropoutRule(const NodeView& v);
+Lowering ComposedReduceRule(const NodeView& v, const std::string& pre, const std::string& post);
+Lowering EluRule(const NodeView& v);
+Lowering HardSigmoidRule(const NodeView& v);
+Lowering SoftsignRule(const NodeView& v);
+Lowering PReluRule(const NodeView& v);
+Lowering MeanRule(const NodeView& v);
+// Values known at import, folded (Shape, Size, ConstantOfShape, Range,
+// Cast of known values, Gather of known integers); Squeeze is a reshape
+// otherwise, Neg a negative, Cast to float of a float an alias.
+Lowering CastRule(const NodeView& v);
+Lowering CastLikeRule(const NodeView& v);
+Lowering ShapeRule(const NodeView& v);
+Lowering SizeRule(const NodeView& v);
+Lowering ConstantOfShapeRule(const NodeView& v);
+Lowering RangeRule(const NodeView& v);
+Lowering SqueezeRule(const NodeView& v);
+Lowering GatherRule(const NodeView& v);
+Lowering NegRule(const NodeView& v);
 
 // Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
 // and pads, given the input's spatial dims (needed for SAME_*). Returns ""
