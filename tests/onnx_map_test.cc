@@ -343,7 +343,7 @@ TEST(OnnxMap, ConcatSplitSlice) {
   split.Int("axis", 1);
   EXPECT_EQ(Single(Lower(split, 11, {Facts(Shape{2, 6})})).attrs, (AttrMap{{"num_outputs", "3"}, {"axis", "1"}}));
   OnnxTensor parts = IntsTensor({2, 4});
-  EXPECT_NE(Lower(NodeBuilder("Split", {"x", "s"}, {"a", "b"}), 13, {Facts(Shape{6}), Known(parts)})
+  EXPECT_NE(Lower(NodeBuilder("Split", {"x", "s"}, {"a", "b"}), 13, {Facts(Shape()), Known(parts)})
                 .unsupported.find("unequal"),
             std::string::npos);
 
@@ -375,7 +375,9 @@ TEST(OnnxMap, UnsqueezeReduceDropout) {
   EXPECT_TRUE(Lower(noop, 13, {}).alias.has_value());
   NodeBuilder all("ReduceMax", {"x"});
   all.Int("keepdims", 0);
-  EXPECT_EQ(Single(Lower(all, 13, {})).attrs, (AttrMap{{"keepdims", "false"}}));
+  Lowering max = Lower(all, 13, {});
+  ASSERT_EQ(max.nodes.size(), 2u) << "then reshaped to a scalar";
+  EXPECT_EQ(max.nodes[0].attrs, (AttrMap{{"keepdims", "false"}}));
 
   OnnxTensor ratio = FloatTensor({}, {0.25f});
   EXPECT_EQ(Single(Lower(NodeBuilder("Dropout", {"x", "r"}), 13, {Facts(Shape{2}), Known(ratio)})).attrs,
@@ -414,7 +416,8 @@ TEST(OnnxMap, ShapeArithmeticFolds) {
   OnnxTensor bad = IntsTensor({3});
   EXPECT_NE(Lower(NodeBuilder("Gather", {"d", "i"}), 13, {Known(dims), Known(bad)}).unsupported.find("index 3"),
             std::string::npos);
-  EXPECT_NE(Lower(NodeBuilder("Gather", {"d", "i"}), 13, {Facts(Shape{3}), Known(idx)}).unsupported, "");
+  EXPECT_NE(Lower(NodeBuilder("Gather", {"d", "i"}), 13, {Facts(Shape()), Known(idx)}).unsupported.find("shape"),
+            std::string::npos);
 
   OnnxTensor head = IntsTensor({2}), rest = IntsTensor({-1});
   NodeBuilder cat("Concat", {"a", "b"});
@@ -539,6 +542,147 @@ TEST(OnnxMap, ComposedLowerings) {
   ASSERT_EQ(mean.nodes.size(), 2u);
   EXPECT_EQ(mean.nodes[1].op, "div_scalar");
   EXPECT_EQ(mean.nodes[1].attrs.at("scalar"), "3");
+}
+
+TEST(OnnxMap, LossesPickTheTargetsWithAMask) {
+  OnnxTensor target = IntsTensor({2, 1});  // sample 1 is ignored
+  NodeBuilder nll("NegativeLogLikelihoodLoss", {"x", "t"}, {"loss"});
+  nll.Int("ignore_index", 1);
+  Lowering l = Lower(nll, 13, {Facts(Shape{2, 3}), Known(target)});
+  ASSERT_EQ(l.unsupported, "");
+  ASSERT_EQ(l.constants.size(), 1u);
+  EXPECT_FALSE(l.constants[0].learned) << "the mask is aux state";
+  const Tensor& mask = l.constants[0].value;
+  EXPECT_EQ(std::vector<float>(mask.f(), mask.f() + mask.size()), (std::vector<float>{0, 0, 1, 0, 0, 0}));
+  std::vector<std::string> ops;
+  for (const NewNode& n : l.nodes) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"mul", "sum", "negative", "sum", "div_scalar", "reshape"}));
+  EXPECT_EQ(l.nodes[4].attrs.at("scalar"), "1") << "the mean over the one sample not ignored";
+  EXPECT_EQ(l.nodes[5].attrs.at("shape"), "()");
+
+  OnnxTensor wild = IntsTensor({2, 3});
+  EXPECT_NE(Lower(nll, 13, {Facts(Shape{2, 3}), Known(wild)}).unsupported.find("target 3"), std::string::npos);
+  EXPECT_NE(Lower(nll, 13, {Facts(Shape{2, 3}), Facts(Shape{2})}).unsupported.find("known at import"),
+            std::string::npos);
+  OnnxTensor ignored = IntsTensor({1, 1});
+  EXPECT_NE(Lower(nll, 13, {Facts(Shape{2, 3}), Known(ignored)}).unsupported.find("ignored"), std::string::npos);
+
+  NodeBuilder sce("SoftmaxCrossEntropyLoss", {"x", "t", "w"}, {"loss", "log_prob"});
+  sce.Str("reduction", "none");
+  Lowering s = Lower(sce, 13, {Facts(Shape{2, 3}), Known(target), Facts(Shape{3})});
+  ASSERT_EQ(s.unsupported, "");
+  EXPECT_EQ(s.nodes[0].op, "log_softmax");
+  EXPECT_EQ(s.nodes.back().op, "negative");
+  ASSERT_EQ(s.outputs.size(), 2u);
+  EXPECT_EQ(s.outputs[0].index, static_cast<int>(s.nodes.size()) - 1);
+  EXPECT_EQ(s.outputs[1].index, 0) << "log_prob is log_softmax's output";
+  EXPECT_NE(Lower(sce, 13, {Facts(Shape{2, 3}), Known(target), Facts(Shape{4})}).unsupported.find("weight"),
+            std::string::npos);
+}
+
+// The positions a Take lowering copies (its one constant).
+std::vector<float> Positions(const Lowering& l) {
+  EXPECT_EQ(l.unsupported, "");
+  EXPECT_EQ(l.constants.size(), 1u);
+  if (l.constants.empty()) return {};
+  EXPECT_FALSE(l.constants[0].learned);
+  const Tensor& t = l.constants[0].value;
+  return std::vector<float>(t.f(), t.f() + t.size());
+}
+
+TEST(OnnxMap, GatherAndWhereCopyKnownPositions) {
+  OnnxTensor rows = IntsTensor({2, -3});
+  Lowering g = Lower(NodeBuilder("Gather", {"x", "i"}), 13, {Facts(Shape{3, 2}), Known(rows)});
+  EXPECT_EQ(Positions(g), (std::vector<float>{4, 5, 0, 1}));
+  ASSERT_EQ(g.nodes.size(), 3u);
+  EXPECT_EQ(g.nodes[1].op, "embedding");
+  EXPECT_EQ(g.nodes[1].attrs, (AttrMap{{"input_dim", "6"}, {"output_dim", "1"}}));
+  EXPECT_EQ(g.nodes[2].attrs.at("shape"), "(2,2)");
+  NodeBuilder cols("Gather", {"x", "i"});
+  cols.Int("axis", 1);
+  OnnxTensor one = IntsTensor({1});
+  one.dims = {};
+  Lowering c = Lower(cols, 13, {Facts(Shape{3, 2}), Known(one)});
+  EXPECT_EQ(Positions(c), (std::vector<float>{1, 3, 5}));
+  EXPECT_EQ(c.nodes[2].attrs.at("shape"), "(3)");
+  OnnxTensor far = IntsTensor({3});
+  EXPECT_NE(Lower(NodeBuilder("Gather", {"x", "i"}), 13, {Facts(Shape{3, 2}), Known(far)}).unsupported.find("index 3"),
+            std::string::npos);
+
+  NodeBuilder elements("GatherElements", {"x", "i"});
+  elements.Int("axis", 1);
+  OnnxTensor picks = IntsTensor({0, 0, 1, 0});
+  picks.dims = {2, 2};
+  EXPECT_EQ(Positions(Lower(elements, 13, {Facts(Shape{2, 2}), Known(picks)})), (std::vector<float>{0, 0, 3, 2}));
+  EXPECT_NE(Lower(elements, 13, {Facts(Shape{2, 2, 1}), Known(picks)}).unsupported.find("rank"), std::string::npos);
+
+  OnnxTensor cond = IntsTensor({1, 0, 1});
+  cond.type_name = "BOOL";
+  Lowering w = Lower(NodeBuilder("Where", {"c", "a", "b"}), 13, {Known(cond), Facts(Shape{3}), Facts(Shape())});
+  EXPECT_NE(w.unsupported.find("shapes"), std::string::npos) << "an unknown shape is refused";
+  Lowering ws = Lower(NodeBuilder("Where", {"c", "a", "b"}), 13, {Known(cond), Facts(Shape{3}), Facts(Shape({}))});
+  EXPECT_EQ(Positions(ws), (std::vector<float>{0, 3, 2})) << "b (a scalar) is stacked after a's 3 elements";
+  EXPECT_NE(Lower(NodeBuilder("Where", {"c", "a", "b"}), 13, {Facts(Shape{3}), Facts(Shape{3}), Facts(Shape{3})})
+                .unsupported.find("known at import"),
+            std::string::npos);
+
+  OnnxTensor pair = IntsTensor({1, 2}), two = IntsTensor({2});
+  OnnxTensor eq = Value(Lower(NodeBuilder("Equal", {"a", "b"}), 13, {Known(pair), Known(two)}));
+  EXPECT_EQ(eq.type_name, "BOOL");
+  EXPECT_EQ(eq.i, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(Value(Lower(NodeBuilder("Where", {"c", "a", "b"}), 13, {Known(eq), Known(pair), Known(two)})).i,
+            (std::vector<int64_t>{2, 2}));
+}
+
+TEST(OnnxMap, FullReductionsWithoutKeepdimsAreScalars) {
+  NodeBuilder all("ReduceSum", {"x"});
+  all.Int("keepdims", 0);
+  Lowering l = Lower(all, 13, {Facts(Shape{2, 3})});
+  ASSERT_EQ(l.nodes.size(), 2u);
+  EXPECT_EQ(l.nodes[1].attrs.at("shape"), "()");
+  NodeBuilder both("ReduceL2", {"x"});
+  both.Int("keepdims", 0).Ints("axes", {-1, 0});
+  Lowering l2 = Lower(both, 13, {Facts(Shape{2, 3})});
+  ASSERT_EQ(l2.nodes.size(), 4u);
+  EXPECT_EQ(l2.nodes[2].op, "sqrt");
+  EXPECT_EQ(l2.nodes[3].attrs.at("shape"), "()");
+  NodeBuilder one("ReduceMean", {"x"});
+  one.Int("keepdims", 0).Ints("axes", {0});
+  EXPECT_EQ(Lower(one, 13, {Facts(Shape{2, 3})}).nodes.size(), 1u);
+}
+
+TEST(OnnxMap, LayoutOpsCopyKnownPositions) {
+  OnnxTensor reps = IntsTensor({1, 2});
+  EXPECT_EQ(Positions(Lower(NodeBuilder("Tile", {"x", "r"}), 13, {Facts(Shape{2, 2}), Known(reps)})),
+            (std::vector<float>{0, 1, 0, 1, 2, 3, 2, 3}));
+  OnnxTensor to = IntsTensor({2, 1, 3});
+  Lowering e = Lower(NodeBuilder("Expand", {"x", "s"}), 13, {Facts(Shape{2, 1}), Known(to)});
+  EXPECT_EQ(Positions(e), (std::vector<float>{0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(e.nodes.back().attrs.at("shape"), "(2,2,3)");
+
+  // (1, 4, 1, 1) <-> (1, 1, 2, 2): DCR reads channel (i b + j) C' + c, CRD c b^2 + i b + j.
+  NodeBuilder d2s("DepthToSpace", {"x"});
+  d2s.Int("blocksize", 2);
+  EXPECT_EQ(Positions(Lower(d2s, 13, {Facts(Shape{1, 8, 1, 1})})), (std::vector<float>{0, 2, 4, 6, 1, 3, 5, 7}));
+  d2s.Str("mode", "CRD");
+  EXPECT_EQ(Positions(Lower(d2s, 13, {Facts(Shape{1, 8, 1, 1})})), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+  NodeBuilder s2d("SpaceToDepth", {"x"});
+  s2d.Int("blocksize", 2);
+  EXPECT_EQ(Positions(Lower(s2d, 13, {Facts(Shape{1, 1, 2, 4})})), (std::vector<float>{0, 2, 1, 3, 4, 6, 5, 7}));
+  EXPECT_NE(Lower(s2d, 13, {Facts(Shape{1, 1, 3, 4})}).unsupported.find("divide"), std::string::npos);
+
+  NodeBuilder split("Split", {"x", "s"}, {"a", "b"});
+  split.Int("axis", 1);
+  OnnxTensor parts = IntsTensor({1, 3});
+  Lowering sl = Lower(split, 13, {Facts(Shape{2, 4}), Known(parts)});
+  ASSERT_EQ(sl.unsupported, "");
+  ASSERT_EQ(sl.outputs.size(), 2u);
+  EXPECT_EQ(sl.nodes[0].attrs.at("end"), "(2,1)");
+  EXPECT_EQ(sl.nodes[1].attrs.at("begin"), "(0,1)");
+  EXPECT_EQ(sl.outputs[1].index, 1);
+  OnnxTensor short_parts = IntsTensor({1, 2});
+  EXPECT_NE(Lower(split, 13, {Facts(Shape{2, 4}), Known(short_parts)}).unsupported.find("do not cut"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 
 #include "onnx.pb.h"
 #include "onnx/op_table.h"
@@ -106,32 +107,66 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
   return s;
 }
 
+// The numpy broadcast of `shapes` into *out; "" or why not.
+std::string BroadcastDims(const std::vector<Shape>& shapes, std::vector<int64_t>* out) {
+  size_t r = 0;
+  for (const Shape& s : shapes) r = std::max(r, static_cast<size_t>(s.ndim()));
+  out->assign(r, 1);
+  for (const Shape& s : shapes)
+    for (int d = 1; d <= s.ndim(); ++d) {
+      int64_t& o = (*out)[r - d];
+      const int64_t x = s[s.ndim() - d];
+      if (x != o && x != 1 && o != 1) return Fmt("shapes ", s, " and ", Shape(*out), " do not broadcast");
+      if (x != 1) o = x;
+    }
+  return "";
+}
+
+// For each element of a tensor of dims `out`, the flat position of the
+// element of a tensor of `dims` broadcast to it.
+std::vector<int64_t> BroadcastPositions(const std::vector<int64_t>& dims, const std::vector<int64_t>& out) {
+  std::vector<int64_t> d(out.size() - dims.size(), 1);
+  d.insert(d.end(), dims.begin(), dims.end());
+  const std::vector<int64_t> sd = Strides(d), so = Strides(out);
+  const int64_t n = Shape(out).Size();
+  std::vector<int64_t> pos(n, 0);
+  for (int64_t k = 0; k < n; ++k)
+    for (size_t a = 0; a < out.size(); ++a) pos[k] += d[a] == 1 ? 0 : k / so[a] % out[a] * sd[a];
+  return pos;
+}
+
 // a op b on known integers with numpy broadcasting; "" or why not.
 std::string BroadcastInts(const OnnxTensor& a, const OnnxTensor& b,
                           const std::function<bool(int64_t, int64_t, int64_t*)>& op, OnnxTensor* out) {
-  const size_t r = std::max(a.dims.size(), b.dims.size());
-  std::vector<int64_t> da(r - a.dims.size(), 1), db(r - b.dims.size(), 1), dy(r);
-  da.insert(da.end(), a.dims.begin(), a.dims.end());
-  db.insert(db.end(), b.dims.begin(), b.dims.end());
-  for (size_t d = 0; d < r; ++d) {
-    if (da[d] != db[d] && da[d] != 1 && db[d] != 1)
-      return Fmt("shapes ", a.shape(), " and ", b.shape(), " do not broadcast");
-    dy[d] = da[d] == 1 ? db[d] : da[d];
-  }
-  const std::vector<int64_t> sa = Strides(da), sb = Strides(db), sy = Strides(dy);
-  *out = IntValue(dy, {}, a.type_name);
-  const int64_t n = out->NumElements();
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t ia = 0, ib = 0;
-    for (size_t d = 0; d < r; ++d) {
-      const int64_t c = k / sy[d] % dy[d];
-      ia += da[d] == 1 ? 0 : c * sa[d];
-      ib += db[d] == 1 ? 0 : c * sb[d];
-    }
+  std::vector<int64_t> dims;
+  if (std::string why = BroadcastDims({a.shape(), b.shape()}, &dims); !why.empty()) return why;
+  if (Shape(dims).Size() > kMaxFolded) return Fmt("a result of shape ", Shape(dims), " is too large to fold");
+  const std::vector<int64_t> pa = BroadcastPositions(a.dims, dims), pb = BroadcastPositions(b.dims, dims);
+  *out = IntValue(dims, {}, a.type_name);
+  for (size_t k = 0; k < pa.size(); ++k) {
     int64_t y;
-    if (!op(a.i[ia], b.i[ib], &y)) return Fmt("no exact integer result for ", a.i[ia], " and ", b.i[ib]);
+    if (!op(a.i[pa[k]], b.i[pb[k]], &y)) return Fmt("no exact integer result for ", a.i[pa[k]], " and ", b.i[pb[k]]);
     out->i.push_back(y);
   }
+  return "";
+}
+
+// The elements of a float tensor `source` (of n elements) at `positions`
+// known at import, as a tensor of `dims`: an embedding of one column whose
+// rows are the flattened source and whose indices are the positions (a
+// constant made from ONNX input `from_input`), reshaped. Exact for any
+// values (a copy). "" or why not.
+std::string Take(Lowering* l, Operand source, int64_t n, const std::vector<int64_t>& positions,
+                 const std::vector<int64_t>& dims, int from_input) {
+  if (n >= (int64_t{1} << 24)) return Fmt("gathering from ", n, " elements (float indices hold up to 2^24)");
+  if (positions.empty()) return "an empty result (frugal has no empty tensors)";
+  Tensor at = Tensor::Empty(Shape{static_cast<int64_t>(positions.size())}, DType::kFloat32, {}, MemKind::kParam);
+  for (size_t k = 0; k < positions.size(); ++k) at.f()[k] = static_cast<float>(positions[k]);
+  l->constants.push_back({from_input, "positions", at, false});
+  Operand flat = Add(l, "reshape", {{"shape", "(-1,1)"}}, {source});
+  Operand y = Add(l, "embedding", {{"input_dim", IntStr(n)}, {"output_dim", "1"}},
+                  {Const(static_cast<int>(l->constants.size()) - 1), flat});
+  Add(l, "reshape", {{"shape", TupleStr(dims)}}, {y});
   return "";
 }
 
@@ -248,20 +283,28 @@ Lowering PoolRule(const NodeView& v, const std::string& pool_type) {
   if (auto why = v.UnknownAttr(known); !why.empty()) return Unsupported(why);
   if (v.num_outputs() > 1) return Unsupported("the Indices output is not supported");
   if (v.Int("ceil_mode", 0) != 0) return Unsupported("ceil_mode=1 is not supported");
-  const std::vector<int64_t> kernel = v.Ints("kernel_shape");
+  std::vector<int64_t> kernel = v.Ints("kernel_shape");
   if (kernel.empty()) return Unsupported("kernel_shape is missing");
   const size_t nd = kernel.size();
-  if (nd != 2) return Unsupported(Fmt("frugal's pooling is 2-D (NCHW); this one is ", nd, "-D"));
+  if (nd != 2 && nd != 1) return Unsupported(Fmt("frugal's pooling is 2-D (NCHW); this one is ", nd, "-D"));
   const std::vector<int64_t> dilate = IntsOr(v, "dilations", nd, 1);
   if (std::any_of(dilate.begin(), dilate.end(), [](int64_t d) { return d != 1; }))
     return Unsupported("dilations other than 1 are not supported");
   std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), pad;
-  if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty())
-    return Unsupported(why);
+  Shape x = v.InputShape(0);
+  if (auto why = SymmetricPads(v, x, kernel, stride, dilate, &pad); !why.empty()) return Unsupported(why);
+  Lowering l;
+  Operand in = In(0);
+  if (nd == 1) {  // (N, C, L) pooled as (N, C, L, 1)
+    kernel.push_back(1), stride.push_back(1), pad.push_back(0);
+    in = Add(&l, "reshape", {{"shape", "(0,0,-1,1)"}}, {in});
+  }
   AttrMap a{{"pool_type", pool_type}, {"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)},
             {"pad", TupleStr(pad)}};
   if (avg) a["count_include_pad"] = BoolStr(v.Int("count_include_pad", 0) != 0);  // ONNX's default is 0
-  return One("pooling", std::move(a), 1);
+  Operand y = Add(&l, "pooling", std::move(a), {in});
+  if (nd == 1) Add(&l, "reshape", {{"shape", "(0,0,-1)"}}, {y});
+  return l;
 }
 
 Lowering GlobalPoolRule(const NodeView& v, const std::string& pool_type) {
@@ -570,8 +613,23 @@ Lowering SplitRule(const NodeView& v) {
     if (!s) return Unsupported(NotKnown(v, 1, "split"));
     split = *s;
   }
-  if (!split.empty() && std::any_of(split.begin(), split.end(), [&](int64_t s) { return s != split[0]; }))
-    return Unsupported(Fmt("unequal parts ", TupleStr(split), " are not supported"));
+  if (!split.empty() && std::any_of(split.begin(), split.end(), [&](int64_t s) { return s != split[0]; })) {
+    // Unequal parts: one slice each.
+    if (!x.known()) return Unsupported("unequal parts need the input's shape");
+    const int a = static_cast<int>(axis);
+    if (static_cast<int>(split.size()) != n || std::accumulate(split.begin(), split.end(), int64_t{0}) != x[a] ||
+        std::count(split.begin(), split.end(), 0))
+      return Unsupported(Fmt("parts ", TupleStr(split), " do not cut dim ", x[a], " into ", n, " non-empty ones"));
+    Lowering l;
+    std::vector<int64_t> begin(x.ndim(), 0), end(x.dims()), step(x.ndim(), 1);
+    for (int k = 0; k < n; ++k) {
+      end[a] = begin[a] + split[k];
+      l.outputs.push_back(
+          Add(&l, "slice", {{"begin", TupleStr(begin)}, {"end", TupleStr(end)}, {"step", TupleStr(step)}}, {In(0)}));
+      begin[a] = end[a];
+    }
+    return l;
+  }
   if (x.known() && x[static_cast<int>(axis)] % n != 0)
     return Unsupported(Fmt("dim ", x[static_cast<int>(axis)], " does not split into ", n, " equal parts"));
   return One("split", {{"num_outputs", IntStr(n)}, {"axis", IntStr(axis)}}, 1);
@@ -684,7 +742,15 @@ Lowering ReduceRule(const NodeView& v, const std::string& frugal_op) {
   }
   AttrMap a{{"keepdims", BoolStr(v.Int("keepdims", 1) != 0)}};  // ONNX keeps dims by default
   if (!axes.empty()) a["axis"] = TupleStr(axes);
-  return One(frugal_op, std::move(a), 1);
+  Lowering l = One(frugal_op, a, 1);
+  const Shape& x = v.InputShape(0);
+  std::vector<bool> reduced(x.known() ? x.ndim() : 0, axes.empty());
+  for (int64_t ax : axes)
+    if (NormAxis(ax, x.ndim(), &ax)) reduced[ax] = true;
+  const bool every = x.known() && std::count(reduced.begin(), reduced.end(), true) == x.ndim();
+  if (!v.Int("keepdims", 1) && (axes.empty() || every))  // frugal's full reduction is (1); ONNX's a scalar
+    Add(&l, "reshape", {{"shape", "()"}}, {Prev(0)});
+  return l;
 }
 
 // ReduceL1 / ReduceL2 / ReduceSumSquare / ReduceLogSum / ReduceLogSumExp:
@@ -698,7 +764,8 @@ Lowering ComposedReduceRule(const NodeView& v, const std::string& pre, const std
   Operand y = In(0);
   if (!pre.empty()) y = Add(&l, pre, {}, {y});
   y = Add(&l, "sum", r.nodes[0].attrs, {y});
-  if (!post.empty()) Add(&l, post, {}, {y});
+  if (!post.empty()) y = Add(&l, post, {}, {y});
+  if (r.nodes.size() > 1) Add(&l, r.nodes[1].op, r.nodes[1].attrs, {y});  // to a scalar
   return l;
 }
 
@@ -882,28 +949,103 @@ Lowering SqueezeRule(const NodeView& v) {
   return One("reshape", {{"shape", TupleStr(dims)}}, 1);
 }
 
-// Gather(data, indices, axis) of known integers (shape arithmetic).
+// Gather / GatherElements (data, indices known at import, axis): folded
+// for known integers, else the data's elements taken at the positions the
+// indices name (needs the data's shape).
 Lowering GatherRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"axis"}); !why.empty()) return Unsupported(why);
-  const OnnxTensor *x = KnownIntTensor(v, 0), *idx = KnownIntTensor(v, 1);
+  const bool elements = v.op_type() == "GatherElements";
+  const OnnxTensor *known = KnownIntTensor(v, 0), *idx = KnownIntTensor(v, 1);
   if (!idx) return Unsupported(NotKnown(v, 1, "indices"));
-  if (!x) return Unsupported("gathers from data not known at import (only shape arithmetic is folded)");
+  const Shape x = known ? known->shape() : v.InputShape(0);
+  if (!x.known()) return Unsupported("needs the data's shape");
   int64_t axis;
-  if (!NormAxis(v.Int("axis", 0), static_cast<int>(x->dims.size()), &axis))
-    return Unsupported(Fmt("axis ", v.Int("axis", 0), " out of range for ", x->shape()));
+  if (!NormAxis(v.Int("axis", 0), x.ndim(), &axis))
+    return Unsupported(Fmt("axis ", v.Int("axis", 0), " out of range for ", x));
   const int a = static_cast<int>(axis);
-  const int64_t dim = x->dims[a], inner = x->shape().Prod(a + 1, x->shape().ndim()), outer = x->shape().Prod(0, a);
-  std::vector<int64_t> dims(x->dims.begin(), x->dims.begin() + a);
-  dims.insert(dims.end(), idx->dims.begin(), idx->dims.end());
-  dims.insert(dims.end(), x->dims.begin() + a + 1, x->dims.end());
-  OnnxTensor y = IntValue(dims, {}, x->type_name);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t k : idx->i) {
-      if (k < -dim || k >= dim) return Unsupported(Fmt("index ", k, " out of range for dim ", dim));
-      if (k < 0) k += dim;
-      for (int64_t j = 0; j < inner; ++j) y.i.push_back(x->i[(o * dim + k) * inner + j]);
+  const int64_t dim = x[a];
+  if (elements && idx->dims.size() != x.dims().size())
+    return Unsupported(Fmt("indices ", idx->shape(), " and data ", x, " differ in rank"));
+  for (int d = 0; elements && d < x.ndim(); ++d)
+    if (d != a && idx->dims[d] > x[d]) return Unsupported(Fmt("indices ", idx->shape(), " exceed data ", x));
+  std::vector<int64_t> dims = idx->dims;
+  if (!elements) {
+    dims.insert(dims.begin(), x.dims().begin(), x.dims().begin() + a);
+    dims.insert(dims.end(), x.dims().begin() + a + 1, x.dims().end());
+  }
+  const std::vector<int64_t> sx = Strides(x.dims()), sy = Strides(dims), si = Strides(idx->dims);
+  const int64_t n = Shape(dims).Size(), r = static_cast<int64_t>(idx->dims.size());
+  if (n > kMaxFolded) return Unsupported(Fmt("a result of shape ", Shape(dims), " is too large"));
+  std::vector<int64_t> pos(n, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    // Gather: y[o.., i.., j..] = x[o.., idx[i..], j..]; GatherElements: y[m] = x[m with m_a = idx[m]].
+    int64_t at = 0;
+    for (int64_t d = 0; d < r; ++d) at += k / sy[elements ? d : a + d] % dims[elements ? d : a + d] * si[d];
+    int64_t i = idx->i[at];
+    if (i < -dim || i >= dim) return Unsupported(Fmt("index ", i, " out of range for dim ", dim));
+    if (i < 0) i += dim;
+    for (int d = 0; d < x.ndim(); ++d) {
+      const int yd = elements || d < a ? d : static_cast<int>(d + r - 1);
+      pos[k] += (d == a ? i : k / sy[yd] % dims[yd]) * sx[d];
     }
   }
+  if (known) {
+    OnnxTensor y = IntValue(dims, {}, known->type_name);
+    for (int64_t p : pos) y.i.push_back(known->i[p]);
+    return Folded(std::move(y));
+  }
+  Lowering l;
+  if (std::string why = Take(&l, In(0), x.Size(), pos, dims, 1); !why.empty()) return Unsupported(why);
+  return l;
+}
+
+// Where(condition known at import, a, b): folded for known integers, else
+// the elements of a and b (stacked) taken where the condition picks them.
+Lowering WhereRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  const OnnxTensor* c = KnownIntTensor(v, 0);
+  if (!c) return Unsupported(NotKnown(v, 0, "condition"));
+  const Shape &a = v.InputShape(1), &b = v.InputShape(2);
+  if (!a.known() || !b.known()) return Unsupported("needs the shapes of both branches");
+  std::vector<int64_t> dims;
+  if (std::string why = BroadcastDims({c->shape(), a, b}, &dims); !why.empty()) return Unsupported(why);
+  if (Shape(dims).Size() > kMaxFolded) return Unsupported(Fmt("a result of shape ", Shape(dims), " is too large"));
+  const std::vector<int64_t> pc = BroadcastPositions(c->dims, dims), pa = BroadcastPositions(a.dims(), dims),
+                             pb = BroadcastPositions(b.dims(), dims);
+  const OnnxTensor *ka = KnownIntTensor(v, 1), *kb = KnownIntTensor(v, 2);
+  if (ka && kb) {
+    OnnxTensor y = IntValue(dims, {}, ka->type_name);
+    for (size_t k = 0; k < pc.size(); ++k) y.i.push_back(c->i[pc[k]] ? ka->i[pa[k]] : kb->i[pb[k]]);
+    return Folded(std::move(y));
+  }
+  std::vector<int64_t> pos(pc.size());
+  for (size_t k = 0; k < pc.size(); ++k) pos[k] = c->i[pc[k]] ? pa[k] : a.Size() + pb[k];
+  Lowering l;
+  Operand ra = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(1)}), rb = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(2)});
+  Operand both = Add(&l, "concat", {{"dim", "0"}, {"num_args", "2"}}, {ra, rb});
+  if (std::string why = Take(&l, both, a.Size() + b.Size(), pos, dims, 0); !why.empty()) return Unsupported(why);
+  return l;
+}
+
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual of known integers
+// (BOOL), as a mask's arithmetic needs; frugal has no comparison op.
+Lowering CompareRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  const OnnxTensor *a = KnownIntTensor(v, 0), *b = KnownIntTensor(v, 1);
+  if (!a || !b) return Unsupported("compares values not known at import as integers (frugal has no comparison op)");
+  const std::string& op = v.op_type();
+  OnnxTensor y;
+  auto compare = [&op](int64_t x, int64_t z, int64_t* r) {
+    *r = op == "Equal"         ? x == z
+         : op == "Less"        ? x < z
+         : op == "Greater"     ? x > z
+         : op == "LessOrEqual" ? x <= z
+                               : x >= z;
+    return true;
+  };
+  std::string why = BroadcastInts(*a, *b, compare, &y);
+  if (!why.empty()) return Unsupported(why);
+  y.type_name = "BOOL";
   return Folded(std::move(y));
 }
 
@@ -1007,6 +1149,243 @@ Lowering MeanRule(const NodeView& v) {
   if (!l.unsupported.empty() || l.alias) return l;
   Add(&l, "div_scalar", {{"scalar", IntStr(v.num_inputs())}}, {Prev(static_cast<int>(l.nodes.size()) - 1)});
   return l;
+}
+
+// ------------------------------------------------------------------ losses
+
+namespace {
+
+// The loss of NegativeLogLikelihoodLoss on log-probabilities `logp` (the
+// shape of ONNX input 0, (N, C, d1, ...)), ONNX input 1 the class indices
+// (known at import: they become a one-hot mask, aux state) and input 2 the
+// optional class weights: loss[n, d] = -logp[n, t, d] w[t], t = target[n, d],
+// 0 where t is ignore_index; reduced by `reduction`. "" or why not.
+std::string NllNodes(const NodeView& v, Lowering* l, Operand logp) {
+  const Shape& x = v.InputShape(0);
+  const OnnxTensor* t = KnownIntTensor(v, 1);
+  if (!x.known() || x.ndim() < 2) return "needs the shape of input 0, (N, C, ...)";
+  if (!t) return NotKnown(v, 1, "target");
+  std::vector<int64_t> target_dims = x.dims();
+  target_dims.erase(target_dims.begin() + 1);
+  if (t->dims != target_dims) return Fmt("target of shape ", t->shape(), " does not match input ", x);
+  const std::string reduction = v.Str("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    return "reduction '" + reduction + "' is not supported";
+  const bool ignore = v.Has("ignore_index");
+  const int64_t ii = v.Int("ignore_index", 0), classes = x[1], inner = x.Prod(2, x.ndim());
+  Tensor mask = Tensor::Empty(x, DType::kFloat32, {}, MemKind::kParam);
+  std::fill(mask.f(), mask.f() + mask.size(), 0.f);
+  int64_t counted = 0;
+  for (int64_t n = 0; n < x[0]; ++n)
+    for (int64_t d = 0; d < inner; ++d) {
+      const int64_t c = t->i[n * inner + d];
+      if (ignore && c == ii) continue;
+      if (c < 0 || c >= classes) return Fmt("target ", c, " is not a class in [0, ", classes, ")");
+      mask.f()[(n * classes + c) * inner + d] = 1;
+      ++counted;
+    }
+  if (reduction == "mean" && !v.HasInput(2) && counted == 0) return "every target is ignored (a mean of nothing)";
+  l->constants.push_back({1, "onehot", mask, false});
+  Operand picked = Add(l, "mul", {}, {logp, Const(static_cast<int>(l->constants.size()) - 1)});
+  Operand w;
+  if (v.HasInput(2)) {
+    if (v.InputShape(2) != Shape{classes}) return Fmt("weight of shape ", v.InputShape(2), ", not (", classes, ")");
+    std::vector<int64_t> per_class(x.ndim(), 1);
+    per_class[1] = classes;
+    w = Add(l, "reshape", {{"shape", TupleStr(per_class)}}, {In(2)});
+    picked = Add(l, "mul", {}, {picked, w});
+  }
+  Operand loss = Add(l, "sum", {{"axis", "(1)"}, {"keepdims", "false"}}, {picked});
+  loss = Add(l, "negative", {}, {loss});
+  if (reduction == "none") return "";
+  loss = Add(l, "sum", {{"keepdims", "false"}}, {loss});  // frugal's full sum is (1); ONNX's is ()
+  if (reduction == "mean" && !v.HasInput(2)) {
+    loss = Add(l, "div_scalar", {{"scalar", IntStr(counted)}}, {loss});
+  } else if (reduction == "mean") {
+    Operand weights = Add(l, "mul", {}, {Const(static_cast<int>(l->constants.size()) - 1), w});
+    weights = Add(l, "sum", {{"keepdims", "false"}}, {weights});
+    loss = Add(l, "div", {}, {loss, weights});
+  }
+  Add(l, "reshape", {{"shape", "()"}}, {loss});
+  return "";
+}
+
+}  // namespace
+
+Lowering NllLossRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"ignore_index", "reduction"}); !why.empty()) return Unsupported(why);
+  Lowering l;
+  if (std::string why = NllNodes(v, &l, In(0)); !why.empty()) return Unsupported(why);
+  return l;
+}
+
+// SoftmaxCrossEntropyLoss = NegativeLogLikelihoodLoss of log_softmax over
+// axis 1, which is the optional second output.
+Lowering SoftmaxCrossEntropyRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"ignore_index", "reduction"}); !why.empty()) return Unsupported(why);
+  Lowering l;
+  Operand logp = Add(&l, "log_softmax", {{"axis", "1"}}, {In(0)});
+  if (std::string why = NllNodes(v, &l, logp); !why.empty()) return Unsupported(why);
+  l.outputs = {Prev(static_cast<int>(l.nodes.size()) - 1), logp};
+  l.outputs.resize(v.num_outputs());
+  return l;
+}
+
+// ------------------------------------------- copies at positions known at import
+//
+// Ops that move elements without arithmetic, on shapes and indices known at
+// import, copy each output element from a position computed here (Take).
+
+namespace {
+
+// For each element of a tensor of dims `out`, f(its coordinates): the
+// position it copies, or -1 when f finds the input bad (*why set).
+std::vector<int64_t> MapPositions(const std::vector<int64_t>& out,
+                                  const std::function<int64_t(const std::vector<int64_t>&)>& f) {
+  const std::vector<int64_t> so = Strides(out);
+  const int64_t n = Shape(out).Size();
+  std::vector<int64_t> pos(n), c(out.size());
+  for (int64_t k = 0; k < n; ++k) {
+    for (size_t d = 0; d < out.size(); ++d) c[d] = k / so[d] % out[d];
+    pos[k] = f(c);
+  }
+  return pos;
+}
+
+// Take from input 0 (of known shape x) as a lowering.
+Lowering TakeInput(const Shape& x, const std::vector<int64_t>& positions, const std::vector<int64_t>& dims,
+                   int from_input) {
+  Lowering l;
+  if (Shape(dims).Size() > kMaxFolded) return Unsupported(Fmt("a result of shape ", Shape(dims), " is too large"));
+  if (std::string why = Take(&l, In(0), x.Size(), positions, dims, from_input); !why.empty()) return Unsupported(why);
+  return l;
+}
+
+}  // namespace
+
+// Expand(x, shape known): x broadcast with the shape.
+Lowering ExpandRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  const auto* s = KnownInts(v, 1);
+  if (!s) return Unsupported(NotKnown(v, 1, "shape"));
+  if (!x.known()) return Unsupported("needs the input's shape");
+  std::vector<int64_t> dims;
+  if (std::string why = BroadcastDims({x, Shape(*s)}, &dims); !why.empty()) return Unsupported(why);
+  return TakeInput(x, BroadcastPositions(x.dims(), dims), dims, 1);
+}
+
+// Tile(x, repeats known).
+Lowering TileRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  const auto* r = KnownInts(v, 1);
+  if (!r) return Unsupported(NotKnown(v, 1, "repeats"));
+  if (!x.known() || static_cast<int>(r->size()) != x.ndim())
+    return Unsupported(Fmt("repeats ", TupleStr(*r), " for input ", x, " (one per dim, shape known)"));
+  std::vector<int64_t> dims(x.dims());
+  for (int d = 0; d < x.ndim(); ++d) {
+    if ((*r)[d] < 1) return Unsupported(Fmt("repeats ", TupleStr(*r), " (each at least 1)"));
+    dims[d] *= (*r)[d];
+  }
+  const std::vector<int64_t> sx = Strides(x.dims());
+  return TakeInput(x, MapPositions(dims, [&](const std::vector<int64_t>& c) {
+    int64_t at = 0;
+    for (int d = 0; d < x.ndim(); ++d) at += c[d] % x[d] * sx[d];
+    return at;
+  }), dims, 1);
+}
+
+// DepthToSpace(blocksize, mode DCR or CRD) and SpaceToDepth(blocksize) on NCHW.
+Lowering DepthSpaceRule(const NodeView& v) {
+  const bool to_space = v.op_type() == "DepthToSpace";
+  if (auto why = v.UnknownAttr(to_space ? std::vector<std::string>{"blocksize", "mode"}
+                                        : std::vector<std::string>{"blocksize"});
+      !why.empty())
+    return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  const int64_t b = v.Int("blocksize", 0);
+  const std::string mode = v.Str("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return Unsupported("mode '" + mode + "'");
+  if (!x.known() || x.ndim() != 4 || b < 1) return Unsupported(Fmt("needs a 4-D input of known shape, got ", x));
+  if (to_space ? x[1] % (b * b) : x[2] % b + x[3] % b)
+    return Unsupported(Fmt("blocksize ", b, " does not divide input ", x));
+  const std::vector<int64_t> dims = to_space ? std::vector<int64_t>{x[0], x[1] / (b * b), x[2] * b, x[3] * b}
+                                             : std::vector<int64_t>{x[0], x[1] * b * b, x[2] / b, x[3] / b};
+  const std::vector<int64_t> sx = Strides(x.dims());
+  return TakeInput(x, MapPositions(dims, [&](const std::vector<int64_t>& c) {
+    if (!to_space) {  // y[n, (i b + j) C + ch, h, w] = x[n, ch, h b + i, w b + j]
+      const int64_t ch = c[1] % x[1], ij = c[1] / x[1];
+      return c[0] * sx[0] + ch * sx[1] + (c[2] * b + ij / b) * sx[2] + (c[3] * b + ij % b) * sx[3];
+    }
+    const int64_t i = c[2] % b, j = c[3] % b, cout = dims[1];
+    const int64_t ch = mode == "DCR" ? (i * b + j) * cout + c[1] : c[1] * b * b + i * b + j;
+    return c[0] * sx[0] + ch * sx[1] + c[2] / b * sx[2] + c[3] / b * sx[3];
+  }), dims, 0);
+}
+
+// ReverseSequence(x, sequence_lens known, batch_axis, time_axis).
+Lowering ReverseSequenceRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"batch_axis", "time_axis"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  const auto* lens = KnownInts(v, 1);
+  if (!lens) return Unsupported(NotKnown(v, 1, "sequence_lens"));
+  const int64_t ba = v.Int("batch_axis", 1), ta = v.Int("time_axis", 0);
+  if (!x.known() || x.ndim() < 2 || ba < 0 || ta < 0 || ba > 1 || ta > 1 || ba == ta ||
+      static_cast<int64_t>(lens->size()) != x[static_cast<int>(ba)])
+    return Unsupported(Fmt("batch_axis ", ba, ", time_axis ", ta, " and ", lens->size(), " lengths for input ", x));
+  for (int64_t n : *lens)
+    if (n < 0 || n > x[static_cast<int>(ta)]) return Unsupported(Fmt("sequence length ", n, " out of range"));
+  const std::vector<int64_t> sx = Strides(x.dims());
+  return TakeInput(x, MapPositions(x.dims(), [&](const std::vector<int64_t>& c) {
+    std::vector<int64_t> src = c;
+    const int64_t n = (*lens)[c[ba]];
+    if (c[ta] < n) src[ta] = n - 1 - c[ta];
+    return std::inner_product(src.begin(), src.end(), sx.begin(), int64_t{0});
+  }), x.dims(), 1);
+}
+
+// Compress(x, condition known, axis): the slices (or, with no axis, the
+// elements of the flattened x) where the condition holds.
+Lowering CompressRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axis"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  const OnnxTensor* cond = KnownIntTensor(v, 1);
+  if (!cond) return Unsupported(NotKnown(v, 1, "condition"));
+  if (!x.known()) return Unsupported("needs the input's shape");
+  const bool flat = !v.Has("axis");
+  int64_t axis = 0;
+  if (!flat && !NormAxis(v.Int("axis", 0), x.ndim(), &axis)) return Unsupported("axis out of range");
+  const int64_t len = flat ? x.Size() : x[static_cast<int>(axis)];
+  std::vector<int64_t> kept;
+  for (int64_t k = 0; k < static_cast<int64_t>(cond->i.size()) && k < len; ++k)
+    if (cond->i[k]) kept.push_back(k);
+  std::vector<int64_t> dims = flat ? std::vector<int64_t>{1} : x.dims();
+  dims[flat ? 0 : axis] = static_cast<int64_t>(kept.size());
+  const std::vector<int64_t> sx = Strides(x.dims());
+  return TakeInput(x, MapPositions(dims, [&](const std::vector<int64_t>& c) {
+    if (flat) return kept[c[0]];
+    std::vector<int64_t> src = c;
+    src[axis] = kept[c[axis]];
+    return std::inner_product(src.begin(), src.end(), sx.begin(), int64_t{0});
+  }), dims, 1);
+}
+
+// EyeLike(x, k, dtype float): ones on the k-th diagonal, a value known at
+// import from x's shape.
+Lowering EyeLikeRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"dtype", "k"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  if (!x.known() || x.ndim() != 2) return Unsupported(Fmt("needs a 2-D input of known shape, got ", x));
+  if (v.Has("dtype") ? v.Int("dtype", 0) != onnx::TensorProto::FLOAT : v.InputType(0) != "FLOAT")
+    return Unsupported("an output type other than FLOAT");
+  if (x.Size() > kMaxFolded) return Unsupported(Fmt("a ", x, " identity is too large to fold"));
+  OnnxTensor y;
+  y.kind = OnnxTensor::Kind::kFloat, y.type_name = "FLOAT", y.dims = x.dims();
+  y.f.assign(x.Size(), 0.f);
+  for (int64_t i = 0; i < x[0]; ++i)
+    if (i + v.Int("k", 0) >= 0 && i + v.Int("k", 0) < x[1]) y.f[i * x[1] + i + v.Int("k", 0)] = 1;
+  return Folded(std::move(y));
 }
 
 }  // namespace frugal::onnx_map

@@ -206,9 +206,15 @@ Lowering HardSigmoidRule(const NodeView& v);
 Lowering SoftsignRule(const NodeView& v);
 Lowering PReluRule(const NodeView& v);
 Lowering MeanRule(const NodeView& v);
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with targets known
+// at import (a one-hot mask), weights and reductions.
+Lowering NllLossRule(const NodeView& v);
+Lowering SoftmaxCrossEntropyRule(const NodeView& v);
 // Values known at import, folded (Shape, Size, ConstantOfShape, Range,
 // Cast of known values, Gather of known integers); Squeeze is a reshape
-// otherwise, Neg a negative, Cast to float of a float an alias.
+// otherwise, Neg a negative, Cast to float of a float an alias, Gather,
+// GatherElements and Where (condition known) an embedding that copies the
+// elements at positions known at import.
 Lowering CastRule(const NodeView& v);
 Lowering CastLikeRule(const NodeView& v);
 Lowering ShapeRule(const NodeView& v);
@@ -218,6 +224,15 @@ Lowering RangeRule(const NodeView& v);
 Lowering SqueezeRule(const NodeView& v);
 Lowering GatherRule(const NodeView& v);
 Lowering NegRule(const NodeView& v);
+Lowering WhereRule(const NodeView& v);
+Lowering CompareRule(const NodeView& v);
+// Ops that only move elements, as copies from positions known at import.
+Lowering ExpandRule(const NodeView& v);
+Lowering TileRule(const NodeView& v);
+Lowering DepthSpaceRule(const NodeView& v);
+Lowering ReverseSequenceRule(const NodeView& v);
+Lowering CompressRule(const NodeView& v);
+Lowering EyeLikeRule(const NodeView& v);
 
 // Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
 // and pads, given the input's spatial dims (needed for SAME_*). Returns ""
