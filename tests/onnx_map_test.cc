@@ -685,5 +685,77 @@ TEST(OnnxMap, LayoutOpsCopyKnownPositions) {
             std::string::npos);
 }
 
+TEST(OnnxMap, ScatterOneHotAndBatchedMatMul) {
+  // data (2,2) stacked before updates (1,2): positions past 3 are updates'.
+  NodeBuilder scatter("ScatterElements", {"x", "i", "u"});
+  scatter.Int("axis", 1);
+  OnnxTensor idx = IntsTensor({1, -2});
+  idx.dims = {1, 2};
+  EXPECT_EQ(Positions(Lower(scatter, 13, {Facts(Shape{2, 2}), Known(idx), Facts(Shape{1, 2})})),
+            (std::vector<float>{5, 4, 2, 3}));
+  OnnxTensor twice = IntsTensor({1, 1});
+  twice.dims = {1, 2};
+  EXPECT_NE(Lower(scatter, 13, {Facts(Shape{2, 2}), Known(twice), Facts(Shape{1, 2})}).unsupported.find("twice"),
+            std::string::npos);
+  OnnxTensor rows = IntsTensor({1});
+  rows.dims = {1, 1};
+  EXPECT_EQ(Positions(Lower(NodeBuilder("ScatterND", {"x", "i", "u"}), 13,
+                            {Facts(Shape{2, 2}), Known(rows), Facts(Shape{1, 2})})),
+            (std::vector<float>{0, 1, 4, 5}));
+
+  NodeBuilder onehot("OneHot", {"i", "d", "v"});
+  onehot.Int("axis", 0);
+  OnnxTensor classes = IntsTensor({1, -1}), depth = IntsTensor({3});
+  EXPECT_EQ(Positions(Lower(onehot, 13, {Known(classes), Known(depth), Facts(Shape{2})})),
+            (std::vector<float>{0, 0, 1, 0, 0, 1})) << "(3, 2): -1 is class 2";
+  OnnxTensor half = FloatTensor({1}, {0.5f});
+  EXPECT_NE(Lower(onehot, 13, {Known(half), Known(depth), Facts(Shape{2})}).unsupported.find("whole"),
+            std::string::npos);
+
+  Lowering mm = Lower(NodeBuilder("MatMul", {"a", "b"}), 13, {Facts(Shape{1, 2, 3, 4}), Facts(Shape{1, 2, 4, 5})});
+  ASSERT_EQ(mm.nodes.size(), 4u);
+  EXPECT_EQ(mm.nodes[2].op, "batch_dot");
+  EXPECT_EQ(mm.nodes[3].attrs.at("shape"), "(1,2,3,5)");
+  EXPECT_NE(Lower(NodeBuilder("MatMul", {"a", "b"}), 13, {Facts(Shape{1, 2, 3, 4}), Facts(Shape{2, 1, 4, 5})})
+                .unsupported,
+            "");
+}
+
+TEST(OnnxMap, ResizeWeightsFollowTheReference) {
+  // Nearest, asymmetric, floor (Upsample's): a copy.
+  OnnxTensor twice = FloatTensor({2}, {1.f, 2.f});
+  NodeBuilder up("Upsample", {"x", "s"});
+  up.Str("mode", "nearest");
+  EXPECT_EQ(Positions(Lower(up, 9, {Facts(Shape{1, 2}), Known(twice)})), (std::vector<float>{0, 0, 1, 1}));
+
+  // Linear, align_corners, (3) -> (5): x = o / 2.
+  OnnxTensor sizes = IntsTensor({5});
+  NodeBuilder lin("Resize", {"x", "", "", "s"});
+  lin.Str("mode", "linear").Str("coordinate_transformation_mode", "align_corners");
+  Lowering l = Lower(lin, 13, {Facts(Shape{3}), {}, {}, Known(sizes)});
+  ASSERT_EQ(l.unsupported, "");
+  ASSERT_EQ(l.constants.size(), 1u) << "no extrapolation: no bias";
+  const Tensor& m = l.constants[0].value;
+  EXPECT_EQ(std::vector<float>(m.f(), m.f() + m.size()),
+            (std::vector<float>{1, 0, 0, .5f, .5f, 0, 0, 1, 0, 0, .5f, .5f, 0, 0, 1}));
+  EXPECT_EQ(l.nodes[1].op, "fully_connected");
+  EXPECT_EQ(l.nodes[2].attrs.at("shape"), "(5)");
+
+  // tf_crop_and_resize: coordinates outside the roi's input are the extrapolation value (the bias).
+  OnnxTensor roi = FloatTensor({2}, {0.5f, 1.5f}), three = IntsTensor({3});
+  NodeBuilder crop("Resize", {"x", "r", "", "s"});
+  crop.Str("mode", "linear").Str("coordinate_transformation_mode", "tf_crop_and_resize");
+  crop.Float("extrapolation_value", 7);
+  Lowering c = Lower(crop, 13, {Facts(Shape{3}), Known(roi), {}, Known(three)});
+  ASSERT_EQ(c.constants.size(), 2u);
+  const Tensor& b = c.constants[1].value;
+  EXPECT_EQ(std::vector<float>(b.f(), b.f() + b.size()), (std::vector<float>{0, 0, 7})) << "x = 1, 2, 3 of 0..2";
+
+  NodeBuilder odd("Resize", {"x", "", "", "s"});
+  odd.Str("coordinate_transformation_mode", "half_pixel_symmetric");
+  EXPECT_NE(Lower(odd, 19, {Facts(Shape{3}), {}, {}, Known(sizes)}).unsupported.find("half_pixel_symmetric"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace frugal::onnx_map

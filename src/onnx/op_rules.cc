@@ -424,6 +424,16 @@ Lowering MatMulRule(const NodeView& v) {
     return One("matmul", {}, 2);
   } else if (v.OpAvailable("batch_dot") && a.known() && b.known() && a.ndim() == 3 && b.ndim() == 3) {
     return One("batch_dot", {}, 2);
+  } else if (v.OpAvailable("batch_dot") && a.known() && b.known() && a.ndim() > 3 && a.ndim() == b.ndim() &&
+             a.Prod(0, a.ndim() - 2) == b.Prod(0, b.ndim() - 2) &&
+             std::equal(a.dims().begin(), a.dims().end() - 2, b.dims().begin())) {
+    // Equal batch dims (no broadcasting): batch_dot over them flattened.
+    const int r = a.ndim();
+    Operand x = Add(&l, "reshape", {{"shape", TupleStr({-1, a[r - 2], a[r - 1]})}}, {In(0)});
+    Operand y = Add(&l, "reshape", {{"shape", TupleStr({-1, b[r - 2], b[r - 1]})}}, {In(1)});
+    std::vector<int64_t> dims(a.dims().begin(), a.dims().end() - 1);
+    dims.push_back(b[r - 1]);
+    Add(&l, "reshape", {{"shape", TupleStr(dims)}}, {Add(&l, "batch_dot", {}, {x, y})});
   } else if (a.known() && b.known() && (a.ndim() > 3 || b.ndim() > 3 || a.ndim() != b.ndim())) {
     return Unsupported(Fmt("frugal's matmul takes 2-D operands and batch_dot 3-D ones; got ", a, " and ", b));
   } else if (fc_shapes && v.OpAvailable("transpose")) {
@@ -1239,7 +1249,7 @@ Lowering SoftmaxCrossEntropyRule(const NodeView& v) {
 namespace {
 
 // For each element of a tensor of dims `out`, f(its coordinates): the
-// position it copies, or -1 when f finds the input bad (*why set).
+// position it copies.
 std::vector<int64_t> MapPositions(const std::vector<int64_t>& out,
                                   const std::function<int64_t(const std::vector<int64_t>&)>& f) {
   const std::vector<int64_t> so = Strides(out);
@@ -1386,6 +1396,278 @@ Lowering EyeLikeRule(const NodeView& v) {
   for (int64_t i = 0; i < x[0]; ++i)
     if (i + v.Int("k", 0) >= 0 && i + v.Int("k", 0) < x[1]) y.f[i * x[1] + i + v.Int("k", 0)] = 1;
   return Folded(std::move(y));
+}
+
+// ScatterElements / Scatter / ScatterND (data, indices known, updates), no
+// reduction: data's elements, those the indices name replaced by updates'
+// (data and updates stacked, then copied from).
+Lowering ScatterRule(const NodeView& v) {
+  const bool nd = v.op_type() == "ScatterND";
+  if (auto why = v.UnknownAttr({"axis", "reduction"}); !why.empty()) return Unsupported(why);
+  if (v.Str("reduction", "none") != "none") return Unsupported("reduction '" + v.Str("reduction", "") + "'");
+  const Shape &x = v.InputShape(0), &u = v.InputShape(2);
+  const OnnxTensor* idx = KnownIntTensor(v, 1);
+  if (!idx) return Unsupported(NotKnown(v, 1, "indices"));
+  if (!x.known() || !u.known()) return Unsupported("needs the shapes of data and updates");
+  const std::vector<int64_t> sx = Strides(x.dims());
+  const int64_t n = x.Size();
+  std::vector<int64_t> pos(n);
+  std::iota(pos.begin(), pos.end(), 0);
+  // Each update element's target position in data.
+  std::vector<int64_t> target;
+  if (nd) {
+    const int64_t k = idx->dims.empty() ? 0 : idx->dims.back();
+    if (idx->dims.empty() || k < 1 || k > x.ndim()) return Unsupported(Fmt("indices ", idx->shape(), " for data ", x));
+    std::vector<int64_t> want(idx->dims.begin(), idx->dims.end() - 1);
+    want.insert(want.end(), x.dims().begin() + k, x.dims().end());
+    if (u.dims() != want) return Unsupported(Fmt("updates ", u, " should be ", Shape(want)));
+    const int64_t inner = x.Prod(static_cast<int>(k), x.ndim());
+    for (size_t q = 0; q * k < idx->i.size(); ++q) {
+      int64_t at = 0;
+      for (int64_t d = 0; d < k; ++d) {
+        int64_t i = idx->i[q * k + d];
+        const int64_t dim = x[static_cast<int>(d)];
+        if (i < -dim || i >= dim) return Unsupported(Fmt("index ", i, " out of range for dim ", dim));
+        at += (i < 0 ? i + dim : i) * sx[d];
+      }
+      for (int64_t j = 0; j < inner; ++j) target.push_back(at + j);
+    }
+  } else {
+    int64_t axis;
+    if (!NormAxis(v.Int("axis", 0), x.ndim(), &axis)) return Unsupported("axis out of range");
+    if (idx->dims != u.dims() || u.ndim() != x.ndim())
+      return Unsupported(Fmt("indices ", idx->shape(), " and updates ", u, " for data ", x));
+    const std::vector<int64_t> su = Strides(u.dims());
+    target = MapPositions(u.dims(), [&](const std::vector<int64_t>& c) {
+      int64_t at = 0;
+      for (int d = 0; d < x.ndim(); ++d) {
+        int64_t i = d == axis ? idx->i[std::inner_product(c.begin(), c.end(), su.begin(), int64_t{0})] : c[d];
+        if (d == axis && i < 0) i += x[d];
+        if (i < 0 || i >= x[d]) return int64_t{-1};
+        at += i * sx[d];
+      }
+      return at;
+    });
+  }
+  std::vector<bool> written(n, false);
+  for (size_t k = 0; k < target.size(); ++k) {
+    if (target[k] < 0) return Unsupported("an index out of range");
+    if (written[target[k]]) return Unsupported("an element written twice (its value would depend on the order)");
+    written[target[k]] = true;
+    pos[target[k]] = n + static_cast<int64_t>(k);
+  }
+  Lowering l;
+  Operand rx = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(0)}), ru = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(2)});
+  Operand both = Add(&l, "concat", {{"dim", "0"}, {"num_args", "2"}}, {rx, ru});
+  if (std::string why = Take(&l, both, n + u.Size(), pos, x.dims(), 1); !why.empty()) return Unsupported(why);
+  return l;
+}
+
+// OneHot(indices known, depth known, values (off, on)): values[1] where the
+// index names the class along `axis`, else values[0].
+Lowering OneHotRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axis"}); !why.empty()) return Unsupported(why);
+  const OnnxTensor *idx = KnownTensor(v, 0), *depth = KnownTensor(v, 1);
+  if (!idx || idx->kind == OnnxTensor::Kind::kOther) return Unsupported(NotKnown(v, 0, "indices"));
+  if (!depth || depth->kind == OnnxTensor::Kind::kOther || depth->NumElements() != 1)
+    return Unsupported(NotKnown(v, 1, "depth") + ", one number");
+  if (v.InputShape(2) != Shape{2}) return Unsupported("values must be (off, on)");
+  const double dd = depth->kind == OnnxTensor::Kind::kFloat ? depth->f[0] : static_cast<double>(depth->i[0]);
+  if (!(dd >= 1 && dd <= kMaxFolded) || dd != std::floor(dd)) return Unsupported(Fmt("depth ", dd));
+  const auto classes = static_cast<int64_t>(dd);
+  std::vector<int64_t> at;
+  for (int64_t k = 0; k < idx->NumElements(); ++k) {
+    const double i = idx->kind == OnnxTensor::Kind::kFloat ? idx->f[k] : static_cast<double>(idx->i[k]);
+    if (i != std::floor(i)) return Unsupported(Fmt("index ", i, " is not a whole number"));
+    at.push_back(static_cast<int64_t>(i < 0 ? i + classes : i));
+  }
+  const int r = static_cast<int>(idx->dims.size());
+  int64_t axis;
+  if (!NormAxis(v.Int("axis", -1), r + 1, &axis)) return Unsupported("axis out of range");
+  std::vector<int64_t> dims = idx->dims;
+  dims.insert(dims.begin() + axis, classes);
+  if (Shape(dims).Size() > kMaxFolded) return Unsupported(Fmt("a result of shape ", Shape(dims), " is too large"));
+  const std::vector<int64_t> si = Strides(idx->dims);
+  const std::vector<int64_t> pos = MapPositions(dims, [&](const std::vector<int64_t>& c) {
+    int64_t k = 0;
+    for (int d = 0, j = 0; d <= r; ++d)
+      if (d != axis) k += c[d] * si[j++];
+    return int64_t{at[k] == c[axis]};
+  });
+  Lowering l;
+  if (std::string why = Take(&l, In(2), 2, pos, dims, 0); !why.empty()) return Unsupported(why);
+  return l;
+}
+
+// ------------------------------------------------------------------ resize
+
+namespace {
+
+// One input element an output element reads along an axis, and its weight.
+struct Tap {
+  int64_t at;
+  double w;
+};
+
+// Resize's taps along one axis for output coordinate o, as ONNX's reference
+// computes them: o mapped to x in the input, the neighbours counted from
+// ceil(x) - 1 (the left one preferred at a whole x) and clamped to the edge,
+// with nearest, linear or cubic weights. No taps: the extrapolation value
+// (a tf_crop_and_resize coordinate outside the input). "" or why not.
+std::string AxisTaps(const NodeView& v, int64_t in, double scale, double roi0, double roi1, int64_t o,
+                     std::vector<Tap>* taps) {
+  const bool upsample = v.op_type() == "Upsample";
+  const std::string mode = v.Str("mode", "nearest");
+  const std::string ctm = v.Str("coordinate_transformation_mode", upsample ? "asymmetric" : "half_pixel");
+  const std::string nearest = v.Str("nearest_mode", upsample ? "floor" : "round_prefer_floor");
+  const double width = scale * static_cast<double>(in), last = static_cast<double>(in - 1);
+  double x;
+  if (ctm == "half_pixel") {
+    x = (o + 0.5) / scale - 0.5;
+  } else if (ctm == "pytorch_half_pixel") {
+    x = width == 1 ? -0.5 : (o + 0.5) / scale - 0.5;
+  } else if (ctm == "align_corners") {
+    x = width == 1 ? 0 : o * last / (width - 1);
+  } else if (ctm == "asymmetric") {
+    x = o / scale;
+  } else if (ctm == "tf_half_pixel_for_nn") {
+    x = (o + 0.5) / scale;
+  } else if (ctm == "tf_crop_and_resize") {
+    x = (width == 1 ? (roi1 - roi0) * last / 2 : o * (roi1 - roi0) * last / (width - 1)) + roi0 * last;
+    taps->clear();
+    if (x < 0 || x > last) return "";
+  } else {
+    return "coordinate_transformation_mode '" + ctm + "'";
+  }
+  const double base = std::ceil(x) - 1, r = x - base;  // r in (0, 1]
+  std::vector<double> w;
+  if (mode == "nearest") {
+    bool right = r == 1 || nearest == "ceil";
+    if (nearest == "round_prefer_floor") right = right || r > 0.5;
+    else if (nearest == "round_prefer_ceil") right = right || r >= 0.5;
+    else if (nearest != "floor" && nearest != "ceil") return "nearest_mode '" + nearest + "'";
+    w = {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
+  } else if (mode == "linear") {
+    w = {1 - r, r};
+  } else if (mode == "cubic") {
+    const double a = v.Float("cubic_coeff_a", -0.75), s = r + 1, t = 1 - r, u = 2 - r;
+    w = {((a * s - 5 * a) * s + 8 * a) * s - 4 * a, ((a + 2) * r - (a + 3)) * r * r + 1,
+         ((a + 2) * t - (a + 3)) * t * t + 1, ((a * u - 5 * a) * u + 8 * a) * u - 4 * a};
+  } else {
+    return "mode '" + mode + "'";
+  }
+  const int64_t first = static_cast<int64_t>(base) - (w.size() == 4 ? 1 : 0);
+  taps->clear();
+  double kept = 0;
+  for (size_t k = 0; k < w.size(); ++k) {
+    const int64_t at = first + static_cast<int64_t>(k);
+    if (v.Int("exclude_outside", 0) && (at < 0 || at >= in)) continue;
+    taps->push_back({std::clamp<int64_t>(at, 0, in - 1), w[k]});
+    kept += w[k];
+  }
+  if (v.Int("exclude_outside", 0))
+    for (Tap& t : *taps) t.w /= kept;
+  return "";
+}
+
+}  // namespace
+
+// Resize (opset 10 on) and Upsample with scales or sizes known at import:
+// nearest copies elements (Take); linear and cubic are a fully_connected of
+// the flattened input with the interpolation weights (and the extrapolation
+// value as bias), an aux constant.
+Lowering ResizeRule(const NodeView& v) {
+  const bool upsample = v.op_type() == "Upsample";
+  const std::vector<std::string> known =
+      upsample ? std::vector<std::string>{"mode"}
+               : std::vector<std::string>{"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
+                                          "exclude_outside", "extrapolation_value"};
+  if (auto why = v.UnknownAttr(known); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  if (!x.known()) return Unsupported("needs the input's shape");
+  const int rank = x.ndim();
+  const int scales_at = upsample || v.opset() < 11 ? 1 : 2;
+  std::vector<double> scales, roi;
+  std::vector<int64_t> out(rank);
+  const OnnxTensor* s = KnownTensor(v, scales_at);
+  if (v.HasInput(3)) {  // sizes
+    const auto* sizes = KnownInts(v, 3);
+    if (!sizes || static_cast<int>(sizes->size()) != rank) return Unsupported(NotKnown(v, 3, "sizes") + ", one a dim");
+    for (int d = 0; d < rank; ++d) {
+      out[d] = (*sizes)[d];
+      scales.push_back(static_cast<double>(out[d]) / x[d]);
+    }
+  } else if (s && s->kind == OnnxTensor::Kind::kFloat && static_cast<int>(s->f.size()) == rank) {
+    for (int d = 0; d < rank; ++d) {
+      scales.push_back(s->f[d]);
+      out[d] = static_cast<int64_t>(s->f[d] * static_cast<double>(x[d]));
+    }
+  } else {
+    return Unsupported(NotKnown(v, scales_at, "scales") + ", one float a dim");
+  }
+  if (v.Str("coordinate_transformation_mode", "") == "tf_crop_and_resize") {
+    const OnnxTensor* r = KnownTensor(v, 1);
+    if (!r || r->kind != OnnxTensor::Kind::kFloat || static_cast<int>(r->f.size()) != 2 * rank)
+      return Unsupported(NotKnown(v, 1, "roi") + ", 2 floats a dim");
+    roi.assign(r->f.begin(), r->f.end());
+  }
+  for (int d = 0; d < rank; ++d)
+    if (out[d] < 1 || !(scales[d] > 0)) return Unsupported(Fmt("scale ", scales[d], " of dim ", d, " makes it empty"));
+  // Taps of every output coordinate, axis by axis.
+  std::vector<std::vector<std::vector<Tap>>> taps(rank);
+  for (int d = 0; d < rank; ++d) {
+    taps[d].resize(out[d]);
+    for (int64_t o = 0; o < out[d]; ++o) {
+      const double r0 = roi.empty() ? 0 : roi[d], r1 = roi.empty() ? 1 : roi[rank + d];
+      if (auto why = AxisTaps(v, x[d], scales[d], r0, r1, o, &taps[d][o]); !why.empty()) return Unsupported(why);
+    }
+  }
+  const int64_t n_out = Shape(out).Size(), n_in = x.Size();
+  const std::vector<int64_t> sx = Strides(x.dims());
+  if (v.Str("mode", "nearest") == "nearest" && roi.empty()) {  // one tap of weight 1 per axis: a copy
+    return TakeInput(x, MapPositions(out, [&](const std::vector<int64_t>& c) {
+      int64_t at = 0;
+      for (int d = 0; d < rank; ++d)
+        for (const Tap& t : taps[d][c[d]]) at += t.w == 1 ? t.at * sx[d] : 0;
+      return at;
+    }), out, 0);
+  }
+  if (n_out > kMaxFolded / n_in) return Unsupported(Fmt("a ", n_out, " x ", n_in, " interpolation is too large"));
+  Tensor m = Tensor::Empty(Shape{n_out, n_in}, DType::kFloat32, {}, MemKind::kParam);
+  Tensor bias = Tensor::Empty(Shape{n_out}, DType::kFloat32, {}, MemKind::kParam);
+  std::fill(m.f(), m.f() + m.size(), 0.f);
+  std::fill(bias.f(), bias.f() + bias.size(), 0.f);
+  bool extrapolated = false;
+  const std::vector<int64_t> so = Strides(out);
+  for (int64_t k = 0; k < n_out; ++k) {
+    // The products of one tap per axis (at most 4^rank terms).
+    std::vector<std::pair<int64_t, double>> terms = {{0, 1.0}};
+    for (int d = 0; d < rank && !terms.empty(); ++d) {
+      const std::vector<Tap>& t = taps[d][k / so[d] % out[d]];
+      std::vector<std::pair<int64_t, double>> next;
+      for (const auto& [at, w] : terms)
+        for (const Tap& tap : t) next.push_back({at + tap.at * sx[d], w * tap.w});
+      terms = std::move(next);
+    }
+    if (terms.empty()) {
+      bias.f()[k] = static_cast<float>(v.Float("extrapolation_value", 0));
+      extrapolated = true;
+    }
+    std::map<int64_t, double> row;  // one weight per input element, summed in double
+    for (const auto& [at, w] : terms) row[at] += w;
+    for (const auto& [at, w] : row) m.f()[k * n_in + at] = static_cast<float>(w);
+  }
+  Lowering l;
+  l.constants.push_back({0, "interpolation", m, false});
+  AttrMap fc{{"num_hidden", IntStr(n_out)}, {"flatten", "true"}, {"no_bias", BoolStr(!extrapolated)}};
+  std::vector<Operand> in = {Add(&l, "reshape", {{"shape", "(1,-1)"}}, {In(0)}), Const(0)};
+  if (extrapolated) {
+    l.constants.push_back({0, "extrapolation", bias, false});
+    in.push_back(Const(1));
+  }
+  Operand y = Add(&l, "fully_connected", fc, in);
+  Add(&l, "reshape", {{"shape", TupleStr(out)}}, {y});
+  return l;
 }
 
 }  // namespace frugal::onnx_map

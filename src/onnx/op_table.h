@@ -233,6 +233,9 @@ Lowering DepthSpaceRule(const NodeView& v);
 Lowering ReverseSequenceRule(const NodeView& v);
 Lowering CompressRule(const NodeView& v);
 Lowering EyeLikeRule(const NodeView& v);
+Lowering ScatterRule(const NodeView& v);
+Lowering OneHotRule(const NodeView& v);
+Lowering ResizeRule(const NodeView& v);
 
 // Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
 // and pads, given the input's spatial dims (needed for SAME_*). Returns ""
