@@ -757,5 +757,43 @@ TEST(OnnxMap, ResizeWeightsFollowTheReference) {
             std::string::npos);
 }
 
+TEST(OnnxMap, PadGatherNDPowAndNormalisations) {
+  // x (3) and the pad value stacked: position 3 is the value.
+  OnnxTensor pads = IntsTensor({1, 2});
+  NodeBuilder pad("Pad", {"x", "p"});
+  Lowering p = Lower(pad, 13, {Facts(Shape{3}), Known(pads)});
+  ASSERT_EQ(p.constants.size(), 2u);
+  EXPECT_EQ(p.constants[0].value.f()[0], 0.f) << "no constant_value: 0";
+  const Tensor& from = p.constants[1].value;
+  EXPECT_EQ(std::vector<float>(from.f(), from.f() + from.size()), (std::vector<float>{3, 0, 1, 2, 3, 3}));
+  pad.Str("mode", "reflect");
+  Lowering r = Lower(pad, 13, {Facts(Shape{3}), Known(pads)});
+  ASSERT_EQ(r.unsupported, "");
+  const Tensor& at = r.constants[1].value;  // [0] is the unused pad value
+  EXPECT_EQ(std::vector<float>(at.f(), at.f() + at.size()), (std::vector<float>{1, 0, 1, 2, 1, 0}));
+
+  OnnxTensor tuples = IntsTensor({1, 0, 0, 1});
+  tuples.dims = {2, 2};
+  EXPECT_EQ(Positions(Lower(NodeBuilder("GatherND", {"x", "i"}), 13, {Facts(Shape{2, 2, 2}), Known(tuples)})),
+            (std::vector<float>{4, 5, 2, 3}));
+
+  OnnxTensor exponents = IntsTensor({2, 3});
+  Lowering pw = Lower(NodeBuilder("Pow", {"x", "y"}), 13, {Facts(Shape{2}), Known(exponents)});
+  ASSERT_EQ(pw.constants.size(), 1u);
+  EXPECT_EQ(std::vector<float>(pw.constants[0].value.f(), pw.constants[0].value.f() + 2), (std::vector<float>{2, 3}));
+  EXPECT_EQ(Single(pw).op, "power");
+
+  Lowering in = Lower(NodeBuilder("InstanceNormalization", {"x", "s", "b"}), 6,
+                      {Facts(Shape{1, 2, 3, 4}), Facts(Shape{2}), Facts(Shape{2})});
+  ASSERT_EQ(in.unsupported, "");
+  EXPECT_EQ(in.nodes[0].op, "layer_norm");
+  EXPECT_EQ(in.nodes[0].attrs.at("axis"), "2");
+  EXPECT_EQ(in.constants[0].value.shape(), (Shape{3, 4}));
+  EXPECT_EQ(in.nodes[1].attrs.at("shape"), "(1,2,1,1)");
+  NodeBuilder lrn("LRN", {"x"});
+  lrn.Int("size", 4);
+  EXPECT_NE(Lower(lrn, 13, {Facts(Shape{1, 5, 2, 2})}).unsupported.find("odd"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace frugal::onnx_map

@@ -540,6 +540,16 @@ Lowering BroadcastRule(const NodeView& v, const std::string& frugal_op) {
     if (std::string why = BroadcastInts(*a, *b, op->second, &y); !why.empty()) return Unsupported(why);
     return Folded(std::move(y));
   }
+  const auto small = [](int64_t e) { return std::abs(e) < int64_t{1} << 24; };
+  if (b && frugal_op == "power" && std::all_of(b->i.begin(), b->i.end(), small)) {
+    // A float to integer powers known at import: the exponents as floats (exact below 2^24).
+    Tensor e = Tensor::Empty(b->shape(), DType::kFloat32, {}, MemKind::kParam);
+    for (size_t k = 0; k < b->i.size(); ++k) e.f()[k] = static_cast<float>(b->i[k]);
+    Lowering l;
+    l.constants.push_back({1, "float", e, false});
+    Add(&l, "power", {}, {In(0), Const(0)});
+    return l;
+  }
   if (frugal_op == "add" && !v.OpAvailable("add") && v.InputShape(0).known() && v.InputShape(0) == v.InputShape(1))
     return One("add_n", {{"num_args", "2"}}, 2);
   return One(frugal_op, {}, 2);
@@ -1667,6 +1677,164 @@ Lowering ResizeRule(const NodeView& v) {
   }
   Operand y = Add(&l, "fully_connected", fc, in);
   Add(&l, "reshape", {{"shape", TupleStr(out)}}, {y});
+  return l;
+}
+
+// ------------------------------------------------------- normalisations
+
+// InstanceNormalization(x, scale, B) = layer_norm over the axes from 2 on
+// (a gamma of ones, an aux constant), then scale and B per channel.
+Lowering InstanceNormRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"epsilon"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  if (!x.known() || x.ndim() < 3) return Unsupported(Fmt("needs an input (N, C, ...) of known shape, got ", x));
+  const double eps = v.Float("epsilon", 1e-5);
+  if (!(eps > 0)) return Unsupported(Fmt("epsilon ", eps, " (frugal's layer_norm needs a positive one)"));
+  Tensor ones = Tensor::Empty(Shape(std::vector<int64_t>(x.dims().begin() + 2, x.dims().end())), DType::kFloat32, {},
+                              MemKind::kParam);
+  std::fill(ones.f(), ones.f() + ones.size(), 1.f);
+  Lowering l;
+  l.constants.push_back({1, "ones", ones, false});
+  std::vector<int64_t> per_channel(x.ndim(), 1);
+  per_channel[1] = x[1];
+  Operand y = Add(&l, "layer_norm", {{"axis", "2"}, {"eps", FloatStr(eps)}, {"no_bias", "true"}}, {In(0), Const(0)});
+  Operand scale = Add(&l, "reshape", {{"shape", TupleStr(per_channel)}}, {In(1)});
+  Operand bias = Add(&l, "reshape", {{"shape", TupleStr(per_channel)}}, {In(2)});
+  y = Add(&l, "mul", {}, {y, scale});
+  Add(&l, "add", {}, {y, bias});
+  return l;
+}
+
+// LRN(size odd, alpha, beta, bias) = x / (bias + alpha/size * sum of x^2
+// over `size` channels around)^beta: the channel sum an average pooling of
+// (N, 1, C, rest) with count_include_pad.
+Lowering LrnRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"alpha", "beta", "bias", "size"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  const int64_t size = v.Int("size", 0);
+  if (size < 1 || size % 2 == 0) return Unsupported(Fmt("size ", size, " (frugal's symmetric pad needs an odd one)"));
+  if (!x.known() || x.ndim() < 3) return Unsupported(Fmt("needs an input (N, C, ...) of known shape, got ", x));
+  Tensor beta = Tensor::Empty(Shape{1}, DType::kFloat32, {}, MemKind::kParam);
+  beta.f()[0] = static_cast<float>(v.Float("beta", 0.75));
+  Lowering l;
+  l.constants.push_back({0, "beta", beta, false});
+  Operand sq = Add(&l, "square", {}, {In(0)});
+  sq = Add(&l, "reshape", {{"shape", "(0,1,0,-1)"}}, {sq});
+  Operand sum = Add(&l, "pooling", {{"pool_type", "avg"}, {"kernel", TupleStr({size, 1})}, {"stride", "(1,1)"},
+                                    {"pad", TupleStr({size / 2, 0})}, {"count_include_pad", "true"}}, {sq});
+  sum = Add(&l, "reshape", {{"shape", TupleStr(x.dims())}}, {sum});
+  Operand d = Add(&l, "mul_scalar", {{"scalar", FloatStr(v.Float("alpha", 1e-4))}}, {sum});  // alpha/size * sum
+  d = Add(&l, "add_scalar", {{"scalar", FloatStr(v.Float("bias", 1))}}, {d});
+  d = Add(&l, "power", {}, {d, Const(0)});
+  Add(&l, "div", {}, {In(0), d});
+  return l;
+}
+
+// Cosh = (e^x + e^-x) / 2 (no cancellation: exact to float rounding).
+Lowering CoshRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
+  Lowering l;
+  Operand a = Add(&l, "exp", {}, {In(0)});
+  Operand b = Add(&l, "negative", {}, {In(0)});
+  b = Add(&l, "exp", {}, {b});
+  Operand y = Add(&l, "add", {}, {a, b});
+  Add(&l, "mul_scalar", {{"scalar", "0.5"}}, {y});
+  return l;
+}
+
+// GatherND(data, indices known, batch_dims 0): data's slices at the index tuples.
+Lowering GatherNDRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"batch_dims"}); !why.empty()) return Unsupported(why);
+  if (v.Int("batch_dims", 0) != 0) return Unsupported("batch_dims other than 0");
+  const Shape& x = v.InputShape(0);
+  const OnnxTensor* idx = KnownIntTensor(v, 1);
+  if (!idx) return Unsupported(NotKnown(v, 1, "indices"));
+  const int64_t k = idx->dims.empty() ? 0 : idx->dims.back();
+  if (!x.known() || k < 1 || k > x.ndim()) return Unsupported(Fmt("indices ", idx->shape(), " for data ", x));
+  std::vector<int64_t> dims(idx->dims.begin(), idx->dims.end() - 1);
+  dims.insert(dims.end(), x.dims().begin() + k, x.dims().end());
+  const std::vector<int64_t> sx = Strides(x.dims());
+  const int64_t inner = x.Prod(static_cast<int>(k), x.ndim());
+  std::vector<int64_t> pos;
+  for (size_t q = 0; q * k < idx->i.size(); ++q) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      const int64_t i = idx->i[q * k + d], dim = x[static_cast<int>(d)];
+      if (i < -dim || i >= dim) return Unsupported(Fmt("index ", i, " out of range for dim ", dim));
+      at += (i < 0 ? i + dim : i) * sx[d];
+    }
+    for (int64_t j = 0; j < inner; ++j) pos.push_back(at + j);
+  }
+  return TakeInput(x, pos, dims, 1);
+}
+
+// Pad(x, pads known, constant_value, axes; mode constant, edge or reflect):
+// x and the constant (given, or 0 as an aux constant) stacked, copied from.
+Lowering PadRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"mode", "pads", "value"}); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  if (!x.known()) return Unsupported("needs the input's shape");
+  const int r = x.ndim();
+  std::vector<int64_t> pads = v.Ints("pads");
+  if (v.opset() >= 11) {
+    const auto* p = KnownInts(v, 1);
+    if (!p) return Unsupported(NotKnown(v, 1, "pads"));
+    pads = *p;
+  }
+  std::vector<int64_t> axes(r);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (v.HasInput(3)) {
+    const auto* a = KnownInts(v, 3);
+    if (!a) return Unsupported(NotKnown(v, 3, "axes"));
+    axes = *a;
+  }
+  if (pads.size() != 2 * axes.size()) return Unsupported(Fmt("pads ", TupleStr(pads), " for axes ", TupleStr(axes)));
+  std::vector<int64_t> lo(r, 0), dims(x.dims());
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a;
+    if (!NormAxis(axes[k], r, &a)) return Unsupported(Fmt("axis ", axes[k], " out of range"));
+    lo[a] = pads[k];
+    dims[a] += pads[k] + pads[k + axes.size()];
+    if (dims[a] < 1) return Unsupported(Fmt("pads ", TupleStr(pads), " leave dim ", a, " empty"));
+  }
+  const std::string mode = v.Str("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") return Unsupported("mode '" + mode + "'");
+  const std::vector<int64_t> sx = Strides(x.dims());
+  bool bad = false;
+  const std::vector<int64_t> pos = MapPositions(dims, [&](const std::vector<int64_t>& c) {
+    int64_t at = 0;
+    for (int d = 0; d < r; ++d) {
+      int64_t i = c[d] - lo[d];
+      if (i < 0 || i >= x[d]) {
+        if (mode == "constant") return x.Size();  // the constant, stacked after x
+        if (mode == "edge") i = std::clamp<int64_t>(i, 0, x[d] - 1);
+        if (mode == "reflect") {
+          const int64_t period = 2 * (x[d] - 1);
+          if (period == 0 || i < -period / 2 || i >= x[d] + period / 2) bad = true;
+          i = period == 0 ? 0 : (i % period + period) % period;
+          if (i >= x[d]) i = period - i;
+        }
+      }
+      at += i * sx[d];
+    }
+    return at;
+  });
+  if (bad) return Unsupported("reflect pads wider than the input");
+  Lowering l;
+  Operand value;
+  if (v.HasInput(2)) {
+    if (v.InputShape(2).known() && v.InputShape(2).Size() != 1)
+      return Unsupported(Fmt("constant_value of shape ", v.InputShape(2), " (one value)"));
+    value = In(2);
+  } else {
+    Tensor c = Tensor::Empty(Shape{1}, DType::kFloat32, {}, MemKind::kParam);
+    c.f()[0] = static_cast<float>(v.Float("value", 0));
+    l.constants.push_back({0, "pad_value", c, false});
+    value = Const(0);
+  }
+  Operand rx = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(0)}), rv = Add(&l, "reshape", {{"shape", "(-1)"}}, {value});
+  Operand both = Add(&l, "concat", {{"dim", "0"}, {"num_args", "2"}}, {rx, rv});
+  if (std::string why = Take(&l, both, x.Size() + 1, pos, dims, 0); !why.empty()) return Unsupported(why);
   return l;
 }
 

@@ -236,6 +236,11 @@ Lowering EyeLikeRule(const NodeView& v);
 Lowering ScatterRule(const NodeView& v);
 Lowering OneHotRule(const NodeView& v);
 Lowering ResizeRule(const NodeView& v);
+Lowering InstanceNormRule(const NodeView& v);
+Lowering LrnRule(const NodeView& v);
+Lowering CoshRule(const NodeView& v);
+Lowering GatherNDRule(const NodeView& v);
+Lowering PadRule(const NodeView& v);
 
 // Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
 // and pads, given the input's spatial dims (needed for SAME_*). Returns ""
