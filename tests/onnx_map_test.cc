@@ -176,9 +176,28 @@ TEST(OnnxMap, Pooling) {
   avg.Int("count_include_pad", 1);
   EXPECT_EQ(Single(Lower(avg, 11, {Facts(Shape{1, 1, 4, 4})})).attrs.at("count_include_pad"), "true");
 
+  // What frugal's pooling lacks: every window copied to a last axis, then reduced.
   NodeBuilder ceil("MaxPool", {"x"});
-  ceil.Ints("kernel_shape", {2, 2}).Int("ceil_mode", 1);
-  EXPECT_NE(Lower(ceil, 12, {Facts(Shape{1, 1, 5, 5})}).unsupported.find("ceil_mode"), std::string::npos);
+  ceil.Ints("kernel_shape", {2, 2}).Ints("strides", {2, 2}).Int("ceil_mode", 1);
+  Lowering c = Lower(ceil, 12, {Facts(Shape{1, 1, 5, 5})});
+  ASSERT_EQ(c.unsupported, "");
+  ASSERT_EQ(c.constants.size(), 2u);
+  EXPECT_EQ(c.constants[0].value.f()[0], -std::numeric_limits<float>::infinity()) << "max pads with -inf";
+  const Tensor& at = c.constants[1].value;  // (1,1,3,3,4): the last window reads row and column 4 and the pad (25)
+  EXPECT_EQ(at.shape(), (Shape{36}));
+  EXPECT_EQ(std::vector<float>(at.f() + 32, at.f() + 36), (std::vector<float>{24, 25, 25, 25}));
+  EXPECT_EQ(c.nodes.back().op, "max");
+  EXPECT_EQ(c.nodes.back().attrs.at("axis"), "4");
+  NodeBuilder lower("AveragePool", {"x"});
+  lower.Ints("kernel_shape", {2}).Str("auto_pad", "SAME_LOWER");
+  Lowering s = Lower(lower, 12, {Facts(Shape{1, 1, 3})});
+  ASSERT_EQ(s.unsupported, "");
+  ASSERT_EQ(s.constants.size(), 3u);
+  const Tensor& count = s.constants[2].value;  // the pad goes first: the first window holds one element
+  EXPECT_EQ(std::vector<float>(count.f(), count.f() + count.size()), (std::vector<float>{1, 2, 2}));
+  EXPECT_EQ(s.nodes.back().op, "div");
+  lower.Int("count_include_pad", 1);
+  EXPECT_NE(Lower(lower, 12, {Facts(Shape{1, 1, 3})}).unsupported.find("count_include_pad"), std::string::npos);
   NodeBuilder indices("MaxPool", {"x"}, {"y", "i"});
   indices.Ints("kernel_shape", {2, 2});
   EXPECT_NE(Lower(indices, 12, {Facts(Shape{1, 1, 4, 4})}).unsupported.find("Indices"), std::string::npos);

@@ -107,6 +107,20 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
   return s;
 }
 
+// For each element of a tensor of dims `out`, f(its coordinates): the
+// position it copies.
+std::vector<int64_t> MapPositions(const std::vector<int64_t>& out,
+                                  const std::function<int64_t(const std::vector<int64_t>&)>& f) {
+  const std::vector<int64_t> so = Strides(out);
+  const int64_t n = Shape(out).Size();
+  std::vector<int64_t> pos(n), c(out.size());
+  for (int64_t k = 0; k < n; ++k) {
+    for (size_t d = 0; d < out.size(); ++d) c[d] = k / so[d] % out[d];
+    pos[k] = f(c);
+  }
+  return pos;
+}
+
 // The numpy broadcast of `shapes` into *out; "" or why not.
 std::string BroadcastDims(const std::vector<Shape>& shapes, std::vector<int64_t>* out) {
   size_t r = 0;
@@ -273,6 +287,79 @@ Lowering ConvTransposeRule(const NodeView& v) {
              bias ? 3 : 2);
 }
 
+namespace {
+
+// Pooling that frugal's op cannot express (ceil_mode, dilations, pads that
+// differ at the two ends, other than 1-D or 2-D): every window's elements
+// copied to a last axis (positions known at import; outside the input, a
+// stacked -inf for max, 0 for avg), then their max, or their sum divided by
+// the number of input elements in the window (count_include_pad=0).
+Lowering PoolByCopies(const NodeView& v, bool avg, const std::vector<int64_t>& kernel,
+                      const std::vector<int64_t>& stride, const std::vector<int64_t>& dilate) {
+  const Shape& x = v.InputShape(0);
+  const int nd = static_cast<int>(kernel.size());
+  if (!x.known() || x.ndim() != nd + 2) return Unsupported(Fmt("needs the input's shape, (N, C) and ", nd, " dims"));
+  if (avg && v.Int("count_include_pad", 0) != 0)
+    return Unsupported("count_include_pad=1 with ceil_mode, dilations or pads frugal's pooling lacks");
+  const std::string auto_pad = v.Str("auto_pad", "NOTSET");
+  const std::vector<int64_t> pads = v.Ints("pads");
+  if (!pads.empty() && pads.size() != 2 * kernel.size()) return Unsupported(Fmt("pads ", TupleStr(pads)));
+  std::vector<int64_t> begin(nd, 0), out(nd);
+  for (int d = 0; d < nd; ++d) {
+    const int64_t in = x[d + 2], eff = (kernel[d] - 1) * dilate[d] + 1, s = stride[d];
+    if (s < 1 || kernel[d] < 1 || dilate[d] < 1) return Unsupported("strides, kernel and dilations must be positive");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out[d] = (in + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (out[d] - 1) * s + eff - in);
+      begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    } else if (auto_pad == "NOTSET" || auto_pad == "VALID") {
+      if (auto_pad == "NOTSET" && !pads.empty()) begin[d] = pads[d];
+      const int64_t span = in + begin[d] + (auto_pad == "NOTSET" && !pads.empty() ? pads[d + nd] : 0) - eff;
+      if (span < 0) return Unsupported(Fmt("a window larger than padded dim ", d + 2));
+      out[d] = (v.Int("ceil_mode", 0) ? (span + s - 1) / s : span / s) + 1;
+      if (v.Int("ceil_mode", 0) && (out[d] - 1) * s >= in + begin[d]) --out[d];  // a window must start inside
+    } else {
+      return Unsupported("auto_pad '" + auto_pad + "'");
+    }
+  }
+  const int64_t taps = Shape(kernel).Size();
+  std::vector<int64_t> dims = {x[0], x[1]};
+  dims.insert(dims.end(), out.begin(), out.end());
+  dims.push_back(taps);
+  if (Shape(dims).Size() > kMaxFolded) return Unsupported(Fmt("windows of shape ", Shape(dims), " are too large"));
+  const std::vector<int64_t> sx = Strides(x.dims()), sk = Strides(kernel);
+  Tensor count = Tensor::Empty(Shape(out), DType::kFloat32, {}, MemKind::kParam);
+  std::fill(count.f(), count.f() + count.size(), 0.f);
+  const std::vector<int64_t> so = Strides(out);
+  const std::vector<int64_t> pos = MapPositions(dims, [&](const std::vector<int64_t>& c) {
+    int64_t at = c[0] * sx[0] + c[1] * sx[1], o = 0;
+    for (int d = 0; d < nd; ++d) {
+      const int64_t i = c[d + 2] * stride[d] - begin[d] + c[nd + 2] / sk[d] % kernel[d] * dilate[d];
+      if (i < 0 || i >= x[d + 2]) return x.Size();  // the stacked pad value
+      at += i * sx[d + 2];
+      o += c[d + 2] * so[d];
+    }
+    if (c[0] == 0 && c[1] == 0) count.f()[o] += 1;
+    return at;
+  });
+  Tensor fill = Tensor::Empty(Shape{1}, DType::kFloat32, {}, MemKind::kParam);
+  fill.f()[0] = avg ? 0.f : -std::numeric_limits<float>::infinity();
+  Lowering l;
+  l.constants.push_back({0, "pad_value", fill, false});
+  Operand rx = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(0)});
+  Operand both = Add(&l, "concat", {{"dim", "0"}, {"num_args", "2"}}, {rx, Const(0)});
+  if (std::string why = Take(&l, both, x.Size() + 1, pos, dims, 0); !why.empty()) return Unsupported(why);
+  Operand windows = Prev(static_cast<int>(l.nodes.size()) - 1);
+  Operand y = Add(&l, avg ? "sum" : "max", {{"axis", IntStr(nd + 2)}, {"keepdims", "false"}}, {windows});
+  if (avg) {
+    l.constants.push_back({0, "window_count", count, false});
+    Add(&l, "div", {}, {y, Const(static_cast<int>(l.constants.size()) - 1)});
+  }
+  return l;
+}
+
+}  // namespace
+
 // MaxPool / AveragePool(X); frugal's pooling floors the output size.
 Lowering PoolRule(const NodeView& v, const std::string& pool_type) {
   const bool avg = pool_type == "avg";
@@ -282,17 +369,15 @@ Lowering PoolRule(const NodeView& v, const std::string& pool_type) {
     known.push_back(a);
   if (auto why = v.UnknownAttr(known); !why.empty()) return Unsupported(why);
   if (v.num_outputs() > 1) return Unsupported("the Indices output is not supported");
-  if (v.Int("ceil_mode", 0) != 0) return Unsupported("ceil_mode=1 is not supported");
   std::vector<int64_t> kernel = v.Ints("kernel_shape");
   if (kernel.empty()) return Unsupported("kernel_shape is missing");
   const size_t nd = kernel.size();
-  if (nd != 2 && nd != 1) return Unsupported(Fmt("frugal's pooling is 2-D (NCHW); this one is ", nd, "-D"));
   const std::vector<int64_t> dilate = IntsOr(v, "dilations", nd, 1);
-  if (std::any_of(dilate.begin(), dilate.end(), [](int64_t d) { return d != 1; }))
-    return Unsupported("dilations other than 1 are not supported");
   std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), pad;
-  Shape x = v.InputShape(0);
-  if (auto why = SymmetricPads(v, x, kernel, stride, dilate, &pad); !why.empty()) return Unsupported(why);
+  if (v.Int("ceil_mode", 0) != 0 || (nd != 2 && nd != 1) ||
+      std::any_of(dilate.begin(), dilate.end(), [](int64_t d) { return d != 1; }) ||
+      !SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad).empty())
+    return PoolByCopies(v, avg, kernel, stride, dilate);
   Lowering l;
   Operand in = In(0);
   if (nd == 1) {  // (N, C, L) pooled as (N, C, L, 1)
@@ -1257,20 +1342,6 @@ Lowering SoftmaxCrossEntropyRule(const NodeView& v) {
 // import, copy each output element from a position computed here (Take).
 
 namespace {
-
-// For each element of a tensor of dims `out`, f(its coordinates): the
-// position it copies.
-std::vector<int64_t> MapPositions(const std::vector<int64_t>& out,
-                                  const std::function<int64_t(const std::vector<int64_t>&)>& f) {
-  const std::vector<int64_t> so = Strides(out);
-  const int64_t n = Shape(out).Size();
-  std::vector<int64_t> pos(n), c(out.size());
-  for (int64_t k = 0; k < n; ++k) {
-    for (size_t d = 0; d < out.size(); ++d) c[d] = k / so[d] % out[d];
-    pos[k] = f(c);
-  }
-  return pos;
-}
 
 // Take from input 0 (of known shape x) as a lowering.
 Lowering TakeInput(const Shape& x, const std::vector<int64_t>& positions, const std::vector<int64_t>& dims,
