@@ -152,13 +152,27 @@ TEST(OnnxMap, ConvTranspose) {
   EXPECT_EQ(n.attrs.at("num_filter"), "6");  // W (C, M/group, ...)
   EXPECT_EQ(n.attrs.at("adj"), "(1,1)");
   // frugal's adj trims padding (oneDNN pads the right side by pad - adj).
-  NodeBuilder beyond("ConvTranspose", {"x", "w"});
+  // Beyond that: the full transposed convolution, cropped or extended with zeros.
+  NodeBuilder beyond("ConvTranspose", {"x", "w", "b"});
   beyond.Ints("strides", {2, 2}).Ints("output_padding", {1, 1});
-  EXPECT_NE(Lower(beyond, 11, {Facts(Shape{1, 4, 3, 3}), Facts(Shape{4, 3, 3, 3})}).unsupported.find("output_padding"),
-            std::string::npos);
+  Lowering l = Lower(beyond, 11, {Facts(Shape{1, 4, 3, 3}), Facts(Shape{4, 3, 3, 3}), Facts(Shape{3})});
+  ASSERT_EQ(l.unsupported, "");
+  EXPECT_EQ(l.nodes[0].op, "deconvolution");
+  EXPECT_EQ(l.nodes[0].attrs.at("pad"), "(0,0)");
+  EXPECT_EQ(l.nodes[0].attrs.at("no_bias"), "true");
+  EXPECT_EQ(l.nodes.back().op, "add") << "the bias after the crop";
+  const Tensor& at = l.constants[1].value;  // (1,3,8,8) from the full (1,3,7,7) and a zero at 147
+  EXPECT_EQ(at.size(), 192);
+  EXPECT_EQ(at.f()[6 * 8 + 6], 6 * 7 + 6);
+  EXPECT_EQ(at.f()[7 * 8 + 7], 147);
+  // output_shape past the full size: the extra row at the end (ONNX's floor division of -1).
   NodeBuilder shaped("ConvTranspose", {"x", "w"});
-  shaped.Ints("output_shape", {10, 8});
-  EXPECT_NE(Lower(shaped, 11, {Facts(Shape{1, 4, 3, 3}), Facts(Shape{4, 3, 3, 3})}).unsupported, "");
+  shaped.Ints("output_shape", {10}).Ints("strides", {3});
+  Lowering s = Lower(shaped, 11, {Facts(Shape{1, 1, 3}), Facts(Shape{1, 1, 3})});
+  ASSERT_EQ(s.unsupported, "");
+  const Tensor& rows = s.constants[1].value;
+  EXPECT_EQ(std::vector<float>(rows.f(), rows.f() + rows.size()), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(s.nodes.back().attrs.at("shape"), "(1,1,10)");
 }
 
 TEST(OnnxMap, Pooling) {

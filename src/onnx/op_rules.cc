@@ -233,6 +233,83 @@ std::string SymmetricPads(const NodeView& v, const Shape& x, const std::vector<i
   return "";
 }
 
+namespace {
+
+// ConvTranspose beyond frugal's deconvolution (output_shape, SAME pads,
+// pads that differ at the two ends, output_padding, 1-D): the full
+// transposed convolution (no pads), its rows [begin, begin + out) copied
+// (zeros beyond its ends), then the bias.
+Lowering DeconvByCrop(const NodeView& v, std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                      std::vector<int64_t> dilate, const std::vector<int64_t>& adj) {
+  const Shape &x = v.InputShape(0), &w = v.InputShape(1);
+  const int nd = static_cast<int>(kernel.size());
+  if (nd != 1 && nd != 2) return Unsupported(Fmt("frugal's deconvolution is 2-D (NCHW); this one is ", nd, "-D"));
+  if (!x.known() || x.ndim() != nd + 2) return Unsupported("needs the input's shape");
+  const std::string auto_pad = v.Str("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    return Unsupported("auto_pad '" + auto_pad + "'");
+  std::vector<int64_t> shape = v.Ints("output_shape"), pads = v.Ints("pads");
+  if (shape.size() == static_cast<size_t>(nd) + 2) shape.erase(shape.begin(), shape.begin() + 2);
+  if ((!shape.empty() && shape.size() != static_cast<size_t>(nd)) || (!pads.empty() && pads.size() != 2u * nd))
+    return Unsupported(Fmt("output_shape ", TupleStr(shape), " or pads ", TupleStr(pads), " for ", nd, " dims"));
+  const int64_t group = v.Int("group", 1), m = w[1] * group;
+  std::vector<int64_t> full = {x[0], m}, dims = {x[0], m}, begin(nd);
+  for (int d = 0; d < nd; ++d) {
+    const int64_t in = x[d + 2], eff = (kernel[d] - 1) * dilate[d] + 1;
+    full.push_back(stride[d] * (in - 1) + eff);
+    if (!shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t out = shape.empty() ? in * stride[d] : shape[d];
+      const int64_t total = full.back() + adj[d] - out;  // negative: rows past the end, as ONNX's floor division has
+      const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+      begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+      dims.push_back(out);
+    } else {
+      begin[d] = auto_pad == "VALID" || pads.empty() ? 0 : pads[d];
+      dims.push_back(full.back() + adj[d] - begin[d] - (auto_pad == "VALID" || pads.empty() ? 0 : pads[d + nd]));
+    }
+    if (dims.back() < 1) return Unsupported(Fmt("an empty output dim ", d + 2));
+  }
+  Lowering l;
+  Operand in = In(0), weight = In(1);
+  if (nd == 1) {  // (N, C, L) as (N, C, L, 1)
+    in = Add(&l, "reshape", {{"shape", "(0,0,-1,1)"}}, {in});
+    weight = Add(&l, "reshape", {{"shape", "(0,0,-1,1)"}}, {weight});
+    kernel.push_back(1), stride.push_back(1), dilate.push_back(1);
+  }
+  Operand y = Add(&l, "deconvolution",
+                  {{"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)}, {"pad", TupleStr({0, 0})},
+                   {"dilate", TupleStr(dilate)}, {"adj", TupleStr({0, 0})}, {"num_filter", IntStr(m)},
+                   {"num_group", IntStr(group)}, {"no_bias", "true"}},
+                  {in, weight});
+  const std::vector<int64_t> sf = Strides(full);
+  const int64_t n_full = Shape(full).Size();
+  const std::vector<int64_t> pos = MapPositions(dims, [&](const std::vector<int64_t>& c) {
+    int64_t at = c[0] * sf[0] + c[1] * sf[1];
+    for (int d = 0; d < nd; ++d) {
+      const int64_t f = c[d + 2] + begin[d];
+      if (f < 0 || f >= full[d + 2]) return n_full;  // the stacked zero
+      at += f * sf[d + 2];
+    }
+    return at;
+  });
+  Tensor zero = Tensor::Empty(Shape{1}, DType::kFloat32, {}, MemKind::kParam);
+  zero.f()[0] = 0;
+  l.constants.push_back({0, "zero", zero, false});
+  Operand flat = Add(&l, "reshape", {{"shape", "(-1)"}}, {y});
+  Operand both = Add(&l, "concat", {{"dim", "0"}, {"num_args", "2"}}, {flat, Const(0)});
+  if (std::string why = Take(&l, both, n_full + 1, pos, dims, 0); !why.empty()) return Unsupported(why);
+  if (v.HasInput(2)) {
+    const Operand cropped = Prev(static_cast<int>(l.nodes.size()) - 1);
+    std::vector<int64_t> per_channel(nd + 2, 1);
+    per_channel[1] = m;
+    Operand b = Add(&l, "reshape", {{"shape", TupleStr(per_channel)}}, {In(2)});
+    Add(&l, "add", {}, {cropped, b});
+  }
+  return l;
+}
+
+}  // namespace
+
 // Conv(X, W[, B]): W is (M, C/group, k1, k2, ...).
 Lowering ConvRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}); !why.empty())
@@ -257,27 +334,25 @@ Lowering ConvRule(const NodeView& v) {
 
 // ConvTranspose(X, W[, B]): W is (C, M/group, k1, k2, ...).
 Lowering ConvTransposeRule(const NodeView& v) {
-  if (auto why = v.UnknownAttr({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "pads", "strides"});
+  if (auto why = v.UnknownAttr({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape",
+                                "pads", "strides"});
       !why.empty())
-    return Unsupported(why);  // output_shape among them: frugal's target_shape pads differently
+    return Unsupported(why);
   const std::string auto_pad = v.Str("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") return Unsupported("auto_pad " + auto_pad + " of a ConvTranspose");
   const Shape& w = v.InputShape(1);
   if (!w.known() || w.ndim() < 3) return Unsupported("needs the weight's shape (known dims)");
   const size_t nd = w.ndim() - 2;
   std::vector<int64_t> kernel = v.Ints("kernel_shape");
   if (kernel.empty()) kernel.assign(w.dims().begin() + 2, w.dims().end());
   if (kernel.size() != nd) return Unsupported(Fmt("kernel_shape ", TupleStr(kernel), " does not match weight ", w));
-  if (nd != 2) return Unsupported(Fmt("frugal's deconvolution is 2-D (NCHW); this one is ", nd, "-D"));
   std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), dilate = IntsOr(v, "dilations", nd, 1), pad;
-  if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty())
-    return Unsupported(why);
   const std::vector<int64_t> adj = IntsOr(v, "output_padding", nd, 0);
-  for (size_t d = 0; d < nd; ++d) {
-    if (adj[d] > pad[d] || adj[d] >= stride[d])  // MXNet's adj trims padding; ONNX's output_padding adds rows
-      return Unsupported(Fmt("output_padding ", TupleStr(adj), " beyond pads ", TupleStr(pad),
-                             " (frugal's adj must be at most the pad and below the stride)"));
-  }
+  // frugal's deconvolution as it is: 2-D, symmetric pads, and MXNet's adj
+  // (which trims padding, where ONNX's output_padding adds rows).
+  bool native = nd == 2 && !v.Has("output_shape") && (auto_pad == "NOTSET" || auto_pad == "VALID") &&
+                SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad).empty();
+  for (size_t d = 0; native && d < nd; ++d) native = adj[d] <= pad[d] && adj[d] < stride[d];
+  if (!native) return DeconvByCrop(v, kernel, stride, dilate, adj);
   const int64_t group = v.Int("group", 1);
   const bool bias = v.HasInput(2);
   return One("deconvolution",
