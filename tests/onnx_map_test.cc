@@ -228,7 +228,20 @@ TEST(OnnxMap, BatchNorm) {
   EXPECT_EQ(n.attrs, (AttrMap{{"eps", "0.00100000005"}, {"momentum", "0.9"}, {"fix_gamma", "false"}}));
   EXPECT_EQ(n.inputs.size(), 5u);
   b.Int("training_mode", 1);
-  EXPECT_NE(Lower(b, 14, {}).unsupported.find("training mode"), std::string::npos);
+  EXPECT_NE(Lower(b, 14, {}).unsupported.find("shape"), std::string::npos) << "training mode needs x's shape";
+  // Training mode: the batch's statistics over (0, 2), and the running ones as outputs 1 and 2.
+  NodeBuilder t("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "mean", "var"});
+  t.Int("training_mode", 1).Float("momentum", 0.75f);
+  Lowering l = Lower(t, 15, {Facts(Shape{2, 3, 4})});
+  ASSERT_EQ(l.unsupported, "");
+  EXPECT_EQ(l.nodes[0].op, "mean");
+  EXPECT_EQ(l.nodes[0].attrs.at("axis"), "(0,2)");
+  ASSERT_EQ(l.outputs.size(), 3u);
+  const NewNode& running = l.nodes[l.outputs[1].index];
+  EXPECT_EQ(running.op, "add");
+  EXPECT_EQ(l.nodes[running.inputs[0].index].attrs.at("scalar"), "0.75") << "the input mean times momentum";
+  EXPECT_EQ(l.nodes[running.inputs[1].index].attrs.at("scalar"), "0.25") << "the batch's times 1 - momentum";
+  EXPECT_NE(Lower(t, 9, {Facts(Shape{2, 3, 4})}).unsupported.find("before opset 14"), std::string::npos);
 }
 
 TEST(OnnxMap, SimpleRulesConvertAndRejectUnknownAttributes) {

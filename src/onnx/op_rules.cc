@@ -472,15 +472,50 @@ Lowering GlobalPoolRule(const NodeView& v, const std::string& pool_type) {
   return One("pooling", {{"pool_type", pool_type}, {"global_pool", "true"}}, 1);
 }
 
+namespace {
+
+// BatchNormalization's training mode (opset 14 on), as ONNX's reference:
+// the batch's mean and population variance over every axis but 1 normalise
+// X, and the running statistics are input * momentum + batch's * (1 - momentum).
+Lowering BatchNormTraining(const NodeView& v) {
+  const Shape& x = v.InputShape(0);
+  if (!x.known() || x.ndim() < 2) return Unsupported(Fmt("needs an input (N, C, ...) of known shape, got ", x));
+  std::vector<int64_t> axes = {0}, per_channel(x.ndim(), 1);
+  for (int d = 2; d < x.ndim(); ++d) axes.push_back(d);
+  per_channel[1] = x[1];
+  const AttrMap over{{"axis", TupleStr(axes)}, {"keepdims", "true"}};
+  const double momentum = v.Float("momentum", 0.9);
+  Lowering l;
+  Operand mean = Add(&l, "mean", over, {In(0)});
+  Operand dev = Add(&l, "sub", {}, {In(0), mean});
+  Operand var = Add(&l, "mean", over, {Add(&l, "square", {}, {dev})});
+  Operand stddev = Add(&l, "add_scalar", {{"scalar", FloatStr(v.Float("epsilon", 1e-5))}}, {var});
+  stddev = Add(&l, "sqrt", {}, {stddev});
+  Operand y = Add(&l, "mul", {}, {dev, Add(&l, "reshape", {{"shape", TupleStr(per_channel)}}, {In(1)})});
+  y = Add(&l, "div", {}, {y, stddev});
+  y = Add(&l, "add", {}, {y, Add(&l, "reshape", {{"shape", TupleStr(per_channel)}}, {In(2)})});
+  l.outputs = {y};
+  for (const auto& [batch, running] : {std::pair{mean, In(3)}, std::pair{var, In(4)}}) {
+    Operand now = Add(&l, "reshape", {{"shape", "(-1)"}}, {batch});
+    now = Add(&l, "mul_scalar", {{"scalar", FloatStr(1 - momentum)}}, {now});
+    Operand old = Add(&l, "mul_scalar", {{"scalar", FloatStr(momentum)}}, {running});
+    l.outputs.push_back(Add(&l, "add", {}, {old, now}));
+  }
+  l.outputs.resize(v.num_outputs());
+  return l;
+}
+
+}  // namespace
+
 // BatchNormalization(X, scale, B, mean, var), inference form.
 Lowering BatchNormRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"epsilon", "momentum", "spatial", "training_mode", "is_test", "consumed_inputs"});
       !why.empty())
     return Unsupported(why);
-  if (v.Int("training_mode", 0) != 0 || v.num_outputs() > 1)
-    return Unsupported("training mode (running statistics as outputs) is not supported");
   if (v.Int("spatial", 1) != 1) return Unsupported("spatial=0 (per-activation statistics) is not supported");
   if (v.num_inputs() != 5) return Unsupported(Fmt(v.num_inputs(), " inputs; expected 5"));
+  if (v.Int("training_mode", 0) != 0 && v.opset() >= 14) return BatchNormTraining(v);
+  if (v.num_outputs() > 1) return Unsupported("running statistics as outputs before opset 14 are not supported");
   return One("batch_norm",
              {{"eps", FloatStr(v.Float("epsilon", 1e-5))}, {"momentum", FloatStr(v.Float("momentum", 0.9))},
               {"fix_gamma", "false"}},
