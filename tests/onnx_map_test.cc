@@ -841,5 +841,44 @@ TEST(OnnxMap, PadGatherNDPowAndNormalisations) {
   EXPECT_NE(Lower(lrn, 13, {Facts(Shape{1, 5, 2, 2})}).unsupported.find("odd"), std::string::npos);
 }
 
+TEST(OnnxMap, RecurrentLayersUnrollOverTime) {
+  NodeBuilder gru("GRU", {"x", "w", "r"}, {"y", "y_h"});
+  gru.Int("hidden_size", 2);
+  Lowering g = Lower(gru, 14, {Facts(Shape{3, 1, 4}), Facts(Shape{1, 6, 4}), Facts(Shape{1, 6, 2})});
+  ASSERT_EQ(g.unsupported, "");
+  EXPECT_EQ(g.nodes[1].op, "fully_connected") << "X W^T for every step at once";
+  EXPECT_EQ(g.nodes[1].attrs.at("num_hidden"), "6");
+  ASSERT_EQ(g.constants.size(), 1u) << "no initial_h: zeros";
+  EXPECT_EQ(g.constants[0].value.shape(), (Shape{1, 2}));
+  int steps = 0, ones = 0;
+  for (const NewNode& n : g.nodes) {
+    steps += n.op == "concat";
+    ones += n.op == "rsub_scalar";  // GRU's 1 - z, once a step
+  }
+  EXPECT_EQ(steps, 1);
+  EXPECT_EQ(ones, 3);
+  ASSERT_EQ(g.outputs.size(), 2u);
+  EXPECT_EQ(g.nodes[g.outputs[0].index].attrs.at("shape"), "(3,1,1,2)");
+  EXPECT_EQ(g.nodes[g.outputs[1].index].attrs.at("shape"), "(1,1,2)");
+
+  NodeBuilder lstm("LSTM", {"x", "w", "r"}, {"y", "y_h", "y_c"});
+  lstm.Int("hidden_size", 2).Int("layout", 1);
+  Lowering l = Lower(lstm, 14, {Facts(Shape{1, 3, 4}), Facts(Shape{1, 8, 4}), Facts(Shape{1, 8, 2})});
+  ASSERT_EQ(l.unsupported, "");
+  EXPECT_EQ(l.nodes[0].op, "transpose") << "batch-major X to (T, B, I)";
+  ASSERT_EQ(l.outputs.size(), 3u);
+  EXPECT_EQ(l.nodes[l.outputs[0].index].attrs.at("shape"), "(1,3,1,2)");
+  EXPECT_EQ(l.nodes[l.outputs[2].index].attrs.at("shape"), "(1,1,2)");
+
+  NodeBuilder back("RNN", {"x", "w", "r"});
+  back.Int("hidden_size", 2).Str("direction", "bidirectional");
+  EXPECT_NE(Lower(back, 14, {Facts(Shape{3, 1, 4}), Facts(Shape{2, 2, 4}), Facts(Shape{2, 2, 2})})
+                .unsupported.find("direction"),
+            std::string::npos);
+  NodeBuilder wrong("RNN", {"x", "w", "r"});
+  wrong.Int("hidden_size", 3);
+  EXPECT_NE(Lower(wrong, 14, {Facts(Shape{3, 1, 4}), Facts(Shape{1, 2, 4}), Facts(Shape{1, 2, 2})}).unsupported, "");
+}
+
 }  // namespace
 }  // namespace frugal::onnx_map

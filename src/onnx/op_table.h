@@ -241,6 +241,7 @@ Lowering LrnRule(const NodeView& v);
 Lowering CoshRule(const NodeView& v);
 Lowering GatherNDRule(const NodeView& v);
 Lowering PadRule(const NodeView& v);
+Lowering RecurrentRule(const NodeView& v);
 
 // Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
 // and pads, given the input's spatial dims (needed for SAME_*). Returns ""
