@@ -880,5 +880,37 @@ TEST(OnnxMap, RecurrentLayersUnrollOverTime) {
   EXPECT_NE(Lower(wrong, 14, {Facts(Shape{3, 1, 4}), Facts(Shape{1, 2, 4}), Facts(Shape{1, 2, 2})}).unsupported, "");
 }
 
+TEST(OnnxMap, ReduceProdWindowsAndMvn) {
+  // x (2,3), axes (0): the two rows of each column copied to a last axis, then multiplied.
+  NodeBuilder prod("ReduceProd", {"x"});
+  prod.Ints("axes", {0}).Int("keepdims", 0);
+  Lowering p = Lower(prod, 13, {Facts(Shape{2, 3})});
+  EXPECT_EQ(Positions(p), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  int muls = 0;
+  for (const NewNode& n : p.nodes) muls += n.op == "mul";
+  EXPECT_EQ(muls, 1);
+  EXPECT_EQ(p.nodes.back().attrs.at("shape"), "(3)");
+  NodeBuilder all("ReduceProd", {"x"});
+  EXPECT_EQ(Lower(all, 13, {Facts(Shape{2, 3})}).nodes.back().attrs.at("shape"), "(1,1)");
+
+  OnnxTensor five = IntsTensor({5});
+  five.dims = {};
+  OnnxTensor hann = Value(Lower(NodeBuilder("HannWindow", {"n"}), 17, {Known(five)}));
+  ASSERT_EQ(hann.f.size(), 5u);
+  EXPECT_FLOAT_EQ(hann.f[0], 0.f);
+  EXPECT_FLOAT_EQ(hann.f[1], 0.3454915f);  // 0.5 - 0.5 cos(2 pi / 5)
+  NodeBuilder symmetric("BlackmanWindow", {"n"});
+  symmetric.Int("periodic", 0);
+  OnnxTensor b = Value(Lower(symmetric, 17, {Known(five)}));
+  EXPECT_FLOAT_EQ(b.f[2], 1.f) << "the middle of a symmetric window";
+  EXPECT_NE(Lower(NodeBuilder("HammingWindow", {"n"}), 17, {Facts(Shape({}))}).unsupported.find("known"),
+            std::string::npos);
+
+  Lowering m = Lower(NodeBuilder("MeanVarianceNormalization", {"x"}), 13, {Facts(Shape{1, 2, 3, 3})});
+  ASSERT_EQ(m.unsupported, "");
+  EXPECT_EQ(m.nodes[0].attrs.at("axis"), "(0,2,3)");
+  EXPECT_EQ(m.nodes.back().op, "div");
+}
+
 }  // namespace
 }  // namespace frugal::onnx_map

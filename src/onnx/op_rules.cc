@@ -942,14 +942,24 @@ Lowering UnsqueezeRule(const NodeView& v) {
 }
 
 // ReduceSum / ReduceMean / ReduceMax; no axes reduces every axis.
-Lowering ReduceRule(const NodeView& v, const std::string& frugal_op) {
-  if (auto why = v.UnknownAttr({"axes", "keepdims", "noop_with_empty_axes"}); !why.empty()) return Unsupported(why);
-  std::vector<int64_t> axes = v.Ints("axes");
+namespace {
+// A reduction's axes: the attribute, or input 1 (known at import) from
+// opset 18; "" or why not.
+std::string ReduceAxes(const NodeView& v, std::vector<int64_t>* axes) {
+  if (auto why = v.UnknownAttr({"axes", "keepdims", "noop_with_empty_axes"}); !why.empty()) return why;
+  *axes = v.Ints("axes");
   if (v.HasInput(1)) {
     const auto* s = KnownInts(v, 1);
-    if (!s) return Unsupported(NotKnown(v, 1, "axes"));
-    axes = *s;
+    if (!s) return NotKnown(v, 1, "axes");
+    *axes = *s;
   }
+  return "";
+}
+}  // namespace
+
+Lowering ReduceRule(const NodeView& v, const std::string& frugal_op) {
+  std::vector<int64_t> axes;
+  if (auto why = ReduceAxes(v, &axes); !why.empty()) return Unsupported(why);
   if (axes.empty() && v.Int("noop_with_empty_axes", 0) != 0) {
     Lowering l;
     l.alias = In(0);
@@ -2126,6 +2136,96 @@ Lowering RecurrentRule(const NodeView& v) {
   if (v.num_outputs() > static_cast<int>(l.outputs.size())) return Unsupported(Fmt(v.num_outputs(), " outputs"));
   l.outputs.resize(v.num_outputs());
   return l;
+}
+
+// ReduceProd: the reduced elements copied to a last axis (Take), then
+// multiplied in order, one slice of it at a time.
+Lowering ReduceProdRule(const NodeView& v) {
+  std::vector<int64_t> axes;
+  if (auto why = ReduceAxes(v, &axes); !why.empty()) return Unsupported(why);
+  const Shape& x = v.InputShape(0);
+  if (!x.known() || x.ndim() == 0) return Unsupported("needs the input's shape");
+  if (axes.empty() && v.Int("noop_with_empty_axes", 0) != 0) return Alias(v);
+  std::vector<bool> reduced(x.ndim(), axes.empty());
+  for (int64_t a : axes) {
+    if (!NormAxis(a, x.ndim(), &a)) return Unsupported(Fmt("axis ", a, " out of range"));
+    reduced[a] = true;
+  }
+  std::vector<int64_t> kept, red, out;
+  for (int d = 0; d < x.ndim(); ++d) {
+    (reduced[d] ? red : kept).push_back(x[d]);
+    if (!reduced[d] || v.Int("keepdims", 1)) out.push_back(reduced[d] ? 1 : x[d]);
+  }
+  const int64_t k = Shape(red).Size();
+  if (k > 4096) return Unsupported(Fmt("a product of ", k, " elements (one node each)"));
+  std::vector<int64_t> dims = kept;
+  dims.push_back(k);
+  const std::vector<int64_t> sx = Strides(x.dims()), sr = Strides(red);
+  const std::vector<int64_t> pos = MapPositions(dims, [&](const std::vector<int64_t>& c) {
+    int64_t at = 0;
+    for (int d = 0, i = 0, j = 0; d < x.ndim(); ++d) {
+      if (reduced[d]) {
+        at += c.back() / sr[j] % red[j] * sx[d];
+        ++j;
+      } else {
+        at += c[i++] * sx[d];
+      }
+    }
+    return at;
+  });
+  Lowering l;
+  if (auto why = Take(&l, In(0), x.Size(), pos, dims, 0); !why.empty()) return Unsupported(why);
+  const Operand all = Prev(static_cast<int>(l.nodes.size()) - 1);
+  std::vector<int64_t> begin(dims.size(), 0), end(dims), step(dims.size(), 1);
+  Operand y;
+  for (int64_t t = 0; t < k; ++t) {
+    begin.back() = t, end.back() = t + 1;
+    Operand part =
+        Add(&l, "slice", {{"begin", TupleStr(begin)}, {"end", TupleStr(end)}, {"step", TupleStr(step)}}, {all});
+    y = t == 0 ? part : Add(&l, "mul", {}, {y, part});
+  }
+  Add(&l, "reshape", {{"shape", TupleStr(out)}}, {y});
+  return l;
+}
+
+// MeanVarianceNormalization(axes, default (0, 2, 3)) as ONNX's function:
+// (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9).
+Lowering MvnRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"axes"}); !why.empty()) return Unsupported(why);
+  const std::vector<int64_t> axes = v.Has("axes") ? v.Ints("axes") : std::vector<int64_t>{0, 2, 3};
+  const AttrMap over{{"axis", TupleStr(axes)}, {"keepdims", "true"}};
+  Lowering l;
+  Operand mean = Add(&l, "mean", over, {In(0)});
+  Operand ex2 = Add(&l, "mean", over, {Add(&l, "square", {}, {In(0)})});
+  Operand var = Add(&l, "sub", {}, {ex2, Add(&l, "square", {}, {mean})});
+  Operand stddev = Add(&l, "add_scalar", {{"scalar", "1e-09"}}, {Add(&l, "sqrt", {}, {var})});
+  Add(&l, "div", {}, {Add(&l, "sub", {}, {In(0), mean}), stddev});
+  return l;
+}
+
+// HannWindow / HammingWindow / BlackmanWindow(size known, periodic): a
+// float value known at import, a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)
+// with N = size (periodic) or size - 1.
+Lowering WindowRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"periodic", "output_datatype"}); !why.empty()) return Unsupported(why);
+  if (v.Int("output_datatype", onnx::TensorProto::FLOAT) != onnx::TensorProto::FLOAT)
+    return Unsupported("an output type other than FLOAT");
+  const OnnxTensor* size = KnownIntTensor(v, 0);
+  if (!size || size->i.size() != 1) return Unsupported(NotKnown(v, 0, "size") + ", one integer");
+  const int64_t n = size->i[0];
+  if (n < 1 || n > kMaxFolded) return Unsupported(Fmt("size ", n));
+  const std::string& op = v.op_type();
+  const double a0 = op == "HannWindow" ? 0.5 : op == "HammingWindow" ? 25.0 / 46 : 0.42;
+  const double a2 = op == "BlackmanWindow" ? 0.08 : 0;
+  const double a1 = op == "BlackmanWindow" ? 0.5 : 1 - a0;
+  const double denom = static_cast<double>(v.Int("periodic", 1) ? n : n - 1);
+  OnnxTensor y;
+  y.kind = OnnxTensor::Kind::kFloat, y.type_name = "FLOAT", y.dims = {n};
+  for (int64_t k = 0; k < n; ++k) {
+    const double angle = denom == 0 ? 0 : 2 * M_PI * static_cast<double>(k) / denom;
+    y.f.push_back(static_cast<float>(a0 - a1 * std::cos(angle) + a2 * std::cos(2 * angle)));
+  }
+  return Folded(std::move(y));
 }
 
 }  // namespace frugal::onnx_map

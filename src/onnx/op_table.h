@@ -242,6 +242,9 @@ Lowering CoshRule(const NodeView& v);
 Lowering GatherNDRule(const NodeView& v);
 Lowering PadRule(const NodeView& v);
 Lowering RecurrentRule(const NodeView& v);
+Lowering ReduceProdRule(const NodeView& v);
+Lowering MvnRule(const NodeView& v);
+Lowering WindowRule(const NodeView& v);
 
 // Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
 // and pads, given the input's spatial dims (needed for SAME_*). Returns ""
