@@ -434,6 +434,10 @@ TEST(OnnxMap, UnsqueezeReduceDropout) {
   EXPECT_NE(Lower(NodeBuilder("Dropout", {"x", "r", "t"}), 13, {Facts(Shape{2}), Known(ratio), Known(yes)})
                 .unsupported.find("training_mode"),
             std::string::npos);
+  OnnxTensor none = FloatTensor({}, {0.f});
+  EXPECT_TRUE(Lower(NodeBuilder("Dropout", {"x", "r", "t"}), 13, {Facts(Shape{2}), Known(none), Known(yes)})
+                  .alias.has_value())
+      << "training with ratio 0 drops nothing";
 }
 
 // The value a lowering folded (fails the test when it made nodes instead).

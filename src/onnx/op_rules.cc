@@ -1007,6 +1007,11 @@ Lowering DropoutRule(const NodeView& v) {
   if (v.HasInput(2)) {
     const auto* t = KnownInts(v, 2);
     if (!t || t->size() != 1) return Unsupported(NotKnown(v, 2, "training_mode"));
+    if ((*t)[0] != 0 && p == 0) {  // nothing dropped: the input itself
+      Lowering l;
+      l.alias = In(0);
+      return l;
+    }
     if ((*t)[0] != 0) return Unsupported("training_mode=true: ONNX's random mask cannot be reproduced");
   }
   return One("dropout", {{"p", FloatStr(p)}}, 1);
