@@ -280,6 +280,39 @@ TEST(OnnxImport, ShapeArithmeticFoldsToAStaticReshape) {
   ExpectNear(RunGraph(imp.graph, {{"x", FromVector(Shape{2, 3, 4}, x)}}), x);
 }
 
+TEST(OnnxImport, PreviewTrainingOptimizersNeedNoDefaultOpset) {
+  ModelBuilder b;
+  b.m.mutable_opset_import(0)->set_domain("ai.onnx.preview.training");
+  b.m.mutable_opset_import(0)->set_version(1);
+  b.Input("R", {});
+  b.Input("T", {}, onnx::TensorProto::INT64);
+  for (const char* name : {"X", "G", "V"}) b.Input(name, {2});
+  auto* n = b.Node("Momentum", {"R", "T", "X", "G", "V"}, {"X_new", "V_new"});
+  n->set_domain("ai.onnx.preview.training");
+  auto* alpha = n->add_attribute();
+  alpha->set_name("alpha"), alpha->set_type(onnx::AttributeProto::FLOAT), alpha->set_f(0.9f);
+  auto* beta = n->add_attribute();
+  beta->set_name("beta"), beta->set_type(onnx::AttributeProto::FLOAT), beta->set_f(0.5f);
+  b.Output("X_new", {2});
+  b.Output("V_new", {2});
+  OnnxImportOptions opts;
+  OnnxTensor r, t;
+  r.kind = OnnxTensor::Kind::kFloat, r.type_name = "FLOAT", r.f = {0.1f};
+  t.kind = OnnxTensor::Kind::kInt, t.type_name = "INT64", t.i = {1};
+  opts.known_values = {{"R", r}, {"T", t}};
+  OnnxImport imp = ImportOnnx(b.m, opts);
+  ASSERT_TRUE(imp.unsupported.empty()) << DescribeUnsupported(imp.unsupported);
+  // V_new = 0.9 V + 0.5 G = (2.05, -0.5); X_new = X - 0.1 V_new.
+  std::map<std::string, Tensor> vars = imp.values;
+  vars["X"] = FromVector(Shape{2}, {1, 2});
+  vars["G"] = FromVector(Shape{2}, {0.5f, -1});
+  vars["V"] = FromVector(Shape{2}, {2, 0});
+  ExpectNear(RunGraph(imp.graph, vars), {0.795f, 2.05f});
+
+  n->set_domain("com.example");
+  EXPECT_NE(ImportOnnx(b.m, opts).unsupported.at(0).reason.find("domain"), std::string::npos);
+}
+
 TEST(OnnxImport, MalformedModelsThrow) {
   ModelBuilder b;
   b.Input("x", {2});

@@ -916,5 +916,39 @@ TEST(OnnxMap, ReduceProdWindowsAndMvn) {
   EXPECT_EQ(m.nodes.back().op, "div");
 }
 
+TEST(OnnxMap, TrainingOptimizersAreElementwise) {
+  OnnxTensor rate = FloatTensor({}, {0.5f}), count = IntsTensor({0});
+  count.dims = {};
+  NodeBuilder momentum("Momentum", {"r", "t", "x", "g", "v"}, {"x_new", "v_new"});
+  momentum.Float("alpha", 0.25f).Float("beta", 0.5f).Str("mode", "nesterov");
+  Lowering m = Lower(momentum, 1, {Known(rate), Known(count), Facts(Shape{2}), Facts(Shape{2}), Facts(Shape{2})});
+  ASSERT_EQ(m.unsupported, "");
+  ASSERT_EQ(m.outputs.size(), 2u);
+  const NewNode& v_new = m.nodes[m.outputs[1].index];
+  EXPECT_EQ(v_new.op, "add");
+  EXPECT_EQ(m.nodes[v_new.inputs[1].index].attrs.at("scalar"), "1") << "T = 0: beta is taken as 1";
+  EXPECT_EQ(m.nodes[m.outputs[0].index].op, "sub");
+  EXPECT_NE(Lower(momentum, 1, {Facts(Shape()), Known(count), Facts(Shape{2}), Facts(Shape{2}), Facts(Shape{2})})
+                .unsupported.find("R"),
+            std::string::npos);
+
+  NodeBuilder adagrad("Adagrad", {"r", "t", "x1", "x2", "g1", "g2", "h1", "h2"}, {"x1n", "x2n", "h1n", "h2n"});
+  adagrad.Float("epsilon", 0.125f).Float("decay_factor", 1.f);
+  OnnxTensor three = IntsTensor({3});
+  three.dims = {};
+  Lowering a = Lower(adagrad, 1, {Known(rate), Known(three), Facts(Shape{2}), Facts(Shape{3}), Facts(Shape{2}),
+                                  Facts(Shape{3}), Facts(Shape{2}), Facts(Shape{3})});
+  ASSERT_EQ(a.unsupported, "");
+  ASSERT_EQ(a.outputs.size(), 4u);
+  bool rate_seen = false;
+  for (const NewNode& n : a.nodes) rate_seen = rate_seen || (n.op == "mul_scalar" && n.attrs.at("scalar") == "0.125");
+  EXPECT_TRUE(rate_seen) << "R / (1 + T decay) = 0.5 / 4";
+  NodeBuilder adam("Adam", {"r", "t", "x", "g", "v", "h"}, {"x_new", "v_new", "h_new"});
+  EXPECT_NE(Lower(adam, 1, {Known(rate), Known(count), Facts(Shape{2}), Facts(Shape{2}), Facts(Shape{2}),
+                            Facts(Shape{2})})
+                .unsupported.find("epsilon"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace frugal::onnx_map

@@ -10,6 +10,7 @@
 // inference, so rules can ask for them.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
@@ -88,7 +89,10 @@ OnnxImport Importer::Run() {
   const onnx::GraphProto& g = model_.graph();
   for (const auto& op : model_.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") out_.opset = op.version();
-  if (out_.opset == 0)  // e.g. only ai.onnx.preview.training: its nodes are reported below
+  const bool default_nodes = std::any_of(g.node().begin(), g.node().end(), [](const onnx::NodeProto& n) {
+    return n.domain().empty() || n.domain() == "ai.onnx";
+  });
+  if (out_.opset == 0 && default_nodes)  // a graph of ai.onnx.preview.training's ops alone needs none
     out_.unsupported.push_back({g.name(), "(model)", "no opset of the default ONNX domain"});
   for (const auto& t : g.initializer()) {
     FRUGAL_REQUIRE(!t.name().empty(), "an initializer has no name");
@@ -200,7 +204,7 @@ void Importer::ImportNode(const onnx::NodeProto& node) {
     facts.push_back(v.facts);
     facts.back().type_name = v.type_name;
   }
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "ai.onnx.preview.training")
     return Report(node, label, "domain '" + node.domain() + "' is not supported");
   if (node.op_type() == "Constant") return ImportConstant(node, label);
   const onnx_map::OpMapping* m = onnx_map::FindMapping(node.op_type());

@@ -20,6 +20,8 @@ namespace frugal::onnx_map {
 const std::vector<OpMapping>& OpTable() {
   static const auto* table = new std::vector<OpMapping>{
       {"Abs", Simple("abs"), "abs"},
+      {"Adagrad", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
+      {"Adam", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
       {"Add", [](const NodeView& v) { return BroadcastRule(v, "add"); }, "add"},
       {"AveragePool", [](const NodeView& v) { return PoolRule(v, "avg"); }, "pooling"},
       {"BatchNormalization", BatchNormRule, "batch_norm"},
@@ -75,6 +77,7 @@ const std::vector<OpMapping>& OpTable() {
       {"Min", [](const NodeView& v) { return VariadicRule(v, "minimum"); }, "minimum"},
       {"Mul", [](const NodeView& v) { return BroadcastRule(v, "mul"); }, "mul"},
       {"NegativeLogLikelihoodLoss", NllLossRule, "mul (a one-hot mask), reshape, sum, negative, div"},
+      {"Momentum", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
       {"Neg", NegRule, "negative (or a value known at import)"},
       {"Pow", [](const NodeView& v) { return BroadcastRule(v, "power"); }, "power"},
       {"ReduceL1", [](const NodeView& v) { return ComposedReduceRule(v, "abs", ""); }, "abs, sum"},

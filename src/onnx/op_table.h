@@ -245,6 +245,8 @@ Lowering RecurrentRule(const NodeView& v);
 Lowering ReduceProdRule(const NodeView& v);
 Lowering MvnRule(const NodeView& v);
 Lowering WindowRule(const NodeView& v);
+// Adagrad, Momentum, Adam (domain ai.onnx.preview.training).
+Lowering OptimizerRule(const NodeView& v);
 
 // Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
 // and pads, given the input's spatial dims (needed for SAME_*). Returns ""
