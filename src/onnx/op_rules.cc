@@ -8,6 +8,7 @@
 // rule says so (unsupported); it never approximates.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <map>
@@ -32,10 +33,23 @@ bool NormAxis(int64_t axis, int rank, int64_t* out) {
   return true;
 }
 
+// Input i's value known at import, where it holds the input's declared
+// type (a test file may store bfloat16 as UINT16), or nullptr.
+const OnnxTensor* KnownTensor(const NodeView& v, int i) {
+  const OnnxTensor* t = v.InputValue(i);
+  return t && (v.InputType(i).empty() || v.InputType(i) == t->type_name) ? t : nullptr;
+}
+
+// Input i as known integers, or nullptr.
+const OnnxTensor* KnownIntTensor(const NodeView& v, int i) {
+  const OnnxTensor* t = KnownTensor(v, i);
+  return t && t->kind == OnnxTensor::Kind::kInt ? t : nullptr;
+}
+
 // The integer values of input i, known at import; nullptr if not known.
 const std::vector<int64_t>* KnownInts(const NodeView& v, int i) {
-  const OnnxTensor* t = v.InputValue(i);
-  return t && t->kind == OnnxTensor::Kind::kInt ? &t->i : nullptr;
+  const OnnxTensor* t = KnownIntTensor(v, i);
+  return t ? &t->i : nullptr;
 }
 
 std::string NotKnown(const NodeView& v, int i, const char* what) {
@@ -74,19 +88,6 @@ Operand Add(Lowering* l, const std::string& op, AttrMap attrs, std::vector<Opera
 // Elements a folded value may hold: shape arithmetic is small, and a bad
 // shape must not allocate without bound.
 constexpr int64_t kMaxFolded = int64_t{1} << 24;
-
-// Input i's value known at import, where it holds the input's declared
-// type (a test file may store bfloat16 as UINT16), or nullptr.
-const OnnxTensor* KnownTensor(const NodeView& v, int i) {
-  const OnnxTensor* t = v.InputValue(i);
-  return t && (v.InputType(i).empty() || v.InputType(i) == t->type_name) ? t : nullptr;
-}
-
-// Input i as known integers, or nullptr.
-const OnnxTensor* KnownIntTensor(const NodeView& v, int i) {
-  const OnnxTensor* t = KnownTensor(v, i);
-  return t && t->kind == OnnxTensor::Kind::kInt ? t : nullptr;
-}
 
 Lowering Folded(OnnxTensor t) {
   Lowering l;
