@@ -205,6 +205,15 @@ std::vector<GpuCase> GpuCases() {
     u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.3f + 0.05f * i; };
     add(u, 1e-5);
   }
+  for (const char* op : {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "arcsinh", "arctanh", "floor",
+                         "ceil", "round", "sign"}) {  // inputs in (-1, 1)
+    test::OpCase u = Case(op, {}, {Shape{5, 6}}, {true});
+    u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.03f * i - 0.43f; };
+    add(u, 1e-5);
+  }
+  test::OpCase acosh = Case("arccosh", {}, {Shape{5, 6}}, {true});
+  acosh.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 1.1f + 0.1f * i; };
+  add(acosh, 1e-5);
   for (const auto& [axis, norm] : {std::pair<const char*, Shape>{"-1", Shape{5}}, {"1", Shape{4, 5}}}) {
     test::OpCase ln = Case("layer_norm", {{"axis", axis}}, {Shape{3, 4, 5}, norm, norm}, {true, true, true});
     ln.fill = Distinct;

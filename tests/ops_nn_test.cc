@@ -366,6 +366,56 @@ TEST(OpsNn, ErfAndGeluThroughTheHarness) {
   }
 }
 
+// The trigonometric, hyperbolic and step functions: forward against the
+// standard library in double inside each domain, gradients by finite
+// differences (0 for the steps, away from their jumps).
+TEST(OpsNn, TrigonometricAndStepFunctionsThroughTheHarness) {
+  struct Fn {
+    const char* op;
+    double (*f)(double);
+    double lo, hi;  // inputs spread over [lo, hi]
+  };
+  const Fn fns[] = {
+      {"sin", [](double x) { return std::sin(x); }, -3, 3},
+      {"cos", [](double x) { return std::cos(x); }, -3, 3},
+      {"tan", [](double x) { return std::tan(x); }, -1.2, 1.2},
+      {"arcsin", [](double x) { return std::asin(x); }, -0.9, 0.9},
+      {"arccos", [](double x) { return std::acos(x); }, -0.9, 0.9},
+      {"arctan", [](double x) { return std::atan(x); }, -4, 4},
+      {"sinh", [](double x) { return std::sinh(x); }, -3, 3},
+      {"arcsinh", [](double x) { return std::asinh(x); }, -4, 4},
+      {"arccosh", [](double x) { return std::acosh(x); }, 1.2, 5},
+      {"arctanh", [](double x) { return std::atanh(x); }, -0.9, 0.9},
+      {"floor", [](double x) { return std::floor(x); }, -2.7, 2.7},
+      {"ceil", [](double x) { return std::ceil(x); }, -2.7, 2.7},
+      {"round", [](double x) { return std::nearbyint(x); }, -2.7, 2.7},
+      {"sign", [](double x) { return static_cast<double>((x > 0) - (x < 0)); }, -2.7, 2.7},
+  };
+  for (const Fn& fn : fns) {
+    SCOPED_TRACE(fn.op);
+    OpCase c;
+    c.op = fn.op;
+    c.in_shapes = {Shape{3, 7}};
+    c.differentiable = {true};
+    c.fill = [fn](int, std::vector<float>* v) {  // 21 points, none on a jump of the steps
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = static_cast<float>(fn.lo + (fn.hi - fn.lo) * (i + 0.37) / v->size());
+    };
+    c.reference = [fn](const Values& in) {
+      Values out{std::vector<float>(in[0].size())};
+      for (size_t i = 0; i < in[0].size(); ++i) out[0][i] = static_cast<float>(fn.f(in[0][i]));
+      return out;
+    };
+    c.fd_eps = 1e-3;
+    c.fd_tol = 5e-3;
+    ExpectCovered(CheckOp(c));
+  }
+  // round halves to even, sign keeps 0 and NaN.
+  EXPECT_EQ(unary::Round::F(2.5f, {}), 2.f);
+  EXPECT_EQ(unary::Round::F(-1.5f, {}), -2.f);
+  EXPECT_EQ(unary::Sign::F(0.f, {}), 0.f);
+  EXPECT_TRUE(std::isnan(unary::Sign::F(NAN, {})));
+}
+
 // The exact gelu keeps its relative precision where Phi(x) is tiny (x Phi(x)
 // from 1 + erf(x / sqrt 2) in float is 0 below about x = -5.5, and off by
 // percents from -3 on), in the functions the CUDA kernels run and in the

@@ -10,6 +10,9 @@
 //              (y is strictly inside exactly when x is, so reading y lets
 //              the forward run in place)
 //   erf:       y = erf(x)             dx = dy 2/sqrt(pi) e^(-x^2)   reads dy, x
+//   sin, cos, tan, arcsin, arccos, arctan, sinh, arcsinh, arccosh, arctanh
+//              (MXNet's names; their derivatives; tan reads y, the rest x)
+//   floor, ceil, round (halves to even), sign      dx = 0
 //   gelu:      y = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2
 //              dx = dy (Phi(x) + x phi(x)), phi the normal density   reads dy, x
 //              approximate "tanh": y = x (1 + tanh(u)) / 2 with
@@ -125,6 +128,22 @@ void Register_elemwise_unary(OpRegistry* r) {
         return std::any(p);
       });
   RegisterUnary<Erf>(r, "erf", "Elementwise error function y = erf(x).", "dx = dy 2/sqrt(pi) exp(-x^2)");
+  RegisterUnary<Sin>(r, "sin", "Elementwise sine y = sin(x).", "dx = dy cos(x)");
+  RegisterUnary<Cos>(r, "cos", "Elementwise cosine y = cos(x).", "dx = -dy sin(x)");
+  RegisterUnary<Tan>(r, "tan", "Elementwise tangent y = tan(x).", "dx = dy (1 + y^2)");
+  RegisterUnary<Asin>(r, "arcsin", "Elementwise inverse sine y = asin(x), x in [-1, 1].", "dx = dy / sqrt(1 - x^2)");
+  RegisterUnary<Acos>(r, "arccos", "Elementwise inverse cosine y = acos(x), x in [-1, 1].", "dx = -dy / sqrt(1 - x^2)");
+  RegisterUnary<Atan>(r, "arctan", "Elementwise inverse tangent y = atan(x).", "dx = dy / (1 + x^2)");
+  RegisterUnary<Sinh>(r, "sinh", "Elementwise hyperbolic sine y = sinh(x).", "dx = dy cosh(x)");
+  RegisterUnary<Asinh>(r, "arcsinh", "Elementwise inverse hyperbolic sine y = asinh(x).", "dx = dy / sqrt(x^2 + 1)");
+  RegisterUnary<Acosh>(r, "arccosh", "Elementwise inverse hyperbolic cosine y = acosh(x), x >= 1.",
+                       "dx = dy / sqrt(x^2 - 1)");
+  RegisterUnary<Atanh>(r, "arctanh", "Elementwise inverse hyperbolic tangent y = atanh(x), x in (-1, 1).",
+                       "dx = dy / (1 - x^2)");
+  RegisterUnary<Floor>(r, "floor", "Elementwise floor, the largest integer <= x.", "dx = 0");
+  RegisterUnary<Ceil>(r, "ceil", "Elementwise ceiling, the smallest integer >= x.", "dx = 0");
+  RegisterUnary<Round>(r, "round", "Elementwise rounding to the nearest integer, halves to even.", "dx = 0");
+  RegisterUnary<Sign>(r, "sign", "Elementwise sign: 1, -1, or x itself for 0 and NaN.", "dx = 0");
   RegisterUnary<Gelu>(r, "gelu",
                       "Gaussian error linear unit y = x Phi(x) (approximate: none, the erf form, or tanh).",
                       "dx = dy d/dx (x Phi(x)), in the node's form", GeluForward, GeluBackward)

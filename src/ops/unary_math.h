@@ -52,6 +52,82 @@ struct Erf {
   FRUGAL_HD static float F(float x, ClipParams) { return erff(x); }
   FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy * kTwoOverSqrtPi * expf(-x * x); }
 };
+// Trigonometric and hyperbolic functions and their inverses (x inside
+// their domains; outside, NaN as the C library gives).
+struct Sin {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return sinf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy * cosf(x); }
+};
+struct Cos {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return cosf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return -dy * sinf(x); }
+};
+struct Tan {
+  static constexpr bool kReadsY = true;
+  FRUGAL_HD static float F(float x, ClipParams) { return tanf(x); }
+  FRUGAL_HD static float D(float dy, float y, ClipParams) { return dy * (1 + y * y); }
+};
+struct Asin {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return asinf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy / sqrtf(1 - x * x); }
+};
+struct Acos {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return acosf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return -dy / sqrtf(1 - x * x); }
+};
+struct Atan {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return atanf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy / (1 + x * x); }
+};
+struct Sinh {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return sinhf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy * coshf(x); }
+};
+struct Asinh {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return asinhf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy / sqrtf(x * x + 1); }
+};
+struct Acosh {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return acoshf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy / sqrtf(x * x - 1); }
+};
+struct Atanh {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return atanhf(x); }
+  FRUGAL_HD static float D(float dy, float x, ClipParams) { return dy / (1 - x * x); }
+};
+
+// Steps: their gradient is 0 wherever it exists (as PyTorch's).
+struct Floor {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return floorf(x); }
+  FRUGAL_HD static float D(float, float, ClipParams) { return 0.f; }
+};
+struct Ceil {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return ceilf(x); }
+  FRUGAL_HD static float D(float, float, ClipParams) { return 0.f; }
+};
+// Halves to even (rintf in the default rounding mode), as ONNX and numpy round.
+struct Round {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return rintf(x); }
+  FRUGAL_HD static float D(float, float, ClipParams) { return 0.f; }
+};
+struct Sign {
+  static constexpr bool kReadsY = false;
+  FRUGAL_HD static float F(float x, ClipParams) { return x > 0 ? 1.f : x < 0 ? -1.f : x; }  // 0, -0, NaN kept
+  FRUGAL_HD static float D(float, float, ClipParams) { return 0.f; }
+};
+
 // GELU on the GPU; the CPU kernels run the same functions vectorised (vec.h).
 struct Gelu {
   using Params = GeluParams;

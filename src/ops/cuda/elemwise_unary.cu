@@ -1,4 +1,4 @@
-// negative, exp, log, sqrt, square, abs, clip, erf, gelu on the GPU, and
+// The unary ops of elemwise_unary.cc on the GPU (negative, exp, ..., gelu), and
 // their gradients: the functions of ops/unary_math.h, as on the CPU
 // (src/ops/elemwise_unary.cc).
 #include "ops/cuda/cuda_op_util.h"
@@ -47,6 +47,20 @@ void RegisterCuda_elemwise_unary(OpRegistry* r) {
   RegisterUnaryCuda<Abs>(r, "abs");
   RegisterUnaryCuda<Clip>(r, "clip");
   RegisterUnaryCuda<Erf>(r, "erf");
+  RegisterUnaryCuda<Sin>(r, "sin");
+  RegisterUnaryCuda<Cos>(r, "cos");
+  RegisterUnaryCuda<Tan>(r, "tan");
+  RegisterUnaryCuda<Asin>(r, "arcsin");
+  RegisterUnaryCuda<Acos>(r, "arccos");
+  RegisterUnaryCuda<Atan>(r, "arctan");
+  RegisterUnaryCuda<Sinh>(r, "sinh");
+  RegisterUnaryCuda<Asinh>(r, "arcsinh");
+  RegisterUnaryCuda<Acosh>(r, "arccosh");
+  RegisterUnaryCuda<Atanh>(r, "arctanh");
+  RegisterUnaryCuda<Floor>(r, "floor");
+  RegisterUnaryCuda<Ceil>(r, "ceil");
+  RegisterUnaryCuda<Round>(r, "round");
+  RegisterUnaryCuda<Sign>(r, "sign");
   RegisterUnaryCuda<Gelu>(r, "gelu");
 }
 
