@@ -178,43 +178,47 @@ struct OpMapping {
 const std::vector<OpMapping>& OpTable();
 const OpMapping* FindMapping(const std::string& onnx_op);
 
-// Rules of more than one line (src/onnx/op_rules.cc).
+// Rules of more than one line.
+// src/onnx/rules_nn.cc: layers.
 Lowering ConvRule(const NodeView& v);
 Lowering ConvTransposeRule(const NodeView& v);
 Lowering PoolRule(const NodeView& v, const std::string& pool_type);
 Lowering GlobalPoolRule(const NodeView& v, const std::string& pool_type);
 Lowering BatchNormRule(const NodeView& v);
 Lowering LayerNormRule(const NodeView& v);
-Lowering VariadicRule(const NodeView& v, const std::string& frugal_op);
 Lowering GemmRule(const NodeView& v);
 Lowering MatMulRule(const NodeView& v);
+Lowering SoftmaxRule(const NodeView& v, const std::string& frugal_op);
+Lowering DropoutRule(const NodeView& v);
+Lowering EluRule(const NodeView& v);
+Lowering HardSigmoidRule(const NodeView& v);
+Lowering SoftsignRule(const NodeView& v);
+Lowering PReluRule(const NodeView& v);
+Lowering InstanceNormRule(const NodeView& v);
+Lowering LrnRule(const NodeView& v);
+Lowering RecurrentRule(const NodeView& v);
+Lowering MvnRule(const NodeView& v);
+// src/onnx/rules_tensor.cc: arithmetic, layout, reductions.
 Lowering FlattenRule(const NodeView& v);
 Lowering ReshapeRule(const NodeView& v);
-Lowering SoftmaxRule(const NodeView& v, const std::string& frugal_op);
 Lowering SumRule(const NodeView& v);
 Lowering BroadcastRule(const NodeView& v, const std::string& frugal_op);
+Lowering VariadicRule(const NodeView& v, const std::string& frugal_op);
 Lowering ClipRule(const NodeView& v);
+Lowering MeanRule(const NodeView& v);
+Lowering CoshRule(const NodeView& v);
 Lowering ConcatRule(const NodeView& v);
 Lowering SplitRule(const NodeView& v);
 Lowering SliceRule(const NodeView& v);
 Lowering UnsqueezeRule(const NodeView& v);
 Lowering ReduceRule(const NodeView& v, const std::string& frugal_op);
-Lowering DropoutRule(const NodeView& v);
 Lowering ComposedReduceRule(const NodeView& v, const std::string& pre, const std::string& post);
-Lowering EluRule(const NodeView& v);
-Lowering HardSigmoidRule(const NodeView& v);
-Lowering SoftsignRule(const NodeView& v);
-Lowering PReluRule(const NodeView& v);
-Lowering MeanRule(const NodeView& v);
-// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with targets known
-// at import (a one-hot mask), weights and reductions.
-Lowering NllLossRule(const NodeView& v);
-Lowering SoftmaxCrossEntropyRule(const NodeView& v);
-// Values known at import, folded (Shape, Size, ConstantOfShape, Range,
-// Cast of known values, Gather of known integers); Squeeze is a reshape
-// otherwise, Neg a negative, Cast to float of a float an alias, Gather,
-// GatherElements and Where (condition known) an embedding that copies the
-// elements at positions known at import.
+Lowering ReduceProdRule(const NodeView& v);
+// src/onnx/rules_known.cc: values known at import, folded (Shape, Size,
+// ConstantOfShape, Range, Cast of known values, Gather of known integers);
+// Squeeze is a reshape otherwise, Neg a negative, Cast to float of a float
+// an alias, Gather, GatherElements and Where (condition known) an embedding
+// that copies the elements at positions known at import.
 Lowering CastRule(const NodeView& v);
 Lowering CastLikeRule(const NodeView& v);
 Lowering ShapeRule(const NodeView& v);
@@ -226,6 +230,7 @@ Lowering GatherRule(const NodeView& v);
 Lowering NegRule(const NodeView& v);
 Lowering WhereRule(const NodeView& v);
 Lowering CompareRule(const NodeView& v);
+Lowering WindowRule(const NodeView& v);
 // Ops that only move elements, as copies from positions known at import.
 Lowering ExpandRule(const NodeView& v);
 Lowering TileRule(const NodeView& v);
@@ -236,23 +241,14 @@ Lowering EyeLikeRule(const NodeView& v);
 Lowering ScatterRule(const NodeView& v);
 Lowering OneHotRule(const NodeView& v);
 Lowering ResizeRule(const NodeView& v);
-Lowering InstanceNormRule(const NodeView& v);
-Lowering LrnRule(const NodeView& v);
-Lowering CoshRule(const NodeView& v);
 Lowering GatherNDRule(const NodeView& v);
 Lowering PadRule(const NodeView& v);
-Lowering RecurrentRule(const NodeView& v);
-Lowering ReduceProdRule(const NodeView& v);
-Lowering MvnRule(const NodeView& v);
-Lowering WindowRule(const NodeView& v);
-// Adagrad, Momentum, Adam (domain ai.onnx.preview.training).
+// src/onnx/rules_training.cc: NegativeLogLikelihoodLoss and
+// SoftmaxCrossEntropyLoss with targets known at import (a one-hot mask),
+// weights and reductions; Adagrad, Momentum, Adam (domain
+// ai.onnx.preview.training).
+Lowering NllLossRule(const NodeView& v);
+Lowering SoftmaxCrossEntropyRule(const NodeView& v);
 Lowering OptimizerRule(const NodeView& v);
-
-// Symmetric per-dim pads of a convolution or pooling from ONNX's auto_pad
-// and pads, given the input's spatial dims (needed for SAME_*). Returns ""
-// and sets *pad, or the reason frugal cannot express them.
-std::string SymmetricPads(const NodeView& v, const Shape& x, const std::vector<int64_t>& kernel,
-                          const std::vector<int64_t>& stride, const std::vector<int64_t>& dilate,
-                          std::vector<int64_t>* pad);
 
 }  // namespace frugal::onnx_map
