@@ -1,9 +1,12 @@
 // Writing an imported graph as a frugal config (protobuf text, version 1).
 //
-// A config names data inputs and op nodes; parameters exist only as an op's
-// omitted trailing inputs, which BuildGraph makes as "<node>_<input>". So
-// each parameter must be read by exactly one node, in such a trailing slot;
-// the export renames it to the name BuildGraph will give it.
+// A config names data inputs and op nodes. A parameter read by exactly one
+// node, in one of its op's trailing weight slots, is left out, and the export
+// renames it to the name BuildGraph will give it ("<node>_<input>"); any
+// other parameter (PyTorch's Add(bias, x), a shared weight) is a `variable`
+// node of its shape, written before its first reader.
+#include <cctype>
+#include <map>
 #include <set>
 
 #include "frugal/onnx.h"
@@ -22,6 +25,17 @@ std::string Quote(const std::string& s) {
 }
 
 bool IsParam(const Node& n) { return n.var == VarKind::kParam || n.var == VarKind::kAux; }
+
+// `name` as a config node name: ':' separates an output index there, so it
+// and other punctuation become '_' (PyTorch names weights "onnx::MatMul_12").
+std::string ConfigName(const std::string& name, const std::set<std::string>& taken) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ? c : '_';
+  if (out == name) return out;
+  std::string unique = out;
+  for (int k = 2; taken.count(unique); ++k) unique = Fmt(out, "_", k);
+  return unique;
+}
 
 }  // namespace
 
@@ -42,7 +56,10 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
   FrugalExport out;
   std::set<std::string> names;
   for (const Node& n : g.nodes()) names.insert(n.name);
-  auto ref = [&](Entry e) { return e.index == 0 ? g.node(e.node).name : Fmt(g.node(e.node).name, ":", e.index); };
+  // Variable nodes written so far, by graph node, with their config names.
+  std::map<int, std::string> variables;
+  auto name_of = [&](int i) { return variables.count(i) ? variables.at(i) : g.node(i).name; };
+  auto ref = [&](Entry e) { return e.index == 0 ? name_of(e.node) : Fmt(name_of(e.node), ":", e.index); };
   std::string nodes;
   for (const Node& n : g.nodes()) {
     if (n.is_variable()) continue;
@@ -55,14 +72,26 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
       if (!IsParam(v) || spec.made_as == VarKind::kNone || readers[n.inputs[keep - 1].node] != 1) break;
       --keep;
     }
+    for (size_t k = 0; k < keep; ++k) {
+      const int i = n.inputs[k].node;
+      const Node& v = g.node(i);
+      if (!IsParam(v) || variables.count(i)) continue;
+      const std::string name = ConfigName(v.name, names);
+      names.insert(name);
+      variables[i] = name;
+      const Tensor& value = imp.values.at(v.name);
+      std::string dims;
+      for (int64_t d : value.shape().dims()) dims += Fmt(dims.empty() ? "" : ",", d);
+      nodes += "node { name: " + Quote(name) + " op: \"variable\" attr { key: \"shape\" value: \"(" + dims + ")\" }";
+      if (v.var == VarKind::kAux) nodes += " attr { key: \"kind\" value: \"aux\" }";
+      nodes += " }\n";
+      out.params.emplace_back(name, value);
+    }
     nodes += "node { name: " + Quote(n.name) + " op: " + Quote(n.op->name());
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const Node& v = g.node(n.inputs[k].node);
       const InputSpec& spec = specs[std::min(k, specs.size() - 1)];
       if (k < keep) {
-        FRUGAL_REQUIRE(!IsParam(v), "node '", n.name, "' (", n.op->name(), ") reads parameter '", v.name,
-                       "' as input '", spec.name, "'; a config makes parameters only for an op's trailing weight ",
-                       "inputs, each read by one node");
         nodes += " input: " + Quote(ref(n.inputs[k]));
         continue;
       }
@@ -79,7 +108,7 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
   const Shape& shape = imp.inputs.empty() ? Shape() : imp.inputs[0].shape;
   std::string text = Fmt("# Imported from ONNX (opset ", imp.opset, ") by `frugal import-onnx`; the weights are in\n",
                          "# the .params file beside this one, under the parameter names BuildGraph gives\n",
-                         "# (<node>_<input>).\nversion: 1\nname: ", Quote(model_name), "\n", nodes);
+                         "# (<node>_<input>) and the variable nodes' names.\nversion: 1\nname: ", Quote(model_name), "\n", nodes);
   for (const Entry& e : g.outputs) text += "output: " + Quote(ref(e)) + "\n";
   text += "# The data section is yours: add train { idx { images: ... labels: ... } } (and val),\n"
           "# and a loss head (e.g. softmax_cross_entropy) on the output to train.\n"

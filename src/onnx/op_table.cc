@@ -59,6 +59,7 @@ const std::vector<OpMapping>& OpTable() {
       {"Gather", GatherRule, "embedding of positions known at import (or a value known at import)"},
       {"GatherElements", GatherRule, "embedding of positions known at import (or a value known at import)"},
       {"GatherND", GatherNDRule, "embedding of positions known at import, reshape"},
+      {"Gelu", Simple("gelu", {StrAttr("approximate", "approximate")}), "gelu"},
       {"Gemm", GemmRule, "fully_connected (+ reshape, transpose, add)"},
       {"GlobalAveragePool", [](const NodeView& v) { return GlobalPoolRule(v, "avg"); }, "pooling"},
       {"GlobalMaxPool", [](const NodeView& v) { return GlobalPoolRule(v, "max"); }, "pooling"},
@@ -135,6 +136,7 @@ const std::vector<OpMapping>& OpTable() {
       {"Tanh", Simple("activation", {Fixed("act_type", "tanh")}), "activation"},
       {"Tile", TileRule, "reshape, embedding of positions known at import, reshape"},
       {"Transpose", Simple("transpose", {IntsAttr("perm", "axes")}), "transpose"},
+      {"Trilu", TriluRule, "(none: a value known at import) or mul by a 0/1 mask"},
       {"Unsqueeze", UnsqueezeRule, "expand_dims"},
       {"Upsample", ResizeRule, "embedding of positions known at import, reshape"},
       {"Where", WhereRule, "concat, embedding of positions known at import (or a value known at import)"},
@@ -294,6 +296,8 @@ Rule Simple(const std::string& frugal_op, std::vector<AttrConv> attrs, int num_i
         out[c.frugal] = IntStr(v.Int(c.onnx, 0));
       } else if (c.kind == AttrConv::kFloat) {
         out[c.frugal] = FloatStr(v.Float(c.onnx, 0));
+      } else if (c.kind == AttrConv::kStr) {
+        out[c.frugal] = v.Str(c.onnx, "");
       } else {
         out[c.frugal] = TupleStr(v.Ints(c.onnx));
       }

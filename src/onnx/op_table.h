@@ -147,7 +147,7 @@ std::string TupleStr(const std::vector<int64_t>& v);  // "(2,2)"
 
 // One ONNX attribute to one frugal attribute.
 struct AttrConv {
-  enum Kind : uint8_t { kInt, kFloat, kInts, kFixed } kind;
+  enum Kind : uint8_t { kInt, kFloat, kInts, kStr, kFixed } kind;
   std::string onnx, frugal;
   std::string dflt;  // written when the ONNX attribute is absent; "" writes nothing
 };
@@ -159,6 +159,10 @@ inline AttrConv FloatAttr(std::string onnx, std::string frugal, std::string dflt
 }
 inline AttrConv IntsAttr(std::string onnx, std::string frugal) {
   return {AttrConv::kInts, std::move(onnx), std::move(frugal), ""};
+}
+// A string attribute, passed as it is (the frugal op checks its choices).
+inline AttrConv StrAttr(std::string onnx, std::string frugal) {
+  return {AttrConv::kStr, std::move(onnx), std::move(frugal), ""};
 }
 inline AttrConv Fixed(std::string frugal, std::string value) {
   return {AttrConv::kFixed, "", std::move(frugal), std::move(value)};
@@ -233,6 +237,7 @@ Lowering CompareRule(const NodeView& v);
 Lowering WindowRule(const NodeView& v);
 // Ops that only move elements, as copies from positions known at import.
 Lowering ExpandRule(const NodeView& v);
+Lowering TriluRule(const NodeView& v);
 Lowering TileRule(const NodeView& v);
 Lowering DepthSpaceRule(const NodeView& v);
 Lowering ReverseSequenceRule(const NodeView& v);

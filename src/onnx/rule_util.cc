@@ -125,6 +125,16 @@ std::vector<int64_t> BroadcastPositions(const std::vector<int64_t>& dims, const 
   return pos;
 }
 
+OnnxTensor TakeValue(const OnnxTensor& t, const std::vector<int64_t>& positions, std::vector<int64_t> dims) {
+  OnnxTensor y;
+  y.kind = t.kind, y.type_name = t.type_name, y.dims = std::move(dims);
+  for (int64_t k : positions) {
+    if (t.kind == OnnxTensor::Kind::kInt) y.i.push_back(t.i[k]);
+    if (t.kind == OnnxTensor::Kind::kFloat) y.f.push_back(t.f[k]);
+  }
+  return y;
+}
+
 // a op b on known integers with numpy broadcasting; "" or why not.
 std::string BroadcastInts(const OnnxTensor& a, const OnnxTensor& b,
                           const std::function<bool(int64_t, int64_t, int64_t*)>& op, OnnxTensor* out) {

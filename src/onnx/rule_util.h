@@ -43,8 +43,10 @@ Operand Add(Lowering* l, const std::string& op, AttrMap attrs, std::vector<Opera
 // A node whose inputs are integers known at import (shapes, axes, indices)
 // is folded: its output is computed here and is a value known at import
 // too, so that Shape -> Gather -> Concat -> Reshape ends in a static
-// reshape. Float tensors are made here only from such values (Range,
-// ConstantOfShape, a Cast of integers); float data is left to frugal's ops.
+// reshape. Float values are made here from such values (Range,
+// ConstantOfShape, a Cast of integers) and copied or selected (Expand,
+// Trilu, Where: an attention mask), never computed with: float arithmetic
+// is left to frugal's ops.
 
 // Elements a folded value may hold: shape arithmetic is small, and a bad
 // shape must not allocate without bound.
@@ -63,6 +65,9 @@ std::string BroadcastDims(const std::vector<Shape>& shapes, std::vector<int64_t>
 // For each element of a tensor of dims `out`, the flat position of the
 // element of a tensor of `dims` broadcast to it.
 std::vector<int64_t> BroadcastPositions(const std::vector<int64_t>& dims, const std::vector<int64_t>& out);
+// The elements of a known value (integers or floats) at `positions`, as a
+// value of `dims`: a copy, exact for any values.
+OnnxTensor TakeValue(const OnnxTensor& t, const std::vector<int64_t>& positions, std::vector<int64_t> dims);
 // a op b on known integers with numpy broadcasting; "" or why not.
 std::string BroadcastInts(const OnnxTensor& a, const OnnxTensor& b,
                           const std::function<bool(int64_t, int64_t, int64_t*)>& op, OnnxTensor* out);

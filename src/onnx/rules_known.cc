@@ -226,8 +226,9 @@ Lowering GatherRule(const NodeView& v) {
   return l;
 }
 
-// Where(condition known at import, a, b): folded for known integers, else
-// the elements of a and b (stacked) taken where the condition picks them.
+// Where(condition known at import, a, b): folded where a and b are known
+// values of one kind (integers; floats, as an attention mask), else the
+// elements of a and b (stacked) taken where the condition picks them.
 Lowering WhereRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
   const OnnxTensor* c = KnownIntTensor(v, 0);
@@ -239,14 +240,15 @@ Lowering WhereRule(const NodeView& v) {
   if (Shape(dims).Size() > kMaxFolded) return Unsupported(Fmt("a result of shape ", Shape(dims), " is too large"));
   const std::vector<int64_t> pc = BroadcastPositions(c->dims, dims), pa = BroadcastPositions(a.dims(), dims),
                              pb = BroadcastPositions(b.dims(), dims);
-  const OnnxTensor *ka = KnownIntTensor(v, 1), *kb = KnownIntTensor(v, 2);
-  if (ka && kb) {
-    OnnxTensor y = IntValue(dims, {}, ka->type_name);
-    for (size_t k = 0; k < pc.size(); ++k) y.i.push_back(c->i[pc[k]] ? ka->i[pa[k]] : kb->i[pb[k]]);
-    return Folded(std::move(y));
-  }
   std::vector<int64_t> pos(pc.size());
   for (size_t k = 0; k < pc.size(); ++k) pos[k] = c->i[pc[k]] ? pa[k] : a.Size() + pb[k];
+  const OnnxTensor *ka = KnownTensor(v, 1), *kb = KnownTensor(v, 2);
+  if (ka && kb && ka->kind == kb->kind && ka->kind != OnnxTensor::Kind::kOther) {
+    OnnxTensor both = *ka;  // a's elements, then b's: the positions above
+    both.i.insert(both.i.end(), kb->i.begin(), kb->i.end());
+    both.f.insert(both.f.end(), kb->f.begin(), kb->f.end());
+    return Folded(TakeValue(both, pos, dims));
+  }
   Lowering l;
   Operand ra = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(1)}), rb = Add(&l, "reshape", {{"shape", "(-1)"}}, {In(2)});
   Operand both = Add(&l, "concat", {{"dim", "0"}, {"num_args", "2"}}, {ra, rb});
@@ -254,25 +256,34 @@ Lowering WhereRule(const NodeView& v) {
   return l;
 }
 
-// Equal, Less, Greater, LessOrEqual, GreaterOrEqual of known integers
-// (BOOL), as a mask's arithmetic needs; frugal has no comparison op.
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual of values known at
+// import (BOOL), as shape arithmetic and masks need; frugal has no
+// comparison op. Integers compare as integers; a float with either as doubles
+// (exact for both).
 Lowering CompareRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({}); !why.empty()) return Unsupported(why);
-  const OnnxTensor *a = KnownIntTensor(v, 0), *b = KnownIntTensor(v, 1);
-  if (!a || !b) return Unsupported("compares values not known at import as integers (frugal has no comparison op)");
+  const OnnxTensor *a = KnownTensor(v, 0), *b = KnownTensor(v, 1);
+  const auto number = [](const OnnxTensor* t) { return t && t->kind != OnnxTensor::Kind::kOther; };
+  if (!number(a) || !number(b)) return Unsupported("compares values not known at import (frugal has no comparison op)");
   const std::string& op = v.op_type();
-  OnnxTensor y;
-  auto compare = [&op](int64_t x, int64_t z, int64_t* r) {
-    *r = op == "Equal"         ? x == z
-         : op == "Less"        ? x < z
-         : op == "Greater"     ? x > z
-         : op == "LessOrEqual" ? x <= z
-                               : x >= z;
-    return true;
+  auto compare = [&op](auto x, auto z) -> int64_t {
+    return op == "Equal"         ? x == z
+           : op == "Less"        ? x < z
+           : op == "Greater"     ? x > z
+           : op == "LessOrEqual" ? x <= z
+                                 : x >= z;
   };
-  std::string why = BroadcastInts(*a, *b, compare, &y);
-  if (!why.empty()) return Unsupported(why);
-  y.type_name = "BOOL";
+  std::vector<int64_t> dims;
+  if (std::string why = BroadcastDims({a->shape(), b->shape()}, &dims); !why.empty()) return Unsupported(why);
+  if (Shape(dims).Size() > kMaxFolded) return Unsupported(Fmt("a result of shape ", Shape(dims), " is too large"));
+  const std::vector<int64_t> pa = BroadcastPositions(a->dims, dims), pb = BroadcastPositions(b->dims, dims);
+  const bool ints = a->kind == OnnxTensor::Kind::kInt && b->kind == OnnxTensor::Kind::kInt;
+  const auto real = [](const OnnxTensor* t, int64_t k) {
+    return t->kind == OnnxTensor::Kind::kInt ? static_cast<double>(t->i[k]) : static_cast<double>(t->f[k]);
+  };
+  OnnxTensor y = IntValue(dims, {}, "BOOL");
+  for (size_t k = 0; k < pa.size(); ++k)
+    y.i.push_back(ints ? compare(a->i[pa[k]], b->i[pb[k]]) : compare(real(a, pa[k]), real(b, pb[k])));
   return Folded(std::move(y));
 }
 
@@ -315,7 +326,46 @@ Lowering ExpandRule(const NodeView& v) {
   if (!x.known()) return Unsupported("needs the input's shape");
   std::vector<int64_t> dims;
   if (std::string why = BroadcastDims({x, Shape(*s)}, &dims); !why.empty()) return Unsupported(why);
+  const OnnxTensor* known = KnownTensor(v, 0);
+  if (known && known->kind != OnnxTensor::Kind::kOther && Shape(dims).Size() <= kMaxFolded)
+    return Folded(TakeValue(*known, BroadcastPositions(x.dims(), dims), dims));
   return TakeInput(x, BroadcastPositions(x.dims(), dims), dims, 1);
+}
+
+// Trilu(x, k known): the upper (j - i >= k) or lower (j - i <= k) triangle
+// of the last two axes, zeros elsewhere. Folded for a value known at import
+// (a causal mask); else x times a 0/1 mask (aux state).
+Lowering TriluRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"upper"}); !why.empty()) return Unsupported(why);
+  const bool upper = v.Int("upper", 1) != 0;
+  int64_t k = 0;
+  if (v.HasInput(1)) {
+    const auto* kv = KnownInts(v, 1);
+    if (!kv || kv->size() != 1) return Unsupported(NotKnown(v, 1, "k, one integer"));
+    k = (*kv)[0];
+  }
+  const Shape& x = v.InputShape(0);
+  if (!x.known() || x.ndim() < 2) return Unsupported("needs an input of known shape with at least 2 dims");
+  const int64_t rows = x[x.ndim() - 2], cols = x[x.ndim() - 1];
+  const auto kept = [&](int64_t flat) {
+    const int64_t i = flat / cols % rows, j = flat % cols;
+    return upper ? j - i >= k : j - i <= k;
+  };
+  if (const OnnxTensor* t = KnownTensor(v, 0); t && t->kind != OnnxTensor::Kind::kOther) {
+    OnnxTensor y = *t;
+    for (int64_t e = 0; e < x.Size(); ++e) {
+      if (kept(e)) continue;
+      if (y.kind == OnnxTensor::Kind::kInt) y.i[e] = 0;
+      else y.f[e] = 0;
+    }
+    return Folded(std::move(y));
+  }
+  Tensor mask = Tensor::Empty(Shape{rows, cols}, DType::kFloat32, {}, MemKind::kParam);
+  for (int64_t e = 0; e < rows * cols; ++e) mask.f()[e] = kept(e) ? 1.f : 0.f;
+  Lowering l;
+  l.constants.push_back({0, "triangle", mask, false});
+  Add(&l, "mul", {}, {In(0), Const(0)});
+  return l;
 }
 
 // Tile(x, repeats known).
