@@ -327,7 +327,7 @@ int64_t CheckOpOnDevice(const OpCase& c, Device dev, double tol) {
   const int n_out = static_cast<int>(og.out_shapes.size());
   const int n_visible = og.g.node(og.op_node).op->NumVisibleOutputs(og.g.node(og.op_node).params);
   int64_t compared = 0;
-  for (const MemoryStrategy strategy : {MemoryStrategy(MemoryStrategy::kNone), MemoryStrategy(MemoryStrategy::kShare)}) {
+  for (const MemoryStrategy& strategy : {MemoryStrategy(MemoryStrategy::kNone), MemoryStrategy(MemoryStrategy::kShare)}) {
     const BoundOn cpu(og, vals, Device{}, strategy), gpu(og, vals, dev, strategy);
     for (size_t k = 0; k < og.g.outputs.size(); ++k) {
       if (static_cast<int>(k) < n_out && static_cast<int>(k) >= n_visible) continue;  // hidden: device formats differ

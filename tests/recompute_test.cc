@@ -266,9 +266,9 @@ TEST(ChainRecompute, FindsTheBestOfAllDecisions) {
       b.kept_bytes = slots(10, 75);
       b.read_bytes = b.kept_bytes + slots(0, 25);
       b.all_bytes = b.read_bytes + b.boundary_bytes + slots(0, 50);
-      b.cheap_flops = rng.Uniform() * 10;
-      b.inner_flops = b.cheap_flops + rng.Uniform() * 100;
-      b.boundary_flops = rng.Uniform() * 20;
+      b.cheap_cost = rng.Uniform() * 10;
+      b.inner_cost = b.cheap_cost + rng.Uniform() * 100;
+      b.boundary_cost = rng.Uniform() * 20;
       b.cheap_keeps_boundary = rng.Uniform() < 0.5;
     }
     // Every plan: each block stored or dropped, each boundary cut or not,
@@ -286,8 +286,8 @@ TEST(ChainRecompute, FindsTheBestOfAllDecisions) {
       }
       for (int j = 0; j + 1 < n; ++j)
         valid = valid && (p.dropped[j] == p.dropped[j + 1] || p.cut[j]);  // runs start and end at cuts
-      if (valid && ChainPeak(chain, p) <= memory && (best < 0 || ChainFlops(chain, p) < best))
-        best = ChainFlops(chain, p);
+      if (valid && ChainPeak(chain, p) <= memory && (best < 0 || ChainCost(chain, p) < best))
+        best = ChainCost(chain, p);
     }
     const ChainPlan got = ChainRecompute(chain, memory);
     if (best < 0) {
@@ -296,7 +296,7 @@ TEST(ChainRecompute, FindsTheBestOfAllDecisions) {
     }
     ASSERT_EQ(got.dropped.size(), chain.size()) << "trial " << trial;
     EXPECT_LE(ChainPeak(chain, got), memory) << "trial " << trial;
-    EXPECT_NEAR(ChainFlops(chain, got), best, 1e-9) << "trial " << trial;
+    EXPECT_NEAR(ChainCost(chain, got), best, 1e-9) << "trial " << trial;
   }
 }
 

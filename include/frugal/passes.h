@@ -7,6 +7,8 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,42 @@ constexpr int kDropped = 1 << 30;
 // graph->grad_of. Throws Error if the graph has no loss.
 void Gradient(Graph* graph, const KeepLevels& keep = {});
 
+// Measured op times, to price recomputation in time instead of FLOPs
+// (`frugal time --save-costs FILE` writes one; `--costs FILE` or the
+// config's memory.costs gives it to the planner). An entry is keyed by what
+// sets an op's time, its op, attributes and input shapes (Key), so identical
+// layers share one (their average) and a table serves every config with
+// those layers. A node not in the table is priced by its FLOPs at the
+// table's average rate.
+class CostTable {
+ public:
+  struct Cost {
+    double forward_ms = 0, backward_ms = 0;  // averages over `count` nodes
+    int count = 0;
+  };
+  // "op attr=value ... (input shape) ..." of node i (shapes inferred).
+  static std::string Key(const Graph& g, int i);
+  void Add(const std::string& key, double forward_ms, double backward_ms);
+  // Node i's forward / backward time: measured, or priced by FLOPs.
+  double ForwardMs(const Graph& g, int i) const;
+  double BackwardMs(const Graph& g, int i) const;
+  bool Has(const Graph& g, int i) const { return costs_.count(Key(g, i)) > 0; }
+  const std::map<std::string, Cost>& costs() const { return costs_; }
+
+  double ms_per_flop = 0;      // forward time per FLOP over the measured nodes
+  double backward_ratio = 2;   // backward time per forward time over them
+  double sums_ms = 0;          // the step's gradient sums (add_n), measured
+
+  // A text file: a header line, `ms_per_flop X`, `backward_ratio X`,
+  // `sums_ms X`, then one `forward_ms backward_ms count key` line per entry.
+  // Save writes atomically; Load throws Error naming the file and line.
+  void Save(const std::string& path) const;
+  static CostTable Load(const std::string& path);
+
+ private:
+  std::map<std::string, Cost> costs_;
+};
+
 // How memory is shared, and which forward results are recomputed.
 struct MemoryStrategy {
   enum Kind {
@@ -69,6 +107,10 @@ struct MemoryStrategy {
   Kind kind = kShare;
   int64_t budget_bytes = 0;  // kAutoBudget: what the device has free (ResolveAutoBudget, train.h)
   static constexpr int64_t kAutoBudget = -1;
+  // With a table, recomputation is priced in predicted milliseconds (the
+  // budget search takes the plan that recomputes for the least time) and
+  // plans predict the step's time; without, in FLOPs.
+  std::shared_ptr<const CostTable> costs;
   MemoryStrategy(Kind k = kShare, int64_t budget = 0) : kind(k), budget_bytes(budget) {}
   bool operator==(const MemoryStrategy& o) const { return kind == o.kind && budget_bytes == o.budget_bytes; }
   bool shares() const { return kind >= kShare; }
@@ -84,6 +126,9 @@ std::vector<MemoryStrategy> AllMemoryStrategies();
 
 // Forward FLOPs of node i (shapes inferred), by its op's declaration.
 double NodeFlops(const Graph& g, int i);
+// What recomputing node i costs: its predicted ms with a cost table, else
+// its FLOPs. The planner's searches compare plans by the sum of these.
+double RecomputeCost(const Graph& g, int i, const CostTable* costs);
 
 // Recompute policies on a forward graph with shapes inferred. Each applies
 // the config annotations: loss heads, graph outputs and nodes marked
@@ -117,12 +162,13 @@ struct ChainBlock {
   int64_t all_bytes = 0;       // every forward result of the block, the boundary included
   int64_t read_bytes = 0;      // what its gradients read, the boundary excluded
   int64_t boundary_bytes = 0;  // what crosses the cut after it
-  double cheap_flops = 0;      // recomputed when the block is stored (drop_cheap's part)
-  double inner_flops = 0;      // recomputed when it is dropped: all but the boundary ...
-  double boundary_flops = 0;   // ... which is recomputed too unless it is kept
+  // Recomputation costs (RecomputeCost: FLOPs, or ms with a cost table).
+  double cheap_cost = 0;       // recomputed when the block is stored (drop_cheap's part)
+  double inner_cost = 0;       // recomputed when it is dropped: all but the boundary ...
+  double boundary_cost = 0;    // ... which is recomputed too unless it is kept
   bool cheap_keeps_boundary = true;  // drop_cheap keeps the boundary (else it is recomputed)
 };
-std::vector<ChainBlock> Chain(const Graph& fwd, const KeepLevels& cheap);
+std::vector<ChainBlock> Chain(const Graph& fwd, const KeepLevels& cheap, const CostTable* costs = nullptr);
 
 // A decision on a chain: which blocks are recomputed (dropped), and after
 // which blocks the boundary is kept (cut: where drop_cheap keeps it after a
@@ -140,11 +186,11 @@ struct ChainPlan {
 // the largest all_bytes among them (the block being differentiated).
 // The forward pass of a stored block has everything kept before it live
 // plus its all_bytes. ChainPeak is the largest of those totals and of
-// everything kept; ChainFlops the recomputation.
+// everything kept; ChainCost the recomputation.
 int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
-double ChainFlops(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
+double ChainCost(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
 // Exact dynamic programming on the chain model (memory in 1/512 steps of
-// `memory`, each size rounded up): the plan with the least ChainFlops whose
+// `memory`, each size rounded up): the plan with the least ChainCost whose
 // ChainPeak <= memory. Empty when nothing fits.
 ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory);
 // Keep levels of a chain plan: stored blocks as `cheap`, dropped blocks
@@ -188,6 +234,12 @@ struct MemoryPlan {
   double step_flops = 0;                    // forward + backward, without recomputation
   double extra_flops = 0;                   // of the recomputations
   double extra_flops_ratio() const { return step_flops > 0 ? extra_flops / step_flops : 0; }
+  // Predicted from the strategy's cost table (0 without one): the step's
+  // forward, backward and gradient sums, and the recomputation on top.
+  double step_ms = 0, extra_ms = 0;
+  bool priced() const { return step_ms > 0; }
+  // What the planner's searches minimise: predicted ms, or FLOPs.
+  double recompute_cost() const { return priced() ? extra_ms : extra_flops; }
   double plan_ms = 0;                       // planning time (recompute search included)
   int num_builds = 0;                       // training graphs PlanTraining built (a search builds several)
 };

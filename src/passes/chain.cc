@@ -5,10 +5,10 @@
 // between cuts is recomputed from the boundary before it, once, while
 // backward goes through it. With K = the bytes kept before a point:
 //   stored block j:   peak >= K + all_j (its forward pass),  K += kept_j,
-//                     FLOPs += cheap_j
+//                     cost += cheap_j
 //   dropped run i..k: peak >= K + sum(read_m + boundary_m) + max(all_m),
-//                     FLOPs += sum(inner_i..inner_k)
-//   each boundary:    kept (a cut): K += boundary_j; else FLOPs += its FLOPs.
+//                     cost += sum(inner_i..inner_k)
+//   each boundary:    kept (a cut): K += boundary_j; else cost += its cost.
 // A stored block's boundary is cut where drop_cheap keeps it, and may be
 // cut where it does not; runs start and end at cuts. A run of one block,
 // cut on both sides everywhere, is the sqrt plan's shape. The state records
@@ -16,7 +16,7 @@
 // there).
 // and the peak is at least the final K (everything kept at the end of the
 // forward pass). The program runs over (block, K in 1/kSlots steps of the
-// memory): best[j][q] = the least FLOPs of blocks 0..j-1 keeping q slots, each
+// memory): best[j][q] = the least cost of blocks 0..j-1 keeping q slots, each
 // size rounded up, so any decision it returns keeps ChainPeak <= memory.
 // O(L^2 kSlots) in the worst case; runs stop growing when they no longer fit.
 #include <algorithm>
@@ -48,11 +48,11 @@ int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
   return std::max(peak, kept);
 }
 
-double ChainFlops(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
-  double flops = 0;
+double ChainCost(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
+  double cost = 0;
   for (size_t j = 0; j < chain.size(); ++j)
-    flops += (plan.dropped[j] ? chain[j].inner_flops : chain[j].cheap_flops) + (plan.cut[j] ? 0 : chain[j].boundary_flops);
-  return flops;
+    cost += (plan.dropped[j] ? chain[j].inner_cost : chain[j].cheap_cost) + (plan.cut[j] ? 0 : chain[j].boundary_cost);
+  return cost;
 }
 
 ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
@@ -64,7 +64,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     return s > kSlots ? kSlots + 1 : static_cast<int>(s);
   };
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  // best[c][j][q]: the least FLOPs of blocks 0..j-1 keeping q slots, with the
+  // best[c][j][q]: the least cost of blocks 0..j-1 keeping q slots, with the
   // boundary before block j kept (c = 1) or recomputed (c = 0).
   std::vector<std::vector<double>> best[2];
   // How (c, j, q) was reached: the last step began at block `start` in state (c, q).
@@ -77,9 +77,9 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     best[c].assign(n + 1, std::vector<double>(kSlots + 1, kInf));
     from[c].assign(n + 1, std::vector<Step>(kSlots + 1));
   }
-  auto relax = [&](int c, size_t j, int q, double flops, Step step) {
-    if (q <= kSlots && flops < best[c][j][q]) {
-      best[c][j][q] = flops;
+  auto relax = [&](int c, size_t j, int q, double cost, Step step) {
+    if (q <= kSlots && cost < best[c][j][q]) {
+      best[c][j][q] = cost;
       from[c][j][q] = step;
     }
   };
@@ -94,19 +94,19 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
         // recomputed where drop_cheap recomputes it.
         if (q + slots(b.all_bytes) <= kSlots) {
           const Step stored{static_cast<int>(i), c, q, false};
-          relax(1, i + 1, q + slots(b.kept_bytes) + slots(b.boundary_bytes), f + b.cheap_flops, stored);
-          if (!b.cheap_keeps_boundary) relax(0, i + 1, q + slots(b.kept_bytes), f + b.cheap_flops + b.boundary_flops, stored);
+          relax(1, i + 1, q + slots(b.kept_bytes) + slots(b.boundary_bytes), f + b.cheap_cost, stored);
+          if (!b.cheap_keeps_boundary) relax(0, i + 1, q + slots(b.kept_bytes), f + b.cheap_cost + b.boundary_cost, stored);
         }
         // Blocks i..k dropped, as one run between kept boundaries.
         if (c == 0) continue;
         int64_t run_bytes = 0, widest = 0;
-        double run_flops = f;
+        double run_cost = f;
         for (size_t k = i; k < n; ++k) {
           run_bytes += chain[k].read_bytes + chain[k].boundary_bytes;
           widest = std::max(widest, chain[k].all_bytes);
           if (q + slots(run_bytes + widest) > kSlots) break;
-          run_flops += chain[k].inner_flops + (k > i ? chain[k - 1].boundary_flops : 0);
-          relax(1, k + 1, q + slots(chain[k].boundary_bytes), run_flops, {static_cast<int>(i), c, q, true});
+          run_cost += chain[k].inner_cost + (k > i ? chain[k - 1].boundary_cost : 0);
+          relax(1, k + 1, q + slots(chain[k].boundary_bytes), run_cost, {static_cast<int>(i), c, q, true});
         }
       }
     }

@@ -336,18 +336,24 @@ double NodeFlops(const Graph& g, int i) {
   return n.op->Flops(n, in, out);
 }
 
-// FLOPs of the step without recomputation, and of the recomputations.
-void CountFlops(const Graph& g, MemoryPlan* plan) {
+// FLOPs of the step without recomputation, and of the recomputations; with
+// a cost table, the predicted times of both (forward nodes' forward and
+// backward times, the gradient sums, the recomputed copies' forward times).
+void CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
   for (int i = 0; i < g.num_nodes(); ++i) {
-    if (g.node(i).is_variable()) continue;
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
     const double f = NodeFlops(g, i);
-    if (g.node(i).mirror_of >= 0) {
+    if (n.mirror_of >= 0) {
       plan->extra_flops += f;
       ++plan->num_recomputed;
+      if (costs) plan->extra_ms += costs->ForwardMs(g, i);
     } else {
       plan->step_flops += f;
+      if (costs && i < g.num_forward()) plan->step_ms += costs->ForwardMs(g, i) + costs->BackwardMs(g, i);
     }
   }
+  if (costs) plan->step_ms += costs->sums_ms;
 }
 
 MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate) {
@@ -439,7 +445,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   plan.lower_bound_bytes = LowerBound(blocks, g.num_nodes());
   if (estimate && strategy.shares()) {
     plan.arena_bytes = plan.lower_bound_bytes;  // no offsets: for comparing candidate plans
-    CountFlops(g, &plan);
+    CountCosts(g, strategy.costs.get(), &plan);
     return plan;
   }
   if (strategy.shares()) PlaceShared(&blocks, plan.lower_bound_bytes); else PlaceEndToEnd(&blocks);
@@ -452,7 +458,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   for (int i = 0; i < g.num_nodes(); ++i)
     if (workspace_block[i] >= 0) plan.workspace_offset[i] = blocks[workspace_block[i]].offset;
   plan.blocks = std::move(blocks);
-  CountFlops(g, &plan);
+  CountCosts(g, strategy.costs.get(), &plan);
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }
@@ -494,7 +500,8 @@ std::string PlanToJson(const MemoryPlan& p, int64_t batch) {
              ",\"input_bytes\":", p.input_bytes, ",\"no_sharing_bytes\":", p.no_sharing_bytes,
              ",\"num_nodes\":", p.num_nodes, ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
              ",\"num_recomputed\":", p.num_recomputed, ",\"extra_flops_ratio\":", p.extra_flops_ratio(),
-             ",\"step_flops\":", p.step_flops, ",\"plan_ms\":", p.plan_ms, ",\"num_builds\":", p.num_builds, "}");
+             ",\"step_flops\":", p.step_flops, ",\"plan_ms\":", p.plan_ms, ",\"num_builds\":", p.num_builds,
+             p.priced() ? Fmt(",\"predicted_step_ms\":", p.step_ms, ",\"predicted_extra_ms\":", p.extra_ms) : "", "}");
 }
 
 }  // namespace frugal

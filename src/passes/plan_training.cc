@@ -3,13 +3,14 @@
 // the smallest arena; budget=SIZE looks for the least recomputation whose
 // planned arena fits:
 //   1. no recomputation (share), then drop_cheap;
-//   2. the least recomputation among the fitting plans of two searches:
+//   2. the least recomputation (in FLOPs, or in predicted time with the
+//      strategy's cost table) among the fitting plans of two searches:
 //      (a) the exact dynamic program on the graph's chain of blocks (cut at
 //      the split candidates; chain.cc): which blocks to store as drop_cheap
 //      does and which runs of blocks to recompute whole, for the least
-//      FLOPs under the model's memory, the model's memory searched;
+//      cost under the model's memory, the model's memory searched;
 //      (b) drop_cheap with some sqrt segments recomputed whole, ranked by
-//      bytes freed per FLOP, the count found by binary search;
+//      bytes freed per cost, the count found by binary search;
 //      (the model of (a) misjudges some plans by a few percent, which (b)
 //      measures directly: neither wins everywhere);
 //   3. the sqrt plan, then logn.
@@ -62,7 +63,7 @@ TrainingPlan Finish(TrainingPlan t, const MemoryStrategy& s) {
 // Smaller arena first; on a tie, less recomputation.
 bool Better(const TrainingPlan& a, const TrainingPlan& b) {
   if (a.plan.arena_bytes != b.plan.arena_bytes) return a.plan.arena_bytes < b.plan.arena_bytes;
-  return a.plan.extra_flops < b.plan.extra_flops;
+  return a.plan.recompute_cost() < b.plan.recompute_cost();
 }
 
 int64_t ForwardBytes(const Graph& g) {
@@ -104,41 +105,36 @@ TrainingPlan BestSqrt(Search& q, int64_t* best_b = nullptr) {
 // to recompute it whole instead of keeping what drop_cheap keeps there.
 struct Segment {
   std::vector<int> nodes;
-  double bytes_per_flop;  // kept bytes freed per recomputed FLOP
+  double bytes_per_cost;  // kept bytes freed per unit of recomputation (RecomputeCost)
 };
 
-// The segments of SqrtLevels(fwd, b), best bytes-per-FLOP first.
-std::vector<Segment> Segments(const Graph& fwd, const KeepLevels& cheap, int64_t b) {
+// The segments of SqrtLevels(fwd, b), most bytes per cost first.
+std::vector<Segment> Segments(const Graph& fwd, const KeepLevels& cheap, int64_t b, const CostTable* costs) {
   KeepLevels sqrt = SqrtLevels(fwd, b);
   std::vector<Segment> segs(1);
-  std::vector<double> bytes(1, 0), flops(1, 1);
-  std::vector<Shape> in, out;
+  std::vector<double> bytes(1, 0), cost(1, 0);
   for (int i = 0; i < fwd.num_nodes(); ++i) {
     const Node& n = fwd.node(i);
     if (n.is_variable()) continue;
     if (sqrt[i] == 0) {  // a checkpoint closes the segment
       segs.emplace_back();
       bytes.push_back(0);
-      flops.push_back(1);
+      cost.push_back(0);
       continue;
     }
     segs.back().nodes.push_back(i);
-    if (cheap[i] != 0) continue;  // dropped anyway: no bytes freed, no FLOPs added
-    in.clear();
-    out.clear();
-    for (const Entry& e : n.inputs) in.push_back(fwd.shape(e));
-    for (int k = 0; k < fwd.NumOutputs(i); ++k) out.push_back(fwd.shape({i, k}));
+    if (cheap[i] != 0) continue;  // dropped anyway: no bytes freed, no cost added
     for (int k = 0; k < fwd.NumOutputs(i); ++k) bytes.back() += static_cast<double>(fwd.EntryBytes({i, k}));
-    flops.back() += n.op->Flops(n, in, out);
+    cost.back() += RecomputeCost(fwd, i, costs);
   }
   std::vector<Segment> kept;
   for (size_t k = 0; k < segs.size(); ++k) {
     if (bytes[k] == 0) continue;
-    segs[k].bytes_per_flop = bytes[k] / flops[k];
+    segs[k].bytes_per_cost = bytes[k] / std::max(cost[k], 1e-30);
     kept.push_back(std::move(segs[k]));
   }
   std::stable_sort(kept.begin(), kept.end(),
-                   [](const Segment& a, const Segment& b) { return a.bytes_per_flop > b.bytes_per_flop; });
+                   [](const Segment& a, const Segment& b) { return a.bytes_per_cost > b.bytes_per_cost; });
   return kept;
 }
 
@@ -181,7 +177,8 @@ TrainingPlan PlanBudget(Search& q) {
   // expensive part of a search step).
   auto consider = [&](std::optional<TrainingPlan> c, const char* by) {
     if (!c) return 0;
-    if (c->plan.arena_bytes <= budget && best_fit && c->plan.extra_flops >= best_fit->plan.extra_flops) return 1;
+    if (c->plan.arena_bytes <= budget && best_fit && c->plan.recompute_cost() >= best_fit->plan.recompute_cost())
+      return 1;
     if (!fits(&*c)) {
       keep_smallest(&*c, by);
       return -1;
@@ -193,7 +190,7 @@ TrainingPlan PlanBudget(Search& q) {
   // (in-place reuse, gradients and workspaces are not in it), so the
   // model's memory is searched: doubled or halved from the budget until one
   // plan fits and one does not, then bisected.
-  const std::vector<ChainBlock> chain = Chain(fwd, cheap);
+  const std::vector<ChainBlock> chain = Chain(fwd, cheap, s.costs.get());
   auto chain_plan = [&](int64_t model) -> std::optional<TrainingPlan> {
     const ChainPlan p = ChainRecompute(chain, model);
     if (p.empty()) return std::nullopt;
@@ -211,11 +208,11 @@ TrainingPlan PlanBudget(Search& q) {
     }
   }
   // (b) drop_cheap with the fewest sqrt segments recomputed whole, ranked
-  // by bytes freed per FLOP: binary search on the lower bound, then the
+  // by bytes freed per cost: binary search on the lower bound, then the
   // first count whose placed arena fits.
   int64_t b = 0;
   TrainingPlan sqrt = BestSqrt(q, &b);
-  std::vector<Segment> segs = Segments(fwd, cheap, b);
+  std::vector<Segment> segs = Segments(fwd, cheap, b, s.costs.get());
   size_t lo = 1, hi = segs.size();
   while (lo <= hi) {
     const size_t mid = lo + (hi - lo) / 2;
@@ -224,7 +221,7 @@ TrainingPlan PlanBudget(Search& q) {
   }
   for (size_t k = lo; k <= segs.size(); ++k) {
     TrainingPlan m = q.Build(DropSegments(cheap, segs, k));
-    if (m.plan.extra_flops > sqrt.plan.extra_flops) break;  // sqrt recomputes less from here on
+    if (m.plan.recompute_cost() > sqrt.plan.recompute_cost()) break;  // sqrt recomputes less from here on
     if (consider(std::move(m), "drop_cheap with sqrt segments recomputed") > 0) break;
   }
   if (best_fit) return std::move(*best_fit);

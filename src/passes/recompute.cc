@@ -204,7 +204,7 @@ KeepLevels LognLevels(const Graph& g) {
   return ApplyAnnotations(g, levels);
 }
 
-std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap) {
+std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const CostTable* costs) {
   const std::vector<int> cands = SplitCandidates(g);
   std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
   std::vector<ChainBlock> chain(cands.size() + 1);
@@ -223,16 +223,16 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap) {
     }
     for (int i : b.nodes) {
       const int64_t bytes = OutputBytes(g, i);
-      const double flops = NodeFlops(g, i);
+      const double cost = RecomputeCost(g, i, costs);
       b.all_bytes += bytes;
       if (std::find(b.boundary.begin(), b.boundary.end(), i) != b.boundary.end()) {
-        b.boundary_flops += flops;
+        b.boundary_cost += cost;
       } else {
-        b.inner_flops += flops;
+        b.inner_cost += cost;
         for (int k = 0; k < g.NumOutputs(i); ++k)
           if (read[g.EntryId({i, k})]) b.read_bytes += g.EntryBytes({i, k});
         if (cheap[i] == 0) b.kept_bytes += bytes;
-        else b.cheap_flops += flops;
+        else b.cheap_cost += cost;
       }
     }
   }

@@ -15,7 +15,7 @@ namespace frugal {
 
 Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev) {
   std::string note;
-  const MemoryStrategy strategy = ResolveAutoBudget(cfg, given, dev, &note);
+  const MemoryStrategy strategy = ResolveAutoBudget(cfg, WithCosts(cfg, given), dev, &note);
   if (!note.empty()) LOG(INFO) << note;
   const config::Data& data = cfg.net.data();
   FRUGAL_REQUIRE(data.sample_shape_size() > 0, cfg.path,
@@ -109,6 +109,12 @@ BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int
   return fit;
 }
 
+MemoryStrategy WithCosts(const ConfigFile& cfg, MemoryStrategy s) {
+  if (!s.costs && !cfg.net.memory().costs().empty())
+    s.costs = std::make_shared<const CostTable>(CostTable::Load(cfg.net.memory().costs()));
+  return s;
+}
+
 MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note) {
   if (!s.auto_budget()) return s;
   const int64_t free = AvailableBytes(dev);
@@ -123,7 +129,9 @@ MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s,
   *note = Fmt("budget=auto: ", HumanBytes(budget), " for the training arena (", dev.ToString(), " has ",
               HumanBytes(free), " available, less a margin of ", HumanBytes(margin), " and ", HumanBytes(outside),
               " for parameters, gradients, optimizer state, inputs and the evaluation arena)");
-  return {MemoryStrategy::kBudget, budget};
+  MemoryStrategy resolved(MemoryStrategy::kBudget, budget);
+  resolved.costs = s.costs;
+  return resolved;
 }
 
 std::string GraphSummary(const Graph& g) {

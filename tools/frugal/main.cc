@@ -34,6 +34,9 @@ DEFINE_int32(engine_workers, -1,
              "override solver.engine_workers (threaded engine: CPU worker threads; 0: chosen for the graph, 1 or 2)");
 DEFINE_int32(engine_kernel_threads, -1,
              "override solver.engine_kernel_threads (threads per kernel; 0: cores / workers)");
+DEFINE_string(costs, "",
+              "override memory.costs: a cost table from `frugal time --save-costs`; recomputation is priced in "
+              "measured time and plans predict the step time");
 DEFINE_string(memory, "",
               "override memory.strategy (none, inplace, share, drop_cheap, sqrt, logn, budget=SIZE; 'all' in plan)");
 DEFINE_double(lr, -1, "override solver.lr");
@@ -70,6 +73,7 @@ ConfigFile LoadConfigFromFlags(const std::vector<std::string>& defines) {
   if (Given("engine_workers")) net.mutable_solver()->set_engine_workers(FLAGS_engine_workers);
   if (Given("engine_kernel_threads")) net.mutable_solver()->set_engine_kernel_threads(FLAGS_engine_kernel_threads);
   if (!FLAGS_memory.empty() && FLAGS_memory != "all") net.mutable_memory()->set_strategy(FLAGS_memory);
+  if (!FLAGS_costs.empty()) net.mutable_memory()->set_costs(FLAGS_costs);
   if (Given("lr")) net.mutable_solver()->set_lr(static_cast<float>(FLAGS_lr));
   if (!FLAGS_checkpoint_dir.empty()) net.mutable_solver()->set_checkpoint_dir(FLAGS_checkpoint_dir);
   if (Given("val_interval")) net.mutable_solver()->set_val_interval(FLAGS_val_interval);

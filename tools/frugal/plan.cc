@@ -50,11 +50,15 @@ int Plan() {
       const std::string opt = Fmt(m.optimizer, " state ", HumanBytes(state),
                                   sums > 0 ? " + sums " + HumanBytes(sums) : std::string(),
                                   update > 0 ? " + update arena " + HumanBytes(update) : std::string());
+      char predicted[96] = "";
+      if (p.priced())
+        std::snprintf(predicted, sizeof predicted, "  predicted step %.1f ms (recompute %.1f ms)",
+                      p.step_ms + p.extra_ms, p.extra_ms);
       std::printf("%-12s arena %10s  lower bound %10s  params %10s  %s  recompute %5d nodes, +%5.1f%% FLOPs  "
-                  "plan %8.2f ms\n",
+                  "plan %8.2f ms%s\n",
                   s.Name().c_str(), HumanBytes(p.arena_bytes).c_str(), HumanBytes(p.lower_bound_bytes).c_str(),
                   HumanBytes(p.param_bytes).c_str(), opt.c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(),
-                  p.plan_ms);
+                  p.plan_ms, predicted);
     }
   }
   if (!FLAGS_timeline.empty()) {

@@ -7,8 +7,12 @@
 // With --gpus N the graph runs on that GPU: the step time and the device
 // memory (planned arena, allocated, peak) are printed; per-op times are not
 // (kernels run asynchronously on the GPU's stream).
+// --save-costs FILE writes the per-op times as a cost table (CostTable,
+// passes.h) for the planner; with a cost table given (--costs), the plan's
+// predicted step time is printed beside the measured one.
 #include <gflags/gflags.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +29,8 @@ DEFINE_int32(iters, 20, "time: timed iterations (after the warm-up)");
 DEFINE_int32(warmup, 3, "time: untimed iterations first");
 DEFINE_bool(data_grad, true, "time: compute the gradient of the data input too");
 DEFINE_int64(token_data, 0, "time: data are whole numbers in [0, N) (token ids for an embedding) instead of [-1, 1)");
+DEFINE_string(save_costs, "",
+              "time: write the measured per-op times as a cost table FILE (for --costs: plans priced in time)");
 
 namespace frugal::cli {
 namespace {
@@ -57,7 +63,7 @@ void Build(const ConfigFile& cfg, Device dev, Timed* t) {
     if (!is_label && FLAGS_data_grad) n.var = VarKind::kParam;
   }
   InferShapes(&fwd, inputs);
-  TrainingPlan plan = PlanTraining(fwd, inputs, ParseMemoryStrategy(cfg.net.memory().strategy()), dev);
+  TrainingPlan plan = PlanTraining(fwd, inputs, WithCosts(cfg, ParseMemoryStrategy(cfg.net.memory().strategy())), dev);
   t->g = std::move(plan.graph);
   t->plan = std::move(plan.plan);
   const Graph& g = t->g;
@@ -142,36 +148,54 @@ int Time() {
   exec.SetProfiling(true);
   for (int i = 0; i < FLAGS_iters; ++i) exec.Run(true, FLAGS_warmup + FLAGS_iters + i, seed);
   const Graph& g = t.g;
-  std::vector<double> fwd(g.num_nodes(), 0), bwd(g.num_nodes(), 0);
+  std::vector<double> fwd(g.num_nodes(), 0), bwd(g.num_nodes(), 0), rec(g.num_nodes(), 0);
   double other = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const double ms = exec.node_seconds()[i] * 1e3 / FLAGS_iters;
     const Node& n = g.node(i);
     if (i < g.num_forward()) fwd[i] += ms;
     else if (n.fwd >= 0) bwd[n.fwd] += ms;
-    else if (n.mirror_of >= 0) bwd[n.mirror_of] += ms;
+    else if (n.mirror_of >= 0) rec[n.mirror_of] += ms;
     else other += ms;  // gradient sums (add_n)
   }
   std::printf("%-20s %-24s %-20s %12s %12s\n", "node", "op", "output", "forward ms", "backward ms");
-  double sum_f = 0, sum_b = 0;
+  double sum_f = 0, sum_b = 0, flops = 0;
+  CostTable costs;
   for (int i = 0; i < g.num_forward(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
     std::printf("%-20s %-24s %-20s %12.3f %12.3f\n", n.name.c_str(), n.op->name().c_str(),
-                g.shape({i, 0}).ToString().c_str(), fwd[i], bwd[i]);
+                g.shape({i, 0}).ToString().c_str(), fwd[i], bwd[i] + rec[i]);
     sum_f += fwd[i];
-    sum_b += bwd[i];
+    sum_b += bwd[i] + rec[i];
+    flops += NodeFlops(g, i);
+    costs.Add(CostTable::Key(g, i), fwd[i], bwd[i]);
   }
   if (other > 0) std::printf("%-20s %-24s %-20s %12s %12.3f\n", "(gradient sums)", "add_n", "", "", other);
-  std::printf("sum of ops: forward %.3f ms, backward %.3f ms\n", sum_f, sum_b + other);
+  std::printf("sum of ops: forward %.3f ms, backward %.3f ms (recomputation included)\n", sum_f, sum_b + other);
   std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (average of %d after %d warm-up)\n",
               cfg.net.data().batch_size(), step_ms, cfg.net.data().batch_size() * 1e3 / step_ms, FLAGS_iters,
               FLAGS_warmup);
+  if (t.plan.priced())
+    std::printf("predicted by the cost table %s: step %.3f ms (recomputation %.3f ms), measured %.3f ms (%+.1f%%)\n",
+                cfg.net.memory().costs().c_str(), t.plan.step_ms + t.plan.extra_ms, t.plan.extra_ms, step_ms,
+                100 * (t.plan.step_ms + t.plan.extra_ms - step_ms) / step_ms);
   std::printf("memory (%s): arena planned %s, allocated %s; %d nodes recomputed (+%.1f%% FLOPs); process peak %s; "
               "data gradient %s\n",
               t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(),
               HumanBytes(arena_allocated).c_str(), t.plan.num_recomputed, 100 * t.plan.extra_flops_ratio(),
               HumanBytes(ProcessPeakBytes()).c_str(), FLAGS_data_grad ? "on" : "off");
+  if (!FLAGS_save_costs.empty()) {
+    double bwd_only = 0;
+    for (int i = 0; i < g.num_forward(); ++i) bwd_only += bwd[i];
+    costs.ms_per_flop = flops > 0 ? sum_f / flops : 0;
+    costs.backward_ratio = sum_f > 0 ? bwd_only / sum_f : 2;
+    costs.sums_ms = other;
+    costs.Save(FLAGS_save_costs);
+    std::printf("cost table: %s (%zu entries from %d op nodes)\n", FLAGS_save_costs.c_str(), costs.costs().size(),
+                static_cast<int>(std::count_if(g.nodes().begin(), g.nodes().begin() + g.num_forward(),
+                                               [](const Node& n) { return !n.is_variable(); })));
+  }
   return 0;
 }
 

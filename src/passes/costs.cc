@@ -1,0 +1,97 @@
+// CostTable: measured op times keyed by op, attributes and input shapes,
+// and the planner's price of recomputing a node (passes.h).
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "frugal/passes.h"
+
+namespace frugal {
+
+std::string CostTable::Key(const Graph& g, int i) {
+  const Node& n = g.node(i);
+  std::string key = n.op->name();
+  for (const auto& [name, value] : n.attrs) key += " " + name + "=" + value;
+  for (const Entry& e : n.inputs) key += " " + g.shape(e).ToString() + DTypeName(g.dtype(e));
+  return key;
+}
+
+void CostTable::Add(const std::string& key, double forward_ms, double backward_ms) {
+  Cost& c = costs_[key];
+  c.forward_ms = (c.forward_ms * c.count + forward_ms) / (c.count + 1);
+  c.backward_ms = (c.backward_ms * c.count + backward_ms) / (c.count + 1);
+  ++c.count;
+}
+
+double CostTable::ForwardMs(const Graph& g, int i) const {
+  if (g.node(i).is_variable()) return 0;
+  auto it = costs_.find(Key(g, i));
+  return it != costs_.end() ? it->second.forward_ms : NodeFlops(g, i) * ms_per_flop;
+}
+
+double CostTable::BackwardMs(const Graph& g, int i) const {
+  if (g.node(i).is_variable()) return 0;
+  auto it = costs_.find(Key(g, i));
+  return it != costs_.end() ? it->second.backward_ms : NodeFlops(g, i) * ms_per_flop * backward_ratio;
+}
+
+void CostTable::Save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    FRUGAL_REQUIRE(out, tmp, ": cannot write (check the directory exists and is writable)");
+    out << "# frugal cost table: forward_ms backward_ms count key (op attrs input-shapes)\n";
+    out << Fmt("ms_per_flop ", ms_per_flop, "\nbackward_ratio ", backward_ratio, "\nsums_ms ", sums_ms, "\n");
+    for (const auto& [key, c] : costs_) out << Fmt(c.forward_ms, " ", c.backward_ms, " ", c.count, " ", key, "\n");
+    out.close();
+    FRUGAL_REQUIRE(out, tmp, ": write failed (disk full?)");
+  }
+  FRUGAL_REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp, " to it");
+}
+
+CostTable CostTable::Load(const std::string& path) {
+  std::ifstream in(path);
+  FRUGAL_REQUIRE(in, path, ": cannot open the cost table (write one with `frugal time --save-costs FILE`)");
+  CostTable t;
+  std::string line;
+  bool have_rate = false;
+  for (int ln = 1; std::getline(in, line); ++ln) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream s(line);
+    std::string first;
+    s >> first;
+    const auto bad = [&](const char* what) {
+      return Error(Fmt(path, ":", ln, ": ", what, " in '", line, "'; write the table again with `frugal time ",
+                       "--save-costs FILE`"));
+    };
+    double* field = first == "ms_per_flop" ? &t.ms_per_flop
+                    : first == "backward_ratio" ? &t.backward_ratio
+                    : first == "sums_ms"        ? &t.sums_ms
+                                                : nullptr;
+    if (field) {
+      if (!(s >> *field) || *field < 0) throw bad("a missing or negative value");
+      have_rate = have_rate || field == &t.ms_per_flop;
+      continue;
+    }
+    Cost c;
+    std::string key;
+    try {
+      c.forward_ms = std::stod(first);
+    } catch (const std::exception&) {
+      throw bad("an unknown line (not a number, ms_per_flop, backward_ratio or sums_ms)");
+    }
+    if (!(s >> c.backward_ms >> c.count) || c.forward_ms < 0 || c.backward_ms < 0 || c.count < 1)
+      throw bad("an entry without forward_ms >= 0, backward_ms >= 0 and count >= 1");
+    std::getline(s >> std::ws, key);
+    if (key.empty()) throw bad("an entry without its key");
+    if (!t.costs_.emplace(key, c).second) throw bad("a key listed twice");
+  }
+  FRUGAL_REQUIRE(have_rate, path, ": no ms_per_flop line (is this a cost table from `frugal time --save-costs`?)");
+  return t;
+}
+
+double RecomputeCost(const Graph& g, int i, const CostTable* costs) {
+  return costs ? costs->ForwardMs(g, i) : NodeFlops(g, i);
+}
+
+}  // namespace frugal

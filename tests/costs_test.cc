@@ -1,0 +1,163 @@
+// Plans priced in time: the cost table's file, the step time a plan
+// predicts from it, and a budget search that minimises predicted time
+// rather than FLOPs where the two disagree.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "frugal/train.h"
+#include "test_util.h"
+
+namespace frugal {
+namespace {
+
+// A chain of fully_connected+relu layers whose widths alternate, so that
+// FLOPs and bytes per layer vary along it.
+ConfigFile UnevenChain(int depth) {
+  std::string text = "version: 1\n";
+  std::string prev = "data";
+  for (int i = 0; i < depth; ++i) {
+    const std::string fc = "fc" + std::to_string(i), relu = "relu" + std::to_string(i);
+    const int hidden = i % 3 == 0 ? 256 : i % 3 == 1 ? 32 : 96;
+    text += "node { name: \"" + fc + "\" op: \"fully_connected\" input: \"" + prev +
+            "\" attr { key: \"num_hidden\" value: \"" + std::to_string(hidden) + "\" } }\n";
+    text += "node { name: \"" + relu + "\" op: \"relu\" input: \"" + fc + "\" }\n";
+    prev = relu;
+  }
+  text += "node { name: \"out\" op: \"fully_connected\" input: \"" + prev +
+          "\" attr { key: \"num_hidden\" value: \"10\" } }\n";
+  text += "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"out\" input: \"label\" }\n";
+  text += "data { batch_size: 16 sample_shape: [64] }\nsolver { lr: 0.05 seed: 5 }\n";
+  return ParseConfig(text, "uneven.prototxt", {});
+}
+
+// A table for the model's forward nodes: every node `fc_ms` forward if a
+// fully_connected, else 0.5; backward twice that; gradient sums 0.25.
+CostTable FlatTable(const Graph& g, double fc_ms) {
+  CostTable t;
+  for (int i = 0; i < g.num_forward(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
+    const double f = n.op->name() == "fully_connected" ? fc_ms : 0.5;
+    if (!t.Has(g, i)) t.Add(CostTable::Key(g, i), f, 2 * f);
+  }
+  t.ms_per_flop = 1e-9;
+  t.sums_ms = 0.25;
+  return t;
+}
+
+MemoryStrategy Priced(MemoryStrategy s, const CostTable& t) {
+  s.costs = std::make_shared<const CostTable>(t);
+  return s;
+}
+
+// Predicted recomputation of a plan under a table: its mirrors' forward times.
+double ExtraMs(const Graph& train, const CostTable& t) {
+  double ms = 0;
+  for (int i = 0; i < train.num_nodes(); ++i)
+    if (train.node(i).mirror_of >= 0) ms += t.ForwardMs(train, i);
+  return ms;
+}
+
+TEST(CostTable, SavesLoadsAndAveragesPerKey) {
+  const Model m = BuildModel(UnevenChain(3), MemoryStrategy::kShare);
+  const Graph& g = m.train;
+  const int fc0 = g.FindNode("fc0");
+  EXPECT_EQ(CostTable::Key(g, fc0), "fully_connected num_hidden=256 (16,64)float32 (256,64)float32 (256)float32");
+  CostTable t;
+  t.Add(CostTable::Key(g, fc0), 1.0, 3.0);
+  t.Add(CostTable::Key(g, fc0), 2.0, 5.0);
+  t.ms_per_flop = 2e-9;
+  t.backward_ratio = 1.5;
+  t.sums_ms = 0.125;
+  test::TempDir dir;
+  t.Save(dir.File("t.costs"));
+  const CostTable back = CostTable::Load(dir.File("t.costs"));
+  ASSERT_EQ(back.costs().size(), 1u);
+  EXPECT_DOUBLE_EQ(back.ForwardMs(g, fc0), 1.5);
+  EXPECT_DOUBLE_EQ(back.BackwardMs(g, fc0), 4.0);
+  EXPECT_EQ(back.costs().begin()->second.count, 2);
+  EXPECT_DOUBLE_EQ(back.sums_ms, 0.125);
+  // A node not in the table: its FLOPs at the table's rate.
+  const int fc1 = g.FindNode("fc1");
+  EXPECT_DOUBLE_EQ(back.ForwardMs(g, fc1), NodeFlops(g, fc1) * 2e-9);
+  EXPECT_DOUBLE_EQ(back.BackwardMs(g, fc1), NodeFlops(g, fc1) * 2e-9 * 1.5);
+}
+
+TEST(CostTable, BadFilesNameTheLine) {
+  test::TempDir dir;
+  auto expect_error = [&](const std::string& text, const std::string& needle) {
+    std::ofstream(dir.File("bad.costs")) << text;
+    try {
+      CostTable::Load(dir.File("bad.costs"));
+      ADD_FAILURE() << "no error for: " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error("ms_per_flop 1e-9\n1 2 x relu (2)float32\n", "bad.costs:2: an entry without forward_ms >= 0");
+  expect_error("ms_per_flop 1e-9\n1 2 1\n", "bad.costs:2: an entry without its key");
+  expect_error("ms_per_flop 1e-9\nfast 1\n", "bad.costs:2: an unknown line");
+  expect_error("ms_per_flop -1\n", "bad.costs:1: a missing or negative value");
+  expect_error("ms_per_flop 1\n1 2 1 k\n1 2 1 k\n", "bad.costs:3: a key listed twice");
+  expect_error("1 2 1 k\n", "no ms_per_flop line");
+  EXPECT_THROW(CostTable::Load(dir.File("missing.costs")), Error);
+}
+
+TEST(CostTable, PlansPredictTheSumOfTheirNodes) {
+  const ConfigFile cfg = UnevenChain(6);
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  const CostTable t = FlatTable(share.train, 3.0);
+  int fcs = 0, others = 0;
+  for (int i = 0; i < share.train.num_forward(); ++i) {
+    const Node& n = share.train.node(i);
+    if (!n.is_variable()) (n.op->name() == "fully_connected" ? fcs : others) += 1;
+  }
+  const Model m = BuildModel(cfg, Priced(MemoryStrategy::kSqrt, t));
+  ASSERT_TRUE(m.train_plan.priced());
+  EXPECT_DOUBLE_EQ(m.train_plan.step_ms, fcs * 9.0 + others * 1.5 + 0.25);
+  ASSERT_GT(m.train_plan.num_recomputed, 0);
+  EXPECT_DOUBLE_EQ(m.train_plan.extra_ms, ExtraMs(m.train, t));
+  EXPECT_FALSE(BuildModel(cfg, MemoryStrategy::kSqrt).train_plan.priced());
+}
+
+TEST(CostTable, BudgetPlansMinimiseTimeWhereFlopsDisagree) {
+  // fully_connected priced equal whatever its size, relu at 0.5 ms: recomputing
+  // the wide layers is as cheap in time as the narrow ones, unlike in FLOPs.
+  const ConfigFile cfg = UnevenChain(24);
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  const Model sqrt = BuildModel(cfg, MemoryStrategy::kSqrt);
+  const CostTable t = FlatTable(share.train, 1.0);
+  int strictly_faster = 0;
+  for (int k = 1; k <= 6; ++k) {
+    const int64_t budget = sqrt.train_plan.arena_bytes +
+                           (share.train_plan.arena_bytes - sqrt.train_plan.arena_bytes) * k / 7;
+    const Model by_flops = BuildModel(cfg, {MemoryStrategy::kBudget, budget});
+    const Model by_time = BuildModel(cfg, Priced({MemoryStrategy::kBudget, budget}, t));
+    EXPECT_LE(by_time.train_plan.arena_bytes, budget);
+    const double flops_plan_ms = ExtraMs(by_flops.train, t), time_plan_ms = by_time.train_plan.extra_ms;
+    EXPECT_LE(time_plan_ms, flops_plan_ms * (1 + 1e-9)) << "budget " << budget;
+    EXPECT_LE(by_flops.train_plan.extra_flops, by_time.train_plan.extra_flops * (1 + 1e-9)) << "budget " << budget;
+    strictly_faster += time_plan_ms < flops_plan_ms * 0.95;
+  }
+  EXPECT_GT(strictly_faster, 0) << "pricing in time never changed the plan";
+}
+
+TEST(CostTable, TimeWritesATablePlanReadsIt) {
+  test::TempDir dir;
+  const std::string config = std::string(FRUGAL_SOURCE_DIR) + "/models/mlp/fashion_mnist.prototxt";
+  test::RunResult r = test::RunFrugal("time --config " + config + " --iters 1 --warmup 0 --save-costs " +
+                                      dir.File("mlp.costs"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cost table: " + dir.File("mlp.costs")), std::string::npos) << r.output;
+  r = test::RunFrugal("plan --config " + config + " --costs " + dir.File("mlp.costs"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("predicted step"), std::string::npos) << r.output;
+  std::ofstream(dir.File("bad.costs")) << "ms_per_flop 1\nsoon\n";
+  r = test::RunFrugal("plan --config " + config + " --costs " + dir.File("bad.costs"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("bad.costs:2: an unknown line"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace frugal
