@@ -32,7 +32,8 @@ ConfigFile UnevenChain(int depth) {
 }
 
 // A table for the model's forward nodes: every node `fc_ms` forward if a
-// fully_connected, else 0.5; backward twice that; gradient sums 0.25.
+// fully_connected, else 0.5; backward twice that; gradient sums 0.25; the
+// step's wall time half its ops' times (as if two ran at once).
 CostTable FlatTable(const Graph& g, double fc_ms) {
   CostTable t;
   for (int i = 0; i < g.num_forward(); ++i) {
@@ -43,6 +44,7 @@ CostTable FlatTable(const Graph& g, double fc_ms) {
   }
   t.ms_per_flop = 1e-9;
   t.sums_ms = 0.25;
+  t.wall_per_op_ms = 0.5;
   return t;
 }
 
@@ -70,6 +72,7 @@ TEST(CostTable, SavesLoadsAndAveragesPerKey) {
   t.ms_per_flop = 2e-9;
   t.backward_ratio = 1.5;
   t.sums_ms = 0.125;
+  t.wall_per_op_ms = 0.75;
   test::TempDir dir;
   t.Save(dir.File("t.costs"));
   const CostTable back = CostTable::Load(dir.File("t.costs"));
@@ -78,6 +81,7 @@ TEST(CostTable, SavesLoadsAndAveragesPerKey) {
   EXPECT_DOUBLE_EQ(back.BackwardMs(g, fc0), 4.0);
   EXPECT_EQ(back.costs().begin()->second.count, 2);
   EXPECT_DOUBLE_EQ(back.sums_ms, 0.125);
+  EXPECT_DOUBLE_EQ(back.wall_per_op_ms, 0.75);
   // A node not in the table: its FLOPs at the table's rate.
   const int fc1 = g.FindNode("fc1");
   EXPECT_DOUBLE_EQ(back.ForwardMs(g, fc1), NodeFlops(g, fc1) * 2e-9);
@@ -115,9 +119,9 @@ TEST(CostTable, PlansPredictTheSumOfTheirNodes) {
   }
   const Model m = BuildModel(cfg, Priced(MemoryStrategy::kSqrt, t));
   ASSERT_TRUE(m.train_plan.priced());
-  EXPECT_DOUBLE_EQ(m.train_plan.step_ms, fcs * 9.0 + others * 1.5 + 0.25);
+  EXPECT_DOUBLE_EQ(m.train_plan.step_ms, 0.5 * (fcs * 9.0 + others * 1.5 + 0.25));
   ASSERT_GT(m.train_plan.num_recomputed, 0);
-  EXPECT_DOUBLE_EQ(m.train_plan.extra_ms, ExtraMs(m.train, t));
+  EXPECT_DOUBLE_EQ(m.train_plan.extra_ms, 0.5 * ExtraMs(m.train, t));
   EXPECT_FALSE(BuildModel(cfg, MemoryStrategy::kSqrt).train_plan.priced());
 }
 
@@ -135,7 +139,7 @@ TEST(CostTable, BudgetPlansMinimiseTimeWhereFlopsDisagree) {
     const Model by_flops = BuildModel(cfg, {MemoryStrategy::kBudget, budget});
     const Model by_time = BuildModel(cfg, Priced({MemoryStrategy::kBudget, budget}, t));
     EXPECT_LE(by_time.train_plan.arena_bytes, budget);
-    const double flops_plan_ms = ExtraMs(by_flops.train, t), time_plan_ms = by_time.train_plan.extra_ms;
+    const double flops_plan_ms = ExtraMs(by_flops.train, t), time_plan_ms = ExtraMs(by_time.train, t);
     EXPECT_LE(time_plan_ms, flops_plan_ms * (1 + 1e-9)) << "budget " << budget;
     EXPECT_LE(by_flops.train_plan.extra_flops, by_time.train_plan.extra_flops * (1 + 1e-9)) << "budget " << budget;
     strictly_faster += time_plan_ms < flops_plan_ms * 0.95;

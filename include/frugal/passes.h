@@ -82,9 +82,14 @@ class CostTable {
   double ms_per_flop = 0;      // forward time per FLOP over the measured nodes
   double backward_ratio = 2;   // backward time per forward time over them
   double sums_ms = 0;          // the step's gradient sums (add_n), measured
+  // The measured step's wall time per ms of its ops' times: below 1 where
+  // ops ran at once (an LSTM's layers), above where the engine adds time.
+  // A plan's predicted step is its ops' times times this.
+  double wall_per_op_ms = 1;
 
   // A text file: a header line, `ms_per_flop X`, `backward_ratio X`,
-  // `sums_ms X`, then one `forward_ms backward_ms count key` line per entry.
+  // `sums_ms X`, `wall_per_op_ms X`, then one `forward_ms backward_ms count
+  // key` line per entry.
   // Save writes atomically; Load throws Error naming the file and line.
   void Save(const std::string& path) const;
   static CostTable Load(const std::string& path);

@@ -41,7 +41,8 @@ void CostTable::Save(const std::string& path) const {
     std::ofstream out(tmp, std::ios::trunc);
     FRUGAL_REQUIRE(out, tmp, ": cannot write (check the directory exists and is writable)");
     out << "# frugal cost table: forward_ms backward_ms count key (op attrs input-shapes)\n";
-    out << Fmt("ms_per_flop ", ms_per_flop, "\nbackward_ratio ", backward_ratio, "\nsums_ms ", sums_ms, "\n");
+    out << Fmt("ms_per_flop ", ms_per_flop, "\nbackward_ratio ", backward_ratio, "\nsums_ms ", sums_ms,
+               "\nwall_per_op_ms ", wall_per_op_ms, "\n");
     for (const auto& [key, c] : costs_) out << Fmt(c.forward_ms, " ", c.backward_ms, " ", c.count, " ", key, "\n");
     out.close();
     FRUGAL_REQUIRE(out, tmp, ": write failed (disk full?)");
@@ -64,9 +65,10 @@ CostTable CostTable::Load(const std::string& path) {
       return Error(Fmt(path, ":", ln, ": ", what, " in '", line, "'; write the table again with `frugal time ",
                        "--save-costs FILE`"));
     };
-    double* field = first == "ms_per_flop" ? &t.ms_per_flop
+    double* field = first == "ms_per_flop"      ? &t.ms_per_flop
                     : first == "backward_ratio" ? &t.backward_ratio
                     : first == "sums_ms"        ? &t.sums_ms
+                    : first == "wall_per_op_ms" ? &t.wall_per_op_ms
                                                 : nullptr;
     if (field) {
       if (!(s >> *field) || *field < 0) throw bad("a missing or negative value");
@@ -78,7 +80,7 @@ CostTable CostTable::Load(const std::string& path) {
     try {
       c.forward_ms = std::stod(first);
     } catch (const std::exception&) {
-      throw bad("an unknown line (not a number, ms_per_flop, backward_ratio or sums_ms)");
+      throw bad("an unknown line (not a number, ms_per_flop, backward_ratio, sums_ms or wall_per_op_ms)");
     }
     if (!(s >> c.backward_ms >> c.count) || c.forward_ms < 0 || c.backward_ms < 0 || c.count < 1)
       throw bad("an entry without forward_ms >= 0, backward_ms >= 0 and count >= 1");

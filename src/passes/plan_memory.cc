@@ -338,7 +338,8 @@ double NodeFlops(const Graph& g, int i) {
 
 // FLOPs of the step without recomputation, and of the recomputations; with
 // a cost table, the predicted times of both (forward nodes' forward and
-// backward times, the gradient sums, the recomputed copies' forward times).
+// backward times, the gradient sums, the recomputed copies' forward times,
+// scaled to wall time by the table's wall_per_op_ms).
 void CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
@@ -353,7 +354,9 @@ void CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
       if (costs && i < g.num_forward()) plan->step_ms += costs->ForwardMs(g, i) + costs->BackwardMs(g, i);
     }
   }
-  if (costs) plan->step_ms += costs->sums_ms;
+  if (!costs) return;
+  plan->step_ms = (plan->step_ms + costs->sums_ms) * costs->wall_per_op_ms;
+  plan->extra_ms *= costs->wall_per_op_ms;
 }
 
 MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate) {

@@ -191,6 +191,7 @@ int Time() {
     costs.ms_per_flop = flops > 0 ? sum_f / flops : 0;
     costs.backward_ratio = sum_f > 0 ? bwd_only / sum_f : 2;
     costs.sums_ms = other;
+    costs.wall_per_op_ms = step_ms / (sum_f + sum_b + other);
     costs.Save(FLAGS_save_costs);
     std::printf("cost table: %s (%zu entries from %d op nodes)\n", FLAGS_save_costs.c_str(), costs.costs().size(),
                 static_cast<int>(std::count_if(g.nodes().begin(), g.nodes().begin() + g.num_forward(),
