@@ -14,6 +14,7 @@
 #include <cmath>
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -36,7 +37,7 @@ class LocalComm : public Communicator {
                          std::function<void(std::exception_ptr)> done) override {
     {
       std::lock_guard<std::mutex> l(mu_);
-      whats.push_back(what);
+      whats[seq] = what;  // two engine workers may call in either order; the sequence number is the order
       floats += n;
       lasts += last;
     }
@@ -51,7 +52,7 @@ class LocalComm : public Communicator {
   std::string Stats() const override { return "local"; }
 
   std::mutex mu_;
-  std::vector<std::string> whats;
+  std::map<uint64_t, std::string> whats;
   int64_t floats = 0, lasts = 0, broadcasts = 0;
   uint64_t next_ = 0;
 };
@@ -101,7 +102,7 @@ TEST(DistLocal, OneRankGivesTheBitsOfARunWithoutDist) {
   EXPECT_EQ(comm.lasts, steps);
   EXPECT_EQ(comm.floats, steps * (16 * 16 + 16 + 4 * 16 + 4));
   ASSERT_EQ(comm.whats.size(), static_cast<size_t>(steps * 2));
-  // Backward order: the last layer's gradients are requested first.
+  // Backward order: the last layer's gradients are reserved first.
   EXPECT_EQ(comm.whats[0], "allreduce(bucket 0: fc2_bias, ...)");
   EXPECT_EQ(comm.whats[1], "allreduce(bucket 1: fc1_bias, ...)");
 }
