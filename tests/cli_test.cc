@@ -269,6 +269,26 @@ TEST(Cli, PrintsTheEngineAtStart) {
   EXPECT_NE(ErrorLine(r).find("unknown engine 'turbo' (built: naive, threaded)"), std::string::npos) << r.output;
 }
 
+// frugal time reports the median of the steps timed one by one, between the
+// fastest and the slowest; --iters 0 is refused by the flag's range.
+TEST(Cli, TimeReportsTheMedianStepWithItsSpread) {
+  TempDir dir;
+  WriteToyData(dir, "train", 32);
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("time --config " + cfg + " --iters 3 --warmup 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  const std::regex step(R"(step \(forward \+ backward, batch \d+\): ([0-9.]+) ms, [0-9.]+ samples/s )"
+                        R"(\(median of 3 after 0 warm-up; fastest ([0-9.]+) ms, slowest ([0-9.]+) ms\))");
+  ASSERT_TRUE(std::regex_search(r.output, m, step)) << r.output;
+  EXPECT_LE(std::stod(m[2]), std::stod(m[1])) << r.output;
+  EXPECT_LE(std::stod(m[1]), std::stod(m[3])) << r.output;
+  r = RunFrugal("time --config " + cfg + " --iters 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("--iters 0: must be 1 to"), std::string::npos) << r.output;
+}
+
 TEST(Cli, AnOpErrorDuringTrainingIsOneLineNamingTheOp) {
   TempDir dir;
   WriteToyData(dir, "train", 32);

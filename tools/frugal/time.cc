@@ -6,7 +6,9 @@
 // forward and backward pass (no optimizer update).
 // With --gpus N the graph runs on that GPU: the step time and the device
 // memory (planned arena, allocated, peak) are printed; per-op times are not
-// (kernels run asynchronously on the GPU's stream).
+// (kernels run asynchronously on the GPU's stream). The step time is the
+// median of --iters steps timed one by one, printed with the fastest and
+// slowest.
 // --save-costs FILE writes the per-op times as a cost table (CostTable,
 // passes.h) for the planner; with a cost table given (--costs), the plan's
 // predicted step time is printed beside the measured one.
@@ -17,6 +19,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "backend/cpu/vec.h"
 #include "backend/device.h"
@@ -99,12 +103,37 @@ void ToDevice(Timed* t, Device dev) {
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+// Whole steps timed one by one: the median stands for the step (a step
+// slowed by another process on a shared machine moves an average, not the
+// median); the fastest and slowest show the spread.
+struct StepTimes {
+  std::vector<double> ms;  // sorted
+  double median() const { return ms[ms.size() / 2]; }
+  std::string Describe() const {
+    char s[128];
+    std::snprintf(s, sizeof s, "median of %zu after %d warm-up; fastest %.3f ms, slowest %.3f ms", ms.size(),
+                  FLAGS_warmup, ms.front(), ms.back());
+    return s;
+  }
+};
+
+StepTimes TimeSteps(Executor& exec, uint64_t seed) {
+  StepTimes t;
+  for (int i = 0; i < FLAGS_iters; ++i) {
+    const auto t0 = Clock::now();
+    exec.Run(true, FLAGS_warmup + i, seed);
+    t.ms.push_back(Ms(Clock::now() - t0));
+  }
+  std::sort(t.ms.begin(), t.ms.end());
+  return t;
+}
+
 // The GPU summary: step time, and device memory beside the plan.
-int ReportGpu(const ConfigFile& cfg, const Timed& t, Device dev, double step_ms, int64_t arena_allocated) {
+int ReportGpu(const ConfigFile& cfg, const Timed& t, Device dev, const StepTimes& steps, int64_t arena_allocated) {
   const MemoryAccounting& acc = MemoryAccounting::Get();
   const int batch = cfg.net.data().batch_size();
-  std::printf("step on %s (forward + backward, batch %d): %.3f ms, %.1f samples/s (average of %d after %d warm-up)\n",
-              dev.ToString().c_str(), batch, step_ms, batch * 1e3 / step_ms, FLAGS_iters, FLAGS_warmup);
+  std::printf("step on %s (forward + backward, batch %d): %.3f ms, %.1f samples/s (%s)\n", dev.ToString().c_str(),
+              batch, steps.median(), batch * 1e3 / steps.median(), steps.Describe().c_str());
   std::printf("device memory (%s): arena planned %s, allocated %s; parameters, inputs and gradients %s; "
               "peak of frugal's allocations %s; pool holds %s; device in use %s (with the CUDA context and "
               "cuDNN/cuBLAS); %d nodes recomputed (+%.1f%% FLOPs)\n",
@@ -136,12 +165,11 @@ int Time() {
   for (int i = 0; i < FLAGS_warmup; ++i) exec.Run(true, i, seed);
 
   // Whole steps, without per-op timing.
-  auto t0 = Clock::now();
-  for (int i = 0; i < FLAGS_iters; ++i) exec.Run(true, FLAGS_warmup + i, seed);
-  const double step_ms = Ms(Clock::now() - t0) / FLAGS_iters;
+  const StepTimes steps = TimeSteps(exec, seed);
+  const double step_ms = steps.median();
 
   const int64_t arena_allocated = MemoryAccounting::Get().Current(dev, MemKind::kArena);
-  if (dev.type == DeviceType::kCUDA) return ReportGpu(cfg, t, dev, step_ms, arena_allocated);
+  if (dev.type == DeviceType::kCUDA) return ReportGpu(cfg, t, dev, steps, arena_allocated);
 
   // Per-op times: backward nodes and recomputations count for the forward
   // node they differentiate or recompute.
@@ -173,13 +201,18 @@ int Time() {
   }
   if (other > 0) std::printf("%-20s %-24s %-20s %12s %12.3f\n", "(gradient sums)", "add_n", "", "", other);
   std::printf("sum of ops: forward %.3f ms, backward %.3f ms (recomputation included)\n", sum_f, sum_b + other);
-  std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (average of %d after %d warm-up)\n",
-              cfg.net.data().batch_size(), step_ms, cfg.net.data().batch_size() * 1e3 / step_ms, FLAGS_iters,
-              FLAGS_warmup);
-  if (t.plan.priced())
-    std::printf("predicted by the cost table %s: step %.3f ms (recomputation %.3f ms), measured %.3f ms (%+.1f%%)\n",
-                cfg.net.memory().costs().c_str(), t.plan.step_ms + t.plan.extra_ms, t.plan.extra_ms, step_ms,
-                100 * (t.plan.step_ms + t.plan.extra_ms - step_ms) / step_ms);
+  std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (%s)\n", cfg.net.data().batch_size(),
+              step_ms, cfg.net.data().batch_size() * 1e3 / step_ms, steps.Describe().c_str());
+  // Predictions are in the units of the fastest step (the table's
+  // wall_per_op_ms is), which other processes and a hypervisor's stolen
+  // time slow the least.
+  if (t.plan.priced()) {
+    const double predicted = t.plan.step_ms + t.plan.extra_ms, fastest = steps.ms.front();
+    std::printf("predicted by the cost table %s: step %.3f ms (recomputation %.3f ms), measured %.3f ms fastest "
+                "(%+.1f%%)\n",
+                cfg.net.memory().costs().c_str(), predicted, t.plan.extra_ms, fastest,
+                100 * (predicted - fastest) / fastest);
+  }
   std::printf("memory (%s): arena planned %s, allocated %s; %d nodes recomputed (+%.1f%% FLOPs); process peak %s; "
               "data gradient %s\n",
               t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(),
@@ -191,7 +224,7 @@ int Time() {
     costs.ms_per_flop = flops > 0 ? sum_f / flops : 0;
     costs.backward_ratio = sum_f > 0 ? bwd_only / sum_f : 2;
     costs.sums_ms = other;
-    costs.wall_per_op_ms = step_ms / (sum_f + sum_b + other);
+    costs.wall_per_op_ms = steps.ms.front() / (sum_f + sum_b + other);
     costs.Save(FLAGS_save_costs);
     std::printf("cost table: %s (%zu entries from %d op nodes)\n", FLAGS_save_costs.c_str(), costs.costs().size(),
                 static_cast<int>(std::count_if(g.nodes().begin(), g.nodes().begin() + g.num_forward(),
