@@ -19,6 +19,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "frugal/passes.h"
@@ -62,32 +63,49 @@ class Mirrors {
   Mirrors(Graph* g, const KeepLevels& keep) : g_(*g), keep_(keep), cache_(g->num_nodes(), -1) {}
 
   // An entry holding forward entry e's value at this point of the backward
-  // pass: e itself if kept, else a mirror.
+  // pass: e itself if kept, else a mirror. The mirrors one request needs are
+  // added in forward order, so a recomputation runs as the forward pass ran:
+  // a cell's input projection is made just before the cell, not before the
+  // whole chain of earlier steps that the cell's other input reaches back
+  // through (which kept one projection per step alive at once).
   Entry Get(Entry e) {
-    std::unordered_map<int, int> request;  // mirrors made for this request
-    return Get(e, kDropped, &request);
+    if (keep_.empty() || keep_[e.node] == 0) return e;
+    if (cache_[e.node] >= 0) return {cache_[e.node], e.index};
+    std::map<int, bool> request;  // forward node -> whether its mirror is cached, in forward order
+    Collect(e.node, kDropped, &request);
+    std::unordered_map<int, int> made;  // forward node -> its mirror in this request
+    for (const auto& [p, cached] : request) {
+      Node m = g_.node(p);  // a copy: same op, params, attrs, source location
+      for (Entry& in : m.inputs) in = Made(in, made);
+      for (auto [in, out] : m.op->mirror_reads()) m.inputs[in] = {p, out};
+      m.name = g_.node(p).name + "@recompute";
+      m.mirror_of = p;
+      const int id = g_.AddNode(std::move(m));
+      made[p] = id;
+      if (cached) cache_[p] = id;
+    }
+    return {made.at(e.node), e.index};
   }
 
  private:
-  // Mirrors that are not cached are still shared within one request: a node
-  // reached along two paths (a residual add) is recomputed once, not once
-  // per path.
-  Entry Get(Entry e, int min_level, std::unordered_map<int, int>* request) {
-    const int p = e.node;
-    if (keep_.empty() || keep_[p] == 0) return e;
-    if (cache_[p] >= 0) return {cache_[p], e.index};
-    auto it = request->find(p);
-    if (it != request->end()) return {it->second, e.index};
+  // The nodes to recompute for one request, each once (a node reached along
+  // two paths, a residual add, is recomputed once), down to the kept
+  // results and the cached mirrors. A mirror is cached when its level is at
+  // most every level between it and the request (min_level, on the path
+  // that first reaches it).
+  void Collect(int p, int min_level, std::map<int, bool>* request) {
+    if (keep_[p] == 0 || cache_[p] >= 0 || request->count(p)) return;
+    (*request)[p] = keep_[p] <= min_level;
     const int below = std::min(min_level, keep_[p]);
-    Node m = g_.node(p);  // a copy: same op, params, attrs, source location
-    for (Entry& in : m.inputs) in = Get(in, below, request);
-    for (auto [in, out] : m.op->mirror_reads()) m.inputs[in] = {p, out};
-    m.name = g_.node(p).name + "@recompute";
-    m.mirror_of = p;
-    int id = g_.AddNode(std::move(m));
-    (*request)[p] = id;
-    if (keep_[p] <= min_level) cache_[p] = id;
-    return {id, e.index};
+    for (const Entry& in : g_.node(p).inputs) Collect(in.node, below, request);
+  }
+
+  Entry Made(Entry in, const std::unordered_map<int, int>& made) const {
+    if (keep_[in.node] == 0) return in;
+    auto it = made.find(in.node);
+    const int id = it != made.end() ? it->second : cache_[in.node];
+    CHECK_GE(id, 0) << "mirror of " << g_.node(in.node).name << " read before it is made";
+    return {id, in.index};
   }
 
   Graph& g_;
