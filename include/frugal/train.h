@@ -80,9 +80,11 @@ BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int
 // saying how the budget was chosen. Throws Error when nothing is left for
 // the arena.
 MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note);
-// s priced by the config's cost table (memory.costs), loaded, where it
-// names one and s has none. Throws Error naming a bad table's file and line.
-MemoryStrategy WithCosts(const ConfigFile& cfg, MemoryStrategy s);
+// The config's memory strategy (memory.strategy, which --memory sets),
+// priced by its cost table (memory.costs) where it names one: the one place
+// a run's strategy is parsed. Throws Error for an unknown strategy and
+// naming a bad table's file and line.
+MemoryStrategy ConfigStrategy(const ConfigFile& cfg);
 
 // The engine the solver names. The threaded engine's split between CPU
 // workers and kernel threads, where engine_workers or engine_kernel_threads

@@ -13,6 +13,16 @@
 
 namespace frugal {
 
+namespace {
+// s priced by the config's cost table, loaded, where it names one and s has
+// none.
+MemoryStrategy WithCosts(const ConfigFile& cfg, MemoryStrategy s) {
+  if (!s.costs && !cfg.net.memory().costs().empty())
+    s.costs = std::make_shared<const CostTable>(CostTable::Load(cfg.net.memory().costs()));
+  return s;
+}
+}  // namespace
+
 Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev) {
   std::string note;
   const MemoryStrategy strategy = ResolveAutoBudget(cfg, WithCosts(cfg, given), dev, &note);
@@ -109,10 +119,8 @@ BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int
   return fit;
 }
 
-MemoryStrategy WithCosts(const ConfigFile& cfg, MemoryStrategy s) {
-  if (!s.costs && !cfg.net.memory().costs().empty())
-    s.costs = std::make_shared<const CostTable>(CostTable::Load(cfg.net.memory().costs()));
-  return s;
+MemoryStrategy ConfigStrategy(const ConfigFile& cfg) {
+  return WithCosts(cfg, ParseMemoryStrategy(cfg.net.memory().strategy()));
 }
 
 MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note) {

@@ -272,7 +272,7 @@ void LogMemory(const Session& s) {
 
 double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Solver& sc = cfg.net.solver();
-  const MemoryStrategy strategy = ParseMemoryStrategy(cfg.net.memory().strategy());
+  const MemoryStrategy strategy = ConfigStrategy(cfg);
   MetricSet probe(MetricNames(sc));  // a bad metric name fails before anything runs
   FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
   FRUGAL_REQUIRE(sc.clip_gradient() >= 0 && std::isfinite(sc.clip_gradient()), cfg.path,
@@ -324,7 +324,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
 
 MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {
   const config::Data& dc = cfg.net.data();
-  Session s(cfg, ParseMemoryStrategy(cfg.net.memory().strategy()), nullptr, Device{});
+  Session s(cfg, ConfigStrategy(cfg), nullptr, Device{});
   std::unique_ptr<Feed> feed = MakeFeed(&s);
   CheckpointState c = LoadCheckpoint(checkpoint);
   RestoreTensors(c.params, s.params.Values(), "parameters", checkpoint);

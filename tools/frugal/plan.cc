@@ -22,7 +22,7 @@ int Plan() {
   if (FLAGS_memory == "all") {
     strategies = AllMemoryStrategies();
   } else {
-    strategies = {ParseMemoryStrategy(cfg.net.memory().strategy())};
+    strategies = {ConfigStrategy(cfg)};
   }
   if (!FLAGS_fit.empty()) return PlanFit(cfg, strategies);
   std::vector<TimelinePanel> panels;

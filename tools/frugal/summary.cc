@@ -12,7 +12,7 @@ namespace frugal::cli {
 
 int Summary() {
   ConfigFile cfg = LoadConfigFromFlags();
-  const MemoryStrategy strategy = ParseMemoryStrategy(cfg.net.memory().strategy());
+  const MemoryStrategy strategy = ConfigStrategy(cfg);
   Model m = BuildModel(cfg, strategy);
   const Graph& g = m.train;
   // kept[e]: forward entry e is read after the forward pass by a gradient node

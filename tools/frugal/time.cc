@@ -67,7 +67,7 @@ void Build(const ConfigFile& cfg, Device dev, Timed* t) {
     if (!is_label && FLAGS_data_grad) n.var = VarKind::kParam;
   }
   InferShapes(&fwd, inputs);
-  TrainingPlan plan = PlanTraining(fwd, inputs, WithCosts(cfg, ParseMemoryStrategy(cfg.net.memory().strategy())), dev);
+  TrainingPlan plan = PlanTraining(fwd, inputs, ConfigStrategy(cfg), dev);
   t->g = std::move(plan.graph);
   t->plan = std::move(plan.plan);
   const Graph& g = t->g;

@@ -27,7 +27,7 @@ std::string Quote(const std::vector<std::string>& lines) {
 
 int Viz() {
   ConfigFile cfg = LoadConfigFromFlags();
-  const MemoryStrategy strategy = ParseMemoryStrategy(cfg.net.memory().strategy());
+  const MemoryStrategy strategy = ConfigStrategy(cfg);
   Model m = BuildModel(cfg, strategy);
   const Graph& g = m.train;
   std::set<int> recomputed;
