@@ -13,7 +13,7 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
-  python3
+  python3 python3-onnx
   dataset-fashion-mnist fortunes
 )
 

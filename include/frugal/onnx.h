@@ -1,6 +1,7 @@
 // Importing ONNX models (onnx.proto as Debian's libonnx-dev ships it) into a
-// frugal forward graph, running the ONNX backend conformance tests, and
-// writing an imported graph as a frugal config plus a params file.
+// frugal forward graph, running the ONNX backend conformance tests, writing
+// an imported graph as a frugal config plus a params file, and exporting a
+// trained frugal graph as an ONNX model.
 //
 // The mapping from ONNX ops to frugal ops is a table in src/onnx/op_table.cc:
 // one line per ONNX op. A line may name a frugal op that is not registered
@@ -26,6 +27,8 @@ class TensorProto;
 }  // namespace onnx
 
 namespace frugal {
+
+struct ConfigFile;
 
 // A decoded ONNX TensorProto: float32 values, or integer values (int8 to
 // int64, uint8 to uint32, bool) widened to int64. Other element types keep
@@ -137,5 +140,27 @@ struct FrugalExport {
 // Error for what the config format cannot express (a parameter read where
 // the op does not take one, shared parameters, several data inputs).
 FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_name);
+
+// ---------------------------------------------------------------- ONNX export
+
+// A forward graph (shapes inferred) as an ONNX model (opset 17) for
+// inference, the inverse of the import table (src/onnx/exporter.cc): dropout
+// and identities removed, batch_norm as BatchNormalization over its moving
+// statistics, loss heads as what they output (softmax_cross_entropy:
+// Softmax). Data inputs that an exported node reads are the graph inputs,
+// parameters and aux state initializers with their `values` (by node name),
+// graph.outputs the outputs, each named after its node. Throws Error naming
+// the node for an op without a mapping (listing OnnxExportOps) or a
+// configuration ONNX cannot express exactly, and for a missing value.
+onnx::ModelProto ExportOnnx(const Graph& g, const std::map<std::string, Tensor>& values, const std::string& name);
+// The config's inference graph at data.batch_size (float32 whatever the
+// config's dtype) with the parameters and aux state of a checkpoint of it.
+// Throws Error naming the checkpoint (missing, damaged, names or shapes not
+// the config's) or the node.
+onnx::ModelProto ExportOnnx(const ConfigFile& cfg, const std::string& checkpoint);
+// The frugal ops ExportOnnx maps, sorted.
+std::vector<std::string> OnnxExportOps();
+// Throws Error naming path if it cannot be written.
+void WriteOnnxModel(const onnx::ModelProto& m, const std::string& path);
 
 }  // namespace frugal

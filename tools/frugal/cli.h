@@ -51,6 +51,7 @@ int Time();
 int Ops();
 int OnnxTest();
 int ImportOnnx();
+int ExportOnnx();
 int Im2Rec();
 
 }  // namespace frugal::cli

@@ -12,7 +12,8 @@
 #include "frugal/onnx.h"
 #include "frugal/params_file.h"
 
-DEFINE_string(out, "", "import-onnx: output prefix; writes PREFIX.prototxt and PREFIX.params");
+DEFINE_string(out, "",
+              "import-onnx: output prefix; writes PREFIX.prototxt and PREFIX.params. export-onnx: the .onnx file");
 
 namespace frugal::cli {
 

@@ -5,6 +5,7 @@
 //   frugal ops [--json]
 //   frugal onnx-test DIR...
 //   frugal import-onnx MODEL.onnx --out PREFIX
+//   frugal export-onnx --config ... --checkpoint CKPT --out MODEL.onnx
 //   frugal im2rec --input DIR|LIST --output PREFIX [--resize N] [--quality Q] [--center-crop]
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -117,6 +118,9 @@ const std::map<std::string, Command>& Commands() {
       {"ops", {Ops, "list the registered ops and what each declares", {"ops.cc", "plan.cc"}, false}},
       {"onnx-test", {OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...", {"onnx_test.cc"}, false, true}},
       {"import-onnx", {ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", {"import_onnx.cc"}, false, true}},
+      {"export-onnx",
+       {ExportOnnx, "a checkpoint's inference graph as an ONNX model: --checkpoint CKPT --out MODEL.onnx",
+        {"export_onnx.cc", "test.cc", "import_onnx.cc"}}},
       {"im2rec", {Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx", {"im2rec.cc"}, false}},
   };
   return commands;

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "frugal/train.h"
 
-DEFINE_string(checkpoint, "", "test: the checkpoint whose parameters to evaluate");
+DEFINE_string(checkpoint, "", "test, export-onnx: the checkpoint whose parameters to evaluate or export");
 
 namespace frugal::cli {
 

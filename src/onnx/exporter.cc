@@ -1,0 +1,439 @@
+// The ONNX exporter: a frugal forward graph with the values of its
+// parameters and aux state as an ONNX model (opset 17) for inference.
+//
+// One rule per frugal op (the table in Rules()) reads the node's typed params
+// and adds ONNX nodes; the last one's output is named after the frugal node,
+// intermediate values "<node>:<what>" (':' never occurs in a config name).
+// The mapping is the inverse of the importer's table (op_table.cc), so an
+// exported model imports back into the same computation:
+//   dropout, identity, block_grad        removed (the output is the input)
+//   batch_norm                           BatchNormalization over the moving
+//                                        statistics (gamma = 1 with fix_gamma),
+//                                        then Relu when fused (act_type relu)
+//   fully_connected                      [Flatten(axis 1)] Gemm(transB=1)
+//   softmax_cross_entropy                Softmax: what the head outputs
+//   linear_ / logistic_regression_output the input / Sigmoid
+//   reshape, expand_dims                 Reshape to the inferred shape
+// Variables appear when a rule first reads them: data inputs as graph
+// inputs, parameters and aux state as initializers; a label read only by
+// loss heads is not an input of the model.
+#include <fstream>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "frugal/checkpoint.h"
+#include "frugal/config.h"
+#include "frugal/onnx.h"
+#include "frugal/op.h"
+#include "frugal/passes.h"
+#include "onnx.pb.h"
+#include "ops/op_params.h"
+
+namespace frugal {
+namespace {
+
+constexpr int64_t kOpset = 17;
+
+void SetInt(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name), a->set_type(onnx::AttributeProto::INT), a->set_i(v);
+}
+
+void SetFloat(onnx::NodeProto* n, const std::string& name, double v) {
+  auto* a = n->add_attribute();
+  a->set_name(name), a->set_type(onnx::AttributeProto::FLOAT), a->set_f(static_cast<float>(v));
+}
+
+void SetInts(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name), a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+// A float32 value of this shape, for the graph's inputs and outputs.
+void SetType(onnx::ValueInfoProto* v, const std::string& name, const Shape& s) {
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* dims = t->mutable_shape();
+  for (int64_t d : s.dims()) dims->add_dim()->set_dim_value(d);
+}
+
+// One exported graph: the frugal nodes in order, each through its rule.
+class Exporter {
+ public:
+  Exporter(const Graph& g, const std::map<std::string, Tensor>& values, onnx::GraphProto* out)
+      : g_(g), values_(values), out_(out), names_(g.num_entries()) {}
+  void Run();
+
+  // For the rules, about the node being exported:
+  const Node& node() const { return g_.node(id_); }
+  template <typename P>
+  const P& params() const {
+    return std::any_cast<const P&>(node().params);
+  }
+  // The ONNX name of input k (a variable is declared at its first use).
+  std::string In(int k);
+  const Shape& InShape(int k) const { return g_.shape(node().inputs[k]); }
+  const Shape& OutShape() const { return g_.shape(Entry{id_, 0}); }
+  // Adds an ONNX node; its output is the frugal node's when suffix is empty
+  // (the rule's last node), else the intermediate "<node>:<suffix>".
+  onnx::NodeProto* Add(const std::string& op_type, const std::vector<std::string>& inputs,
+                       const std::string& suffix = "");
+  // An initializer "<node>:<suffix>" made by the rule; returns its name.
+  std::string Floats(const std::string& suffix, const Shape& shape, const std::vector<float>& v);
+  std::string Ints(const std::string& suffix, const std::vector<int64_t>& v);
+  // The node computes nothing at inference: its output is input k.
+  void Alias(int k) { names_[g_.EntryId({id_, 0})] = In(k); }
+
+ private:
+  std::string Declare(const Node& var, Entry e);
+  void AddOutput(Entry e);
+
+  const Graph& g_;
+  const std::map<std::string, Tensor>& values_;
+  onnx::GraphProto* out_;
+  std::vector<std::string> names_;  // per entry: its ONNX value, once made
+  int id_ = -1;                     // the node being exported
+};
+
+using Rule = std::function<void(Exporter&)>;
+const std::map<std::string, Rule>& Rules();
+
+std::string ExportableOps() {
+  std::string s;
+  for (const auto& [op, rule] : Rules()) s += (s.empty() ? "" : ", ") + op;
+  return s;
+}
+
+void Exporter::Run() {
+  for (id_ = 0; id_ < g_.num_forward(); ++id_) {
+    const Node& n = node();
+    if (n.is_variable()) continue;
+    auto rule = Rules().find(n.op->name());
+    FRUGAL_REQUIRE(rule != Rules().end(), n.Where(), ": op '", n.op->name(),
+                   "' has no ONNX mapping; export supports: ", ExportableOps(),
+                   " (change the node, or add a rule in src/onnx/exporter.cc)");
+    rule->second(*this);
+  }
+  for (const Entry& e : g_.outputs) AddOutput(e);
+}
+
+std::string Exporter::In(int k) {
+  const Entry e = node().inputs[k];
+  std::string& name = names_[g_.EntryId(e)];
+  if (name.empty() && g_.node(e.node).is_variable()) name = Declare(g_.node(e.node), e);
+  FRUGAL_REQUIRE(!name.empty(), node().Where(), ": reads output ", e.index, " of '", g_.node(e.node).name,
+                 "', which the ONNX export does not make (only an op's first output is exported)");
+  return name;
+}
+
+std::string Exporter::Declare(const Node& var, Entry e) {
+  if (var.var == VarKind::kInput) {
+    SetType(out_->add_input(), var.name, g_.shape(e));
+    return var.name;
+  }
+  auto v = values_.find(var.name);
+  FRUGAL_REQUIRE(v != values_.end(), node().Where(), ": no value for its input '", var.name,
+                 "' (give every parameter and aux state a value)");
+  const Tensor& t = v->second;
+  onnx::TensorProto* init = out_->add_initializer();
+  init->set_name(var.name);
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : t.shape().dims()) init->add_dims(d);
+  init->set_raw_data(t.f(), t.size() * sizeof(float));  // ONNX's raw data is little-endian, as this host
+  return var.name;
+}
+
+onnx::NodeProto* Exporter::Add(const std::string& op_type, const std::vector<std::string>& inputs,
+                               const std::string& suffix) {
+  onnx::NodeProto* n = out_->add_node();
+  const std::string name = suffix.empty() ? node().name : node().name + ":" + suffix;
+  n->set_name(name);
+  n->set_op_type(op_type);
+  for (const std::string& in : inputs) n->add_input(in);
+  n->add_output(name);
+  if (suffix.empty()) names_[g_.EntryId({id_, 0})] = name;
+  return n;
+}
+
+std::string Exporter::Floats(const std::string& suffix, const Shape& shape, const std::vector<float>& v) {
+  onnx::TensorProto* t = out_->add_initializer();
+  t->set_name(node().name + ":" + suffix);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : shape.dims()) t->add_dims(d);
+  for (float x : v) t->add_float_data(x);
+  return t->name();
+}
+
+std::string Exporter::Ints(const std::string& suffix, const std::vector<int64_t>& v) {
+  onnx::TensorProto* t = out_->add_initializer();
+  t->set_name(node().name + ":" + suffix);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) t->add_int64_data(x);
+  return t->name();
+}
+
+// A graph output is named after its frugal node; one that a removed node
+// made (a dropout's output is its input) is that value through an Identity.
+void Exporter::AddOutput(Entry e) {
+  id_ = e.node;
+  std::string name = names_[g_.EntryId(e)];
+  if (name != node().name) {
+    names_[g_.EntryId(e)].clear();
+    Add("Identity", {name});
+    name = node().name;
+  }
+  SetType(out_->add_output(), name, g_.shape(e));
+}
+
+// ------------------------------------------------------------------ rules
+
+std::vector<int64_t> Tuple(const Pair& p) { return {p[0], p[1]}; }
+std::vector<int64_t> Pads(const Pair& p) { return {p[0], p[1], p[0], p[1]}; }  // begin and end alike
+
+Rule Unary(const std::string& op_type) {
+  return [op_type](Exporter& x) { x.Add(op_type, {x.In(0)}); };
+}
+
+Rule Binary(const std::string& op_type) {
+  return [op_type](Exporter& x) { x.Add(op_type, {x.In(0), x.In(1)}); };
+}
+
+// y = x (op) scalar, or scalar (op) x when reversed.
+Rule Scalar(const std::string& op_type, bool reversed) {
+  return [op_type, reversed](Exporter& x) {
+    const std::string s = x.Floats("scalar", Shape{}, {x.params<ScalarParams>().scalar});
+    x.Add(op_type, reversed ? std::vector<std::string>{s, x.In(0)} : std::vector<std::string>{x.In(0), s});
+  };
+}
+
+void Convolution(Exporter& x) {
+  const auto& p = x.params<ConvParams>();
+  std::vector<std::string> in = {x.In(0), x.In(1)};
+  if (!p.no_bias) in.push_back(x.In(2));
+  onnx::NodeProto* n = x.Add("Conv", in);
+  SetInts(n, "kernel_shape", Tuple(p.kernel));
+  SetInts(n, "strides", Tuple(p.stride));
+  SetInts(n, "pads", Pads(p.pad));
+  SetInts(n, "dilations", Tuple(p.dilate));
+  SetInt(n, "group", p.num_group);
+}
+
+void BatchNorm(Exporter& x) {
+  const auto& p = x.params<BnParams>();
+  const Shape& c = x.InShape(1);
+  const std::string gamma = p.fix_gamma ? x.Floats("gamma", c, std::vector<float>(c.Size(), 1.f)) : x.In(1);
+  onnx::NodeProto* n = x.Add("BatchNormalization", {x.In(0), gamma, x.In(2), x.In(3), x.In(4)}, p.relu ? "bn" : "");
+  SetFloat(n, "epsilon", p.eps);
+  SetFloat(n, "momentum", p.momentum);
+  if (p.relu) x.Add("Relu", {n->output(0)});
+}
+
+void Pooling(Exporter& x) {
+  const auto& p = x.params<PoolParams>();
+  FRUGAL_REQUIRE(!p.full, x.node().Where(), ": pooling_convention full is not exported (ONNX's ceil_mode ",
+                 "differs where a window starts in the padding); use pooling_convention valid");
+  if (p.global) {
+    x.Add(p.max ? "GlobalMaxPool" : "GlobalAveragePool", {x.In(0)});
+    return;
+  }
+  onnx::NodeProto* n = x.Add(p.max ? "MaxPool" : "AveragePool", {x.In(0)});
+  SetInts(n, "kernel_shape", Tuple(p.kernel));
+  SetInts(n, "strides", Tuple(p.stride));
+  SetInts(n, "pads", Pads(p.pad));
+  if (!p.max) SetInt(n, "count_include_pad", p.count_include_pad);
+}
+
+// fully_connected: y = x W^T + b, x flattened to (N, K) where it has more
+// dims (flatten true, the default).
+void FullyConnected(Exporter& x) {
+  const auto& p = x.params<FcParams>();
+  const Shape& in = x.InShape(0);
+  FRUGAL_REQUIRE(p.flatten || in.ndim() == 2, x.node().Where(), ": flatten=false on an input of shape ", in,
+                 " is not exported (only 2-D inputs or flatten=true)");
+  std::string a = x.In(0);
+  if (in.ndim() != 2) {
+    onnx::NodeProto* f = x.Add("Flatten", {a}, "flatten");
+    SetInt(f, "axis", 1);
+    a = f->output(0);
+  }
+  std::vector<std::string> ins = {a, x.In(1)};
+  if (!p.no_bias) ins.push_back(x.In(2));
+  SetInt(x.Add("Gemm", ins), "transB", 1);
+}
+
+void Flatten(Exporter& x) { SetInt(x.Add("Flatten", {x.In(0)}), "axis", 1); }
+
+void ReshapeTo(Exporter& x) { x.Add("Reshape", {x.In(0), x.Ints("shape", x.OutShape().dims())}); }
+
+void Activation(Exporter& x) {
+  static const std::map<Act, const char*> kOps = {
+      {Act::kRelu, "Relu"}, {Act::kSigmoid, "Sigmoid"}, {Act::kTanh, "Tanh"}, {Act::kSoftRelu, "Softplus"}};
+  x.Add(kOps.at(x.params<Act>()), {x.In(0)});
+}
+
+void LeakyRelu(Exporter& x) {
+  const auto& p = x.params<LeakyParams>();
+  SetFloat(x.Add(p.elu ? "Elu" : "LeakyRelu", {x.In(0)}), "alpha", p.slope);
+}
+
+void Softmax(Exporter& x) {
+  const auto& p = x.params<SoftmaxParams>();
+  SetInt(x.Add(p.log ? "LogSoftmax" : "Softmax", {x.In(0)}), "axis", p.axis);
+}
+
+void Concat(Exporter& x) {
+  std::vector<std::string> ins;
+  for (size_t k = 0; k < x.node().inputs.size(); ++k) ins.push_back(x.In(static_cast<int>(k)));
+  SetInt(x.Add("Concat", ins), "axis", x.params<ConcatParams>().dim);
+}
+
+void AddN(Exporter& x) {
+  std::vector<std::string> ins;
+  for (size_t k = 0; k < x.node().inputs.size(); ++k) ins.push_back(x.In(static_cast<int>(k)));
+  x.Add("Sum", ins);
+}
+
+void Transpose(Exporter& x) {
+  const int64_t nd = x.InShape(0).ndim();
+  std::vector<int64_t> perm = x.params<TransposeParams>().axes;
+  if (perm.empty()) {  // reversed
+    perm.resize(nd);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  for (int64_t& d : perm) d = d < 0 ? d + nd : d;  // ONNX's perm counts from 0
+  SetInts(x.Add("Transpose", {x.In(0)}), "perm", perm);
+}
+
+void LayerNorm(Exporter& x) {
+  const auto& p = x.params<LayerNormParams>();
+  std::vector<std::string> ins = {x.In(0), x.In(1)};
+  if (!p.no_bias) ins.push_back(x.In(2));
+  onnx::NodeProto* n = x.Add("LayerNormalization", ins);
+  SetInt(n, "axis", p.axis);
+  SetFloat(n, "epsilon", p.eps);
+}
+
+void Clip(Exporter& x) {
+  const auto& p = x.params<ClipParams>();
+  x.Add("Clip", {x.In(0), x.Floats("min", Shape{}, {p.a_min}), x.Floats("max", Shape{}, {p.a_max})});
+}
+
+const std::map<std::string, Rule>& Rules() {
+  static const std::map<std::string, Rule> rules = {
+      {"abs", Unary("Abs")},
+      {"activation", Activation},
+      {"add", Binary("Add")},
+      {"add_n", AddN},
+      {"add_scalar", Scalar("Add", false)},
+      {"batch_norm", BatchNorm},
+      {"block_grad", [](Exporter& x) { x.Alias(0); }},
+      {"ceil", Unary("Ceil")},
+      {"clip", Clip},
+      {"concat", Concat},
+      {"convolution", Convolution},
+      {"div", Binary("Div")},
+      {"div_scalar", Scalar("Div", false)},
+      {"dropout", [](Exporter& x) { x.Alias(0); }},
+      {"erf", Unary("Erf")},
+      {"exp", Unary("Exp")},
+      {"expand_dims", ReshapeTo},
+      {"flatten", Flatten},
+      {"floor", Unary("Floor")},
+      {"fully_connected", FullyConnected},
+      {"identity", [](Exporter& x) { x.Alias(0); }},
+      {"layer_norm", LayerNorm},
+      {"leaky_relu", LeakyRelu},
+      {"linear_regression_output", [](Exporter& x) { x.Alias(0); }},
+      {"log", Unary("Log")},
+      {"log_softmax", Softmax},
+      {"logistic_regression_output", Unary("Sigmoid")},
+      {"maximum", Binary("Max")},
+      {"minimum", Binary("Min")},
+      {"mul", Binary("Mul")},
+      {"mul_scalar", Scalar("Mul", false)},
+      {"negative", Unary("Neg")},
+      {"pooling", Pooling},
+      {"power", Binary("Pow")},
+      {"rdiv_scalar", Scalar("Div", true)},
+      {"relu", Unary("Relu")},
+      {"reshape", ReshapeTo},
+      {"rsub_scalar", Scalar("Sub", true)},
+      {"softmax", Softmax},
+      {"softmax_cross_entropy", [](Exporter& x) { SetInt(x.Add("Softmax", {x.In(0)}), "axis", -1); }},
+      {"sqrt", Unary("Sqrt")},
+      {"sub", Binary("Sub")},
+      {"sub_scalar", Scalar("Sub", false)},
+      {"transpose", Transpose},
+  };
+  return rules;
+}
+
+// The shapes of the config's data inputs at data.batch_size.
+std::vector<std::pair<std::string, Shape>> InputShapes(const ConfigFile& cfg, const Graph& g) {
+  const config::Data& d = cfg.net.data();
+  std::vector<int64_t> data{d.batch_size()}, label{d.batch_size()};
+  data.insert(data.end(), d.sample_shape().begin(), d.sample_shape().end());
+  label.insert(label.end(), d.label_shape().begin(), d.label_shape().end());
+  std::vector<std::pair<std::string, Shape>> shapes;
+  for (const Node& n : g.nodes())
+    if (n.var == VarKind::kInput) shapes.push_back({n.name, Shape(n.name == d.label_name() ? label : data)});
+  return shapes;
+}
+
+// The checkpoint's value of every parameter and aux variable of g; Error
+// naming the file where they do not match the graph's names and shapes.
+std::map<std::string, Tensor> CheckpointValues(const Graph& g, const std::string& path) {
+  const CheckpointState c = LoadCheckpoint(path);
+  std::map<std::string, Tensor> params, aux;
+  for (int i = 0; i < g.num_forward(); ++i) {
+    const Node& n = g.node(i);
+    if (n.var == VarKind::kParam || n.var == VarKind::kAux)
+      (n.var == VarKind::kParam ? params : aux)[n.name] = Tensor::Empty(g.shape(Entry{i, 0}));
+  }
+  RestoreTensors(c.params, params, "parameters", path);
+  RestoreTensors(c.aux, aux, "aux state", path);
+  params.merge(aux);
+  return params;
+}
+
+}  // namespace
+
+std::vector<std::string> OnnxExportOps() {
+  std::vector<std::string> ops;
+  for (const auto& [op, rule] : Rules()) ops.push_back(op);
+  return ops;
+}
+
+onnx::ModelProto ExportOnnx(const Graph& g, const std::map<std::string, Tensor>& values, const std::string& name) {
+  onnx::ModelProto m;
+  m.set_ir_version(onnx::IR_VERSION);
+  m.set_producer_name("frugal");
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  m.mutable_graph()->set_name(name);
+  Exporter(g, values, m.mutable_graph()).Run();
+  return m;
+}
+
+onnx::ModelProto ExportOnnx(const ConfigFile& given, const std::string& checkpoint) {
+  ConfigFile cfg = given;
+  cfg.net.set_dtype("float32");  // bfloat16 activations are a training choice; the weights are float32
+  Graph g = BuildGraph(cfg);
+  InferShapes(&g, InputShapes(cfg, g));
+  return ExportOnnx(g, CheckpointValues(g, checkpoint), cfg.net.name());
+}
+
+void WriteOnnxModel(const onnx::ModelProto& m, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  FRUGAL_REQUIRE(out && m.SerializeToOstream(&out) && out.flush(), path,
+                 ": cannot write the ONNX model (check the folder exists and is writable)");
+}
+
+}  // namespace frugal

@@ -1,0 +1,378 @@
+// ONNX export (`frugal export-onnx`, ExportOnnx): configs given random
+// weights and BatchNorm moving statistics, written as checkpoints, exported,
+// imported back by frugal's importer and run: the outputs of frugal's own
+// inference; ONNX's checker (Debian's python3-onnx) accepts the files; bad
+// inputs are one-line errors naming the node or the file.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "frugal/checkpoint.h"
+#include "frugal/config.h"
+#include "frugal/engine.h"
+#include "frugal/executor.h"
+#include "frugal/onnx.h"
+#include "frugal/passes.h"
+#include "onnx.pb.h"
+#include "test_util.h"
+
+namespace frugal::test {
+namespace {
+
+// Flatten, fully_connected (bias and none), relu, dropout, the loss head.
+const char* kMlp = R"cfg(version: 1
+name: "mlp"
+node { name: "flat"  op: "flatten" input: "data" }
+node { name: "fc1"   op: "fully_connected" input: "flat" attr { key: "num_hidden" value: "16" } }
+node { name: "relu1" op: "relu" input: "fc1" }
+node { name: "drop"  op: "dropout" input: "relu1" attr { key: "p" value: "0.5" } }
+node { name: "fc2"   op: "fully_connected" input: "drop" attr { key: "num_hidden" value: "5" }
+       attr { key: "no_bias" value: "true" } }
+node { name: "fc3"   op: "fully_connected" input: "fc2" attr { key: "num_hidden" value: "10" } }
+node { name: "prob"  op: "softmax_cross_entropy" input: "fc3" input: "label" }
+data { batch_size: 4 sample_shape: [1, 6, 6] }
+)cfg";
+
+// A residual network in small: convolution with and without bias,
+// batch_norm fused with its relu (fix_gamma false and true), max, average
+// and global pooling, a sum of branches, a strided 1x1 projection, a fully
+// connected layer on the pooled (N, C, 1, 1) without a flatten.
+const char* kResNet = R"cfg(version: 1
+name: "resnet"
+node { name: "conv0" op: "convolution" input: "data" attr { key: "kernel" value: "(3,3)" }
+       attr { key: "pad" value: "(1,1)" } attr { key: "num_filter" value: "8" } attr { key: "no_bias" value: "true" } }
+node { name: "bn0"   op: "batch_norm" input: "conv0" attr { key: "fix_gamma" value: "false" } }
+node { name: "relu0" op: "relu" input: "bn0" }
+node { name: "pool0" op: "pooling" input: "relu0" attr { key: "pool_type" value: "max" }
+       attr { key: "kernel" value: "(2,2)" } attr { key: "stride" value: "(2,2)" } }
+node { name: "conv1" op: "convolution" input: "pool0" attr { key: "kernel" value: "(3,3)" }
+       attr { key: "pad" value: "(1,1)" } attr { key: "num_filter" value: "8" } }
+node { name: "bn1"   op: "batch_norm" input: "conv1" attr { key: "eps" value: "0.00002" } }
+node { name: "relu1" op: "activation" input: "bn1" attr { key: "act_type" value: "relu" } }
+node { name: "add"   op: "add_n" input: "relu1" input: "pool0" }
+node { name: "avg"   op: "pooling" input: "add" attr { key: "pool_type" value: "avg" }
+       attr { key: "kernel" value: "(3,3)" } attr { key: "pad" value: "(1,1)" } }
+node { name: "proj"  op: "convolution" input: "avg" attr { key: "kernel" value: "(1,1)" }
+       attr { key: "stride" value: "(2,2)" } attr { key: "num_filter" value: "6" } attr { key: "no_bias" value: "true" } }
+node { name: "gpool" op: "pooling" input: "proj" attr { key: "pool_type" value: "avg" }
+       attr { key: "global_pool" value: "true" } }
+node { name: "fc"    op: "fully_connected" input: "gpool" attr { key: "num_hidden" value: "10" } }
+node { name: "prob"  op: "softmax_cross_entropy" input: "fc" input: "label" }
+data { batch_size: 4 sample_shape: [3, 8, 8] }
+)cfg";
+
+// Every other op the export maps, each an output of the graph.
+const char* kOthers = R"cfg(version: 1
+name: "others"
+node { name: "fc"   op: "fully_connected" input: "data" attr { key: "num_hidden" value: "6" } }
+node { name: "sig"  op: "activation" input: "fc" attr { key: "act_type" value: "sigmoid" } }
+node { name: "th"   op: "activation" input: "fc" attr { key: "act_type" value: "tanh" } }
+node { name: "sr"   op: "activation" input: "fc" attr { key: "act_type" value: "softrelu" } }
+node { name: "cat"  op: "concat" input: "sig" input: "th" input: "sr" attr { key: "num_args" value: "3" }
+       attr { key: "dim" value: "1" } }
+node { name: "r"    op: "reshape" input: "cat" attr { key: "shape" value: "(4,3,6)" } }
+node { name: "t"    op: "transpose" input: "r" attr { key: "axes" value: "(0,-1,1)" } }
+node { name: "t2"   op: "transpose" input: "t" }
+node { name: "ln"   op: "layer_norm" input: "t" attr { key: "axis" value: "-1" } attr { key: "eps" value: "0.001" } }
+node { name: "ln2"  op: "layer_norm" input: "t" attr { key: "no_bias" value: "true" } }
+node { name: "lk"   op: "leaky_relu" input: "ln" attr { key: "slope" value: "0.1" } }
+node { name: "elu"  op: "leaky_relu" input: "ln" attr { key: "act_type" value: "elu" } attr { key: "slope" value: "0.5" } }
+node { name: "ed"   op: "expand_dims" input: "fc" attr { key: "axis" value: "1" } }
+node { name: "sm"   op: "softmax" input: "fc" attr { key: "axis" value: "1" } }
+node { name: "lsm"  op: "log_softmax" input: "fc" }
+node { name: "e"    op: "exp" input: "fc" }
+node { name: "q"    op: "add_scalar" input: "e" attr { key: "scalar" value: "0.5" } }
+node { name: "a"    op: "add" input: "fc" input: "th" }
+node { name: "s"    op: "sub" input: "fc" input: "sig" }
+node { name: "m"    op: "mul" input: "fc" input: "sr" }
+node { name: "d"    op: "div" input: "fc" input: "q" }
+node { name: "mx"   op: "maximum" input: "fc" input: "th" }
+node { name: "mn"   op: "minimum" input: "fc" input: "th" }
+node { name: "pw"   op: "power" input: "q" input: "sig" }
+node { name: "lg"   op: "log" input: "q" }
+node { name: "sq"   op: "sqrt" input: "q" }
+node { name: "ab"   op: "abs" input: "fc" }
+node { name: "ng"   op: "negative" input: "fc" }
+node { name: "er"   op: "erf" input: "fc" }
+node { name: "fl"   op: "floor" input: "fc" }
+node { name: "ce"   op: "ceil" input: "fc" }
+node { name: "ss"   op: "sub_scalar" input: "fc" attr { key: "scalar" value: "0.25" } }
+node { name: "ms"   op: "mul_scalar" input: "fc" attr { key: "scalar" value: "-3" } }
+node { name: "ds"   op: "div_scalar" input: "fc" attr { key: "scalar" value: "7" } }
+node { name: "rs"   op: "rsub_scalar" input: "fc" attr { key: "scalar" value: "2" } }
+node { name: "rd"   op: "rdiv_scalar" input: "q" attr { key: "scalar" value: "3" } }
+node { name: "cl"   op: "clip" input: "fc" attr { key: "a_min" value: "-0.5" } attr { key: "a_max" value: "0.5" } }
+node { name: "id"   op: "identity" input: "fc" }
+node { name: "bg"   op: "block_grad" input: "fc" }
+node { name: "reg"  op: "fully_connected" input: "fc" attr { key: "num_hidden" value: "1" } }
+node { name: "lin"  op: "linear_regression_output" input: "reg" input: "label" }
+node { name: "logi" op: "logistic_regression_output" input: "reg" input: "label" }
+node { name: "prob" op: "softmax_cross_entropy" input: "fc" input: "label" }
+data { batch_size: 4 sample_shape: [6] }
+)cfg";
+
+// The shapes of the data inputs g reads: data (batch, sample_shape...), label (batch).
+std::vector<std::pair<std::string, Shape>> InputShapes(const ConfigFile& cfg, const Graph& g) {
+  const int64_t batch = cfg.net.data().batch_size();
+  std::vector<int64_t> data{batch};
+  for (int64_t d : cfg.net.data().sample_shape()) data.push_back(d);
+  std::vector<std::pair<std::string, Shape>> shapes;
+  for (const Node& n : g.nodes())
+    if (n.var == VarKind::kInput) shapes.push_back({n.name, n.name == "label" ? Shape{batch} : Shape(data)});
+  return shapes;
+}
+
+Tensor Uniform(const Shape& s, float lo, float hi, std::mt19937* rng) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  Tensor t = Tensor::Empty(s);
+  for (int64_t k = 0; k < t.size(); ++k) t.f()[k] = u(*rng);
+  return t;
+}
+
+// Random parameters and moving statistics (means in [-0.5, 0.5], variances
+// in [0.5, 2]: not the initial 0 and 1) in a checkpoint of the config.
+CheckpointState RandomCheckpoint(const std::string& text) {
+  const ConfigFile cfg = ParseConfig(text, "net.prototxt", {});
+  Graph g = BuildGraph(cfg);
+  InferShapes(&g, InputShapes(cfg, g));
+  std::mt19937 rng(7);
+  CheckpointState c;
+  c.config_text = text;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    const Shape& s = g.shape(Entry{i, 0});
+    const bool var = n.name.size() > 4 && n.name.compare(n.name.size() - 4, 4, "_var") == 0;
+    if (n.var == VarKind::kParam) c.params[n.name] = Uniform(s, -1, 1, &rng);
+    if (n.var == VarKind::kAux) c.aux[n.name] = var ? Uniform(s, 0.5f, 2, &rng) : Uniform(s, -0.5f, 0.5f, &rng);
+  }
+  return c;
+}
+
+// Every output of a forward graph at inference, given its variables.
+std::vector<Tensor> Infer(Graph g, const std::map<std::string, Tensor>& vars) {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  Bindings b;
+  for (const auto& [name, t] : vars) {
+    shapes.push_back({name, t.shape()});
+    b.vars[name] = t;
+  }
+  InferShapes(&g, shapes);
+  MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
+  std::unique_ptr<Engine> engine = MakeEngine("naive");
+  Executor exec(g, plan, b, engine.get());
+  exec.Run(/*is_train=*/false, 0, 1);
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    out.push_back(Tensor::Empty(exec.output(static_cast<int>(k)).shape()));
+    out.back().CopyFrom(exec.output(static_cast<int>(k)));
+  }
+  return out;
+}
+
+// A config's model written as a checkpoint and exported by the command.
+struct Exported {
+  TempDir dir;
+  std::string config, checkpoint, model;
+  CheckpointState state;
+  Exported(const std::string& name, const std::string& text) : state(RandomCheckpoint(text)) {
+    config = dir.Write(name + ".prototxt", text);
+    checkpoint = dir.File(name + ".frugal");
+    model = dir.File(name + ".onnx");
+    SaveCheckpoint(checkpoint, state);
+  }
+  RunResult Export() const {
+    return RunFrugal("export-onnx --config " + config + " --checkpoint " + checkpoint + " --out " + model);
+  }
+};
+
+// Exports the config through the command, imports the file with frugal's
+// importer and runs both on one random batch: every output the same.
+void ExpectRoundTrip(const std::string& name, const std::string& text) {
+  Exported ex(name, text);
+  RunResult r = ex.Export();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("-> " + ex.model + ": opset 17"), std::string::npos) << r.output;
+
+  const ConfigFile cfg = ParseConfig(text, ex.config, {});
+  const Graph g = BuildGraph(cfg);
+  std::mt19937 rng(11);
+  std::map<std::string, Tensor> vars;  // the label (zeros: class 0) only feeds loss heads
+  for (const auto& [name, shape] : InputShapes(cfg, g))
+    vars[name] = name == "data" ? Uniform(shape, -1, 1, &rng) : Tensor::Empty(shape);
+  const Tensor x = vars.at("data");
+  for (const auto* part : {&ex.state.params, &ex.state.aux}) vars.insert(part->begin(), part->end());
+  const std::vector<Tensor> want = Infer(g, vars);
+
+  OnnxImport imp = ImportOnnxFile(ex.model);
+  ASSERT_TRUE(imp.unsupported.empty()) << DescribeUnsupported(imp.unsupported);
+  ASSERT_EQ(imp.inputs.size(), 1u);  // the label only feeds loss heads
+  std::map<std::string, Tensor> back = imp.values;
+  back[imp.graph.node(imp.inputs[0].node).name] = x;
+  const std::vector<Tensor> got = Infer(imp.graph, back);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].shape(), want[k].shape()) << imp.output_names[k];
+    for (int64_t i = 0; i < want[k].size(); ++i) {
+      const float w = want[k].f()[i];
+      ASSERT_NEAR(got[k].f()[i], w, 1e-5 * std::max(1.f, std::fabs(w))) << imp.output_names[k] << "[" << i << "]";
+    }
+  }
+}
+
+TEST(OnnxExport, MlpImportsBackToTheSameOutputs) { ExpectRoundTrip("mlp", kMlp); }
+
+TEST(OnnxExport, ResNetWithMovingStatisticsImportsBackToTheSameOutputs) { ExpectRoundTrip("resnet", kResNet); }
+
+TEST(OnnxExport, EveryOtherMappedOpImportsBackToTheSameOutputs) { ExpectRoundTrip("others", kOthers); }
+
+TEST(OnnxExport, TheTestConfigsUseEveryMappedOp) {
+  std::set<std::string> used;
+  for (const char* text : {kMlp, kResNet, kOthers}) {
+    for (const Node& n : BuildGraph(ParseConfig(text, "net.prototxt", {})).nodes())
+      if (!n.is_variable()) used.insert(n.op->name());
+  }
+  for (const std::string& op : OnnxExportOps()) EXPECT_TRUE(used.count(op)) << op << " is exported but not tested";
+}
+
+TEST(OnnxExport, InferenceGraphDropsDropoutAndKeepsMovingStatistics) {
+  Exported ex("resnet", kResNet);
+  ASSERT_EQ(ex.Export().exit_code, 0);
+  const onnx::ModelProto m = ReadOnnxModel(ex.model);
+  std::map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : m.graph().initializer()) inits[t.name()] = &t;
+  int bns = 0;
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() != "BatchNormalization") continue;
+    ++bns;
+    ASSERT_EQ(n.input_size(), 5);
+    const Tensor& mean = ex.state.aux.at(n.input(3));  // the checkpoint's moving statistics, by name
+    const onnx::TensorProto& t = *inits.at(n.input(3));
+    ASSERT_EQ(t.raw_data().size(), mean.size() * sizeof(float));
+    EXPECT_EQ(std::memcmp(t.raw_data().data(), mean.f(), t.raw_data().size()), 0) << n.input(3);
+  }
+  EXPECT_EQ(bns, 2);
+  EXPECT_EQ(m.opset_import(0).version(), 17);
+  ASSERT_EQ(m.graph().output_size(), 1);
+  EXPECT_EQ(m.graph().output(0).name(), "prob");
+
+  Exported mlp("mlp", kMlp);
+  ASSERT_EQ(mlp.Export().exit_code, 0);
+  int after_dropout = 0;
+  const onnx::ModelProto mm = ReadOnnxModel(mlp.model);
+  for (const auto& n : mm.graph().node()) {
+    EXPECT_NE(n.op_type(), "Dropout");
+    after_dropout += n.op_type() == "Gemm" && n.input(0) == "relu1";  // fc2 reads what dropout read
+  }
+  EXPECT_EQ(after_dropout, 1);
+}
+
+// ONNX's own checker, with shape inference (full_check), on a file: Debian's
+// python3-onnx, which is for Debian's python3 (not another on the PATH).
+RunResult OnnxCheck(const std::string& path) {
+  return RunShell("/usr/bin/python3 -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), "
+                  "full_check=True)' " + path);
+}
+
+TEST(OnnxExport, OnnxCheckerAcceptsTheExportedModels) {
+  // python3-onnx is a dependency (tools/install_deps.sh): missing, this fails.
+  RunResult r = RunShell("/usr/bin/python3 -c 'import onnx'");
+  ASSERT_EQ(r.exit_code, 0) << "python3-onnx is missing: run tools/install_deps.sh (apt-get install python3-onnx)\n"
+                            << r.output;
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"mlp", kMlp}, {"resnet", kResNet}, {"others", kOthers}};
+  for (const auto& [name, text] : configs) {
+    Exported ex(name, text);
+    ASSERT_EQ(ex.Export().exit_code, 0);
+    r = OnnxCheck(ex.model);
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.output;
+  }
+  // The checker is not a rubber stamp: an attribute of the wrong type fails it.
+  Exported ex("mlp", kMlp);
+  ASSERT_EQ(ex.Export().exit_code, 0);
+  onnx::ModelProto m = ReadOnnxModel(ex.model);
+  for (auto& n : *m.mutable_graph()->mutable_node())
+    if (n.op_type() == "Gemm") n.mutable_attribute(0)->set_type(onnx::AttributeProto::FLOAT);
+  WriteOnnxModel(m, ex.model);
+  r = OnnxCheck(ex.model);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("type field and data field mismatch in attribute transB"), std::string::npos) << r.output;
+}
+
+TEST(OnnxExport, ErrorsNameTheNodeOrTheFile) {
+  const std::string gelu = R"cfg(version: 1
+node { name: "fc" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "3" } }
+node { name: "g"  op: "gelu" input: "fc" }
+data { batch_size: 2 sample_shape: [4] }
+)cfg";
+  Exported ex("gelu", gelu);
+  RunResult r = ex.Export();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("frugal: error: " + ex.config + ":3:1: node 'g' (gelu): op 'gelu' has no ONNX mapping; "
+                          "export supports: abs, activation, add,"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(change the node, or add a rule in src/onnx/exporter.cc)"), std::string::npos) << r.output;
+
+  r = RunFrugal("export-onnx --config " + ex.config + " --checkpoint " + ex.dir.File("nope.frugal") + " --out " +
+                ex.model);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("frugal: error: checkpoint " + ex.dir.File("nope.frugal") + ": cannot open"),
+            std::string::npos)
+      << r.output;
+
+  Exported mlp("mlp", kMlp);  // a checkpoint of another config
+  r = RunFrugal("export-onnx --config " + ex.config + " --checkpoint " + mlp.checkpoint + " --out " + ex.model);
+  EXPECT_NE(r.output.find("its parameters do not match the model's; missing: fc_bias, fc_weight"), std::string::npos)
+      << r.output;
+  r = RunFrugal("export-onnx --config " + ex.config + " --out " + ex.model);
+  EXPECT_NE(r.output.find("export-onnx needs --checkpoint FILE"), std::string::npos) << r.output;
+  r = RunFrugal("export-onnx --config " + ex.config + " --checkpoint " + ex.checkpoint);
+  EXPECT_NE(r.output.find("export-onnx needs --out FILE"), std::string::npos) << r.output;
+  r = RunFrugal("export-onnx --config " + mlp.config + " --checkpoint " + mlp.checkpoint + " --out " +
+                ex.dir.File("no/such/dir/m.onnx"));
+  EXPECT_NE(r.output.find("no/such/dir/m.onnx: cannot write the ONNX model"), std::string::npos) << r.output;
+}
+
+// The graph of config nodes on data of this sample shape, shapes inferred.
+Graph Built(const std::string& nodes, const std::string& sample) {
+  const std::string text = "version: 1\n" + nodes + "\ndata { batch_size: 2 sample_shape: " + sample + " }\n";
+  const ConfigFile cfg = ParseConfig(text, "net.prototxt", {});
+  Graph g = BuildGraph(cfg);
+  InferShapes(&g, InputShapes(cfg, g));
+  return g;
+}
+
+// Zeros for every parameter and aux variable.
+std::map<std::string, Tensor> Values(const Graph& g) {
+  std::map<std::string, Tensor> values;
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (g.node(i).var == VarKind::kParam || g.node(i).var == VarKind::kAux)
+      values[g.node(i).name] = Tensor::Empty(g.shape(Entry{i, 0}));
+  return values;
+}
+
+TEST(OnnxExport, ConfigurationsOnnxCannotExpressAreErrors) {
+  Graph g = Built(R"cfg(node { name: "p" op: "pooling" input: "data" attr { key: "kernel" value: "(2,2)" }
+                        attr { key: "pooling_convention" value: "full" } })cfg",
+                  "[1, 5, 5]");
+  ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
+              {"net.prototxt:2:1: node 'p' (pooling): pooling_convention full is not exported"});
+  g = Built(R"cfg(node { name: "fc" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "3" }
+                     attr { key: "flatten" value: "false" } })cfg",
+            "[2, 4]");
+  ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
+              {"node 'fc' (fully_connected): flatten=false on an input of shape (2,2,4) is not exported"});
+  g = Built(R"cfg(node { name: "bn" op: "batch_norm" input: "data" }
+               node { name: "m" op: "relu" input: "bn:1" })cfg",
+            "[3]");
+  ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
+              {"node 'm' (relu): reads output 1 of 'bn', which the ONNX export does not make"});
+  ExpectError([&] { ExportOnnx(g, {}, "net"); }, {"node 'bn' (batch_norm): no value for its input 'bn_beta'"});
+}
+
+}  // namespace
+}  // namespace frugal::test
