@@ -57,7 +57,8 @@ node { name: "add"   op: "add_n" input: "relu1" input: "pool0" }
 node { name: "avg"   op: "pooling" input: "add" attr { key: "pool_type" value: "avg" }
        attr { key: "kernel" value: "(3,3)" } attr { key: "pad" value: "(1,1)" } }
 node { name: "proj"  op: "convolution" input: "avg" attr { key: "kernel" value: "(1,1)" }
-       attr { key: "stride" value: "(2,2)" } attr { key: "num_filter" value: "6" } attr { key: "no_bias" value: "true" } }
+       attr { key: "stride" value: "(2,2)" } attr { key: "num_filter" value: "6" }
+       attr { key: "no_bias" value: "true" } }
 node { name: "gpool" op: "pooling" input: "proj" attr { key: "pool_type" value: "avg" }
        attr { key: "global_pool" value: "true" } }
 node { name: "fc"    op: "fully_connected" input: "gpool" attr { key: "num_hidden" value: "10" } }
@@ -80,7 +81,8 @@ node { name: "t2"   op: "transpose" input: "t" }
 node { name: "ln"   op: "layer_norm" input: "t" attr { key: "axis" value: "-1" } attr { key: "eps" value: "0.001" } }
 node { name: "ln2"  op: "layer_norm" input: "t" attr { key: "no_bias" value: "true" } }
 node { name: "lk"   op: "leaky_relu" input: "ln" attr { key: "slope" value: "0.1" } }
-node { name: "elu"  op: "leaky_relu" input: "ln" attr { key: "act_type" value: "elu" } attr { key: "slope" value: "0.5" } }
+node { name: "elu"  op: "leaky_relu" input: "ln" attr { key: "act_type" value: "elu" }
+       attr { key: "slope" value: "0.5" } }
 node { name: "ed"   op: "expand_dims" input: "fc" attr { key: "axis" value: "1" } }
 node { name: "sm"   op: "softmax" input: "fc" attr { key: "axis" value: "1" } }
 node { name: "lsm"  op: "log_softmax" input: "fc" }
@@ -249,10 +251,15 @@ TEST(OnnxExport, InferenceGraphDropsDropoutAndKeepsMovingStatistics) {
     if (n.op_type() != "BatchNormalization") continue;
     ++bns;
     ASSERT_EQ(n.input_size(), 5);
-    const Tensor& mean = ex.state.aux.at(n.input(3));  // the checkpoint's moving statistics, by name
-    const onnx::TensorProto& t = *inits.at(n.input(3));
-    ASSERT_EQ(t.raw_data().size(), mean.size() * sizeof(float));
-    EXPECT_EQ(std::memcmp(t.raw_data().data(), mean.f(), t.raw_data().size()), 0) << n.input(3);
+    const std::string bn = n.name().substr(0, n.name().find(':'));  // "bn0:bn" when a Relu follows
+    EXPECT_EQ(n.input(3), bn + "_moving_mean");
+    EXPECT_EQ(n.input(4), bn + "_moving_var");
+    for (const std::string& name : {bn + "_moving_mean", bn + "_moving_var"}) {  // the checkpoint's bits
+      const Tensor& want = ex.state.aux.at(name);
+      const onnx::TensorProto& t = *inits.at(name);
+      ASSERT_EQ(t.raw_data().size(), want.size() * sizeof(float));
+      EXPECT_EQ(std::memcmp(t.raw_data().data(), want.f(), t.raw_data().size()), 0) << name;
+    }
   }
   EXPECT_EQ(bns, 2);
   EXPECT_EQ(m.opset_import(0).version(), 17);
