@@ -277,6 +277,24 @@ TEST(OnnxExport, InferenceGraphDropsDropoutAndKeepsMovingStatistics) {
   EXPECT_EQ(after_dropout, 1);
 }
 
+TEST(OnnxExport, BatchFlagSetsTheShapesAndBfloat16ExportsFloat32) {
+  Exported ex("mlp", kMlp);
+  const std::string args = "export-onnx --config " + ex.config + " --checkpoint " + ex.checkpoint + " --out ";
+  ASSERT_EQ(RunFrugal(args + ex.model).exit_code, 0);
+  const std::string bf16 = ex.dir.File("bf16.onnx"), batch3 = ex.dir.File("batch3.onnx");
+  RunResult r = RunFrugal(args + bf16 + " --dtype bf16");  // the activations' type in training only
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(ReadOnnxModel(bf16).SerializeAsString(), ReadOnnxModel(ex.model).SerializeAsString());
+  r = RunFrugal(args + batch3 + " --batch 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const onnx::ModelProto m = ReadOnnxModel(batch3);
+  ASSERT_EQ(m.graph().input_size(), 1);
+  const auto& dims = m.graph().input(0).type().tensor_type().shape().dim();
+  ASSERT_EQ(dims.size(), 4);
+  EXPECT_EQ(dims[0].dim_value(), 3);
+  EXPECT_EQ(m.graph().output(0).type().tensor_type().shape().dim(0).dim_value(), 3);
+}
+
 // ONNX's own checker, with shape inference (full_check), on a file: Debian's
 // python3-onnx, which is for Debian's python3 (not another on the PATH).
 RunResult OnnxCheck(const std::string& path) {
