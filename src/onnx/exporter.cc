@@ -13,7 +13,8 @@
 //   fully_connected                      [Flatten(axis 1)] Gemm(transB=1)
 //   softmax_cross_entropy                Softmax: what the head outputs
 //   linear_ / logistic_regression_output the input / Sigmoid
-//   reshape, expand_dims                 Reshape to the inferred shape
+//   reshape, expand_dims                 Reshape to the inferred shape (so the
+//                                        batch size is the graph's, as every dim)
 // Variables appear when a rule first reads them: data inputs as graph
 // inputs, parameters and aux state as initializers; a label read only by
 // loss heads is not an input of the model.
@@ -184,7 +185,6 @@ void Exporter::AddOutput(Entry e) {
   id_ = e.node;
   std::string name = names_[g_.EntryId(e)];
   if (name != node().name) {
-    names_[g_.EntryId(e)].clear();
     Add("Identity", {name});
     name = node().name;
   }
