@@ -234,7 +234,8 @@ TEST(OnnxExport, EveryOtherMappedOpImportsBackToTheSameOutputs) { ExpectRoundTri
 TEST(OnnxExport, TheTestConfigsUseEveryMappedOp) {
   std::set<std::string> used;
   for (const char* text : {kMlp, kResNet, kOthers}) {
-    for (const Node& n : BuildGraph(ParseConfig(text, "net.prototxt", {})).nodes())
+    const Graph g = BuildGraph(ParseConfig(text, "net.prototxt", {}));  // held: nodes() refers into it
+    for (const Node& n : g.nodes())
       if (!n.is_variable()) used.insert(n.op->name());
   }
   for (const std::string& op : OnnxExportOps()) EXPECT_TRUE(used.count(op)) << op << " is exported but not tested";
