@@ -52,6 +52,7 @@ int Ops();
 int OnnxTest();
 int ImportOnnx();
 int ExportOnnx();
+int ImportMxnet();
 int Im2Rec();
 
 }  // namespace frugal::cli

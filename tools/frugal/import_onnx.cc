@@ -13,7 +13,8 @@
 #include "frugal/params_file.h"
 
 DEFINE_string(out, "",
-              "import-onnx: output prefix; writes PREFIX.prototxt and PREFIX.params. export-onnx: the .onnx file");
+              "import-onnx, import-mxnet: output prefix; writes PREFIX.prototxt and the weights beside it. "
+              "export-onnx: the .onnx file");
 
 namespace frugal::cli {
 

@@ -6,6 +6,7 @@
 //   frugal onnx-test DIR...
 //   frugal import-onnx MODEL.onnx --out PREFIX
 //   frugal export-onnx --config ... --checkpoint CKPT --out MODEL.onnx
+//   frugal import-mxnet PREFIX-symbol.json PREFIX-0000.params --out PREFIX [--data-shape 64,1,28,28]
 //   frugal im2rec --input DIR|LIST --output PREFIX [--resize N] [--quality Q] [--center-crop]
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -121,6 +122,9 @@ const std::map<std::string, Command>& Commands() {
       {"export-onnx",
        {ExportOnnx, "a checkpoint's inference graph as an ONNX model: --checkpoint CKPT --out MODEL.onnx",
         {"export_onnx.cc", "test.cc", "import_onnx.cc"}}},
+      {"import-mxnet",
+       {ImportMxnet, "MXNet model to config + checkpoint: PREFIX-symbol.json PREFIX-0000.params --out PREFIX",
+        {"import_onnx.cc", "import_mxnet.cc"}, false, true}},
       {"im2rec", {Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx", {"im2rec.cc"}, false}},
   };
   return commands;

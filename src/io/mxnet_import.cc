@@ -1,0 +1,471 @@
+// An MXNet symbol written as a frugal config (protobuf text, version 1).
+//
+// One rule per MXNet operator (aliases included) names the frugal op and
+// what becomes of each attribute: kept under its name (the ops take MXNet's
+// names and defaults), dropped (a choice of MXNet's kernels: workspace,
+// cuDNN), or fixed (frugal computes only that value, e.g. layout NCHW: any
+// other is refused). An attribute no rule names is refused, so nothing is
+// silently lost.
+//
+// Variables: those with an array in the params file are weights. A weight
+// read only by one node, in one of its op's trailing weight slots, is left
+// out of the config; BuildGraph makes it as "<node>_<input>", the name its
+// value gets (MXNet's own convention: fc1_weight, bn_moving_mean). Any other
+// weight (an LSTM's, shared by the time steps) is a `variable` node. The
+// other variables are the data input, the label and zero states.
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+#include "frugal/mxnet.h"
+#include "frugal/op.h"
+
+namespace frugal {
+namespace {
+
+using Fixed = std::vector<std::pair<const char*, const char*>>;
+// Special cases: may change the op and attributes after the generic rule.
+using Adjust = void (*)(const AttrMap& mx, std::string* op, AttrMap* attrs);
+
+struct OpRule {
+  const char* mx;
+  const char* frugal;
+  const char* keep = "";  // attributes frugal's op takes under the same name, space-separated
+  const char* drop = "";  // attributes without effect on the result (or that `adjust` reads)
+  Fixed fixed = {};       // attribute and the one value frugal computes (spellings separated by '|')
+  Adjust adjust = nullptr;
+};
+
+std::string Get(const AttrMap& m, const std::string& key, const std::string& dflt = "") {
+  auto it = m.find(key);
+  return it == m.end() ? dflt : it->second;
+}
+
+// Activation(relu) is frugal's relu (which FuseBnRelu folds into a
+// batch_norm before it); the others are activation's.
+void ActivationAdjust(const AttrMap&, std::string* op, AttrMap* attrs) {
+  if (Get(*attrs, "act_type") != "relu") return;
+  *op = "relu";
+  attrs->erase("act_type");
+}
+
+// SoftmaxOutput's normalization "null" leaves the division by the batch to
+// the optimizer (Module.fit's rescale_grad = 1/batch); frugal's optimizers
+// take the gradient as it is, so the loss divides by the batch: "batch".
+void SoftmaxAdjust(const AttrMap& mx, std::string*, AttrMap* attrs) {
+  if (Get(mx, "use_ignore") == "true") (*attrs)["ignore_label"] = Get(mx, "ignore_label", "-1");
+  if (Get(mx, "normalization") == "valid") (*attrs)["normalization"] = "valid";
+}
+
+// The integers of a tuple as MXNet writes it: "(0, 200)", "(32L, 200L)"
+// (Python 2), "[2]"; false when there is anything else.
+bool ParseDims(std::string s, std::vector<int64_t>* dims) {
+  for (char& c : s)
+    if (std::string("()[],L").find(c) != std::string::npos) c = ' ';
+  std::istringstream in(s);
+  for (long long d; in >> d;) dims->push_back(d);
+  return in.eof();
+}
+
+std::string DimsText(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (int64_t d : dims) s += Fmt(s.empty() ? "" : ",", d);
+  return "(" + s + ")";
+}
+
+// Reshape's older target_shape infers the dim given as 0 (as shape's -1);
+// what is not a tuple is left to reshape to refuse.
+void ReshapeAdjust(const AttrMap& mx, std::string*, AttrMap* attrs) {
+  const std::string target = Get(mx, "target_shape");
+  if (target.empty() || attrs->count("shape")) return;
+  std::vector<int64_t> dims;
+  if (!ParseDims(target, &dims)) {
+    (*attrs)["shape"] = target;
+    return;
+  }
+  for (int64_t& d : dims) d = d == 0 ? -1 : d;
+  (*attrs)["shape"] = DimsText(dims);
+}
+
+const std::vector<OpRule>& Rules() {
+  static const char* kConv = "kernel stride dilate pad num_filter num_group no_bias";
+  static const char* kPool = "pool_type global_pool kernel stride pad pooling_convention count_include_pad";
+  static const Fixed kSoftmaxFixed = {
+      {"multi_output", "false"}, {"preserve_shape", "false"}, {"out_grad", "false"}, {"smooth_alpha", "0|0.0"}};
+  static const std::vector<OpRule> rules = {
+      {"Convolution", "convolution", kConv, "workspace cudnn_tune cudnn_off", {{"layout", "NCHW"}}},
+      {"BatchNorm", "batch_norm", "eps momentum fix_gamma use_global_stats", "cudnn_off",
+       {{"axis", "1|-3"}, {"output_mean_var", "false"}}},
+      {"Activation", "activation", "act_type", "", {}, ActivationAdjust},
+      {"LeakyReLU", "leaky_relu", "act_type slope", "lower_bound upper_bound"},
+      {"Pooling", "pooling", kPool, "cudnn_off p_value", {{"layout", "NCHW"}}},
+      {"FullyConnected", "fully_connected", "num_hidden no_bias flatten"},
+      {"Flatten", "flatten"},
+      {"Concat", "concat", "num_args dim"},
+      {"elemwise_add", "add_n"},
+      {"_plus", "add_n"},
+      {"_Plus", "add_n"},
+      {"_add", "add_n"},
+      {"ElementWiseSum", "add_n", "num_args"},
+      {"add_n", "add_n", "num_args"},
+      {"broadcast_add", "add"},
+      {"elemwise_sub", "sub"},
+      {"_minus", "sub"},
+      {"_Minus", "sub"},
+      {"broadcast_sub", "sub"},
+      {"elemwise_mul", "mul"},
+      {"_mul", "mul"},
+      {"_Mul", "mul"},
+      {"broadcast_mul", "mul"},
+      {"elemwise_div", "div"},
+      {"_div", "div"},
+      {"_Div", "div"},
+      {"broadcast_div", "div"},
+      {"Dropout", "dropout", "p", "cudnn_off", {{"mode", "training"}, {"axes", "()"}}},
+      {"SliceChannel", "split", "num_outputs axis squeeze_axis"},
+      {"split", "split", "num_outputs axis squeeze_axis"},
+      {"Embedding", "embedding", "input_dim output_dim", "", {{"dtype", "float32"}, {"sparse_grad", "false"}}},
+      {"Reshape", "reshape", "shape", "target_shape", {{"reverse", "false"}, {"keep_highest", "false"}},
+       ReshapeAdjust},
+      {"transpose", "transpose", "axes"},
+      {"SoftmaxOutput", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization",
+       kSoftmaxFixed, SoftmaxAdjust},
+      {"Softmax", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
+       SoftmaxAdjust},
+      {"LinearRegressionOutput", "linear_regression_output", "grad_scale"},
+      {"LogisticRegressionOutput", "logistic_regression_output", "grad_scale"},
+      {"BlockGrad", "block_grad"},
+      {"stop_gradient", "block_grad"},
+      {"identity", "identity"},
+      {"_copy", "identity"},
+  };
+  return rules;
+}
+
+const OpRule* FindRule(const std::string& op) {
+  for (const OpRule& r : Rules())
+    if (op == r.mx) return &r;
+  return nullptr;
+}
+
+// Whether key is one of words, separated by spaces or '|'.
+bool Listed(std::string words, const std::string& key) {
+  std::replace(words.begin(), words.end(), '|', ' ');
+  std::istringstream in(words);
+  for (std::string w; in >> w;)
+    if (w == key) return true;
+  return false;
+}
+
+// MXNet's spellings made frugal's: True/False lower case, tuples without spaces.
+std::string Normalize(std::string v) {
+  if (v == "True" || v == "False") v[0] = static_cast<char>(std::tolower(v[0]));
+  if (!v.empty() && (v[0] == '(' || v[0] == '[')) v.erase(std::remove(v.begin(), v.end(), ' '), v.end());
+  return v;
+}
+
+// The frugal op and attributes of node n (its rule found). Throws Error for
+// an attribute frugal cannot express.
+std::pair<std::string, AttrMap> Translate(const MxnetNode& n, const OpRule& rule, const std::string& where) {
+  AttrMap mx, attrs;
+  for (const auto& [key, value] : n.attrs)
+    // __lr_mult__, __init__, __shape__, ...: Python's hints; "None": unset.
+    if (key.rfind("__", 0) != 0 && value != "None") mx[key] = Normalize(value);
+  for (const auto& [key, value] : mx) {
+    auto fixed = std::find_if(rule.fixed.begin(), rule.fixed.end(), [&](const auto& f) { return key == f.first; });
+    if (fixed != rule.fixed.end()) {
+      FRUGAL_REQUIRE(Listed(fixed->second, value), where, ": ", key, " '", value,
+                     "' is not supported: frugal computes only ", key, " ", fixed->second);
+    } else if (Listed(rule.keep, key)) {
+      attrs[key] = value;
+    } else {
+      FRUGAL_REQUIRE(Listed(rule.drop, key), where, ": attribute '", key, "' = '", value,
+                     "' has no frugal counterpart (frugal's ", rule.frugal, " takes ",
+                     *rule.keep ? rule.keep : "none", ")");
+    }
+  }
+  std::string op = rule.frugal;
+  if (rule.adjust) rule.adjust(mx, &op, &attrs);
+  return {op, attrs};
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+enum class Role : uint8_t { kOp, kParam, kAux, kData, kLabel, kState };
+
+// The whole import: roles of the variables, names, and the text.
+class Importer {
+ public:
+  Importer(const MxnetSymbol& sym, const NamedTensors& arrays, const MxnetImportOptions& opts)
+      : sym_(sym), opts_(opts), n_(sym.nodes.size()), role_(n_, Role::kOp), name_(n_), op_(n_), readers_(n_, 0),
+        left_out_(n_, false) {
+    for (const auto& [name, t] : arrays) {
+      const bool aux = name.rfind("aux:", 0) == 0;
+      const bool arg = name.rfind("arg:", 0) == 0;
+      arrays_[aux || arg ? name.substr(4) : name] = {t, aux, name};
+    }
+  }
+
+  MxnetImport Run(const std::string& model_name) {
+    TranslateOps();
+    Classify();
+    NameNodes();
+    for (size_t i = 0; i < n_; ++i)
+      if (role_[i] == Role::kOp) LeaveOutWeights(static_cast<int>(i));
+    StoreMadeWeights();
+    std::string nodes;
+    for (size_t i = 0; i < n_; ++i) nodes += NodeText(static_cast<int>(i));
+    for (const auto& [name, a] : arrays_)
+      if (!used_.count(name)) out_.unused.push_back(a.file_name);
+    out_.config_text = Header(model_name) + nodes + Outputs() + DataSection();
+    return std::move(out_);
+  }
+
+ private:
+  struct Array {
+    Tensor value;
+    bool aux = false;
+    std::string file_name;  // "arg:fc1_weight"
+  };
+
+  std::string Where(int i) const {
+    const MxnetNode& n = sym_.nodes[i];
+    return Fmt(sym_.path, ":", n.line, ": node '", n.name, "' (", n.op, ")");
+  }
+
+  // Unknown operators are all named at once, before any attribute is read.
+  void TranslateOps() {
+    RequireKnownOps();
+    for (size_t i = 0; i < n_; ++i) {
+      const MxnetNode& n = sym_.nodes[i];
+      if (n.op == "null") continue;
+      op_[i] = Translate(n, *FindRule(n.op), Where(static_cast<int>(i)));
+      for (const auto& in : n.inputs) ++readers_[in.node];
+    }
+    for (const auto& h : sym_.heads) ++readers_[h.node];
+  }
+
+  void RequireKnownOps() const {
+    std::vector<std::string> unknown;
+    std::set<std::string> ops;
+    for (const MxnetNode& n : sym_.nodes) {
+      if (n.op == "null" || FindRule(n.op)) continue;
+      unknown.push_back(Fmt("'", n.name, "' (", n.op, ")"));
+      ops.insert(n.op);
+    }
+    std::string list;
+    for (size_t k = 0; k < unknown.size() && k < 8; ++k) list += (k ? ", " : "") + unknown[k];
+    if (unknown.size() > 8) list += Fmt(", and ", unknown.size() - 8, " more");
+    std::string names;
+    for (const std::string& op : ops) names += (names.empty() ? "" : ", ") + op;
+    FRUGAL_REQUIRE(unknown.empty(), sym_.path, ": ", unknown.size(), " node(s) use MXNet operators frugal does not ",
+                   "import (", names, "): ", list, "; `frugal import-mxnet` maps the operators of MXNet's ResNet, ",
+                   "Inception-BN, VGG, LeNet/MLP and LSTM examples");
+  }
+
+  // Variables: weights (an array names them), then the input named "data",
+  // then labels (names ending in "label"), zero states (with __shape__) and
+  // the data input if no variable is named "data".
+  void Classify() {
+    std::vector<int> rest;
+    for (size_t i = 0; i < n_; ++i) {
+      const MxnetNode& n = sym_.nodes[i];
+      if (n.op != "null") continue;
+      auto a = arrays_.find(n.name);
+      if (a != arrays_.end()) {
+        role_[i] = a->second.aux ? Role::kAux : Role::kParam;
+        used_.insert(n.name);
+      } else if (n.name == "data") {
+        SetInput(static_cast<int>(i), Role::kData, &data_);
+      } else {
+        rest.push_back(static_cast<int>(i));
+      }
+    }
+    for (int i : rest) {
+      const std::string& name = sym_.nodes[i].name;
+      if (name.size() >= 5 && name.compare(name.size() - 5, 5, "label") == 0) {
+        SetInput(i, Role::kLabel, &label_);
+      } else if (sym_.nodes[i].attrs.count("__shape__")) {
+        role_[i] = Role::kState;
+      } else {
+        SetInput(i, Role::kData, &data_);
+      }
+    }
+  }
+
+  void SetInput(int i, Role role, int* slot) {
+    FRUGAL_REQUIRE(*slot < 0, Where(i), ": a second ", role == Role::kLabel ? "label" : "data", " input (after '",
+                   sym_.nodes[*slot].name, "'): a frugal config takes one data input and one label. If it is a ",
+                   "weight, the params file lacks arg:", sym_.nodes[i].name, "; if it is an initial state, give it a ",
+                   "__shape__ attribute (it becomes zeros)");
+    role_[i] = role;
+    *slot = i;
+  }
+
+  // Config names: MXNet's, with ':' (an output index in a config) and other
+  // punctuation made '_', unique.
+  void NameNodes() {
+    std::set<std::string> taken;
+    for (size_t i = 0; i < n_; ++i) {
+      std::string s;
+      for (char c : sym_.nodes[i].name)
+        s += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-' ? c : '_';
+      if (s.empty()) s = "node";
+      std::string unique = s;
+      for (int k = 2; taken.count(unique); ++k) unique = Fmt(s, "_", k);
+      taken.insert(unique);
+      name_[i] = unique;
+    }
+  }
+
+  // Marks the trailing weights of op node i that its config node leaves out,
+  // and records their values under the names BuildGraph gives them.
+  void LeaveOutWeights(int i) {
+    const OpDef& def = OpRegistry::Get().Require(op_[i].first, [&] { return Where(i); });
+    const auto& specs = def.inputs();
+    const auto& inputs = sym_.nodes[i].inputs;
+    for (size_t k = inputs.size(); k-- > 0;) {
+      const int v = inputs[k].node;
+      const InputSpec& spec = specs[std::min(k, specs.size() - 1)];
+      const bool weight = role_[v] == Role::kParam || role_[v] == Role::kAux;
+      if (!weight || spec.made_as == VarKind::kNone || readers_[v] != 1 ||
+          (role_[v] == Role::kAux) != (spec.made_as == VarKind::kAux))
+        return;
+      left_out_[v] = true;
+      made_.emplace_back(name_[i] + "_" + spec.name, v);
+    }
+  }
+
+  // The names BuildGraph gives the weights left out must be free.
+  void StoreMadeWeights() {
+    std::set<std::string> taken;
+    for (size_t i = 0; i < n_; ++i)
+      if (!left_out_[i]) taken.insert(name_[i]);
+    for (const auto& [name, v] : made_) {
+      FRUGAL_REQUIRE(taken.insert(name).second, Where(v), ": BuildGraph would name this weight '", name,
+                     "', a name another node has; rename one of them in the symbol");
+      Store(name, v);
+    }
+  }
+
+  void Store(const std::string& name, int v) {
+    const Array& a = arrays_.at(sym_.nodes[v].name);
+    (a.aux ? out_.aux : out_.params)[name] = a.value;
+  }
+
+  std::string Ref(const MxnetNode::Input& in) const {
+    return in.index == 0 ? name_[in.node] : Fmt(name_[in.node], ":", in.index);
+  }
+
+  std::string NodeText(int i) {
+    const MxnetNode& n = sym_.nodes[i];
+    switch (role_[i]) {
+      case Role::kOp: return OpText(i);
+      case Role::kParam:
+      case Role::kAux: return left_out_[i] || readers_[i] == 0 ? "" : WeightVariable(i);
+      case Role::kState: return StateVariable(i, n);
+      default: return "";
+    }
+  }
+
+  std::string OpText(int i) {
+    const MxnetNode& n = sym_.nodes[i];
+    std::string s = "node { name: " + Quote(name_[i]) + " op: " + Quote(op_[i].first);
+    for (const auto& in : n.inputs)
+      if (!left_out_[in.node]) s += " input: " + Quote(Ref(in));
+    for (const auto& [key, value] : op_[i].second) s += " attr { key: " + Quote(key) + " value: " + Quote(value) + " }";
+    return s + " }\n";
+  }
+
+  std::string WeightVariable(int i) {
+    Store(name_[i], i);
+    const Array& a = arrays_.at(sym_.nodes[i].name);
+    return "node { name: " + Quote(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
+           DimsText(a.value.shape().dims()) + "\" }" + (a.aux ? " attr { key: \"kind\" value: \"aux\" }" : "") +
+           " }\n";
+  }
+
+  // An initial state MXNet's examples feed as zeros: constant zeros here.
+  std::string StateVariable(int i, const MxnetNode& n) {
+    const std::vector<int64_t> dims = ShapeAttr(i);
+    FRUGAL_REQUIRE(!dims.empty() && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d > 0; }),
+                   Where(i), ": __shape__ '", n.attrs.at("__shape__"), "' must give every dim (a zero state's shape)");
+    Tensor zero = Tensor::Empty(Shape(dims), DType::kFloat32, {}, MemKind::kParam);
+    zero.Fill(0.f);
+    out_.aux[name_[i]] = zero;
+    return "node { name: " + Quote(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" + DimsText(dims) +
+           "\" } attr { key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"zero\" } }\n";
+  }
+
+  std::vector<int64_t> ShapeAttr(int i) const {
+    const MxnetNode& n = sym_.nodes[i];
+    auto it = n.attrs.find("__shape__");
+    if (it == n.attrs.end()) return {};
+    std::vector<int64_t> dims;
+    FRUGAL_REQUIRE(ParseDims(it->second, &dims), Where(i), ": __shape__ '", it->second,
+                   "' is not a shape like (32, 200)");
+    return dims;
+  }
+
+  std::string Header(const std::string& model_name) const {
+    const int64_t v = sym_.mxnet_version;
+    const std::string version = v > 0 ? Fmt("MXNet ", v / 10000, ".", v / 100 % 100, ".", v % 100) : "MXNet";
+    return Fmt("# Imported from ", version, " by `frugal import-mxnet`; the weights are in the checkpoint\n",
+               "# beside this file, under the parameter names BuildGraph gives (<node>_<input>)\n",
+               "# and the variable nodes' names.\nversion: 1\nname: ", Quote(model_name), "\n");
+  }
+
+  std::string Outputs() const {
+    std::string s;
+    for (const auto& h : sym_.heads) s += "output: " + Quote(Ref(h)) + "\n";
+    return s;
+  }
+
+  std::string DataSection() const {
+    std::string s = "# The data section is yours: add train { ... } and val { ... } sources (and label_shape\n"
+                    "# where a label is not one class index per sample).\ndata {\n";
+    if (data_ >= 0) s += "  data_name: " + Quote(name_[data_]) + "\n";
+    if (label_ >= 0) s += "  label_name: " + Quote(name_[label_]) + "\n";
+    const std::vector<int64_t> shape = !opts_.data_shape.empty() ? opts_.data_shape
+                                       : data_ >= 0                ? ShapeAttr(data_)
+                                                                   : std::vector<int64_t>{};
+    if (shape.size() >= 2) {
+      if (shape[0] > 0) s += Fmt("  batch_size: ", shape[0], "\n");
+      std::string dims;
+      for (size_t d = 1; d < shape.size(); ++d) dims += Fmt(d > 1 ? ", " : "", shape[d]);
+      s += "  sample_shape: [" + dims + "]\n";
+    }
+    return s + "}\n";
+  }
+
+  const MxnetSymbol& sym_;
+  const MxnetImportOptions& opts_;
+  const size_t n_;
+  std::map<std::string, Array> arrays_;  // by MXNet variable name
+  std::set<std::string> used_;
+  std::vector<Role> role_;
+  std::vector<std::string> name_;                          // config names
+  std::vector<std::pair<std::string, AttrMap>> op_;        // frugal op and attributes of op nodes
+  std::vector<int> readers_;                               // op inputs and heads reading each node
+  std::vector<bool> left_out_;                             // weights BuildGraph makes
+  std::vector<std::pair<std::string, int>> made_;          // their names, and the variable
+  int data_ = -1, label_ = -1;
+  MxnetImport out_;
+};
+
+}  // namespace
+
+MxnetImport ImportMxnet(const MxnetSymbol& sym, const NamedTensors& arrays, const std::string& model_name,
+                        const MxnetImportOptions& opts) {
+  return Importer(sym, arrays, opts).Run(model_name);
+}
+
+}  // namespace frugal
