@@ -3,7 +3,8 @@
 // imported, and run: the MLP against a hand computation, LeNet against the
 // same network written as a frugal config, a ResNet unit through `frugal
 // test` and a training step, the LSTM example's unrolled graph with shared
-// weights. Every malformed file is one line naming the file and the entry.
+// weights; and files MXNet itself wrote (tests/mxnet) against MXNet's
+// outputs. Every malformed file is one line naming the file and the entry.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -455,6 +456,31 @@ TEST(MxnetImport, LstmExampleImportsWithSharedWeightsAndZeroStates) {
   for (int k = 0; k < kVocab; ++k) EXPECT_NEAR(p[1 * kVocab + k], std::exp(z[k]) / sum, 1e-5) << k;
 }
 
+// ---------------------------------------------------------------- MXNet's own files
+
+// Files MXNet 1.9.1 wrote (tools/mxnet/make_test_files.py: a CNN with
+// BatchNorm, a residual add, Concat and global pooling by
+// Module.save_checkpoint; the LSTM example by Symbol.save and mx.nd.save),
+// with MXNet's inference output for an input: frugal computes the same.
+TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
+  const std::string dir = std::string(FRUGAL_SOURCE_DIR) + "/tests/mxnet/";
+  for (const std::string name : {"cnn", "lstm"}) {
+    SCOPED_TRACE(name);
+    const MxnetSymbol sym = ReadMxnetSymbol(dir + name + "-symbol.json");
+    EXPECT_EQ(sym.mxnet_version, 10901);
+    const MxnetImport imp = ImportMxnet(sym, ReadMxnetParams(dir + name + "-0000.params"), name);
+    EXPECT_TRUE(imp.unused.empty());
+    std::map<std::string, Tensor> io;
+    for (const auto& [key, t] : ReadMxnetParams(dir + name + "-io.params")) io[key] = t;
+    const Tensor& x = io.at("data");
+    const Tensor label = Tensor::Empty(name == "cnn" ? Shape{x.shape()[0]} : x.shape());
+    const std::vector<float> got = RunNet(imp.config_text, {{"data", x}, {"softmax_label", label}}, Weights(imp));
+    const Tensor& want = io.at("output");
+    ASSERT_EQ(got.size(), static_cast<size_t>(want.size()));
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want.f()[k], 1e-6) << k;
+  }
+}
+
 // ---------------------------------------------------------------- bad input
 
 TEST(MxnetImport, BadParamsFilesAreOneLineErrors) {
@@ -537,7 +563,36 @@ TEST(MxnetImport, BadSymbolFilesAreOneLineErrors) {
   NamedTensors missing = Mlp().arrays;
   missing.pop_back();
   ExpectLine([&] { ImportMxnet(ParseMxnetSymbol(json, "w-symbol.json"), missing, "w"); },
-             {"node 'fc2_bias' (null): a second data input", "the params file lacks arg:fc2_bias"});
+             {"w-symbol.json:", ": node 'fc2_bias' (null): the params file has no array arg:fc2_bias (nor aux:), which "
+              "node 'fc2' reads as its bias"});
+}
+
+// Damage anywhere in either file (bytes changed, the file cut) is an Error,
+// never a crash, a hang or another exception: the reader, the import and
+// the config it writes, as `frugal import-mxnet` runs them.
+TEST(MxnetImport, RandomDamageIsAnErrorNeverACrash) {
+  const std::string params = EncodeMxnetParams(ResnetUnitArrays()), json = ResnetUnitJson();
+  uint32_t seed = 7;
+  auto next = [&seed](size_t n) {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<size_t>(seed >> 8) % n;
+  };
+  int errors = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string p = params, j = json;
+    std::string& target = trial % 2 ? p : j;
+    for (int k = 0, flips = 1 + static_cast<int>(next(3)); k < flips; ++k)
+      target[next(target.size())] = static_cast<char>(next(256));
+    if (trial % 5 == 0) target.resize(next(target.size()));
+    try {
+      const MxnetImport imp = ImportMxnet(ParseMxnetSymbol(j, "d-symbol.json"), DecodeMxnetParams(p, "d.params"), "d");
+      BuildGraph(ParseConfig(imp.config_text, "d.prototxt", {}));
+    } catch (const Error& e) {
+      ++errors;
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(errors, 1000);  // most damage is found
 }
 
 }  // namespace

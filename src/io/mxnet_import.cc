@@ -296,7 +296,24 @@ class Importer {
       } else if (sym_.nodes[i].attrs.count("__shape__")) {
         role_[i] = Role::kState;
       } else {
+        RequireNotAWeight(i);
         SetInput(i, Role::kData, &data_);
+      }
+    }
+  }
+
+  // A variable an op reads in a weight slot needs its array.
+  void RequireNotAWeight(int v) const {
+    for (size_t i = 0; i < n_; ++i) {
+      if (sym_.nodes[i].op == "null") continue;
+      const auto& specs = OpRegistry::Get().Require(op_[i].first, [&] { return Where(static_cast<int>(i)); }).inputs();
+      const auto& inputs = sym_.nodes[i].inputs;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const InputSpec& spec = specs[std::min(k, specs.size() - 1)];
+        FRUGAL_REQUIRE(inputs[k].node != v || spec.made_as == VarKind::kNone, Where(v),
+                       ": the params file has no array arg:", sym_.nodes[v].name, " (nor aux:), which node '",
+                       sym_.nodes[i].name, "' reads as its ", spec.name,
+                       "; give the params file saved with this symbol");
       }
     }
   }
