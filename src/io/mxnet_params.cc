@@ -39,17 +39,24 @@ float HalfToFloat(uint16_t h) {
   return sign ? -f : f;
 }
 
-// Element k of raw little-endian data of type t, as float.
+template <typename T>
+T Raw(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+// Element k of little-endian data of type t, as float.
 float ElementAt(const char* p, const TypeFlag& t, int64_t k) {
   p += k * t.bytes;
   switch (t.flag) {
-    case 0: { float v; std::memcpy(&v, p, 4); return v; }
-    case 1: { double v; std::memcpy(&v, p, 8); return static_cast<float>(v); }
-    case 2: { uint16_t v; std::memcpy(&v, p, 2); return HalfToFloat(v); }
-    case 3: return static_cast<float>(static_cast<uint8_t>(*p));
-    case 4: { int32_t v; std::memcpy(&v, p, 4); return static_cast<float>(v); }
-    case 5: return static_cast<float>(static_cast<int8_t>(*p));
-    default: { int64_t v; std::memcpy(&v, p, 8); return static_cast<float>(v); }
+    case 0: return Raw<float>(p);
+    case 1: return static_cast<float>(Raw<double>(p));
+    case 2: return HalfToFloat(Raw<uint16_t>(p));
+    case 3: return Raw<uint8_t>(p);
+    case 4: return static_cast<float>(Raw<int32_t>(p));
+    case 5: return Raw<int8_t>(p);
+    default: return static_cast<float>(Raw<int64_t>(p));
   }
 }
 
