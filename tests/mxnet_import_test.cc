@@ -132,7 +132,7 @@ struct Mlp {
     const int fc1 = s.Op("FullyConnected", "fc1", "\"num_hidden\": \"5\"",
                          {SymbolBuilder::In(flat), SymbolBuilder::In(w1), SymbolBuilder::In(b1)}, "param");
     const int relu = s.Op("Activation", "relu1", "\"act_type\": \"relu\"", {SymbolBuilder::In(fc1)}, "attr");
-    const int w2 = s.Var("fc2_weight", "\"__lr_mult__\": \"1.0\""), b2 = s.Var("fc2_bias");
+    const int w2 = s.Var("fc2_weight", "\"__lr_mult__\": \"0.5\", \"__wd_mult__\": \"0\""), b2 = s.Var("fc2_bias");
     const int fc2 = s.Op("FullyConnected", "fc2", "\"no_bias\": \"False\", \"num_hidden\": \"3\"",
                          {SymbolBuilder::In(relu), SymbolBuilder::In(w2), SymbolBuilder::In(b2)});
     const int label = s.Var("softmax_label");
@@ -175,6 +175,14 @@ TEST(MxnetImport, MlpComputesWhatTheWeightsSay) {
   MxnetImport imp = ImportMxnet(sym, ReadMxnetParams(dir.File("mlp-0000.params")), "mlp");
   EXPECT_NE(imp.config_text.find("label_name: \"softmax_label\""), std::string::npos) << imp.config_text;
   EXPECT_NE(imp.config_text.find("op: \"relu\""), std::string::npos) << imp.config_text;
+  // fc2_weight's __lr_mult__ and __wd_mult__ become fc2's multipliers of its weight, as BuildGraph reads them.
+  EXPECT_NE(imp.config_text.find("attr { key: \"num_hidden\" value: \"3\" } lr_mult { key: \"weight\" value: 0.5 } "
+                                 "wd_mult { key: \"weight\" value: 0 } }"),
+            std::string::npos)
+      << imp.config_text;
+  const Graph g = BuildGraph(ParseConfig(imp.config_text, "mlp.prototxt", {}));
+  EXPECT_EQ(g.node(g.FindNode("fc2_weight")).lr_mult, 0.5f);
+  EXPECT_EQ(g.node(g.FindNode("fc2_weight")).wd_mult, 0.f);
   // The weights are left to BuildGraph.
   EXPECT_EQ(imp.config_text.find("op: \"variable\""), std::string::npos) << imp.config_text;
   ASSERT_EQ(imp.params.size(), 4u);

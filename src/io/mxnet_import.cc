@@ -15,6 +15,8 @@
 // other variables are the data input, the label and zero states.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -358,7 +360,24 @@ class Importer {
         return;
       left_out_[v] = true;
       made_.emplace_back(name_[i] + "_" + spec.name, v);
+      mults_[i] += Multipliers(v, spec.name);
     }
+  }
+
+  // A weight's __lr_mult__ and __wd_mult__ (0 freezes a layer when
+  // fine-tuning) as its reader's lr_mult / wd_mult for that input.
+  std::string Multipliers(int v, const std::string& input) const {
+    std::string s;
+    for (const char* key : {"lr_mult", "wd_mult"}) {
+      auto it = sym_.nodes[v].attrs.find(Fmt("__", key, "__"));
+      if (it == sym_.nodes[v].attrs.end()) continue;
+      char* end = nullptr;
+      const double m = std::strtod(it->second.c_str(), &end);
+      FRUGAL_REQUIRE(!it->second.empty() && *end == '\0' && std::isfinite(m), Where(v), ": __", key, "__ '",
+                     it->second, "' is not a number");
+      s += Fmt(" ", key, " { key: ", Quote(input), " value: ", it->second, " }");
+    }
+    return s;
   }
 
   // The names BuildGraph gives the weights left out must be free.
@@ -399,7 +418,7 @@ class Importer {
     for (const auto& in : n.inputs)
       if (!left_out_[in.node]) s += " input: " + Quote(Ref(in));
     for (const auto& [key, value] : op_[i].second) s += " attr { key: " + Quote(key) + " value: " + Quote(value) + " }";
-    return s + " }\n";
+    return s + mults_[i] + " }\n";
   }
 
   std::string WeightVariable(int i) {
@@ -474,6 +493,7 @@ class Importer {
   std::vector<int> readers_;                               // op inputs and heads reading each node
   std::vector<bool> left_out_;                             // weights BuildGraph makes
   std::vector<std::pair<std::string, int>> made_;          // their names, and the variable
+  std::map<int, std::string> mults_;                       // lr_mult and wd_mult of op nodes' left-out weights
   int data_ = -1, label_ = -1;
   MxnetImport out_;
 };
