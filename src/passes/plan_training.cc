@@ -24,33 +24,28 @@
 #include <string>
 
 #include "frugal/passes.h"
+#include "passes/build_training_plan.h"
 
 namespace frugal {
 namespace {
 
 using Inputs = std::vector<std::pair<std::string, Shape>>;
 
-// One planning run: the forward graph, its input shapes, the strategy,
-// whether layouts are chosen (CPU graphs), and how many training graphs it
+// One planning run: the forward graph, its input shapes, the strategy, the
+// device (layouts are chosen on the CPU), and how many training graphs it
 // has built (a search builds several; the count is MemoryPlan::num_builds).
 struct Search {
   const Graph& fwd;
   const Inputs& inputs;
   const MemoryStrategy& s;
-  bool layouts = false;
+  Device dev;
   int builds = 0;
 
   // The training graph for keep levels, its arena estimated as its lower
   // bound (searches compare candidates so; Finish places the winner).
   TrainingPlan Build(KeepLevels keep) {
     ++builds;
-    TrainingPlan t{fwd, {}, std::move(keep)};
-    bool drops = std::any_of(t.keep.begin(), t.keep.end(), [](int l) { return l != 0; });
-    Gradient(&t.graph, drops ? t.keep : KeepLevels{});
-    InferShapes(&t.graph, inputs);
-    if (layouts) ChooseLayouts(&t.graph);
-    t.plan = PlanMemory(t.graph, s, /*estimate=*/true);
-    return t;
+    return BuildTrainingPlan(fwd, inputs, s, std::move(keep), dev, /*estimate=*/true);
   }
 };
 
@@ -240,9 +235,20 @@ TrainingPlan PlanBudget(Search& q) {
 
 }  // namespace
 
+TrainingPlan BuildTrainingPlan(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, KeepLevels keep,
+                               Device dev, bool estimate) {
+  TrainingPlan t{fwd, {}, std::move(keep)};
+  bool drops = std::any_of(t.keep.begin(), t.keep.end(), [](int l) { return l != 0; });
+  Gradient(&t.graph, drops ? t.keep : KeepLevels{});
+  InferShapes(&t.graph, inputs);
+  if (dev.type == DeviceType::kCPU) ChooseLayouts(&t.graph);
+  t.plan = PlanMemory(t.graph, s, estimate);
+  return t;
+}
+
 TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, Device dev) {
   auto t0 = std::chrono::steady_clock::now();
-  Search q{fwd, inputs, s, dev.type == DeviceType::kCPU};
+  Search q{fwd, inputs, s, dev};
   TrainingPlan t;
   switch (s.kind) {
     case MemoryStrategy::kNone:

@@ -1,0 +1,91 @@
+// An exact reference for the budget planner (issue 18 §4): the least
+// recomputation of any one-level plan (each forward result kept or dropped,
+// as the planner's keep levels) whose planned arena fits a budget, by
+// frugal's own evaluation (BuildTrainingPlan: the gradient pass's mirrors,
+// PlanMemory's placement). A measuring tool for tests/optimum_gap_test.cc
+// and tools/bench/optimum_gap.cc, not part of the library.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frugal/passes.h"
+#include "passes/build_training_plan.h"
+
+namespace frugal {
+namespace test {
+
+using Inputs = std::vector<std::pair<std::string, Shape>>;
+
+// A forward graph with shapes inferred, and its input shapes.
+struct GapCase {
+  std::string name;
+  Graph fwd;
+  Inputs inputs;
+};
+
+// The forward nodes a plan may drop: not variables, and not what
+// ApplyAnnotations keeps (loss heads, graph outputs, checkpoint marks).
+std::vector<int> DropCandidates(const Graph& fwd);
+
+// Keep levels with the candidates in `mask` (bit k: candidates[k]) dropped.
+KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint64_t mask);
+
+struct Optimum {
+  bool exact = false;     // the search ended: `cost` is the optimum (or nothing fits)
+  bool feasible = false;  // a plan fits (found)
+  double cost = 0;        // the optimum; when not exact, a lower bound of it
+  KeepLevels keep;        // the optimal plan (feasible)
+  int64_t arena_bytes = 0;
+  int64_t subsets = 0;    // drop sets taken from the queue
+  int64_t builds = 0;     // training graphs built (the expensive part)
+};
+
+// Drop sets in increasing order of their recomputation cost (the sum of
+// RecomputeCost of the dropped nodes: a best-first queue over subsets, the
+// k-smallest-subset-sums scheme), the first whose arena fits wins: optimal
+// without assuming the arena falls as more is dropped. A set that drops a
+// node no backward reader needs (directly or through another dropped node)
+// builds the same graph as the set without it, which comes earlier, so it
+// is skipped. Stops unsolved after max_builds builds; the cost reached is
+// then a lower bound of the optimum (every cheaper set was tried).
+Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds);
+
+// The planner's plan (strategy budget) and the reference at one budget.
+struct GapRow {
+  std::string name;
+  int nodes = 0;          // forward nodes, variables excluded
+  int candidates = 0;     // of them, those a plan may drop
+  int64_t budget = 0;
+  bool planner_fits = false;
+  double planner_cost = 0, planner_ms = 0;
+  KeepLevels planner_keep;
+  Optimum optimum;
+  double optimum_ms = 0;
+  // (planner - optimum) / optimum: exact, or an upper bound when the
+  // optimum is only bounded; 0 when both are 0.
+  double gap() const;
+};
+GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds);
+
+// Three budgets for a case: 3/4, 1/2 and 1/4 of the way from the smallest
+// arena of the planner's fixed strategies (drop_cheap, sqrt, logn) to
+// share's arena. logn recomputes on several levels, so a one-level plan may
+// not reach the tightest.
+std::vector<int64_t> GapBudgets(const GapCase& c);
+
+// The suite: random chains and DAGs of 10-40 nodes, LeNet, ResNet-20, a
+// DenseNet block, an Inception-style module. `small`: the cases the test
+// solves in seconds.
+std::vector<GapCase> GapSuite(bool small);
+
+// "case nodes cand budget optimum planner gap% ..." table lines.
+std::string GapTableHeader();
+std::string GapTableLine(const GapRow& r);
+// The names of the nodes keep drops (name@level for a checkpoint level).
+std::string Dropped(const Graph& fwd, const KeepLevels& keep);
+
+}  // namespace test
+}  // namespace frugal
