@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <queue>
 
 #include "frugal/config.h"
@@ -76,19 +77,45 @@ KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint
   return keep;
 }
 
+namespace {
+
+using Queue = std::priority_queue<Subset, std::vector<Subset>, std::greater<Subset>>;
+
+// The two sets made from s, over members sorted by cost: member last + 1
+// added, and member last replaced by it.
+void PushSuccessors(const Subset& s, const std::vector<double>& cost, Queue* queue) {
+  const int next = s.last + 1;
+  if (next >= static_cast<int>(cost.size())) return;
+  const uint64_t bit = uint64_t{1} << next;
+  queue->push({s.cost + cost[next], s.mask | bit, next});
+  if (s.last >= 0) queue->push({s.cost - cost[s.last] + cost[next], (s.mask ^ uint64_t{1} << s.last) | bit, next});
+}
+
+// The training graph of keep, placed, if its arena fits the budget (placed
+// only when its lower bound fits).
+std::optional<TrainingPlan> FittingPlan(const GapCase& c, KeepLevels keep, int64_t budget) {
+  const MemoryStrategy share(MemoryStrategy::kShare);
+  TrainingPlan t = BuildTrainingPlan(c.fwd, c.inputs, share, std::move(keep), {}, /*estimate=*/true);
+  if (t.plan.arena_bytes > budget) return std::nullopt;
+  t.plan = PlanMemory(t.graph, share);
+  if (t.plan.arena_bytes > budget) return std::nullopt;
+  return t;
+}
+
+}  // namespace
+
 Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds) {
   std::vector<int> cand = DropCandidates(c.fwd);
   CHECK_LE(cand.size(), 64u) << c.name << ": more drop candidates than a mask holds";
-  std::vector<double> cost(c.fwd.num_nodes(), 0);
-  for (int i : cand) cost[i] = RecomputeCost(c.fwd, i, nullptr);
-  std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return cost[a] < cost[b]; });
+  std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) {
+    return RecomputeCost(c.fwd, a, nullptr) < RecomputeCost(c.fwd, b, nullptr);
+  });
+  std::vector<double> cost;
+  for (int i : cand) cost.push_back(RecomputeCost(c.fwd, i, nullptr));
   const std::vector<bool> read = ReadByBackward(c);
-  const MemoryStrategy share(MemoryStrategy::kShare);
   Optimum o;
-  // The empty set, then every other in increasing cost: a set ending at
-  // member k makes the set with k+1 added and the one with k replaced by k+1.
-  std::priority_queue<Subset, std::vector<Subset>, std::greater<Subset>> queue;
-  queue.push({0, 0, -1});
+  Queue queue;
+  queue.push({0, 0, -1});  // the empty set first
   while (!queue.empty()) {
     const Subset s = queue.top();
     o.cost = s.cost;
@@ -96,23 +123,16 @@ Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds) {
     if (o.builds == max_builds || o.subsets == kSubsetsPerBuild * max_builds) return o;
     queue.pop();
     ++o.subsets;
-    const int next = s.last + 1;
-    if (next < static_cast<int>(cand.size())) {
-      const uint64_t bit = uint64_t{1} << next;
-      queue.push({s.cost + cost[cand[next]], s.mask | bit, next});
-      const uint64_t last_bit = s.last >= 0 ? uint64_t{1} << s.last : 0;
-      if (s.last >= 0) queue.push({s.cost - cost[cand[s.last]] + cost[cand[next]], (s.mask ^ last_bit) | bit, next});
-    }
+    PushSuccessors(s, cost, &queue);
     if (!AllRecomputed(c.fwd, cand, s.mask, read)) continue;
     ++o.builds;
-    TrainingPlan t = BuildTrainingPlan(c.fwd, c.inputs, share, DropLevels(c.fwd, cand, s.mask), {}, true);
-    if (t.plan.arena_bytes > budget) continue;  // the lower bound already does not fit
-    t.plan = PlanMemory(t.graph, share);
-    if (t.plan.arena_bytes > budget) continue;
-    CHECK_LE(std::abs(t.plan.recompute_cost() - s.cost), 1e-9 * s.cost) << c.name << ": each dropped node is recomputed once";
+    std::optional<TrainingPlan> t = FittingPlan(c, DropLevels(c.fwd, cand, s.mask), budget);
+    if (!t) continue;
+    CHECK_LE(std::abs(t->plan.recompute_cost() - s.cost), 1e-9 * s.cost)
+        << c.name << ": each dropped node is recomputed once";
     o.exact = o.feasible = true;
-    o.keep = std::move(t.keep);
-    o.arena_bytes = t.plan.arena_bytes;
+    o.keep = std::move(t->keep);
+    o.arena_bytes = t->plan.arena_bytes;
     return o;
   }
   o.exact = true;  // nothing fits
@@ -189,9 +209,9 @@ GapCase FromConfig(const std::string& name, const ConfigFile& cfg) {
   const config::Data& data = cfg.net.data();
   std::vector<int64_t> dims{data.batch_size()};
   dims.insert(dims.end(), data.sample_shape().begin(), data.sample_shape().end());
+  const Shape label(std::vector<int64_t>{data.batch_size()});
   for (const Node& n : c.fwd.nodes())
-    if (n.var == VarKind::kInput)
-      c.inputs.push_back({n.name, n.name == data.label_name() ? Shape(std::vector<int64_t>{data.batch_size()}) : Shape(dims)});
+    if (n.var == VarKind::kInput) c.inputs.push_back({n.name, n.name == data.label_name() ? label : Shape(dims)});
   InferShapes(&c.fwd, c.inputs);
   return c;
 }
@@ -242,8 +262,9 @@ GapCase RandomDag(int n, uint64_t seed) {
 std::string Conv(const std::string& name, const std::string& in, int filters, int kernel) {
   const std::string k = std::to_string(kernel), p = std::to_string(kernel / 2);
   return "node { name: \"" + name + "\" op: \"convolution\" input: \"" + in + "\" attr { key: \"kernel\" value: \"(" +
-         k + "," + k + ")\" } attr { key: \"pad\" value: \"(" + p + "," + p + ")\" } attr { key: \"num_filter\" value: \"" +
-         std::to_string(filters) + "\" } attr { key: \"no_bias\" value: \"true\" } }\n";
+         k + "," + k + ")\" } attr { key: \"pad\" value: \"(" + p + "," + p +
+         ")\" } attr { key: \"num_filter\" value: \"" + std::to_string(filters) +
+         "\" } attr { key: \"no_bias\" value: \"true\" } }\n";
 }
 
 std::string BnRelu(const std::string& name, const std::string& in) {
@@ -306,8 +327,8 @@ std::vector<GapCase> GapSuite(bool small) {
 }
 
 std::string GapTableHeader() {
-  return "| case | nodes | candidates | budget | optimal MFLOP | planner MFLOP | gap | planner ms | optimum ms | builds |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+  return "| case | nodes | candidates | budget | optimal MFLOP | planner MFLOP | gap | planner ms | optimum ms "
+         "| builds |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
 }
 
 namespace {
@@ -321,8 +342,8 @@ std::string GapTableLine(const GapRow& r) {
   const Optimum& o = r.optimum;
   std::string opt = !o.exact ? ">= " + Mflop(o.cost) : o.feasible ? Mflop(o.cost) : std::string("none fits");
   std::string planner = r.planner_fits ? Mflop(r.planner_cost) : std::string("none fits");
-  std::string gap = !r.planner_fits || (!o.feasible && o.exact) ? std::string("-")
-                                                               : Fmt(o.exact ? "" : "<= ", std::round(r.gap() * 1000) / 10, "%");
+  const bool comparable = r.planner_fits && (o.feasible || !o.exact);
+  std::string gap = comparable ? Fmt(o.exact ? "" : "<= ", std::round(r.gap() * 1000) / 10, "%") : std::string("-");
   return Fmt("| ", r.name, " | ", r.nodes, " | ", r.candidates, " | ", HumanBytes(r.budget), " | ", opt, " | ", planner,
              " | ", gap, " | ", std::round(r.planner_ms), " | ", std::round(r.optimum_ms), " | ", o.builds, " |");
 }
@@ -330,7 +351,9 @@ std::string GapTableLine(const GapRow& r) {
 std::string Dropped(const Graph& fwd, const KeepLevels& keep) {
   std::string out;
   for (size_t i = 0; i < keep.size(); ++i)
-    if (keep[i] != 0) out += (out.empty() ? "" : " ") + fwd.node(static_cast<int>(i)).name + (keep[i] == kDropped ? "" : Fmt("@", keep[i]));
+    if (keep[i] != 0)
+      out += (out.empty() ? "" : " ") + fwd.node(static_cast<int>(i)).name +
+             (keep[i] == kDropped ? "" : Fmt("@", keep[i]));
   return out;
 }
 
