@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""frugal export-onnx checked by an independent runtime: onnxruntime.
+
+For the MLP, LeNet and ResNet-20 on Fashion-MNIST: train briefly
+(`frugal train --max-iters N`), `frugal test` the checkpoint, export it
+(`frugal export-onnx`), then run the .onnx with onnxruntime over the same
+10,000 test images (pixels / 255, as frugal's IDX reader scales them) and
+compare top-1 accuracy and cross-entropy, and the time per sample of both
+(`frugal test` includes reading the data; onnxruntime's is inference alone).
+
+  /path/to/venv/bin/python tools/bench/onnx_runtime.py [--frugal build/frugal] [--iters 100]
+
+onnxruntime and numpy come from pip in a venv: a benchmark's peers, not
+frugal's dependencies. Figures and command: docs/benchmarks.md.
+"""
+import argparse
+import gzip
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+MODELS = [  # name, config, --define values
+    ("MLP", "models/mlp/fashion_mnist.prototxt", []),
+    ("LeNet", "models/lenet/fashion_mnist.prototxt", []),
+    ("ResNet-20", "models/resnet/resnet_cifar.prototxt", ["depth=20"]),
+]
+
+
+def idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def frugal(args, *words):
+    out = subprocess.run([args.frugal, *words], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(words)}: {out.stderr.strip().splitlines()[-1]}")
+    return out.stdout + out.stderr
+
+
+def run_onnx(path, images, labels):
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    inp = sess.get_inputs()[0]
+    batch = inp.shape[0]
+    x = images.astype(np.float32).reshape(len(images), *inp.shape[1:]) / 255
+    correct, loss, seconds = 0, 0.0, 0.0
+    for i in range(0, len(x), batch):
+        chunk = x[i:i + batch]
+        n = len(chunk)
+        if n < batch:  # the model's batch is fixed: pad the last one
+            chunk = np.concatenate([chunk, np.zeros((batch - n, *chunk.shape[1:]), np.float32)])
+        t0 = time.perf_counter()
+        prob = sess.run(None, {inp.name: chunk})[0][:n]
+        seconds += time.perf_counter() - t0
+        y = labels[i:i + n]
+        correct += int((prob.argmax(1) == y).sum())
+        loss -= float(np.log(np.maximum(prob[np.arange(n), y], 1e-30)).sum())
+    return correct / len(x), loss / len(x), seconds / len(x)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--frugal", default="build/frugal")
+    ap.add_argument("--iters", type=int, default=100, help="training iterations before the export")
+    args = ap.parse_args()
+    images = idx("data/fashion-mnist/t10k-images-idx3-ubyte.gz")
+    labels = idx("data/fashion-mnist/t10k-labels-idx1-ubyte.gz").astype(np.int64)
+    print(f"onnxruntime {ort.__version__}, {args.iters} training iterations, {len(images)} test images")
+    print("| model | frugal test: accuracy, cross-entropy, ms/sample | onnxruntime: accuracy, cross-entropy, "
+          "ms/sample |")
+    print("|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, config, defines in MODELS:
+            d = [w for v in defines for w in ("--define", v)]
+            ck = os.path.join(tmp, name)
+            frugal(args, "train", "--config", config, *d, "--max-iters", str(args.iters), "--checkpoint-dir", ck)
+            checkpoint = os.path.join(ck, sorted(f for f in os.listdir(ck) if f.endswith(".frugal"))[-1])
+            t0 = time.perf_counter()
+            test = frugal(args, "test", "--config", config, *d, "--checkpoint", checkpoint)
+            test_ms = (time.perf_counter() - t0) * 1e3 / len(images)
+            acc = float(re.search(r"test-accuracy=([0-9.]+)", test).group(1))
+            ce = float(re.search(r"test-cross_entropy=([0-9.]+)", test).group(1))
+            model = os.path.join(tmp, name + ".onnx")
+            frugal(args, "export-onnx", "--config", config, *d, "--checkpoint", checkpoint, "--out", model)
+            o_acc, o_ce, o_s = run_onnx(model, images, labels)
+            print(f"| {name} | {acc:.4f}, {ce:.4f}, {test_ms:.3f} | {o_acc:.4f}, {o_ce:.4f}, {o_s * 1e3:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
