@@ -167,8 +167,10 @@ TEST(Recompute, SearchesBuildFewGraphsAtAnyLength) {
     budget_builds[depth] = BuildModel(cfg, {MemoryStrategy::kBudget, budget}).train_plan.num_builds;
     EXPECT_LE(sqrt_builds[depth], 8) << "depth " << depth << ": the downhill walk stops after two worse budgets";
   }
-  // 16x the layers: at most a few more builds (log2 16 = 4 bisection steps).
-  EXPECT_LE(budget_builds[192], budget_builds[12] + 8) << budget_builds[12] << " -> " << budget_builds[192];
+  // 16x the layers: at most a few more builds (log2 16 = 4 bisection steps),
+  // and up to 16 nodes kept again after the searches (12 layers recompute
+  // fewer).
+  EXPECT_LE(budget_builds[192], budget_builds[12] + 8 + 16) << budget_builds[12] << " -> " << budget_builds[192];
   EXPECT_LE(budget_builds[192], 40);
 }
 

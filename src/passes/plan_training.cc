@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -140,6 +141,35 @@ KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs
   return keep;
 }
 
+// The searches decide whole blocks and segments, so the plan they choose
+// may recompute a node that the budget could keep: each recomputed node, most
+// expensive first (at most kKeepTries of them, on graphs of at most
+// kKeepNodes forward nodes, where a build is cheap), is kept again where the
+// plan still fits and recomputes less.
+constexpr size_t kKeepTries = 16;
+constexpr int kKeepNodes = 1000;
+
+TrainingPlan KeepWhatFits(Search& q, TrainingPlan best, const std::function<bool(TrainingPlan*)>& fits) {
+  const Graph& fwd = q.fwd;
+  if (fwd.num_nodes() > kKeepNodes) return best;
+  std::vector<int> recomputed;
+  for (const Node& n : best.graph.nodes())
+    if (n.mirror_of >= 0 && best.keep[n.mirror_of] != 0) recomputed.push_back(n.mirror_of);
+  std::sort(recomputed.begin(), recomputed.end());
+  recomputed.erase(std::unique(recomputed.begin(), recomputed.end()), recomputed.end());
+  const CostTable* costs = q.s.costs.get();
+  std::stable_sort(recomputed.begin(), recomputed.end(),
+                   [&](int a, int b) { return RecomputeCost(fwd, a, costs) > RecomputeCost(fwd, b, costs); });
+  if (recomputed.size() > kKeepTries) recomputed.resize(kKeepTries);
+  for (int i : recomputed) {
+    KeepLevels keep = best.keep;
+    keep[i] = 0;
+    TrainingPlan c = q.Build(ApplyAnnotations(fwd, keep));
+    if (c.plan.recompute_cost() < best.plan.recompute_cost() && fits(&c)) best = std::move(c);
+  }
+  return best;
+}
+
 TrainingPlan PlanBudget(Search& q) {
   const Graph& fwd = q.fwd;
   const MemoryStrategy& s = q.s;
@@ -161,7 +191,7 @@ TrainingPlan PlanBudget(Search& q) {
   if (fits(&smallest)) return smallest;
   const KeepLevels cheap = DropCheapLevels(fwd);
   TrainingPlan t = q.Build(cheap);
-  if (fits(&t)) return t;
+  if (fits(&t)) return KeepWhatFits(q, std::move(t), fits);
   keep_smallest(&t, "drop_cheap");
   // Two searches give candidates; the fitting one with the least
   // recomputation wins.
@@ -219,12 +249,12 @@ TrainingPlan PlanBudget(Search& q) {
     if (m.plan.recompute_cost() > sqrt.plan.recompute_cost()) break;  // sqrt recomputes less from here on
     if (consider(std::move(m), "drop_cheap with sqrt segments recomputed") > 0) break;
   }
-  if (best_fit) return std::move(*best_fit);
+  if (best_fit) return KeepWhatFits(q, std::move(*best_fit), fits);
   // The fixed plans.
-  if (fits(&sqrt)) return sqrt;
+  if (fits(&sqrt)) return KeepWhatFits(q, std::move(sqrt), fits);
   keep_smallest(&sqrt, "sqrt");
   TrainingPlan logn = q.Build(LognLevels(fwd));
-  if (fits(&logn)) return logn;
+  if (fits(&logn)) return KeepWhatFits(q, std::move(logn), fits);
   keep_smallest(&logn, "logn");
   smallest = Finish(std::move(smallest), s);
   const int64_t need = smallest.plan.arena_bytes;
