@@ -345,7 +345,7 @@ std::string GapTableLine(const GapRow& r) {
   const bool comparable = r.planner_fits && (o.feasible || !o.exact);
   std::string gap = comparable ? Fmt(o.exact ? "" : "<= ", std::round(r.gap() * 1000) / 10, "%") : std::string("-");
   return Fmt("| ", r.name, " | ", r.nodes, " | ", r.candidates, " | ", HumanBytes(r.budget), " | ", opt, " | ", planner,
-             " | ", gap, " | ", std::round(r.planner_ms), " | ", std::round(r.optimum_ms), " | ", o.builds, " |");
+             " | ", gap, " | ", std::llround(r.planner_ms), " | ", std::llround(r.optimum_ms), " | ", o.builds, " |");
 }
 
 std::string Dropped(const Graph& fwd, const KeepLevels& keep) {
