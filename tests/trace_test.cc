@@ -7,14 +7,13 @@
 #include <thread>
 
 #include "frugal/trace.h"
-#include "mini_json.h"
+#include "io/json.h"
 #include "test_util.h"
 
 namespace frugal {
 namespace {
 
-using test::Json;
-using test::JsonParser;
+using Json = JsonValue;
 
 TEST(Trace, WritesParsableJsonWithTheEvents) {
   TraceWriter w;
@@ -38,7 +37,7 @@ TEST(Trace, WritesParsableJsonWithTheEvents) {
   test::TempDir dir;
   w.Write(dir.File("trace.json"));
   std::ifstream in(dir.File("trace.json"));
-  Json j = JsonParser::Parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  Json j = ParseJson(std::string(std::istreambuf_iterator<char>(in), {}), "trace.json");
   EXPECT_EQ(j["displayTimeUnit"].str, "ms");
   const auto& ev = j["traceEvents"].array;
   ASSERT_EQ(ev.size(), 3u);
@@ -72,7 +71,7 @@ TEST(Trace, ConcurrentAddsAreAllKept) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(w.size(), 2000u);
-  Json j = JsonParser::Parse(w.ToJson());
+  Json j = ParseJson(w.ToJson(), "the trace");
   ASSERT_EQ(j["traceEvents"].array.size(), 2000u);
   int64_t last = -1;
   for (const Json& e : j["traceEvents"].array) {
@@ -84,10 +83,10 @@ TEST(Trace, ConcurrentAddsAreAllKept) {
 
 TEST(Trace, TheJsonCheckerRejectsBrokenJson) {
   // The checker itself can fail: the tests above mean something.
-  EXPECT_THROW(JsonParser::Parse("{\"a\": [1, 2,]}"), std::runtime_error);
-  EXPECT_THROW(JsonParser::Parse("{\"a\": \"x\"} extra"), std::runtime_error);
-  EXPECT_THROW(JsonParser::Parse("{\"a\": \"line\nbreak\"}"), std::runtime_error);
-  EXPECT_EQ(JsonParser::Parse("{\"a\": [true, null, -1.5e3]}")["a"].array[2].num, -1500);
+  EXPECT_THROW(ParseJson("{\"a\": [1, 2,]}", "bad"), std::runtime_error);
+  EXPECT_THROW(ParseJson("{\"a\": \"x\"} extra", "bad"), std::runtime_error);
+  EXPECT_THROW(ParseJson("{\"a\": \"line\nbreak\"}", "bad"), std::runtime_error);
+  EXPECT_EQ(ParseJson("{\"a\": [true, null, -1.5e3]}", "good")["a"].array[2].num, -1500);
 }
 
 }  // namespace

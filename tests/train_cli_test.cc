@@ -22,13 +22,14 @@
 #include "event.pb.h"
 #include "frugal/checkpoint.h"
 #include "frugal/tensorboard.h"
-#include "mini_json.h"
+#include "io/json.h"
 #include "test_util.h"
 
 namespace frugal::test {
 namespace {
 
 namespace fs = std::filesystem;
+using Json = JsonValue;
 
 // A learnable toy problem: class c lights up pixel block c of a 4x4 image.
 void WriteToyData(const TempDir& dir, const std::string& prefix, int n) {
@@ -345,7 +346,7 @@ TEST(TrainCli, StepPolicyLowersTheLoggedLr) {
   std::map<int64_t, double> lr;  // iterations -> lr
   while (std::getline(log, line)) {
     if (line.find("\"batch\":") == std::string::npos) continue;
-    Json j = JsonParser::Parse(line);
+    Json j = ParseJson(line, "the JSON log");
     lr[static_cast<int64_t>(j["iterations"].num)] = j["lr"].num;
   }
   ASSERT_TRUE(lr.count(10) && lr.count(40) && lr.count(70)) << r.output;
@@ -491,7 +492,7 @@ Json TraceOf(const std::string& args, const TempDir& dir) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(dir.File("trace.json"));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return JsonParser::Parse(text);
+  return ParseJson(text, "trace.json");
 }
 
 const std::vector<Json>& Events(const Json& trace) {

@@ -218,6 +218,12 @@ const JsonValue* JsonValue::Find(const std::string& key) const {
   return it == object.end() ? nullptr : &it->second;
 }
 
+const JsonValue& JsonValue::operator[](const std::string& key) const {
+  const JsonValue* v = Find(key);
+  FRUGAL_REQUIRE(v, "line ", line, ", column ", col, ": ", KindName(), " without the member '", key, "'");
+  return *v;
+}
+
 const char* JsonValue::KindName(Kind k) {
   static const char* names[] = {"null", "true or false", "a number", "a string", "an array", "an object"};
   return names[k];

@@ -23,6 +23,10 @@ struct JsonValue {
 
   // The member `key` of an object, or nullptr (also when this is no object).
   const JsonValue* Find(const std::string& key) const;
+  bool Has(const std::string& key) const { return Find(key) != nullptr; }
+  // The member `key` of an object; throws Error naming the key and where
+  // this value starts when there is none.
+  const JsonValue& operator[](const std::string& key) const;
   // "an object", "a string", ... for messages.
   static const char* KindName(Kind k);
   const char* KindName() const { return KindName(kind); }
