@@ -25,6 +25,10 @@ ConfigFile LoadConfig(const std::string& path, const std::vector<std::string>& d
 // The same, from text already in memory (path is used in messages).
 ConfigFile ParseConfig(const std::string& text, const std::string& path, const std::vector<std::string>& defines);
 
+// s as a string of the config language, quoted and escaped ("a\"b"), for
+// the writers of configs (import-onnx, import-mxnet).
+std::string QuoteConfigString(const std::string& s);
+
 // The forward graph of the config's nodes. Data inputs become input
 // variables; omitted weights and biases become parameters; batch_norm ->
 // relu pairs are fused (FuseBnRelu) unless the config says fuse: false.

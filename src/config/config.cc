@@ -261,4 +261,13 @@ ConfigFile LoadConfig(const std::string& path, const std::vector<std::string>& d
   return ParseConfig(text.str(), path, defines);
 }
 
+std::string QuoteConfigString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 }  // namespace frugal

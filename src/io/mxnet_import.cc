@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 
+#include "frugal/config.h"
 #include "frugal/mxnet.h"
 #include "frugal/op.h"
 
@@ -190,15 +191,6 @@ std::pair<std::string, AttrMap> Translate(const MxnetNode& n, const OpRule& rule
   std::string op = rule.frugal;
   if (rule.adjust) rule.adjust(mx, &op, &attrs);
   return {op, attrs};
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
 }
 
 enum class Role : uint8_t { kOp, kParam, kAux, kData, kLabel, kState };
@@ -375,7 +367,7 @@ class Importer {
       const double m = std::strtod(it->second.c_str(), &end);
       FRUGAL_REQUIRE(!it->second.empty() && *end == '\0' && std::isfinite(m), Where(v), ": __", key, "__ '",
                      it->second, "' is not a number");
-      s += Fmt(" ", key, " { key: ", Quote(input), " value: ", it->second, " }");
+      s += Fmt(" ", key, " { key: ", QuoteConfigString(input), " value: ", it->second, " }");
     }
     return s;
   }
@@ -414,17 +406,17 @@ class Importer {
 
   std::string OpText(int i) {
     const MxnetNode& n = sym_.nodes[i];
-    std::string s = "node { name: " + Quote(name_[i]) + " op: " + Quote(op_[i].first);
+    std::string s = "node { name: " + QuoteConfigString(name_[i]) + " op: " + QuoteConfigString(op_[i].first);
     for (const auto& in : n.inputs)
-      if (!left_out_[in.node]) s += " input: " + Quote(Ref(in));
-    for (const auto& [key, value] : op_[i].second) s += " attr { key: " + Quote(key) + " value: " + Quote(value) + " }";
+      if (!left_out_[in.node]) s += " input: " + QuoteConfigString(Ref(in));
+    for (const auto& [key, value] : op_[i].second) s += " attr { key: " + QuoteConfigString(key) + " value: " + QuoteConfigString(value) + " }";
     return s + mults_[i] + " }\n";
   }
 
   std::string WeightVariable(int i) {
     Store(name_[i], i);
     const Array& a = arrays_.at(sym_.nodes[i].name);
-    return "node { name: " + Quote(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
+    return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
            DimsText(a.value.shape().dims()) + "\" }" + (a.aux ? " attr { key: \"kind\" value: \"aux\" }" : "") +
            " }\n";
   }
@@ -437,7 +429,7 @@ class Importer {
     Tensor zero = Tensor::Empty(Shape(dims), DType::kFloat32, {}, MemKind::kParam);
     zero.Fill(0.f);
     out_.aux[name_[i]] = zero;
-    return "node { name: " + Quote(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" + DimsText(dims) +
+    return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" + DimsText(dims) +
            "\" } attr { key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"zero\" } }\n";
   }
 
@@ -456,20 +448,20 @@ class Importer {
     const std::string version = v > 0 ? Fmt("MXNet ", v / 10000, ".", v / 100 % 100, ".", v % 100) : "MXNet";
     return Fmt("# Imported from ", version, " by `frugal import-mxnet`; the weights are in the checkpoint\n",
                "# beside this file, under the parameter names BuildGraph gives (<node>_<input>)\n",
-               "# and the variable nodes' names.\nversion: 1\nname: ", Quote(model_name), "\n");
+               "# and the variable nodes' names.\nversion: 1\nname: ", QuoteConfigString(model_name), "\n");
   }
 
   std::string Outputs() const {
     std::string s;
-    for (const auto& h : sym_.heads) s += "output: " + Quote(Ref(h)) + "\n";
+    for (const auto& h : sym_.heads) s += "output: " + QuoteConfigString(Ref(h)) + "\n";
     return s;
   }
 
   std::string DataSection() const {
     std::string s = "# The data section is yours: add train { ... } and val { ... } sources (and label_shape\n"
                     "# where a label is not one class index per sample).\ndata {\n";
-    if (data_ >= 0) s += "  data_name: " + Quote(name_[data_]) + "\n";
-    if (label_ >= 0) s += "  label_name: " + Quote(name_[label_]) + "\n";
+    if (data_ >= 0) s += "  data_name: " + QuoteConfigString(name_[data_]) + "\n";
+    if (label_ >= 0) s += "  label_name: " + QuoteConfigString(name_[label_]) + "\n";
     const std::vector<int64_t> shape = !opts_.data_shape.empty() ? opts_.data_shape
                                        : data_ >= 0                ? ShapeAttr(data_)
                                                                    : std::vector<int64_t>{};

@@ -9,20 +9,12 @@
 #include <map>
 #include <set>
 
+#include "frugal/config.h"
 #include "frugal/onnx.h"
 #include "frugal/op.h"
 
 namespace frugal {
 namespace {
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 bool IsParam(const Node& n) { return n.var == VarKind::kParam || n.var == VarKind::kAux; }
 
@@ -82,17 +74,17 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
       const Tensor& value = imp.values.at(v.name);
       std::string dims;
       for (int64_t d : value.shape().dims()) dims += Fmt(dims.empty() ? "" : ",", d);
-      nodes += "node { name: " + Quote(name) + " op: \"variable\" attr { key: \"shape\" value: \"(" + dims + ")\" }";
+      nodes += "node { name: " + QuoteConfigString(name) + " op: \"variable\" attr { key: \"shape\" value: \"(" + dims + ")\" }";
       if (v.var == VarKind::kAux) nodes += " attr { key: \"kind\" value: \"aux\" }";
       nodes += " }\n";
       out.params.emplace_back(name, value);
     }
-    nodes += "node { name: " + Quote(n.name) + " op: " + Quote(n.op->name());
+    nodes += "node { name: " + QuoteConfigString(n.name) + " op: " + QuoteConfigString(n.op->name());
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const Node& v = g.node(n.inputs[k].node);
       const InputSpec& spec = specs[std::min(k, specs.size() - 1)];
       if (k < keep) {
-        nodes += " input: " + Quote(ref(n.inputs[k]));
+        nodes += " input: " + QuoteConfigString(ref(n.inputs[k]));
         continue;
       }
       const std::string pname = n.name + "_" + spec.name;
@@ -100,7 +92,7 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
                      "' is taken by another node");
       out.params.emplace_back(pname, imp.values.at(v.name));
     }
-    for (const auto& [key, value] : n.attrs) nodes += " attr { key: " + Quote(key) + " value: " + Quote(value) + " }";
+    for (const auto& [key, value] : n.attrs) nodes += " attr { key: " + QuoteConfigString(key) + " value: " + QuoteConfigString(value) + " }";
     nodes += " }\n";
   }
 
@@ -108,11 +100,11 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
   const Shape& shape = imp.inputs.empty() ? Shape() : imp.inputs[0].shape;
   std::string text = Fmt("# Imported from ONNX (opset ", imp.opset, ") by `frugal import-onnx`; the weights are in\n",
                          "# the .params file beside this one, under the parameter names BuildGraph gives\n",
-                         "# (<node>_<input>) and the variable nodes' names.\nversion: 1\nname: ", Quote(model_name), "\n", nodes);
-  for (const Entry& e : g.outputs) text += "output: " + Quote(ref(e)) + "\n";
+                         "# (<node>_<input>) and the variable nodes' names.\nversion: 1\nname: ", QuoteConfigString(model_name), "\n", nodes);
+  for (const Entry& e : g.outputs) text += "output: " + QuoteConfigString(ref(e)) + "\n";
   text += "# The data section is yours: add train { idx { images: ... labels: ... } } (and val),\n"
           "# and a loss head (e.g. softmax_cross_entropy) on the output to train.\n"
-          "data {\n  data_name: " + Quote(in.name) + "\n";
+          "data {\n  data_name: " + QuoteConfigString(in.name) + "\n";
   if (shape.known() && shape.ndim() >= 1) {
     text += Fmt("  batch_size: ", shape[0], "\n  sample_shape: [");
     for (int d = 1; d < shape.ndim(); ++d) text += Fmt(d > 1 ? ", " : "", shape[d]);
