@@ -65,21 +65,10 @@ Tensor Values(Shape s, uint32_t seed) {
 }
 
 std::vector<float> RunNet(const std::string& config_text, const std::map<std::string, Tensor>& inputs,
-                       const std::map<std::string, Tensor>& weights) {
-  Graph g = BuildGraph(ParseConfig(config_text, "imported.prototxt", {}));
-  Bindings b;
-  std::vector<std::pair<std::string, Shape>> shapes;
-  for (const auto* part : {&inputs, &weights})
-    for (const auto& [name, t] : *part) {
-      b.vars[name] = t;
-      shapes.push_back({name, t.shape()});
-    }
-  InferShapes(&g, shapes);
-  MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
-  std::unique_ptr<Engine> engine = MakeEngine("naive");
-  Executor exec(g, plan, b, engine.get());
-  exec.Run(false, 0, 1);
-  const Tensor& y = exec.output(0);
+                          const std::map<std::string, Tensor>& weights) {
+  std::map<std::string, Tensor> vars = weights;
+  vars.insert(inputs.begin(), inputs.end());
+  const Tensor y = RunForward(BuildGraph(ParseConfig(config_text, "imported.prototxt", {})), vars)[0];
   return std::vector<float>(y.f(), y.f() + y.size());
 }
 

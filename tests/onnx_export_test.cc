@@ -154,27 +154,6 @@ CheckpointState RandomCheckpoint(const std::string& text) {
   return c;
 }
 
-// Every output of a forward graph at inference, given its variables.
-std::vector<Tensor> Infer(Graph g, const std::map<std::string, Tensor>& vars) {
-  std::vector<std::pair<std::string, Shape>> shapes;
-  Bindings b;
-  for (const auto& [name, t] : vars) {
-    shapes.push_back({name, t.shape()});
-    b.vars[name] = t;
-  }
-  InferShapes(&g, shapes);
-  MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
-  std::unique_ptr<Engine> engine = MakeEngine("naive");
-  Executor exec(g, plan, b, engine.get());
-  exec.Run(/*is_train=*/false, 0, 1);
-  std::vector<Tensor> out;
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
-    out.push_back(Tensor::Empty(exec.output(static_cast<int>(k)).shape()));
-    out.back().CopyFrom(exec.output(static_cast<int>(k)));
-  }
-  return out;
-}
-
 // A config's model written as a checkpoint and exported by the command.
 struct Exported {
   TempDir dir;
@@ -207,14 +186,14 @@ void ExpectRoundTrip(const std::string& name, const std::string& text) {
     vars[name] = name == "data" ? Uniform(shape, -1, 1, &rng) : Tensor::Empty(shape);
   const Tensor x = vars.at("data");
   for (const auto* part : {&ex.state.params, &ex.state.aux}) vars.insert(part->begin(), part->end());
-  const std::vector<Tensor> want = Infer(g, vars);
+  const std::vector<Tensor> want = RunForward(g, vars);
 
   OnnxImport imp = ImportOnnxFile(ex.model);
   ASSERT_TRUE(imp.unsupported.empty()) << DescribeUnsupported(imp.unsupported);
   ASSERT_EQ(imp.inputs.size(), 1u);  // the label only feeds loss heads
   std::map<std::string, Tensor> back = imp.values;
   back[imp.graph.node(imp.inputs[0].node).name] = x;
-  const std::vector<Tensor> got = Infer(imp.graph, back);
+  const std::vector<Tensor> got = RunForward(imp.graph, back);
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < want.size(); ++k) {
     ASSERT_EQ(got[k].shape(), want[k].shape()) << imp.output_names[k];

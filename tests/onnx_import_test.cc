@@ -109,18 +109,7 @@ struct Mlp {
 
 // Runs a forward graph on the given variables; returns output 0.
 std::vector<float> RunGraph(Graph g, const std::map<std::string, Tensor>& vars) {
-  std::vector<std::pair<std::string, Shape>> shapes;
-  Bindings b;
-  for (const auto& [name, t] : vars) {
-    shapes.push_back({name, t.shape()});
-    b.vars[name] = t;
-  }
-  InferShapes(&g, shapes);
-  MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
-  std::unique_ptr<Engine> engine = MakeEngine("naive");
-  Executor exec(g, plan, b, engine.get());
-  exec.Run(false, 0, 1);
-  const Tensor& y = exec.output(0);
+  const Tensor y = RunForward(std::move(g), vars)[0];
   return std::vector<float>(y.f(), y.f() + y.size());
 }
 

@@ -14,8 +14,30 @@
 #include <gtest/gtest.h>
 
 #include "frugal/base.h"
+#include "frugal/executor.h"
+#include "frugal/passes.h"
 
 namespace frugal::test {
+
+std::vector<Tensor> RunForward(Graph g, const std::map<std::string, Tensor>& vars) {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  Bindings b;
+  for (const auto& [name, t] : vars) {
+    shapes.push_back({name, t.shape()});
+    b.vars[name] = t;
+  }
+  InferShapes(&g, shapes);
+  MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
+  std::unique_ptr<Engine> engine = MakeEngine("naive");
+  Executor exec(g, plan, b, engine.get());
+  exec.Run(/*is_train=*/false, 0, 1);
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    out.push_back(Tensor::Empty(exec.output(static_cast<int>(k)).shape()));
+    out.back().CopyFrom(exec.output(static_cast<int>(k)));
+  }
+  return out;
+}
 
 double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
   double d = 0, n = 0;

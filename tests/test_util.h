@@ -3,10 +3,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "frugal/engine.h"
+#include "frugal/graph.h"
+#include "frugal/tensor.h"
 
 namespace frugal::test {
 
@@ -23,6 +26,10 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Every output of a forward graph at inference (naive engine, share plan),
+// given its variables by name; copies, so they outlive the executor.
+std::vector<Tensor> RunForward(Graph g, const std::map<std::string, Tensor>& vars);
 
 // The relative L2 distance of b from a (a and b of one size).
 double RelErr(const std::vector<float>& a, const std::vector<float>& b);
