@@ -51,7 +51,7 @@ void ActBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_activation(OpRegistry* r) {
-  r->Add("activation")
+  OpDef& fwd = r->Add("activation")
       .Doc("Elementwise activation: act_type relu, sigmoid, tanh or softrelu.")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -61,20 +61,13 @@ void Register_activation(OpRegistry* r) {
                                                                                                 : Act::kSoftRelu);
       })
       .InferShape(InferSameShape)
-      .Backward({OutGrad(0), Output(0)}, "_backward_activation")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Workspace([](const WorkspaceCtx&) { return cpu::EltwiseWorkspaceBytes(); })
       .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
       .CpuKernel(ActForward);
-  r->Add("_backward_activation")
-      .Doc("Gradient of activation: dx = dy f'(y).")
-      .Inputs({{"dy"}, {"y"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {OutGrad(0), Output(0)}, "dx = dy f'(y).")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .ChannelsLast({0, 1}, {0}, /*tied=*/true)
       .CpuKernel(ActBackward);
 }

@@ -336,7 +336,7 @@ double AttentionFlops(const Node& n, const Shape& q, const Shape& k, const Shape
 }  // namespace
 
 void Register_attention(OpRegistry* r) {
-  r->Add("attention")
+  OpDef& fwd = r->Add("attention")
       .Doc("Scaled dot-product attention softmax(scale q k^T + mask) v over (batch..., T, features), fused: "
            "causal (false), scale (0: 1/sqrt(features)), dropout (0) on the attention weights, masked (false: "
            "true takes an additive mask (..., Tq, Tk) as a fourth input).")
@@ -357,7 +357,6 @@ void Register_attention(OpRegistry* r) {
       })
       .InferShape(AttentionInferShape)
       // The mask, read last, only where the node has one.
-      .Backward({OutGrad(0), Input(0), Input(1), Input(2), Output(0), Output(1), Input(3)}, "_backward_attention")
       .Recompute(Cost::kExpensive)
       .Random(Randomness::kCounterRng)
       .WritesOutputsTogether()
@@ -366,16 +365,7 @@ void Register_attention(OpRegistry* r) {
         return AttentionFlops(n, in[0], in[1], in[2], 2);
       })
       .CpuKernel(AttentionForward);
-  r->Add("_backward_attention")
-      .Doc("Gradient of attention: dq, dk, dv, each block's probabilities recomputed from the saved log-sum-exp.")
-      .Inputs({{"dy"}, {"q"}, {"k"}, {"v"}, {"y"}, {"lse"}, {"mask"}})
-      .Outputs({"dq", "dk", "dv", "dmask"})
-      .NumInputsFn([](const std::any& p) { return std::any_cast<const AttentionParams&>(p).masked ? 7 : 6; })
-      .NumOutputsFn([](const std::any& p) { return std::any_cast<const AttentionParams&>(p).masked ? 4 : 3; })
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kExpensive)
-      .Random(Randomness::kCounterRng)
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1), Input(2), Output(0), Output(1), Input(3)}, "dq, dk, dv, each block's probabilities recomputed from the saved log-sum-exp.")
       .Workspace(AttentionWorkspace)
       .Flops([](const Node& n, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return AttentionFlops(n, in[1], in[2], in[3], 5);

@@ -400,7 +400,7 @@ void BnBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_batch_norm(OpRegistry* r) {
-  r->Add("batch_norm")
+  OpDef& fwd = r->Add("batch_norm")
       .Doc("Batch normalisation over axis 1: eps, momentum, fix_gamma, use_global_stats (MXNet's defaults).")
       .Inputs({{"x"},
                {"gamma", VarKind::kParam, "one"},
@@ -425,7 +425,6 @@ void Register_batch_norm(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(BnInferShape)
-      .Backward({OutGrad(0), Input(0), Input(1), Input(2), Output(1), Output(2)}, "_backward_batch_norm")
       .Mutates({3, 4})
       .MirrorReads({{3, 1}, {4, 2}})
       .Inplace({{0, 0}})
@@ -436,14 +435,8 @@ void Register_batch_norm(OpRegistry* r) {
       .Bf16()
       .ChannelsLast({0}, {0}, /*tied=*/true)
       .CpuKernel(BnForward);
-  r->Add("_backward_batch_norm")
-      .Doc("Gradient of batch_norm: dx, dgamma (0 with fix_gamma), dbeta; none for the moving statistics.")
-      .Inputs({{"dy"}, {"x"}, {"gamma"}, {"beta"}, {"mean"}, {"var"}})
-      .Outputs({"dx", "dgamma", "dbeta", "dmoving_mean", "dmoving_var"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1), Input(2), Output(1), Output(2)}, "dx, dgamma (0 with fix_gamma), dbeta; none for the moving statistics.")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 12.0 * in[0].Size();  // two reductions over dy and dy*xhat, then dx
       })

@@ -53,7 +53,7 @@ void CastKernel(const KernelCtx& c) {
 }  // namespace
 
 void Register_cast(OpRegistry* r) {
-  r->Add("cast")
+  OpDef& fwd = r->Add("cast")
       .Doc("y = x in another element type: dtype float32 or bfloat16 (rounded to nearest even).")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -67,16 +67,9 @@ void Register_cast(OpRegistry* r) {
       })
       .InferShape(InferSameShape)
       .InferDType([](DTypeCtx& c) { c.out[0] = c.params<CastParams>().dtype; })  // any input type
-      .Backward({OutGrad(0)}, "_backward_cast")
       .Recompute(Cost::kCheap)
       .CpuKernel(CastKernel);
-  r->Add("_backward_cast")
-      .Doc("Gradient of cast: dx = dy in x's element type.")
-      .Inputs({{"dy"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kCheap)
+  AddBackward(r, fwd, {OutGrad(0)}, "dx = dy in x's element type.")
       .CpuKernel(CastKernel);
 }
 

@@ -207,8 +207,8 @@ std::any ParseSplit(AttrReader& a) {
 
 int NumParts(const std::any& p) { return static_cast<int>(std::any_cast<const SplitParams&>(p).num_outputs); }
 
-void RegisterSplit(OpRegistry* r, const std::string& name) {
-  r->Add(name)
+OpDef& RegisterSplit(OpRegistry* r, const std::string& name) {
+  return r->Add(name)
       .Doc("Cuts x into num_outputs equal parts along axis (default 1); squeeze_axis drops a size-1 axis.")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -225,7 +225,7 @@ void RegisterSplit(OpRegistry* r, const std::string& name) {
 
 void Register_concat_split(OpRegistry* r) {
   auto num_args = [](const std::any& p) { return static_cast<int>(std::any_cast<const ConcatParams&>(p).num_args); };
-  r->Add("concat")
+  OpDef& concat = r->Add("concat")
       .Doc("Joins num_args inputs (default 2) along dim (default 1).")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -238,29 +238,14 @@ void Register_concat_split(OpRegistry* r) {
       })
       .NumInputsFn(num_args)
       .InferShape(ConcatInferShape)
-      .Backward({OutGrad(0)}, "_backward_concat")
       .Recompute(Cost::kFree)
       .CpuKernel(ConcatForward);
-  r->Add("_backward_concat")
-      .Doc("Gradient of concat: dx_k = the part of dy that x_k filled.")
-      .Inputs({{"dy"}})
-      .Outputs({"dx"})
-      .NumInputsFn([](const std::any&) { return 1; })
-      .NumOutputsFn(num_args)
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kFree)
-      .CpuKernel(ConcatBackward);
-  RegisterSplit(r, "split");
-  RegisterSplit(r, "slice_channel");
-  r->Add("_backward_split")
-      .Doc("Gradient of split and slice_channel: dx = the dy_k joined along the axis.")
-      .Inputs({{"dy"}})
-      .Outputs({"dx"})
+  AddBackward(r, concat, {OutGrad(0)}, "dx_k = the part of dy that x_k filled.").CpuKernel(ConcatBackward);
+  // Its gradient node reads every output's gradient (SplitGradient).
+  OpDef& split = RegisterSplit(r, "split");
+  RegisterSplit(r, "slice_channel").Backward({OutGrad(0)}, "_backward_split");
+  AddBackward(r, split, {OutGrad(0)}, "dx = the dy_k joined along the axis (of slice_channel too).")
       .NumInputsFn(NumParts)
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kFree)
       .CpuKernel(SplitBackward);
 }
 

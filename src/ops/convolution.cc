@@ -194,14 +194,13 @@ void ConvBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_convolution(OpRegistry* r) {
-  r->Add("convolution")
+  OpDef& fwd = r->Add("convolution")
       .Doc("2-D convolution over NCHW: kernel, stride, dilate, pad, num_filter, num_group, no_bias.")
       .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
       .Outputs({"y"})
       .Params([](AttrReader& a) { return std::any(ReadConvParams(a)); })
       .NumInputsFn(ConvNumInputs)
       .InferShape(ConvInferShape)
-      .Backward({OutGrad(0), Input(0), Input(1)}, "_backward_convolution")
       .Recompute(Cost::kExpensive)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
         return 2.0 * out[0].Size() * (in[1].Size() / in[1][0]);  // per output: (C/g)*kh*kw multiply-adds
@@ -210,15 +209,7 @@ void Register_convolution(OpRegistry* r) {
       .Bf16()
       .ChannelsLast({0}, {0}, /*tied=*/false)
       .CpuKernel(ConvForward);
-  r->Add("_backward_convolution")
-      .Doc("Gradient of convolution: dx = conv_transpose(dy, W), dW = corr(x, dy), db = sum(dy).")
-      .Inputs({{"dy"}, {"x"}, {"weight"}})
-      .Outputs({"dx", "dweight", "dbias"})
-      .NumInputsFn([](const std::any&) { return 3; })
-      .NumOutputsFn(ConvNumInputs)
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kExpensive)
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1)}, "dx = conv_transpose(dy, W), dW = corr(x, dy), db = sum(dy).")
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[0].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward
       })

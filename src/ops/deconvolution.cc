@@ -149,7 +149,7 @@ void DeconvBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_deconvolution(OpRegistry* r) {
-  r->Add("deconvolution")
+  OpDef& fwd = r->Add("deconvolution")
       .Doc("2-D transposed convolution over NCHW: kernel, stride, dilate, pad, adj, target_shape, num_filter, "
            "num_group, no_bias; weight (C, num_filter/num_group, kh, kw).")
       .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
@@ -165,7 +165,6 @@ void Register_deconvolution(OpRegistry* r) {
       })
       .NumInputsFn(ConvNumInputs)
       .InferShape(DeconvInferShape)
-      .Backward({OutGrad(0), Input(0), Input(1)}, "_backward_deconvolution")
       .Recompute(Cost::kExpensive)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 2.0 * in[0].Size() * (in[1].Size() / in[1][0]);  // per input: (O/g)*kh*kw multiply-adds
@@ -174,15 +173,7 @@ void Register_deconvolution(OpRegistry* r) {
         return Prims(c.params<ConvParams>(), c.in[0]).fwd.WorkspaceBytes();
       })
       .CpuKernel(DeconvForward);
-  r->Add("_backward_deconvolution")
-      .Doc("Gradient of deconvolution: dx = conv(dy, W), dW, db = sum(dy).")
-      .Inputs({{"dy"}, {"x"}, {"weight"}})
-      .Outputs({"dx", "dweight", "dbias"})
-      .NumInputsFn([](const std::any&) { return 3; })
-      .NumOutputsFn(ConvNumInputs)
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kExpensive)
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1)}, "dx = conv(dy, W), dW, db = sum(dy).")
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[1].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward
       })

@@ -63,7 +63,7 @@ void ApplyMask(const KernelCtx& c) {
 }  // namespace
 
 void Register_dropout(OpRegistry* r) {
-  r->Add("dropout")
+  OpDef& fwd = r->Add("dropout")
       .Doc("Inverted dropout when training: y = x * mask / (1 - p); the mask comes from a counter-based RNG.")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -75,20 +75,12 @@ void Register_dropout(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(InferSameShape)
-      .Backward({OutGrad(0)}, "_backward_dropout")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Random(Randomness::kCounterRng)
       .CpuKernel(ApplyMask);
-  r->Add("_backward_dropout")
-      .Doc("Gradient of dropout: dx = dy * mask / (1 - p), the mask regenerated from the counter-based RNG.")
-      .Inputs({{"dy"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {OutGrad(0)}, "dx = dy * mask / (1 - p), the mask regenerated from the counter-based RNG.")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .Random(Randomness::kCounterRng)
       .CpuKernel(ApplyMask);
 }
 

@@ -104,27 +104,18 @@ void BinaryBackward(const KernelCtx& c) {
 
 template <typename Op, bool kReadsInputs>
 void RegisterBinary(OpRegistry* r, const std::string& name, const std::string& doc, const std::string& grad_doc) {
+  OpDef& fwd = r->Add(name)
+                   .Doc(doc + " (numpy broadcasting).")
+                   .Inputs({{"a"}, {"b"}})
+                   .Outputs({"y"})
+                   .InferShape(BinaryInferShape)
+                   .Inplace({{0, 0}, {1, 0}})
+                   .Recompute(Cost::kCheap)
+                   .CpuKernel(BinaryForward<Op>);
   std::vector<BackwardRead> reads{OutGrad(0)};
   if (kReadsInputs) reads = {OutGrad(0), Input(0), Input(1)};
-  r->Add(name)
-      .Doc(doc + " (numpy broadcasting).")
-      .Inputs({{"a"}, {"b"}})
-      .Outputs({"y"})
-      .InferShape(BinaryInferShape)
-      .Backward(reads, "_backward_" + name)
-      .Inplace({{0, 0}, {1, 0}})
-      .Recompute(Cost::kCheap)
-      .CpuKernel(BinaryForward<Op>);
-  std::vector<InputSpec> bwd_in{{"dy"}};
-  if (kReadsInputs) bwd_in = {{"dy"}, {"a"}, {"b"}};
-  r->Add("_backward_" + name)
-      .Doc("Gradient of " + name + ": " + grad_doc + ", each summed over its broadcast dims.")
-      .Inputs(bwd_in)
-      .Outputs({"da", "db"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, reads, grad_doc + ", each summed over its broadcast dims.")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .CpuKernel(BinaryBackward<Op, kReadsInputs>);
 }
 

@@ -80,16 +80,9 @@ void Register_elemwise_scalar(OpRegistry* r) {
   RegisterScalar<DivS>(r, "div_scalar", "y = x / scalar")
       .Backward({OutGrad(0)})
       .Gradient(GradientAs("div_scalar", true));
-  RegisterScalar<RDivS>(r, "rdiv_scalar", "y = scalar / x")
-      .Backward({OutGrad(0), Input(0)}, "_backward_rdiv_scalar");
-  r->Add("_backward_rdiv_scalar")
-      .Doc("Gradient of rdiv_scalar: dx = -dy * scalar / x^2.")
-      .Inputs({{"dy"}, {"x"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  OpDef& rdiv = RegisterScalar<RDivS>(r, "rdiv_scalar", "y = scalar / x");
+  AddBackward(r, rdiv, {OutGrad(0), Input(0)}, "dx = -dy * scalar / x^2.")
       .Inplace({{0, 0}, {1, 0}})
-      .Recompute(Cost::kCheap)
       .CpuKernel(RDivScalarBackward);
 }
 

@@ -75,25 +75,18 @@ void GeluBackward(const KernelCtx& c) {
 template <typename Op>
 OpDef& RegisterUnary(OpRegistry* r, const std::string& name, const std::string& doc, const std::string& grad_doc,
                      Kernel forward = UnaryForward<Op>, Kernel backward = UnaryBackward<Op>) {
-  const BackwardRead value = Op::kReadsY ? Output(0) : Input(0);
-  r->Add("_backward_" + name)
-      .Doc("Gradient of " + name + ": " + grad_doc + ".")
-      .Inputs({{"dy"}, {Op::kReadsY ? "y" : "x"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  OpDef& fwd = r->Add(name)
+                   .Doc(doc)
+                   .Inputs({{"x"}})
+                   .Outputs({"y"})
+                   .InferShape(InferSameShape)
+                   .Inplace({{0, 0}})
+                   .Recompute(Cost::kCheap)
+                   .CpuKernel(forward);
+  AddBackward(r, fwd, {OutGrad(0), Op::kReadsY ? Output(0) : Input(0)}, grad_doc + ".")
       .Inplace({{0, 0}, {1, 0}})
-      .Recompute(Cost::kCheap)
       .CpuKernel(backward);
-  return r->Add(name)
-      .Doc(doc)
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .InferShape(InferSameShape)
-      .Backward({OutGrad(0), value}, "_backward_" + name)
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .CpuKernel(forward);
+  return fwd;
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ void EmbeddingBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_embedding(OpRegistry* r) {
-  r->Add("embedding")
+  OpDef& fwd = r->Add("embedding")
       .Doc("Looks up rows of weight (input_dim, output_dim) by the float indices in data.")
       .Inputs({{"data"}, {"weight", VarKind::kParam, "xavier"}})
       .Outputs({"y"})
@@ -88,16 +88,9 @@ void Register_embedding(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(EmbeddingInferShape)
-      .Backward({OutGrad(0), Input(0)}, "_backward_embedding")
       .Recompute(Cost::kCheap)
       .CpuKernel(EmbeddingForward);
-  r->Add("_backward_embedding")
-      .Doc("Gradient of embedding: dweight[k] = sum of dy over the positions holding index k; ddata = 0.")
-      .Inputs({{"dy"}, {"data"}})
-      .Outputs({"ddata", "dweight"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kCheap)
+  AddBackward(r, fwd, {OutGrad(0), Input(0)}, "dweight[k] = sum of dy over the positions holding index k; ddata = 0.")
       .CpuKernel(EmbeddingBackward);
 }
 

@@ -171,7 +171,7 @@ void FcBackward(const KernelCtx& c) {
 
 void Register_fully_connected(OpRegistry* r) {
   auto num_inputs = [](const std::any& p) { return std::any_cast<const FcParams&>(p).no_bias ? 2 : 3; };
-  r->Add("fully_connected")
+  OpDef& fwd = r->Add("fully_connected")
       .Doc("Affine layer y = x W^T + b; num_hidden outputs, optional bias, flatten=true folds all but dim 0.")
       .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
       .Outputs({"y"})
@@ -185,22 +185,13 @@ void Register_fully_connected(OpRegistry* r) {
       })
       .NumInputsFn(num_inputs)
       .InferShape(FcInferShape)
-      .Backward({OutGrad(0), Input(0), Input(1)}, "_backward_fully_connected")
       .Recompute(Cost::kExpensive)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
         return 2.0 * out[0].Size() * in[1][1];  // N*M outputs, K multiply-adds each
       })
       .Workspace(FcForwardWorkspace)
       .CpuKernel(FcForward);
-  r->Add("_backward_fully_connected")
-      .Doc("Gradient of fully_connected: dx = dy W, dW = dy^T x, db = sum(dy).")
-      .Inputs({{"dy"}, {"x"}, {"weight"}})
-      .Outputs({"dx", "dweight", "dbias"})
-      .NumInputsFn([](const std::any&) { return 3; })
-      .NumOutputsFn(num_inputs)
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kExpensive)
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1)}, "dx = dy W, dW = dy^T x, db = sum(dy).")
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[0].Size() * in[2][1];  // dx and dW: two products of N*M*K
       })

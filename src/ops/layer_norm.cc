@@ -134,7 +134,7 @@ int NumInputs(const std::any& p) { return std::any_cast<const LayerNormParams&>(
 }  // namespace
 
 void Register_layer_norm(OpRegistry* r) {
-  r->Add("layer_norm")
+  OpDef& fwd = r->Add("layer_norm")
       .Doc("Layer normalisation over the axes from axis on: axis (default -1), eps (1e-5), no_bias.")
       .Inputs({{"x"}, {"gamma", VarKind::kParam, "one"}, {"beta", VarKind::kParam, "zero"}})
       .Outputs({"y", "mean", "inv_std"})
@@ -149,23 +149,14 @@ void Register_layer_norm(OpRegistry* r) {
       })
       .NumInputsFn(NumInputs)
       .InferShape(LayerNormInferShape)
-      .Backward({OutGrad(0), Input(0), Input(1), Output(1), Output(2)}, "_backward_layer_norm")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 8.0 * in[0].Size();  // statistics (3 per element), normalise, scale and shift (5)
       })
       .CpuKernel(LayerNormForward);
-  r->Add("_backward_layer_norm")
-      .Doc("Gradient of layer_norm: dx, dgamma, dbeta.")
-      .Inputs({{"dy"}, {"x"}, {"gamma"}, {"mean"}, {"inv_std"}})
-      .Outputs({"dx", "dgamma", "dbeta"})
-      .NumInputsFn([](const std::any&) { return 5; })
-      .NumOutputsFn(NumInputs)
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1), Output(1), Output(2)}, "dx, dgamma, dbeta.")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 12.0 * in[0].Size();  // two row sums, dx, and the parameter gradients
       })

@@ -45,7 +45,7 @@ void LeakyBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_leaky_relu(OpRegistry* r) {
-  r->Add("leaky_relu")
+  OpDef& fwd = r->Add("leaky_relu")
       .Doc("Leaky ReLU or ELU: act_type leaky (default) or elu, slope (default 0.25, >= 0).")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -59,21 +59,14 @@ void Register_leaky_relu(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(InferSameShape)
-      .Backward({OutGrad(0), Output(0)}, "_backward_leaky_relu")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Workspace([](const WorkspaceCtx& c) {
         return c.params<LeakyParams>().elu ? cpu::EltwiseWorkspaceBytes() : int64_t{0};
       })
       .CpuKernel(LeakyForward);
-  r->Add("_backward_leaky_relu")
-      .Doc("Gradient of leaky_relu: dx = dy f'(y).")
-      .Inputs({{"dy"}, {"y"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {OutGrad(0), Output(0)}, "dx = dy f'(y).")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .CpuKernel(LeakyBackward);
 }
 

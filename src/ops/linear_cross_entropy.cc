@@ -185,7 +185,7 @@ double LceFlops(const std::vector<Shape>& in) {
 }  // namespace
 
 void Register_linear_cross_entropy(OpRegistry* r) {
-  r->Add("linear_cross_entropy")
+  OpDef& fwd = r->Add("linear_cross_entropy")
       .Doc("A fully connected layer of num_hidden classes with a softmax cross-entropy loss, computed chunk rows "
            "at a time so the logits never exist in full; outputs per row the loss and the label's rank.")
       .Inputs({{"x"}, {"label"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
@@ -203,20 +203,14 @@ void Register_linear_cross_entropy(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(LceInferShape)
-      .Backward({Output(1), Output(2), Output(3)}, "_backward_linear_cross_entropy")
       .Loss()
       .OutputsLossAndRank()
       .Recompute(Cost::kExpensive)
       .Workspace(LceWorkspace)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in); })
       .CpuKernel(LceForward);
-  r->Add("_backward_linear_cross_entropy")
-      .Doc("Gradient of linear_cross_entropy: the gradients its forward computed (dx, dW, db), handed on; "
-           "dlabel = 0.")
-      .Inputs({{"dx"}, {"dweight"}, {"dbias"}})
-      .Outputs({"dx", "dlabel", "dweight", "dbias"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {Output(1), Output(2), Output(3)},
+              "the gradients its forward computed (dx, dW, db), handed on; dlabel = 0.")
       .Inplace({{0, 0}, {1, 2}, {2, 3}})
       .Recompute(Cost::kCheap)
       .AddTo({0, 2, 3})

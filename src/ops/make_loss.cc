@@ -39,7 +39,7 @@ void MakeLossBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_make_loss(OpRegistry* r) {
-  r->Add("make_loss")
+  OpDef& fwd = r->Add("make_loss")
       .Doc("Makes x a loss head: y = x; dx = grad_scale / norm (normalization null, batch or valid).")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -51,17 +51,11 @@ void Register_make_loss(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(InferSameShape)
-      .Backward({Output(0)}, "_backward_make_loss")
       .Loss()
       .Inplace({{0, 0}})
       .Recompute(Cost::kFree)
       .CpuKernel(CopyForward);
-  r->Add("_backward_make_loss")
-      .Doc("Gradient of make_loss: dx = grad_scale / norm.")
-      .Inputs({{"y"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {Output(0)}, "dx = grad_scale / norm.")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .CpuKernel(MakeLossBackward);

@@ -82,7 +82,7 @@ void MatmulBackward(const KernelCtx& c) {
 
 template <int kRank>
 void RegisterMatmul(OpRegistry* r, const std::string& name, const std::string& doc) {
-  r->Add(name)
+  OpDef& fwd = r->Add(name)
       .Doc(doc)
       .Inputs({{"a"}, {"b"}})
       .Outputs({"y"})
@@ -93,19 +93,13 @@ void RegisterMatmul(OpRegistry* r, const std::string& name, const std::string& d
         return std::any(p);
       })
       .InferShape(MatmulInferShape<kRank>)
-      .Backward({OutGrad(0), Input(0), Input(1)}, "_backward_" + name)
       .Recompute(Cost::kExpensive)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
         return 2.0 * in[0].Size() * out[0][out[0].ndim() - 1];  // batch*M*K*N multiply-adds
       })
       .CpuKernel(MatmulForward);
-  r->Add("_backward_" + name)
-      .Doc("Gradient of " + name + ": da = dy op(b)^T, db = op(a)^T dy (transposed back where asked).")
-      .Inputs({{"dy"}, {"a"}, {"b"}})
-      .Outputs({"da", "db"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kExpensive)
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1)},
+              "da = dy op(b)^T, db = op(a)^T dy (transposed back where asked).")
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[1].Size() * in[0][in[0].ndim() - 1];  // da and db: each as much as the forward
       })

@@ -29,6 +29,36 @@ void InferAsForwardInputs(ShapeCtx& c) {
   for (size_t i = 0; i < c.out.size(); ++i) c.out[i] = (*c.fwd_in)[i];
 }
 
+OpDef& AddBackward(OpRegistry* r, OpDef& fwd, std::vector<BackwardRead> reads, const std::string& doc) {
+  std::vector<InputSpec> in;
+  for (const BackwardRead& read : reads) {
+    const std::string& what =
+        read.kind == BackwardRead::kInput ? fwd.inputs().at(read.index).name : fwd.outputs().at(read.index);
+    in.push_back({read.kind == BackwardRead::kOutGrad ? "d" + what : what});
+  }
+  std::vector<std::string> out;
+  for (const InputSpec& s : fwd.inputs()) out.push_back("d" + s.name);
+  const OpDef* f = &fwd;
+  auto num_reads = [f, reads](const std::any& p) {
+    const int n = f->NumInputs(p);
+    return static_cast<int>(std::count_if(reads.begin(), reads.end(), [n](const BackwardRead& read) {
+      return read.kind != BackwardRead::kInput || read.index < n;
+    }));
+  };
+  const std::string name = "_backward_" + fwd.name();
+  fwd.Backward(std::move(reads), name);
+  return r->Add(name)
+      .Doc("Gradient of " + fwd.name() + ": " + doc)
+      .Inputs(std::move(in))
+      .Outputs(std::move(out))
+      .NumInputsFn(num_reads)
+      .NumOutputsFn([f](const std::any& p) { return f->NumInputs(p); })
+      .InferShape(InferAsForwardInputs)
+      .NoGradient()
+      .Recompute(fwd.cost())
+      .Random(fwd.randomness());
+}
+
 namespace {
 
 // y += x elementwise, T = float or uint16_t (bfloat16 bits).

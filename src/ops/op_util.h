@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -16,6 +17,16 @@ namespace frugal {
 void InferSameShape(ShapeCtx& c);
 // Backward ops: output i has the shape of the forward node's input i.
 void InferAsForwardInputs(ShapeCtx& c);
+
+// Registers fwd's backward op, "_backward_<fwd>", and makes a node of it,
+// reading `reads`, the gradient of every fwd node (fwd.Backward). What it
+// derives from fwd: its inputs, named after what they read ("d" + an output's
+// name for that output's gradient), those of the reads that a node has (an
+// optional input it lacks is not read); one output per input of the forward
+// node, "d" + that input's name, shaped like it; no gradient of its own; the
+// forward's recompute class and randomness. The op's file adds its kernel
+// and whatever else differs (in-place pairs, workspace, FLOPs, layouts).
+OpDef& AddBackward(OpRegistry* r, OpDef& fwd, std::vector<BackwardRead> reads, const std::string& doc);
 
 // A tensor's elements as T, for kernels written once over the activation
 // type: float (a float32 tensor) or uint16_t (bfloat16 bits, frugal/bf16.h).

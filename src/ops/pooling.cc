@@ -155,7 +155,7 @@ void PoolBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_pooling(OpRegistry* r) {
-  r->Add("pooling")
+  OpDef& fwd = r->Add("pooling")
       .Doc("2-D max or average pooling over NCHW: pool_type, kernel, stride, pad, global_pool, count_include_pad, "
            "pooling_convention valid|full.")
       .Inputs({{"x"}})
@@ -177,19 +177,12 @@ void Register_pooling(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(PoolInferShape)
-      .Backward({OutGrad(0), Output(1)}, "_backward_pooling")
       .Recompute(Cost::kCheap)
       .Workspace(PoolForwardWorkspace)
       .Bf16()
       .ChannelsLast({0}, {0}, /*tied=*/false)
       .CpuKernel(PoolForward);
-  r->Add("_backward_pooling")
-      .Doc("Gradient of pooling: dy to the argmax of each window (max) or spread over it (avg).")
-      .Inputs({{"dy"}, {"argmax"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kCheap)
+  AddBackward(r, fwd, {OutGrad(0), Output(1)}, "dy to the argmax of each window (max) or spread over it (avg).")
       .Workspace(PoolBackwardWorkspace)
       .ChannelsLast({0}, {0}, /*tied=*/false)
       .CpuKernel(PoolBackward);

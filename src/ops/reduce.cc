@@ -122,7 +122,7 @@ void MaxBackward(const KernelCtx& c) {
 
 void RegisterReduce(OpRegistry* r, const std::string& name, const std::string& doc, Kernel fwd,
                     std::vector<BackwardRead> reads, Kernel bwd, const std::string& grad_doc) {
-  r->Add(name)
+  OpDef& op = r->Add(name)
       .Doc(doc + " over `axis` (a list; default all), keepdims keeps them as size 1.")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -133,19 +133,9 @@ void RegisterReduce(OpRegistry* r, const std::string& name, const std::string& d
         return std::any(p);
       })
       .InferShape(ReduceInferShape)
-      .Backward(reads, "_backward_" + name)
       .Recompute(Cost::kCheap)
       .CpuKernel(fwd);
-  std::vector<InputSpec> in{{"dy"}};
-  if (reads.size() > 1) in.push_back({"x"});
-  r->Add("_backward_" + name)
-      .Doc("Gradient of " + name + ": " + grad_doc + ".")
-      .Inputs(in)
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kCheap)
-      .CpuKernel(bwd);
+  AddBackward(r, op, std::move(reads), grad_doc + ".").CpuKernel(bwd);
 }
 
 }  // namespace

@@ -47,25 +47,18 @@ void RegressionBackward(const KernelCtx& c) {
 
 template <bool kLogistic>
 void RegisterRegression(OpRegistry* r, const std::string& name, const std::string& doc) {
-  r->Add(name)
+  OpDef& fwd = r->Add(name)
       .Doc(doc)
       .Inputs({{"x"}, {"label"}})
       .Outputs({"y"})
       .Params([](AttrReader& a) { return std::any(RegressionParams{a.Float("grad_scale", 1.0)}); })
       .InferShape(RegressionInferShape)
-      .Backward({Output(0), Input(1)}, "_backward_" + name)
       .Loss()
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .CpuKernel(RegressionForward<kLogistic>);
-  r->Add("_backward_" + name)
-      .Doc("Gradient of " + name + ": dx = (y - label) * grad_scale / (outputs per sample).")
-      .Inputs({{"y"}, {"label"}})
-      .Outputs({"dx", "dlabel"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {Output(0), Input(1)}, "dx = (y - label) * grad_scale / (outputs per sample).")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .CpuKernel(RegressionBackward);
 }
 

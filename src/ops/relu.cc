@@ -42,26 +42,19 @@ void ReluBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_relu(OpRegistry* r) {
-  r->Add("relu")
+  OpDef& fwd = r->Add("relu")
       .Doc("Rectified linear unit: y = max(x, 0).")
       .Inputs({{"x"}})
       .Outputs({"y"})
       .InferShape(InferSameShape)
-      .Backward({OutGrad(0), Output(0)}, "_backward_relu")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Bf16()
       .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
       .CpuKernel(ReluForward);
-  r->Add("_backward_relu")
-      .Doc("Gradient of relu: dx = dy * (y > 0).")
-      .Inputs({{"dy"}, {"y"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {OutGrad(0), Output(0)}, "dx = dy * (y > 0).")
       .ChannelsLast({0, 1}, {0}, /*tied=*/true)
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .CpuKernel(ReluBackward);
 }
 

@@ -66,46 +66,27 @@ void CopyKernel(const KernelCtx& c) { CopyInto(c.in[0], c.out[0], c.req[0]); }
 }  // namespace
 
 void Register_reshape(OpRegistry* r) {
-  r->Add("reshape")
-      .Doc("View x with another shape: 0 copies the input dim, -1 is inferred.")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params([](AttrReader& a) { return std::any(ReshapeParams{a.Ints("shape")}); })
-      .InferShape(ReshapeInferShape)
-      .Backward({OutGrad(0)}, "_backward_reshape")
+  // Views of x with another shape: a copy unless in place; one gradient op.
+  auto view = [r](const char* name, const char* doc, InferShapeFn infer) -> OpDef& {
+    return r->Add(name)
+        .Doc(doc)
+        .Inputs({{"x"}})
+        .Outputs({"y"})
+        .InferShape(std::move(infer))
+        .Backward({OutGrad(0)}, "_backward_reshape")
+        .Inplace({{0, 0}})
+        .Recompute(Cost::kFree)
+        .Bf16()
+        .CpuKernel(CopyKernel);
+  };
+  OpDef& reshape = view("reshape", "View x with another shape: 0 copies the input dim, -1 is inferred.",
+                        ReshapeInferShape)
+                       .Params([](AttrReader& a) { return std::any(ReshapeParams{a.Ints("shape")}); });
+  view("flatten", "Collapse all dims but the first: (N, d1, d2, ...) -> (N, d1*d2*...).", FlattenInferShape);
+  view("expand_dims", "Inserts a dim of size 1 at axis (negative counts from the end).", ExpandDimsInferShape)
+      .Params([](AttrReader& a) { return std::any(ExpandDimsParams{a.Int("axis")}); });
+  AddBackward(r, reshape, {OutGrad(0)}, "dx = dy seen with x's shape (of flatten and expand_dims too).")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kFree)
-      .Bf16()
-      .CpuKernel(CopyKernel);
-  r->Add("flatten")
-      .Doc("Collapse all dims but the first: (N, d1, d2, ...) -> (N, d1*d2*...).")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .InferShape(FlattenInferShape)
-      .Backward({OutGrad(0)}, "_backward_reshape")
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kFree)
-      .Bf16()
-      .CpuKernel(CopyKernel);
-  r->Add("expand_dims")
-      .Doc("Inserts a dim of size 1 at axis (negative counts from the end).")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params([](AttrReader& a) { return std::any(ExpandDimsParams{a.Int("axis")}); })
-      .InferShape(ExpandDimsInferShape)
-      .Backward({OutGrad(0)}, "_backward_reshape")
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kFree)
-      .Bf16()
-      .CpuKernel(CopyKernel);
-  r->Add("_backward_reshape")
-      .Doc("Gradient of reshape, flatten and expand_dims: dx = dy seen with x's shape.")
-      .Inputs({{"dy"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kFree)
       .CpuKernel(CopyKernel);
 }
 

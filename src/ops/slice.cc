@@ -133,7 +133,7 @@ void SliceBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_slice(OpRegistry* r) {
-  r->Add("slice")
+  OpDef& fwd = r->Add("slice")
       .Doc("MXNet slice: x[begin:end:step] per leading axis; tuples may hold None.")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -150,16 +150,9 @@ void Register_slice(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(SliceInferShape)
-      .Backward({OutGrad(0)}, "_backward_slice")
       .Recompute(Cost::kFree)
       .CpuKernel(SliceForward);
-  r->Add("_backward_slice")
-      .Doc("Gradient of slice: dx = dy at the sliced positions, 0 elsewhere.")
-      .Inputs({{"dy"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
-      .Recompute(Cost::kFree)
+  AddBackward(r, fwd, {OutGrad(0)}, "dx = dy at the sliced positions, 0 elsewhere.")
       .CpuKernel(SliceBackward);
 }
 

@@ -70,7 +70,7 @@ void SoftmaxBackward(const KernelCtx& c) {
 }
 
 void Register(OpRegistry* r, const std::string& name, bool log) {
-  r->Add(name)
+  OpDef& fwd = r->Add(name)
       .Doc(log ? "log(softmax(x)) along axis (default -1)." : "Softmax along axis (default -1).")
       .Inputs({{"x"}})
       .Outputs({"y"})
@@ -81,21 +81,14 @@ void Register(OpRegistry* r, const std::string& name, bool log) {
         return std::any(p);
       })
       .InferShape(SoftmaxInferShape)
-      .Backward({OutGrad(0), Output(0)}, "_backward_" + name)
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .Workspace([](const WorkspaceCtx& c) {
         return Prims(c.params<SoftmaxParams>(), c.in[0]).fwd.WorkspaceBytes();
       })
       .CpuKernel(SoftmaxForward);
-  r->Add("_backward_" + name)
-      .Doc(log ? "Gradient of log_softmax: dx = dy - exp(y) sum(dy)." : "Gradient of softmax: dx = y (dy - sum(dy y)).")
-      .Inputs({{"dy"}, {"y"}})
-      .Outputs({"dx"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {OutGrad(0), Output(0)}, log ? "dx = dy - exp(y) sum(dy)." : "dx = y (dy - sum(dy y)).")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .Workspace([](const WorkspaceCtx& c) {
         return Prims(c.params<SoftmaxParams>(), c.in[0]).bwd.WorkspaceBytes();
       })

@@ -77,7 +77,7 @@ void SceBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_softmax_cross_entropy(OpRegistry* r) {
-  r->Add("softmax_cross_entropy")
+  OpDef& fwd = r->Add("softmax_cross_entropy")
       .Doc("Softmax over the last axis with a cross-entropy loss against class labels; outputs probabilities.")
       .Inputs({{"x"}, {"label"}})
       .Outputs({"prob"})
@@ -91,19 +91,12 @@ void Register_softmax_cross_entropy(OpRegistry* r) {
         return std::any(p);
       })
       .InferShape(SceInferShape)
-      .Backward({Output(0), Input(1)}, "_backward_softmax_cross_entropy")
       .Loss()
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .CpuKernel(SceForward);
-  r->Add("_backward_softmax_cross_entropy")
-      .Doc("Gradient of softmax_cross_entropy: dx = (p - onehot(label)) * grad_scale / norm, 0 on ignored rows.")
-      .Inputs({{"prob"}, {"label"}})
-      .Outputs({"dx", "dlabel"})
-      .InferShape(InferAsForwardInputs)
-      .NoGradient()
+  AddBackward(r, fwd, {Output(0), Input(1)}, "dx = (p - onehot(label)) * grad_scale / norm, 0 on ignored rows.")
       .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
       .CpuKernel(SceBackward);
 }
 
