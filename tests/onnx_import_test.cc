@@ -195,6 +195,39 @@ TEST(OnnxImport, NonFloatTensorsAndDomainsAreUnsupported) {
   EXPECT_NE(ImportOnnx(d.m).unsupported.at(0).reason.find("com.example"), std::string::npos);
 }
 
+// Gather of a 2-D float tensor's rows at a float tensor Cast to int64 (what
+// export-onnx makes of embedding) is an embedding over the floats; the Cast
+// read anywhere else, or an int64 input as indices, is unsupported.
+TEST(OnnxImport, GatherAtFloatsCastToIntegersIsAnEmbedding) {
+  ModelBuilder b;
+  b.Input("ids", {3});
+  b.Init("w", {4, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  ModelBuilder::IntAttr(b.Node("Cast", {"ids"}, {"idx"}), "to", onnx::TensorProto::INT64);
+  b.Node("Identity", {"idx"}, {"idx2"});
+  b.Node("Gather", {"w", "idx2"}, {"y"});
+  b.Output("y");
+  OnnxImport imp = ImportOnnx(b.m);
+  ASSERT_TRUE(imp.unsupported.empty()) << DescribeUnsupported(imp.unsupported);
+  std::map<std::string, Tensor> vars = imp.values;
+  vars[imp.graph.node(imp.inputs.at(0).node).name] = FromVector(Shape{3}, {3, 0, 2});
+  ExpectNear(RunGraph(imp.graph, vars), {6, 7, 0, 1, 4, 5});
+
+  b.Node("Relu", {"idx"}, {"r"});
+  b.Output("r");
+  imp = ImportOnnx(b.m);
+  ASSERT_EQ(imp.unsupported.size(), 1u);
+  EXPECT_EQ(imp.unsupported[0].reason, "'idx' is float32 cast to INT64, which frugal reads only as Gather's indices");
+
+  ModelBuilder i;
+  i.Input("ids", {3}, onnx::TensorProto::INT64);
+  i.Init("w", {4, 2}, Ramp(8, 1, 0));
+  i.Node("Gather", {"w", "ids"}, {"y"});
+  i.Output("y");
+  imp = ImportOnnx(i.m);
+  ASSERT_EQ(imp.unsupported.size(), 1u);
+  EXPECT_EQ(imp.unsupported[0].reason, "'ids' is INT64; frugal computes in float32 only");
+}
+
 TEST(OnnxImport, ConstantsAndKnownValuesFeedAttributes) {
   // Reshape's shape from a Constant node; a float Constant read as a tensor
   // becomes aux state (not learned).

@@ -39,7 +39,7 @@ struct Value {
   enum Source : uint8_t { kGraphInput, kInitializer, kConstant, kNode } source = kNode;
   ValueFacts facts;
   Entry entry;                  // valid once a graph node holds it
-  std::string type_name = "FLOAT";  // the element type ("" for non-tensor types)
+  std::string type_name = "FLOAT";  // the element type ("" for non-tensor types), an alias's too
   bool unavailable = false;     // made by a node that could not be imported
   std::string alias_of;         // Identity: this value is another one
 };
@@ -60,7 +60,7 @@ class Importer {
   void Emit(const Lowering& low, const onnx::NodeProto& node, std::vector<std::any> params);
   Entry Resolve(const std::string& onnx_name, VarKind slot_kind);
   Value& Root(const std::string& onnx_name);
-  std::string TensorProblem(const std::string& onnx_name);
+  std::string TensorProblem(const std::string& onnx_name, bool whole_numbers = false);
   std::string UniqueName(const std::string& base);
   void InferNode(int id);
   void Report(const onnx::NodeProto& node, const std::string& label, const std::string& why);
@@ -174,11 +174,15 @@ Value& Importer::Root(const std::string& onnx_name) {
   return *v;
 }
 
-// Why the value cannot be read as a frugal tensor, or "".
-std::string Importer::TensorProblem(const std::string& onnx_name) {
+// Why the value cannot be read as a frugal tensor, or "". With
+// whole_numbers, integers Cast from a float tensor can (as that tensor).
+std::string Importer::TensorProblem(const std::string& onnx_name, bool whole_numbers) {
   const Value& v = Root(onnx_name);
   if (v.type_name.empty()) return Fmt("'", onnx_name, "' is not a tensor (a sequence, map or optional)");
   if (v.type_name != "FLOAT") return Fmt("'", onnx_name, "' is ", v.type_name, "; frugal computes in float32 only");
+  const std::string& type = values_.at(onnx_name).type_name;
+  if (type != "FLOAT" && !whole_numbers)
+    return Fmt("'", onnx_name, "' is float32 cast to ", type, ", which frugal reads only as Gather's indices");
   return "";
 }
 
@@ -202,7 +206,7 @@ void Importer::ImportNode(const onnx::NodeProto& node) {
       return;
     }
     facts.push_back(v.facts);
-    facts.back().type_name = v.type_name;
+    facts.back().type_name = values_.at(in).type_name;
   }
   if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "ai.onnx.preview.training")
     return Report(node, label, "domain '" + node.domain() + "' is not supported");
@@ -260,12 +264,12 @@ std::string Importer::CheckLowering(const Lowering& low, const onnx::NodeProto& 
   }
   std::vector<Operand> used;
   for (const auto& n : low.nodes) used.insert(used.end(), n.inputs.begin(), n.inputs.end());
-  if (low.alias) used.push_back(*low.alias);
+  if (low.alias) used.push_back({Operand::kInput, low.alias->index, 0, true});  // an alias keeps the type
   for (const Operand& o : used) {
     if (o.kind != Operand::kInput) continue;
     if (o.index >= node.input_size() || node.input(o.index).empty())
       return Fmt("input ", o.index + 1, " is absent, and ", node.op_type(), " needs it");
-    if (std::string why = TensorProblem(node.input(o.index)); !why.empty()) return why;
+    if (std::string why = TensorProblem(node.input(o.index), o.whole_numbers); !why.empty()) return why;
   }
   if ((low.alias || low.value) && node.output_size() != 1) return "an alias or a value known at import is one output";
   CHECK(low.alias || low.value || !low.nodes.empty()) << node.op_type() << " rule made no node";
@@ -288,7 +292,9 @@ std::vector<std::any> Importer::ParseAll(const Lowering& low, const onnx::NodePr
 void Importer::Emit(const Lowering& low, const onnx::NodeProto& node, std::vector<std::any> params) {
   const std::string base = Sanitize(node.output_size() && !node.output(0).empty() ? node.output(0) : node.op_type());
   if (low.alias) {
-    values_[node.output(0)].alias_of = node.input(low.alias->index);
+    Value& out = values_[node.output(0)];
+    out.alias_of = node.input(low.alias->index);
+    out.type_name = low.alias_type.empty() ? values_.at(out.alias_of).type_name : low.alias_type;
     return;
   }
   const OpDef* last_op = OpRegistry::Get().Find(low.nodes.back().op);

@@ -87,8 +87,12 @@ struct Operand {
   enum Kind : uint8_t { kInput, kNode, kConst } kind;
   int index;       // ONNX input, earlier node of the lowering, or constant
   int output = 0;  // kNode: which output
+  // kInput: integers Cast from a float tensor are read here as that tensor
+  // (embedding's indices, which frugal holds as floats).
+  bool whole_numbers = false;
 };
 inline Operand In(int i) { return {Operand::kInput, i, 0}; }
+inline Operand Indices(int i) { return {Operand::kInput, i, 0, true}; }
 inline Operand Prev(int node, int output = 0) { return {Operand::kNode, node, output}; }
 inline Operand Const(int c) { return {Operand::kConst, c, 0}; }
 
@@ -113,6 +117,9 @@ struct Lowering {
   std::vector<Constant> constants;
   // No node: the ONNX output is this operand (Identity).
   std::optional<Operand> alias;
+  // The alias's element type where it is not the operand's: integers Cast
+  // from a float tensor (that tensor, which only Indices operands read).
+  std::string alias_type;
   // No node: the ONNX output's value, computed at import from values known
   // there (Shape, Size, shape arithmetic on integers; ConstantOfShape).
   std::optional<OnnxTensor> value;

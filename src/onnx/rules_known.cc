@@ -44,9 +44,14 @@ std::string CastValue(const OnnxTensor& x, const std::string& to, OnnxTensor* y)
   return "";
 }
 
+// ONNX's INT8 ... INT64 and UINT8 ... UINT64.
+bool IsIntegerType(const std::string& type) { return type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0; }
+
 // Cast / CastLike to ONNX type `to`: folded when the input is known at
 // import (a float to float stays the value it is); a float tensor cast to
-// float is itself.
+// float is itself, cast to integers is itself as integers, which only
+// Gather's indices read (embedding refuses values that are not whole numbers,
+// where the Cast would truncate).
 Lowering CastTo(const NodeView& v, const std::string& to) {
   const OnnxTensor* x = KnownTensor(v, 0);
   if (x && x->kind != OnnxTensor::Kind::kOther && (x->kind == OnnxTensor::Kind::kInt || to != "FLOAT")) {
@@ -54,10 +59,11 @@ Lowering CastTo(const NodeView& v, const std::string& to) {
     if (std::string why = CastValue(*x, to, &y); !why.empty()) return Unsupported(why);
     return Folded(std::move(y));
   }
-  if (to != "FLOAT")
+  if (to != "FLOAT" && !(IsIntegerType(to) && v.InputType(0) == "FLOAT"))
     return Unsupported(Fmt("a cast to ", to, " of a tensor not known at import (frugal computes in float32 only)"));
   Lowering l;  // a tensor of another type is refused as an input, with its type named
   l.alias = In(0);
+  if (to != "FLOAT") l.alias_type = to;
   return l;
 }
 
@@ -178,11 +184,19 @@ Lowering SqueezeRule(const NodeView& v) {
 
 // Gather / GatherElements (data, indices known at import, axis): folded
 // for known integers, else the data's elements taken at the positions the
-// indices name (needs the data's shape).
+// indices name (needs the data's shape). Gather of rows (axis 0) of a 2-D
+// float tensor at indices Cast from a float tensor is an embedding.
 Lowering GatherRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"axis"}); !why.empty()) return Unsupported(why);
   const bool elements = v.op_type() == "GatherElements";
   const OnnxTensor *known = KnownIntTensor(v, 0), *idx = KnownIntTensor(v, 1);
+  const Shape& rows = v.InputShape(0);
+  if (!idx && !elements && !known && IsIntegerType(v.InputType(1)) && v.InputType(0) == "FLOAT" && rows.known() &&
+      rows.ndim() == 2 && (v.Int("axis", 0) == 0 || v.Int("axis", 0) == -2)) {
+    Lowering l = One("embedding", {{"input_dim", IntStr(rows[0])}, {"output_dim", IntStr(rows[1])}}, 0);
+    l.nodes[0].inputs = {Indices(1), In(0)};
+    return l;
+  }
   if (!idx) return Unsupported(NotKnown(v, 1, "indices"));
   const Shape x = known ? known->shape() : v.InputShape(0);
   if (!x.known()) return Unsupported("needs the data's shape");
