@@ -15,6 +15,7 @@
 #include "frugal/config.h"
 #include "frugal/engine.h"
 #include "frugal/executor.h"
+#include "frugal/io.h"
 #include "frugal/onnx.h"
 #include "frugal/passes.h"
 #include "onnx.pb.h"
@@ -117,14 +118,21 @@ node { name: "prob" op: "softmax_cross_entropy" input: "fc" input: "label" }
 data { batch_size: 4 sample_shape: [6] }
 )cfg";
 
-// The shapes of the data inputs g reads: data (batch, sample_shape...), label (batch).
+// The char LSTM of models/lstm/char_lm.prototxt in small: two layers of 16
+// units over 5 steps of a 12-character vocabulary.
+const std::vector<std::string> kSmallLstm = {"layers=2", "hidden=16", "seq_len=5", "batch=4", "vocab=12"};
+
+std::string CharLm() { return ReadTextFile(std::string(FRUGAL_SOURCE_DIR) + "/models/lstm/char_lm.prototxt"); }
+
+// The shapes of the data inputs g reads: data (batch, sample_shape...), label (batch, label_shape...).
 std::vector<std::pair<std::string, Shape>> InputShapes(const ConfigFile& cfg, const Graph& g) {
   const int64_t batch = cfg.net.data().batch_size();
-  std::vector<int64_t> data{batch};
+  std::vector<int64_t> data{batch}, label{batch};
   for (int64_t d : cfg.net.data().sample_shape()) data.push_back(d);
+  for (int64_t d : cfg.net.data().label_shape()) label.push_back(d);
   std::vector<std::pair<std::string, Shape>> shapes;
   for (const Node& n : g.nodes())
-    if (n.var == VarKind::kInput) shapes.push_back({n.name, n.name == "label" ? Shape{batch} : Shape(data)});
+    if (n.var == VarKind::kInput) shapes.push_back({n.name, Shape(n.name == "label" ? label : data)});
   return shapes;
 }
 
@@ -137,8 +145,8 @@ Tensor Uniform(const Shape& s, float lo, float hi, std::mt19937* rng) {
 
 // Random parameters and moving statistics (means in [-0.5, 0.5], variances
 // in [0.5, 2]: not the initial 0 and 1) in a checkpoint of the config.
-CheckpointState RandomCheckpoint(const std::string& text) {
-  const ConfigFile cfg = ParseConfig(text, "net.prototxt", {});
+CheckpointState RandomCheckpoint(const std::string& text, const std::vector<std::string>& defines) {
+  const ConfigFile cfg = ParseConfig(text, "net.prototxt", defines);
   Graph g = BuildGraph(cfg);
   InferShapes(&g, InputShapes(cfg, g));
   std::mt19937 rng(7);
@@ -154,37 +162,44 @@ CheckpointState RandomCheckpoint(const std::string& text) {
   return c;
 }
 
-// A config's model written as a checkpoint and exported by the command.
+// A config's model (with --define values) written as a checkpoint and exported by the command.
 struct Exported {
   TempDir dir;
   std::string config, checkpoint, model;
+  std::vector<std::string> defines;
   CheckpointState state;
-  Exported(const std::string& name, const std::string& text) : state(RandomCheckpoint(text)) {
+  Exported(const std::string& name, const std::string& text, std::vector<std::string> defs = {})
+      : defines(std::move(defs)), state(RandomCheckpoint(text, defines)) {
     config = dir.Write(name + ".prototxt", text);
     checkpoint = dir.File(name + ".frugal");
     model = dir.File(name + ".onnx");
     SaveCheckpoint(checkpoint, state);
   }
   RunResult Export() const {
-    return RunFrugal("export-onnx --config " + config + " --checkpoint " + checkpoint + " --out " + model);
+    std::string args = "export-onnx --config " + config + " --checkpoint " + checkpoint + " --out " + model;
+    for (const std::string& d : defines) args += " --define " + d;
+    return RunFrugal(args);
   }
 };
 
 // Exports the config through the command, imports the file with frugal's
-// importer and runs both on one random batch: every output the same.
-void ExpectRoundTrip(const std::string& name, const std::string& text) {
-  Exported ex(name, text);
+// importer and runs both on one random batch (uniform in [-1, 1], or token
+// ids below `tokens`): every output the same.
+void ExpectRoundTrip(const std::string& name, const std::string& text, const std::vector<std::string>& defines = {},
+                     int tokens = 0) {
+  Exported ex(name, text, defines);
   RunResult r = ex.Export();
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("-> " + ex.model + ": opset 17"), std::string::npos) << r.output;
 
-  const ConfigFile cfg = ParseConfig(text, ex.config, {});
+  const ConfigFile cfg = ParseConfig(text, ex.config, defines);
   const Graph g = BuildGraph(cfg);
   std::mt19937 rng(11);
   std::map<std::string, Tensor> vars;  // the label (zeros: class 0) only feeds loss heads
   for (const auto& [name, shape] : InputShapes(cfg, g))
-    vars[name] = name == "data" ? Uniform(shape, -1, 1, &rng) : Tensor::Empty(shape);
-  const Tensor x = vars.at("data");
+    vars[name] = name != "data" ? Tensor::Empty(shape) : Uniform(shape, tokens ? 0 : -1, tokens ? tokens : 1, &rng);
+  Tensor& x = vars.at("data");
+  for (int64_t i = 0; tokens && i < x.size(); ++i) x.f()[i] = std::floor(x.f()[i]);
   for (const auto* part : {&ex.state.params, &ex.state.aux}) vars.insert(part->begin(), part->end());
   const std::vector<Tensor> want = RunForward(g, vars);
 
@@ -210,10 +225,16 @@ TEST(OnnxExport, ResNetWithMovingStatisticsImportsBackToTheSameOutputs) { Expect
 
 TEST(OnnxExport, EveryOtherMappedOpImportsBackToTheSameOutputs) { ExpectRoundTrip("others", kOthers); }
 
+// Embedding, split with squeeze_axis over data and label, lstm_cell (h and c
+// read by the next step and the layer above), the initial state as aux values,
+// a loss head at every step.
+TEST(OnnxExport, CharLstmImportsBackToTheSameOutputs) { ExpectRoundTrip("char_lm", CharLm(), kSmallLstm, 12); }
+
 TEST(OnnxExport, TheTestConfigsUseEveryMappedOp) {
   std::set<std::string> used;
-  for (const char* text : {kMlp, kResNet, kOthers}) {
-    const Graph g = BuildGraph(ParseConfig(text, "net.prototxt", {}));  // held: nodes() refers into it
+  for (const auto& [text, defines] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {kMlp, {}}, {kResNet, {}}, {kOthers, {}}, {CharLm(), kSmallLstm}}) {
+    const Graph g = BuildGraph(ParseConfig(text, "net.prototxt", defines));  // held: nodes() refers into it
     for (const Node& n : g.nodes())
       if (!n.is_variable()) used.insert(n.op->name());
   }
@@ -257,6 +278,29 @@ TEST(OnnxExport, InferenceGraphDropsDropoutAndKeepsMovingStatistics) {
   EXPECT_EQ(after_dropout, 1);
 }
 
+// The label's split only feeds the loss heads: neither it nor the label is
+// in the model. Every step's cell names both outputs it gives (h, c:
+// "<node>:1"), and the data's split all its parts.
+TEST(OnnxExport, CharLstmLeavesOutTheLabelAndNamesEveryOutput) {
+  Exported ex("char_lm", CharLm(), kSmallLstm);
+  RunResult r = ex.Export();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const onnx::ModelProto m = ReadOnnxModel(ex.model);
+  ASSERT_EQ(m.graph().input_size(), 1);
+  EXPECT_EQ(m.graph().input(0).name(), "data");
+  ASSERT_EQ(m.graph().output_size(), 5);
+  EXPECT_EQ(m.graph().output(4).name(), "steps/4/prob");
+  std::set<std::string> made;
+  for (const auto& n : m.graph().node()) {
+    made.insert(n.output().begin(), n.output().end());
+    EXPECT_EQ(n.name().rfind("targets", 0), std::string::npos) << n.name();
+    for (const std::string& in : n.input()) EXPECT_NE(in, "label") << n.name();
+  }
+  for (const char* v : {"tokens", "tokens:4", "steps/0/layers/1/cell", "steps/0/layers/1/cell:1"})
+    EXPECT_TRUE(made.count(v)) << v;
+  EXPECT_FALSE(made.count("steps/0/layers/1/cell:2"));  // the gates, for the backward pass only
+}
+
 TEST(OnnxExport, BatchFlagSetsTheShapesAndBfloat16ExportsFloat32) {
   Exported ex("mlp", kMlp);
   const std::string args = "export-onnx --config " + ex.config + " --checkpoint " + ex.checkpoint + " --out ";
@@ -288,9 +332,9 @@ TEST(OnnxExport, OnnxCheckerAcceptsTheExportedModels) {
   ASSERT_EQ(r.exit_code, 0) << "python3-onnx is missing: run tools/install_deps.sh (apt-get install python3-onnx)\n"
                             << r.output;
   const std::vector<std::pair<std::string, std::string>> configs = {
-      {"mlp", kMlp}, {"resnet", kResNet}, {"others", kOthers}};
+      {"mlp", kMlp}, {"resnet", kResNet}, {"others", kOthers}, {"char_lm", CharLm()}};
   for (const auto& [name, text] : configs) {
-    Exported ex(name, text);
+    Exported ex(name, text, name == "char_lm" ? kSmallLstm : std::vector<std::string>{});
     ASSERT_EQ(ex.Export().exit_code, 0);
     r = OnnxCheck(ex.model);
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.output;
@@ -377,6 +421,13 @@ TEST(OnnxExport, ConfigurationsOnnxCannotExpressAreErrors) {
   ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
               {"node 'm' (relu): reads output 1 of 'bn', which the ONNX export does not make"});
   ExpectError([&] { ExportOnnx(g, {}, "net"); }, {"node 'bn' (batch_norm): no value for its input 'bn_beta'"});
+  g = Built(R"cfg(node { name: "fc" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "8" } }
+               node { name: "cell" op: "lstm_cell" input: "fc" input: "fc" input: "data" }
+               node { name: "gates" op: "relu" input: "cell:2" })cfg",
+            "[2]");
+  ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
+              {"node 'gates' (relu): reads output 2 of 'cell', which the ONNX export does not make "
+               "(it makes an op's visible outputs: 2 of lstm_cell)"});
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 // parameters and aux state as an ONNX model (opset 17) for inference.
 //
 // One rule per frugal op (the table in Rules()) reads the node's typed params
-// and adds ONNX nodes; the last one's output is named after the frugal node,
-// intermediate values "<node>:<what>" (':' never occurs in a config name).
+// and adds ONNX nodes. The frugal node's visible outputs are named as
+// configs name them: "<node>" (output 0), "<node>:<k>"; intermediate values
+// "<node>:<what>" (':' never occurs in a config name). Nodes are exported
+// when a graph output or an exported node reads them (so in topological
+// order), so what only the loss heads' labels need is left out.
 // The mapping is the inverse of the importer's table (op_table.cc), so an
 // exported model imports back into the same computation:
 //   dropout, identity, block_grad        removed (the output is the input)
@@ -12,12 +15,18 @@
 //                                        then Relu when fused (act_type relu)
 //   fully_connected                      [Flatten(axis 1)] Gemm(transB=1)
 //   softmax_cross_entropy                Softmax: what the head outputs
+//   embedding                            Gather of the weight's rows at the
+//                                        indices Cast to int64
+//   split                                Split [then Squeeze, squeeze_axis]
+//   lstm_cell                            Add, Split into the 4 gates, Sigmoid
+//                                        and Tanh, Mul, Add (h and c; not the
+//                                        gates kept for the backward pass)
 //   linear_ / logistic_regression_output the input / Sigmoid
 //   reshape, expand_dims                 Reshape to the inferred shape (so the
 //                                        batch size is the graph's, as every dim)
 // Variables appear when a rule first reads them: data inputs as graph
 // inputs, parameters and aux state as initializers; a label read only by
-// loss heads is not an input of the model.
+// loss heads (directly or through a split) is not an input of the model.
 #include <fstream>
 #include <functional>
 #include <map>
@@ -67,7 +76,7 @@ void SetType(onnx::ValueInfoProto* v, const std::string& name, const Shape& s) {
 class Exporter {
  public:
   Exporter(const Graph& g, const std::map<std::string, Tensor>& values, onnx::GraphProto* out)
-      : g_(g), values_(values), out_(out), names_(g.num_entries()) {}
+      : g_(g), values_(values), out_(out), names_(g.num_entries()), exported_(g.num_nodes(), false) {}
   void Run();
 
   // For the rules, about the node being exported:
@@ -80,10 +89,19 @@ class Exporter {
   std::string In(int k);
   const Shape& InShape(int k) const { return g_.shape(node().inputs[k]); }
   const Shape& OutShape() const { return g_.shape(Entry{id_, 0}); }
-  // Adds an ONNX node; its output is the frugal node's when suffix is empty
-  // (the rule's last node), else the intermediate "<node>:<suffix>".
+  // The ONNX name of the node's output k: "<node>", "<node>:<k>".
+  std::string Out(int k) const { return k == 0 ? node().name : node().name + ":" + std::to_string(k); }
+  // The intermediate value "<node>:<suffix>".
+  std::string Temp(const std::string& suffix) const { return node().name + ":" + suffix; }
+  // Adds an ONNX node with these outputs; one named Out(k) is the node's output k.
+  onnx::NodeProto* AddNamed(const std::string& op_type, const std::vector<std::string>& inputs,
+                            const std::vector<std::string>& outputs);
+  // Adds an ONNX node of one output: the frugal node's output 0 when suffix
+  // is empty (the rule's last node), else Temp(suffix).
   onnx::NodeProto* Add(const std::string& op_type, const std::vector<std::string>& inputs,
-                       const std::string& suffix = "");
+                       const std::string& suffix = "") {
+    return AddNamed(op_type, inputs, {suffix.empty() ? Out(0) : Temp(suffix)});
+  }
   // An initializer "<node>:<suffix>" made by the rule; returns its name.
   std::string Floats(const std::string& suffix, const Shape& shape, const std::vector<float>& v);
   std::string Ints(const std::string& suffix, const std::vector<int64_t>& v);
@@ -91,6 +109,9 @@ class Exporter {
   void Alias(int k) { names_[g_.EntryId({id_, 0})] = In(k); }
 
  private:
+  // The ONNX name of e, exporting its node first where no value names it yet.
+  std::string Value(Entry e);
+  void Export(int id);
   std::string Declare(const Node& var, Entry e);
   void AddOutput(Entry e);
 
@@ -98,6 +119,7 @@ class Exporter {
   const std::map<std::string, Tensor>& values_;
   onnx::GraphProto* out_;
   std::vector<std::string> names_;  // per entry: its ONNX value, once made
+  std::vector<bool> exported_;      // per node: its rule has run
   int id_ = -1;                     // the node being exported
 };
 
@@ -111,24 +133,37 @@ std::string ExportableOps() {
 }
 
 void Exporter::Run() {
-  for (id_ = 0; id_ < g_.num_forward(); ++id_) {
-    const Node& n = node();
-    if (n.is_variable()) continue;
-    auto rule = Rules().find(n.op->name());
-    FRUGAL_REQUIRE(rule != Rules().end(), n.Where(), ": op '", n.op->name(),
-                   "' has no ONNX mapping; export supports: ", ExportableOps(),
-                   " (change the node, or add a rule in src/onnx/exporter.cc)");
-    rule->second(*this);
-  }
   for (const Entry& e : g_.outputs) AddOutput(e);
+}
+
+void Exporter::Export(int id) {
+  const int reader = id_;
+  id_ = id;
+  const Node& n = node();
+  auto rule = Rules().find(n.op->name());
+  FRUGAL_REQUIRE(rule != Rules().end(), n.Where(), ": op '", n.op->name(),
+                 "' has no ONNX mapping; export supports: ", ExportableOps(),
+                 " (change the node, or add a rule in src/onnx/exporter.cc)");
+  rule->second(*this);
+  exported_[id] = true;
+  id_ = reader;
+}
+
+std::string Exporter::Value(Entry e) {
+  std::string& name = names_[g_.EntryId(e)];
+  const Node& from = g_.node(e.node);
+  if (name.empty() && from.is_variable()) name = Declare(from, e);
+  if (name.empty() && !exported_[e.node]) Export(e.node);
+  return name;  // names_ does not grow: the reference holds
 }
 
 std::string Exporter::In(int k) {
   const Entry e = node().inputs[k];
-  std::string& name = names_[g_.EntryId(e)];
-  if (name.empty() && g_.node(e.node).is_variable()) name = Declare(g_.node(e.node), e);
-  FRUGAL_REQUIRE(!name.empty(), node().Where(), ": reads output ", e.index, " of '", g_.node(e.node).name,
-                 "', which the ONNX export does not make (only an op's first output is exported)");
+  const std::string name = Value(e);
+  const Node& from = g_.node(e.node);
+  FRUGAL_REQUIRE(!name.empty(), node().Where(), ": reads output ", e.index, " of '", from.name,
+                 "', which the ONNX export does not make (it makes an op's visible outputs: ",
+                 from.op->NumVisibleOutputs(from.params), " of ", from.op->name(), ")");
   return name;
 }
 
@@ -149,15 +184,18 @@ std::string Exporter::Declare(const Node& var, Entry e) {
   return var.name;
 }
 
-onnx::NodeProto* Exporter::Add(const std::string& op_type, const std::vector<std::string>& inputs,
-                               const std::string& suffix) {
+onnx::NodeProto* Exporter::AddNamed(const std::string& op_type, const std::vector<std::string>& inputs,
+                                    const std::vector<std::string>& outputs) {
   onnx::NodeProto* n = out_->add_node();
-  const std::string name = suffix.empty() ? node().name : node().name + ":" + suffix;
-  n->set_name(name);
+  n->set_name(outputs[0]);
   n->set_op_type(op_type);
   for (const std::string& in : inputs) n->add_input(in);
-  n->add_output(name);
-  if (suffix.empty()) names_[g_.EntryId({id_, 0})] = name;
+  const int made = node().op->NumOutputs(node().params);
+  for (const std::string& out : outputs) {
+    n->add_output(out);
+    for (int k = 0; k < made; ++k)
+      if (out == Out(k)) names_[g_.EntryId({id_, k})] = out;
+  }
   return n;
 }
 
@@ -179,16 +217,15 @@ std::string Exporter::Ints(const std::string& suffix, const std::vector<int64_t>
   return t->name();
 }
 
-// A graph output is named after its frugal node; one that a removed node
-// made (a dropout's output is its input) is that value through an Identity.
+// A graph output is named as its frugal node's output; one that a removed
+// node made (a dropout's output is its input) is that value through an Identity.
 void Exporter::AddOutput(Entry e) {
+  const std::string name = Value(e);
   id_ = e.node;
-  std::string name = names_[g_.EntryId(e)];
-  if (name != node().name) {
-    Add("Identity", {name});
-    name = node().name;
-  }
-  SetType(out_->add_output(), name, g_.shape(e));
+  FRUGAL_REQUIRE(!name.empty(), node().Where(), ": its output ", e.index,
+                 " is a graph output, which the ONNX export does not make (it makes an op's visible outputs)");
+  if (name != Out(e.index)) AddNamed("Identity", {name}, {Out(e.index)});
+  SetType(out_->add_output(), Out(e.index), g_.shape(e));
 }
 
 // ------------------------------------------------------------------ rules
@@ -319,6 +356,40 @@ void LayerNorm(Exporter& x) {
   SetFloat(n, "epsilon", p.eps);
 }
 
+// embedding: the weight's rows at the indices, which frugal holds as floats
+// and Gather reads as integers (a Cast truncates; frugal refuses indices
+// that are not whole numbers).
+void Embedding(Exporter& x) {
+  onnx::NodeProto* cast = x.Add("Cast", {x.In(0)}, "indices");
+  SetInt(cast, "to", onnx::TensorProto::INT64);
+  x.Add("Gather", {x.In(1), cast->output(0)});
+}
+
+// split: num_outputs equal parts, each Squeezed on the axis with squeeze_axis.
+void Split(Exporter& x) {
+  const auto& p = x.params<SplitParams>();
+  std::vector<std::string> parts;
+  for (int k = 0; k < p.num_outputs; ++k)
+    parts.push_back(p.squeeze_axis ? x.Temp("part" + std::to_string(k)) : x.Out(k));
+  SetInt(x.AddNamed("Split", {x.In(0)}, parts), "axis", p.axis);
+  if (!p.squeeze_axis) return;
+  const std::string axes = x.Ints("axes", {p.axis});
+  for (int k = 0; k < p.num_outputs; ++k) x.AddNamed("Squeeze", {parts[k], axes}, {x.Out(k)});
+}
+
+// lstm_cell (src/ops/lstm_cell.cc): a = i2h + h2h cut into the in, forget,
+// transform and out gates; c = f c_prev + i g (output 1), h = o tanh(c)
+// (output 0). The gates (output 2) are the backward pass's, not exported.
+void LstmCell(Exporter& x) {
+  const std::vector<std::string> a = {x.Temp("a_i"), x.Temp("a_f"), x.Temp("a_g"), x.Temp("a_o")};
+  SetInt(x.AddNamed("Split", {x.Add("Add", {x.In(0), x.In(1)}, "a")->output(0)}, a), "axis", 1);
+  const std::string i = x.Add("Sigmoid", {a[0]}, "i")->output(0), f = x.Add("Sigmoid", {a[1]}, "f")->output(0);
+  const std::string g = x.Add("Tanh", {a[2]}, "g")->output(0), o = x.Add("Sigmoid", {a[3]}, "o")->output(0);
+  const std::string fc = x.Add("Mul", {f, x.In(2)}, "f_c_prev")->output(0), ig = x.Add("Mul", {i, g}, "i_g")->output(0);
+  const std::string c = x.AddNamed("Add", {fc, ig}, {x.Out(1)})->output(0);
+  x.Add("Mul", {o, x.Add("Tanh", {c}, "tanh_c")->output(0)});
+}
+
 void Clip(Exporter& x) {
   const auto& p = x.params<ClipParams>();
   x.Add("Clip", {x.In(0), x.Floats("min", Shape{}, {p.a_min}), x.Floats("max", Shape{}, {p.a_max})});
@@ -340,6 +411,7 @@ const std::map<std::string, Rule>& Rules() {
       {"div", Binary("Div")},
       {"div_scalar", Scalar("Div", false)},
       {"dropout", [](Exporter& x) { x.Alias(0); }},
+      {"embedding", Embedding},
       {"erf", Unary("Erf")},
       {"exp", Unary("Exp")},
       {"expand_dims", ReshapeTo},
@@ -352,6 +424,7 @@ const std::map<std::string, Rule>& Rules() {
       {"linear_regression_output", [](Exporter& x) { x.Alias(0); }},
       {"log", Unary("Log")},
       {"log_softmax", Softmax},
+      {"lstm_cell", LstmCell},
       {"logistic_regression_output", Unary("Sigmoid")},
       {"maximum", Binary("Max")},
       {"minimum", Binary("Min")},
@@ -366,6 +439,7 @@ const std::map<std::string, Rule>& Rules() {
       {"rsub_scalar", Scalar("Sub", true)},
       {"softmax", Softmax},
       {"softmax_cross_entropy", [](Exporter& x) { SetInt(x.Add("Softmax", {x.In(0)}), "axis", -1); }},
+      {"split", Split},
       {"sqrt", Unary("Sqrt")},
       {"sub", Binary("Sub")},
       {"sub_scalar", Scalar("Sub", false)},
