@@ -31,9 +31,6 @@ void ActBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_activation(OpRegistry* r) {
-  r->Existing("activation").CudaKernel(ActForwardCuda);
-  r->Existing("_backward_activation").CudaKernel(ActBackwardCuda);
-}
+void RegisterCuda_activation(OpRegistry* r) { SetCudaKernels(r, "activation", ActForwardCuda, ActBackwardCuda); }
 
 }  // namespace frugal

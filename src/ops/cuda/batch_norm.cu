@@ -141,9 +141,6 @@ void BnBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_batch_norm(OpRegistry* r) {
-  r->Existing("batch_norm").CudaKernel(BnForwardCuda);
-  r->Existing("_backward_batch_norm").CudaKernel(BnBackwardCuda);
-}
+void RegisterCuda_batch_norm(OpRegistry* r) { SetCudaKernels(r, "batch_norm", BnForwardCuda, BnBackwardCuda); }
 
 }  // namespace frugal

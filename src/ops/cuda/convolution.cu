@@ -59,9 +59,6 @@ void ConvBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_convolution(OpRegistry* r) {
-  r->Existing("convolution").CudaKernel(ConvForwardCuda);
-  r->Existing("_backward_convolution").CudaKernel(ConvBackwardCuda);
-}
+void RegisterCuda_convolution(OpRegistry* r) { SetCudaKernels(r, "convolution", ConvForwardCuda, ConvBackwardCuda); }
 
 }  // namespace frugal

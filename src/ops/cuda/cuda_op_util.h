@@ -7,6 +7,17 @@
 #include "frugal/op.h"
 #include "ops/op_util.h"
 
+namespace frugal {
+
+// Gives op `name` and its backward op (OpDef::backward_op) their CUDA kernels.
+inline void SetCudaKernels(OpRegistry* r, const std::string& name, Kernel forward, Kernel backward) {
+  OpDef& op = r->Existing(name);
+  op.CudaKernel(std::move(forward));
+  r->Existing(op.backward_op()).CudaKernel(std::move(backward));
+}
+
+}  // namespace frugal
+
 namespace frugal::cuda {
 
 template <typename F>

@@ -66,8 +66,7 @@ void DeconvBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_deconvolution(OpRegistry* r) {
-  r->Existing("deconvolution").CudaKernel(DeconvForwardCuda);
-  r->Existing("_backward_deconvolution").CudaKernel(DeconvBackwardCuda);
+  SetCudaKernels(r, "deconvolution", DeconvForwardCuda, DeconvBackwardCuda);
 }
 
 }  // namespace frugal

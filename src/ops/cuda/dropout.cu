@@ -31,9 +31,6 @@ void ApplyMaskCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_dropout(OpRegistry* r) {
-  r->Existing("dropout").CudaKernel(ApplyMaskCuda);
-  r->Existing("_backward_dropout").CudaKernel(ApplyMaskCuda);
-}
+void RegisterCuda_dropout(OpRegistry* r) { SetCudaKernels(r, "dropout", ApplyMaskCuda, ApplyMaskCuda); }
 
 }  // namespace frugal

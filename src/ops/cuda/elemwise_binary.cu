@@ -94,8 +94,7 @@ void BinaryBackwardCuda(const KernelCtx& c) {
 
 template <typename Op, bool kReadsInputs>
 void RegisterBinaryCuda(OpRegistry* r, const std::string& name) {
-  r->Existing(name).CudaKernel(BinaryForwardCuda<Op>);
-  r->Existing("_backward_" + name).CudaKernel(BinaryBackwardCuda<Op, kReadsInputs>);
+  SetCudaKernels(r, name, BinaryForwardCuda<Op>, BinaryBackwardCuda<Op, kReadsInputs>);
 }
 
 }  // namespace

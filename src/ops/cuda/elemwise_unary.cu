@@ -32,8 +32,7 @@ void NegativeForwardCuda(const KernelCtx& c) {
 
 template <typename Op>
 void RegisterUnaryCuda(OpRegistry* r, const std::string& name) {
-  r->Existing(name).CudaKernel(UnaryForwardCuda<Op>);
-  r->Existing("_backward_" + name).CudaKernel(UnaryBackwardCuda<Op>);
+  SetCudaKernels(r, name, UnaryForwardCuda<Op>, UnaryBackwardCuda<Op>);
 }
 
 }  // namespace

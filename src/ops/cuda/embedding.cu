@@ -56,8 +56,7 @@ void EmbeddingBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_embedding(OpRegistry* r) {
-  r->Existing("embedding").CudaKernel(EmbeddingForwardCuda);
-  r->Existing("_backward_embedding").CudaKernel(EmbeddingBackwardCuda);
+  SetCudaKernels(r, "embedding", EmbeddingForwardCuda, EmbeddingBackwardCuda);
 }
 
 }  // namespace frugal

@@ -57,8 +57,7 @@ void FcBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_fully_connected(OpRegistry* r) {
-  r->Existing("fully_connected").CudaKernel(FcForwardCuda);
-  r->Existing("_backward_fully_connected").CudaKernel(FcBackwardCuda);
+  SetCudaKernels(r, "fully_connected", FcForwardCuda, FcBackwardCuda);
 }
 
 }  // namespace frugal

@@ -96,8 +96,7 @@ void LayerNormBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_layer_norm(OpRegistry* r) {
-  r->Existing("layer_norm").CudaKernel(LayerNormForwardCuda);
-  r->Existing("_backward_layer_norm").CudaKernel(LayerNormBackwardCuda);
+  SetCudaKernels(r, "layer_norm", LayerNormForwardCuda, LayerNormBackwardCuda);
 }
 
 }  // namespace frugal

@@ -25,9 +25,6 @@ void LeakyBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_leaky_relu(OpRegistry* r) {
-  r->Existing("leaky_relu").CudaKernel(LeakyForwardCuda);
-  r->Existing("_backward_leaky_relu").CudaKernel(LeakyBackwardCuda);
-}
+void RegisterCuda_leaky_relu(OpRegistry* r) { SetCudaKernels(r, "leaky_relu", LeakyForwardCuda, LeakyBackwardCuda); }
 
 }  // namespace frugal

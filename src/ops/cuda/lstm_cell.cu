@@ -106,9 +106,6 @@ void LstmBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_lstm_cell(OpRegistry* r) {
-  r->Existing("lstm_cell").CudaKernel(LstmForwardCuda);
-  r->Existing("_backward_lstm_cell").CudaKernel(LstmBackwardCuda);
-}
+void RegisterCuda_lstm_cell(OpRegistry* r) { SetCudaKernels(r, "lstm_cell", LstmForwardCuda, LstmBackwardCuda); }
 
 }  // namespace frugal

@@ -40,9 +40,6 @@ void MakeLossBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_make_loss(OpRegistry* r) {
-  r->Existing("make_loss").CudaKernel(CopyForwardCuda);
-  r->Existing("_backward_make_loss").CudaKernel(MakeLossBackwardCuda);
-}
+void RegisterCuda_make_loss(OpRegistry* r) { SetCudaKernels(r, "make_loss", CopyForwardCuda, MakeLossBackwardCuda); }
 
 }  // namespace frugal

@@ -148,9 +148,6 @@ void PoolBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_pooling(OpRegistry* r) {
-  r->Existing("pooling").CudaKernel(PoolForwardCuda);
-  r->Existing("_backward_pooling").CudaKernel(PoolBackwardCuda);
-}
+void RegisterCuda_pooling(OpRegistry* r) { SetCudaKernels(r, "pooling", PoolForwardCuda, PoolBackwardCuda); }
 
 }  // namespace frugal

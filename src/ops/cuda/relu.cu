@@ -17,9 +17,6 @@ void ReluBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_relu(OpRegistry* r) {
-  r->Existing("relu").CudaKernel(ReluForwardCuda);
-  r->Existing("_backward_relu").CudaKernel(ReluBackwardCuda);
-}
+void RegisterCuda_relu(OpRegistry* r) { SetCudaKernels(r, "relu", ReluForwardCuda, ReluBackwardCuda); }
 
 }  // namespace frugal

@@ -36,9 +36,6 @@ void SliceBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_slice(OpRegistry* r) {
-  r->Existing("slice").CudaKernel(SliceForwardCuda);
-  r->Existing("_backward_slice").CudaKernel(SliceBackwardCuda);
-}
+void RegisterCuda_slice(OpRegistry* r) { SetCudaKernels(r, "slice", SliceForwardCuda, SliceBackwardCuda); }
 
 }  // namespace frugal

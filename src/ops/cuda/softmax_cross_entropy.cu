@@ -95,8 +95,7 @@ void SceBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_softmax_cross_entropy(OpRegistry* r) {
-  r->Existing("softmax_cross_entropy").CudaKernel(SceForwardCuda);
-  r->Existing("_backward_softmax_cross_entropy").CudaKernel(SceBackwardCuda);
+  SetCudaKernels(r, "softmax_cross_entropy", SceForwardCuda, SceBackwardCuda);
 }
 
 }  // namespace frugal
