@@ -3,6 +3,8 @@
 // maps and GEMM. ops/op_util.h (Out, StridedIndex, ...) comes with it.
 #pragma once
 
+#include <glog/logging.h>
+
 #include "backend/cuda/cuda_util.h"
 #include "frugal/op.h"
 #include "ops/op_util.h"
@@ -12,6 +14,8 @@ namespace frugal {
 // Gives op `name` and its backward op (OpDef::backward_op) their CUDA kernels.
 inline void SetCudaKernels(OpRegistry* r, const std::string& name, Kernel forward, Kernel backward) {
   OpDef& op = r->Existing(name);
+  CHECK(!op.backward_op().empty()) << "op " << name << " declares no backward op (its gradient is built from ops): "
+                                    "register its backward kernel by the backward op's name";
   op.CudaKernel(std::move(forward));
   r->Existing(op.backward_op()).CudaKernel(std::move(backward));
 }

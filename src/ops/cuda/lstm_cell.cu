@@ -106,6 +106,11 @@ void LstmBackwardCuda(const KernelCtx& c) {
 
 }  // namespace
 
-void RegisterCuda_lstm_cell(OpRegistry* r) { SetCudaKernels(r, "lstm_cell", LstmForwardCuda, LstmBackwardCuda); }
+// lstm_cell builds its gradient node itself (LstmGradient in ops/lstm_cell.cc),
+// a _backward_lstm_cell, so the forward op names no backward op.
+void RegisterCuda_lstm_cell(OpRegistry* r) {
+  r->Existing("lstm_cell").CudaKernel(LstmForwardCuda);
+  r->Existing("_backward_lstm_cell").CudaKernel(LstmBackwardCuda);
+}
 
 }  // namespace frugal
