@@ -2,8 +2,12 @@
 // report, and one-line errors with a non-zero exit for bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -247,6 +251,39 @@ TEST(Cli, CommandHelpListsEveryFlagWithItsDefault) {
   r = RunFrugal("help nosuch");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("frugal: error: no command 'nosuch'"), std::string::npos) << r.output;
+}
+
+// Every flag defined in tools/frugal/*.cc is in some command's list (Commands
+// in tools/frugal/main.cc), so some 'frugal CMD --help' shows it: a flag in
+// no list would be taken by every command and shown by none.
+TEST(Cli, EveryFlagOfTheToolBelongsToACommand) {
+  RunResult r = RunFrugal("help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string commands = r.output.substr(r.output.find("commands:"));
+  const std::regex command_line("\n  (\\S+) "), flag_line("\n  --([a-z0-9-]+) ");
+  std::set<std::string> shown;
+  for (std::sregex_iterator c(commands.begin(), commands.end(), command_line), end; c != end; ++c) {
+    const RunResult h = RunFrugal((*c)[1].str() + " --help");
+    ASSERT_EQ(h.exit_code, 0) << (*c)[1] << "\n" << h.output;
+    for (std::sregex_iterator f(h.output.begin(), h.output.end(), flag_line); f != end; ++f) shown.insert((*f)[1]);
+  }
+  int defined = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FRUGAL_SOURCE_DIR) + "/tools/frugal")) {
+    if (e.path().extension() != ".cc") continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string source = text.str();
+    const std::regex define("DEFINE_\\w+\\(\\s*(\\w+)");
+    for (std::sregex_iterator d(source.begin(), source.end(), define), end; d != end; ++d, ++defined) {
+      std::string name = (*d)[1];
+      std::replace(name.begin(), name.end(), '_', '-');
+      EXPECT_TRUE(shown.count(name)) << "--" << name << " (" << e.path().filename().string()
+                                     << ") is taken by no command: add it to a command's flags (or kConfigFlags) "
+                                        "in tools/frugal/main.cc";
+    }
+  }
+  EXPECT_GT(defined, 0) << "no DEFINE_ found in tools/frugal";
 }
 
 TEST(Cli, PrintsTheEngineAtStart) {

@@ -98,60 +98,89 @@ namespace {
 using frugal::Error;
 using frugal::Fmt;
 
+// Stands for kConfigFlags in a command's flag list.
+constexpr char kConfig[] = "<config flags>";
+
+// main.cc's flags, taken by every command whose list holds kConfig (with --define).
+const std::vector<std::string> kConfigFlags = {
+    "batch", "checkpoint_dir", "checkpoint_interval", "config", "costs", "deterministic", "dtype", "engine",
+    "engine_kernel_threads", "engine_workers", "epochs", "fuse", "lr", "max_iters", "max_nodes", "memory", "seed",
+    "val_interval"};
+
 struct Command {
   int (*run)();
   const char* help;
-  std::vector<std::string> flag_files;  // the source files defining the flags it takes
-  bool uses_config = true;   // takes --config, --define and main.cc's overrides
-  bool takes_args = false;   // positional arguments, in frugal::cli::g_args
+  std::vector<std::string> flags;  // the frugal flags it takes, in help order
+  bool takes_args = false;         // positional arguments, in frugal::cli::g_args
 };
 
 const std::map<std::string, Command>& Commands() {
   using namespace frugal::cli;
   static const std::map<std::string, Command> commands = {
-      {"train", {Train, "train the config's model on its data", {"train.cc", "gpus.cc"}}},
+      {"train",
+       {Train, "train the config's model on its data",
+        {"gpus", kConfig, "dist", "dist_bucket", "dist_check_every", "dist_scale_lr", "dist_timeout", "log_json",
+         "poison_arena", "profile", "profile_steps", "progress", "resume", "tensorboard", "weights"}}},
       {"plan",
-       {Plan, "print the memory plan without training (--fit SIZE: the largest batch that fits)", {"plan.cc", "fit.cc"}}},
-      {"test", {Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE", {"test.cc"}}},
-      {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {"summary.cc"}}},
-      {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {"viz.cc"}}},
-      {"time", {Time, "time each op's forward and backward pass and the whole step", {"time.cc", "gpus.cc"}}},
-      {"ops", {Ops, "list the registered ops and what each declares", {"ops.cc", "plan.cc"}, false}},
-      {"onnx-test", {OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...", {"onnx_test.cc"}, false, true}},
-      {"import-onnx", {ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", {"import_onnx.cc"}, false, true}},
+       {Plan, "print the memory plan without training (--fit SIZE: the largest batch that fits)",
+        {"fit", kConfig, "json", "timeline"}}},
+      {"test",
+       {Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE", {kConfig, "checkpoint"}}},
+      {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {kConfig}}},
+      {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {kConfig}}},
+      {"time",
+       {Time, "time each op's forward and backward pass and the whole step",
+        {"gpus", kConfig, "data_grad", "iters", "save_costs", "token_data", "warmup"}}},
+      // ops accepts plan's --timeline and ignores it.
+      {"ops", {Ops, "list the registered ops and what each declares", {"json", "timeline"}}},
+      {"onnx-test",
+       {OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...",
+        {"expect_passed", "list_passed", "list_unsupported", "summary"}, true}},
+      {"import-onnx", {ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", {"out"}, true}},
       {"export-onnx",
        {ExportOnnx, "a checkpoint's inference graph as an ONNX model: --checkpoint CKPT --out MODEL.onnx",
-        {"export_onnx.cc", "test.cc", "import_onnx.cc"}}},
+        {"out", kConfig, "checkpoint"}}},
       {"import-mxnet",
        {ImportMxnet, "MXNet model to config + checkpoint: PREFIX-symbol.json PREFIX-0000.params --out PREFIX",
-        {"import_onnx.cc", "import_mxnet.cc"}, false, true}},
-      {"im2rec", {Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx", {"im2rec.cc"}, false}},
+        {"data_shape", "out"}, true}},
+      {"im2rec",
+       {Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx",
+        {"center_crop", "encoding", "input", "output", "pass_through", "quality", "resize", "root", "threads"}}},
   };
   return commands;
 }
 
-std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
-// Which commands a flag belongs to, as "'frugal time' or 'frugal train'":
-// "" for the common flags of main.cc, the commands that take the flags of
-// the file defining it, nullopt for flags from outside frugal (glog's),
-// which every command accepts.
-std::optional<std::string> FlagOwner(const gflags::CommandLineFlagInfo& f) {
-  const std::string file = Basename(f.filename);
-  if (file == "main.cc") return std::string();
+// Takes --config, --define and the overrides.
+bool UsesConfig(const Command& c) { return Contains(c.flags, kConfig); }
+
+// The command's flags in help order, kConfig replaced by kConfigFlags.
+std::vector<std::string> FlagsOf(const Command& c) {
+  std::vector<std::string> flags;
+  for (const std::string& f : c.flags) {
+    if (f == kConfig) flags.insert(flags.end(), kConfigFlags.begin(), kConfigFlags.end());
+    else flags.push_back(f);
+  }
+  return flags;
+}
+
+// Which commands take a flag, as "'frugal time' or 'frugal train'": "" for
+// kConfigFlags, nullopt for a flag in no list (glog's), which every command
+// accepts.
+std::optional<std::string> FlagOwner(const std::string& flag) {
+  if (Contains(kConfigFlags, flag)) return std::string();
   std::string owners;
   for (const auto& [name, c] : Commands())
-    if (std::find(c.flag_files.begin(), c.flag_files.end(), file) != c.flag_files.end())
-      owners += (owners.empty() ? "'frugal " : " or 'frugal ") + name + "'";
+    if (Contains(c.flags, flag)) owners += (owners.empty() ? "'frugal " : " or 'frugal ") + name + "'";
   if (owners.empty()) return std::nullopt;
   return owners;
 }
 
-bool FlagApplies(const gflags::CommandLineFlagInfo& f, const std::string& cmd) {
-  const Command& c = Commands().at(cmd);
-  const std::string file = Basename(f.filename);
-  if (file == "main.cc") return c.uses_config;
-  return !FlagOwner(f) || std::find(c.flag_files.begin(), c.flag_files.end(), file) != c.flag_files.end();
+bool FlagApplies(const std::string& flag, const std::string& cmd) {
+  return !FlagOwner(flag) || Contains(FlagsOf(Commands().at(cmd)), flag);
 }
 
 std::string Dashed(std::string name) {
@@ -170,14 +199,13 @@ void CommandHelp(const std::string& cmd) {
   const Command& c = Commands().at(cmd);
   std::printf("usage: frugal %s%s [flags]\n%s\n\nflags (default in brackets):\n", cmd.c_str(),
               c.takes_args ? " ARGS..." : "", c.help);
-  std::vector<gflags::CommandLineFlagInfo> flags;
-  gflags::GetAllFlags(&flags);
-  for (const auto& f : flags) {
-    if (!FlagOwner(f) || !FlagApplies(f, cmd)) continue;
+  for (const std::string& name : FlagsOf(c)) {
+    const gflags::CommandLineFlagInfo f = gflags::GetCommandLineFlagInfoOrDie(name.c_str());
     const std::string value = f.type == "string" ? "\"" + f.default_value + "\"" : f.default_value;
     std::printf("  %-26s %s [%s]\n", Dashed(f.name).c_str(), f.description.c_str(), value.c_str());
   }
-  if (c.uses_config) std::printf("  %-26s %s\n", "--define NAME=VALUE", "set a variable the config declares (repeatable)");
+  if (UsesConfig(c))
+    std::printf("  %-26s %s\n", "--define NAME=VALUE", "set a variable the config declares (repeatable)");
   std::printf("\nglog's flags apply too: --v=N (verbose logging), --minloglevel=N, --log_dir=DIR.\n");
 }
 
@@ -227,7 +255,7 @@ void CheckRanges() {
 // silently ignored.
 std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** argv) {
   std::vector<std::string> out{argv[0]};
-  const bool uses_config = Commands().at(cmd).uses_config;
+  const bool uses_config = UsesConfig(Commands().at(cmd));
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (uses_config && (a == "--define" || a == "-define")) {
@@ -249,16 +277,11 @@ std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** 
     bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &f);
     if (!known && name.rfind("no", 0) == 0 && gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &f))
       known = f.type == "bool";  // --nofoo
-    if (!known || !FlagApplies(f, cmd)) {
-      std::vector<std::string> candidates;
-      std::vector<gflags::CommandLineFlagInfo> all;
-      gflags::GetAllFlags(&all);
-      for (const auto& g : all)
-        if (FlagOwner(g) && FlagApplies(g, cmd)) candidates.push_back(g.name);
-      const std::string best = frugal::Nearest(name, candidates);
+    if (!known || !FlagApplies(f.name, cmd)) {
+      const std::string best = frugal::Nearest(name, FlagsOf(Commands().at(cmd)));
       std::string why = " is not a flag of 'frugal " + cmd + "'";
-      if (known && FlagOwner(f)->empty()) why = " does not apply to 'frugal " + cmd + "'";
-      else if (known) why = " is a flag of " + *FlagOwner(f) + ", not of 'frugal " + cmd + "'";
+      if (known && FlagOwner(f.name)->empty()) why = " does not apply to 'frugal " + cmd + "'";
+      else if (known) why = " is a flag of " + *FlagOwner(f.name) + ", not of 'frugal " + cmd + "'";
       throw Error(Fmt(Dashed(name), why, best.empty() ? "" : " (did you mean " + Dashed(best) + "?)", "; 'frugal ",
                       cmd, " --help' lists its flags"));
     }
