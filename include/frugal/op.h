@@ -184,6 +184,10 @@ struct GradCtx {
 // entry per input (invalid where the input gets no gradient).
 using GradientFn = std::function<std::vector<Entry>(Graph& g, const GradCtx& c)>;
 
+// A node of op `backward_op` for the forward node c.fwd, with its name,
+// params, attributes and config location; the caller gives its inputs.
+Node BackwardNode(const Graph& g, const GradCtx& c, const std::string& backward_op);
+
 // Forward FLOPs of a node given its input and output shapes.
 using FlopsFn = std::function<double(const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out)>;
 
@@ -208,6 +212,12 @@ class OpDef {
   OpDef& NumInputsFn(std::function<int(const std::any&)> f) { num_inputs_ = std::move(f); return *this; }
   OpDef& NumOutputsFn(std::function<int(const std::any&)> f) { num_outputs_ = std::move(f); return *this; }
   OpDef& Params(std::function<std::any(AttrReader&)> parse) { parse_ = std::move(parse); return *this; }
+  // Typed params: P::Parse(AttrReader&) reads and checks the node's
+  // attributes; kernels read them as params<P>().
+  template <typename P>
+  OpDef& Params() {
+    return Params([](AttrReader& a) { return std::any(P::Parse(a)); });
+  }
   OpDef& InferShape(InferShapeFn f) { infer_shape_ = std::move(f); return *this; }
   // Output element types where the default (InferDTypes) does not fit.
   OpDef& InferDType(InferDTypeFn f) { infer_dtype_ = std::move(f); return *this; }

@@ -146,19 +146,24 @@ std::any OpDef::ParseParams(AttrReader& r) const {
   return p;
 }
 
+Node BackwardNode(const Graph& g, const GradCtx& c, const std::string& backward_op) {
+  const Node& f = g.node(c.fwd);
+  Node b;
+  b.name = f.name + "_backward";
+  b.op = &OpRegistry::Get().Require(backward_op, [&f] { return f.Where(); });
+  b.params = f.params;
+  b.attrs = f.attrs;
+  b.fwd = c.fwd;
+  b.loc = f.loc;
+  return b;
+}
+
 std::vector<Entry> OpDef::BuildGradient(Graph& g, const GradCtx& c) const {
   CHECK(!no_gradient_) << name_ << " has no gradient";
   if (gradient_) return gradient_(g, c);
   CHECK(!backward_op_.empty()) << name_ << " declares neither a gradient nor a backward op";
-  const int fwd = c.fwd;
-  const Node& f = g.node(fwd);
-  Node b;
-  b.name = f.name + "_backward";
-  b.op = &OpRegistry::Get().Require(backward_op_, [&f] { return f.Where(); });
-  b.params = f.params;
-  b.attrs = f.attrs;
-  b.fwd = fwd;
-  b.loc = f.loc;
+  const Node& f = g.node(c.fwd);
+  Node b = BackwardNode(g, c, backward_op_);
   for (const BackwardRead& r : backward_reads_) {
     switch (r.kind) {
       case BackwardRead::kInput:  // an optional input the node does not have is skipped

@@ -40,6 +40,7 @@
 #include "frugal/op.h"
 #include "frugal/passes.h"
 #include "onnx.pb.h"
+#include "ops/concat_split.h"
 #include "ops/op_params.h"
 
 namespace frugal {

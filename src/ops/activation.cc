@@ -25,7 +25,7 @@ void ActForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
   float* y = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
   const int64_t n = c.in[0].size();
-  void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
+  void* ws = Workspace(c);
   switch (act) {
     case Act::kRelu: cpu::Eltwise(dnnl::algorithm::eltwise_relu, 0, 0, x, y, n, c.req[0], ws); break;
     case Act::kSigmoid: cpu::Eltwise(dnnl::algorithm::eltwise_logistic, 0, 0, x, y, n, c.req[0], ws); break;

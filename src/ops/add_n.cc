@@ -10,6 +10,7 @@ namespace {
 
 struct AddNParams {
   int64_t num_args = 2;
+  static AddNParams Parse(AttrReader& a);
 };
 
 // Written once over the element type T: float, or uint16_t for bfloat16
@@ -34,17 +35,19 @@ void AddNForward(const KernelCtx& c) {
 
 }  // namespace
 
+AddNParams AddNParams::Parse(AttrReader& a) {
+  AddNParams p;
+  p.num_args = a.Int("num_args", 2);
+  FRUGAL_REQUIRE(p.num_args >= 1, a.where(), ": num_args must be at least 1, got ", p.num_args);
+  return p;
+}
+
 void Register_add_n(OpRegistry* r) {
   r->Add("add_n")
       .Doc("Sum of num_args tensors of one shape.")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        AddNParams p;
-        p.num_args = a.Int("num_args", 2);
-        FRUGAL_REQUIRE(p.num_args >= 1, a.where(), ": num_args must be at least 1, got ", p.num_args);
-        return std::any(p);
-      })
+      .Params<AddNParams>()
       .NumInputsFn([](const std::any& p) { return static_cast<int>(std::any_cast<const AddNParams&>(p).num_args); })
       .InferShape(InferSameShape)
       .Backward({OutGrad(0)})

@@ -50,6 +50,7 @@ struct AttentionParams {
   bool masked = false;  // a fourth input, the additive mask
   float scale = 0;  // 0: 1 / sqrt(D)
   float dropout = 0;
+  static AttentionParams Parse(AttrReader& a);
 };
 
 constexpr int64_t kBlockQ = 64, kBlockK = 128;
@@ -335,6 +336,18 @@ double AttentionFlops(const Node& n, const Shape& q, const Shape& k, const Shape
 
 }  // namespace
 
+AttentionParams AttentionParams::Parse(AttrReader& a) {
+  AttentionParams p;
+  p.causal = a.Bool("causal", false);
+  p.masked = a.Bool("masked", false);
+  p.scale = static_cast<float>(a.Float("scale", 0));
+  p.dropout = static_cast<float>(a.Float("dropout", 0));
+  FRUGAL_REQUIRE(std::isfinite(p.scale) && p.scale >= 0, a.where(),
+                 ": scale must be a positive number (or 0 for 1/sqrt(features)), got ", p.scale);
+  FRUGAL_REQUIRE(p.dropout >= 0 && p.dropout < 1, a.where(), ": dropout must be in [0, 1), got ", p.dropout);
+  return p;
+}
+
 void Register_attention(OpRegistry* r) {
   OpDef& fwd = r->Add("attention")
       .Doc("Scaled dot-product attention softmax(scale q k^T + mask) v over (batch..., T, features), fused: "
@@ -344,17 +357,7 @@ void Register_attention(OpRegistry* r) {
       .Outputs({"y", "lse"})
       .VisibleOutputs(1)
       .NumInputsFn([](const std::any& p) { return std::any_cast<const AttentionParams&>(p).masked ? 4 : 3; })
-      .Params([](AttrReader& a) {
-        AttentionParams p;
-        p.causal = a.Bool("causal", false);
-        p.masked = a.Bool("masked", false);
-        p.scale = static_cast<float>(a.Float("scale", 0));
-        p.dropout = static_cast<float>(a.Float("dropout", 0));
-        FRUGAL_REQUIRE(std::isfinite(p.scale) && p.scale >= 0, a.where(),
-                       ": scale must be a positive number (or 0 for 1/sqrt(features)), got ", p.scale);
-        FRUGAL_REQUIRE(p.dropout >= 0 && p.dropout < 1, a.where(), ": dropout must be in [0, 1), got ", p.dropout);
-        return std::any(p);
-      })
+      .Params<AttentionParams>()
       .InferShape(AttentionInferShape)
       // The mask, read last, only where the node has one.
       .Recompute(Cost::kExpensive)

@@ -399,6 +399,22 @@ void BnBackward(const KernelCtx& c) {
 
 }  // namespace
 
+BnParams BnParams::Parse(AttrReader& a) {
+  BnParams p;
+  p.eps = a.Float("eps", 1e-3);
+  p.momentum = a.Float("momentum", 0.9);
+  p.fix_gamma = a.Bool("fix_gamma", true);
+  p.use_global_stats = a.Bool("use_global_stats", false);
+  const std::string act = a.Str("act_type", "");
+  FRUGAL_REQUIRE(act.empty() || act == "relu", a.where(), ": act_type must be \"relu\" or left out, got \"",
+                 act, "\"");
+  p.relu = act == "relu";
+  FRUGAL_REQUIRE(p.eps > 0, a.where(), ": eps must be positive, got ", p.eps);
+  FRUGAL_REQUIRE(p.momentum >= 0 && p.momentum <= 1, a.where(), ": momentum must be in [0, 1], got ",
+                 p.momentum);
+  return p;
+}
+
 void Register_batch_norm(OpRegistry* r) {
   OpDef& fwd = r->Add("batch_norm")
       .Doc("Batch normalisation over axis 1: eps, momentum, fix_gamma, use_global_stats (MXNet's defaults).")
@@ -409,21 +425,7 @@ void Register_batch_norm(OpRegistry* r) {
                {"moving_var", VarKind::kAux, "one"}})
       .Outputs({"y", "mean", "var"})
       .VisibleOutputs(1)
-      .Params([](AttrReader& a) {
-        BnParams p;
-        p.eps = a.Float("eps", 1e-3);
-        p.momentum = a.Float("momentum", 0.9);
-        p.fix_gamma = a.Bool("fix_gamma", true);
-        p.use_global_stats = a.Bool("use_global_stats", false);
-        const std::string act = a.Str("act_type", "");
-        FRUGAL_REQUIRE(act.empty() || act == "relu", a.where(), ": act_type must be \"relu\" or left out, got \"",
-                       act, "\"");
-        p.relu = act == "relu";
-        FRUGAL_REQUIRE(p.eps > 0, a.where(), ": eps must be positive, got ", p.eps);
-        FRUGAL_REQUIRE(p.momentum >= 0 && p.momentum <= 1, a.where(), ": momentum must be in [0, 1], got ",
-                       p.momentum);
-        return std::any(p);
-      })
+      .Params<BnParams>()
       .InferShape(BnInferShape)
       .Mutates({3, 4})
       .MirrorReads({{3, 1}, {4, 2}})

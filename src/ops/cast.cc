@@ -14,6 +14,13 @@ namespace {
 
 struct CastParams {
   DType dtype = DType::kFloat32;
+  static CastParams Parse(AttrReader& a) {
+    try {
+      return {ParseComputeDType(a.Str("dtype", ""))};
+    } catch (const Error& e) {
+      throw Error(Fmt(a.where(), ": ", e.what()));
+    }
+  }
 };
 
 inline float Load(float v) { return v; }
@@ -57,14 +64,7 @@ void Register_cast(OpRegistry* r) {
       .Doc("y = x in another element type: dtype float32 or bfloat16 (rounded to nearest even).")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        const std::string t = a.Str("dtype", "");
-        try {
-          return std::any(CastParams{ParseComputeDType(t)});
-        } catch (const Error& e) {
-          throw Error(Fmt(a.where(), ": ", e.what()));
-        }
-      })
+      .Params<CastParams>()
       .InferShape(InferSameShape)
       .InferDType([](DTypeCtx& c) { c.out[0] = c.params<CastParams>().dtype; })  // any input type
       .Recompute(Cost::kCheap)

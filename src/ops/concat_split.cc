@@ -16,31 +16,25 @@
 // (outer, axis, inner) is what both move; squeeze_axis changes no layout.
 #include <cstring>
 
-#include "ops/op_params.h"
-#include "ops/op_util.h"
+#include "ops/concat_split.h"
 
 namespace frugal {
 namespace {
 
-// Moves data between a whole tensor (outer, sum n_k, inner) and its parts
-// (outer, n_k, inner): gather = parts -> whole, else whole -> parts.
-// total: the whole's length on the axis; parts past the last one written
-// may have length 0 here (they are not written).
-void CopyParts(bool gather, float* whole, OpReq whole_req, const std::vector<float*>& parts,
-               const std::vector<OpReq>& part_req, const std::vector<int64_t>& n, int64_t total, int64_t outer,
-               int64_t inner) {
-#pragma omp parallel for if (outer * total * inner > kParallelGrain) schedule(static)
-  for (int64_t o = 0; o < outer; ++o) {
+// Runs a PartsCopy (ops/concat_split.h) row by row.
+void CopyParts(const PartsCopy& c) {
+#pragma omp parallel for if (c.outer * c.total * c.inner > kParallelGrain) schedule(static)
+  for (int64_t o = 0; o < c.outer; ++o) {
     int64_t start = 0;
-    for (size_t k = 0; k < parts.size(); ++k) {
-      const int64_t len = n[k] * inner, at = start;
-      start += n[k];
-      const OpReq req = gather ? whole_req : part_req[k];
+    for (size_t k = 0; k < c.parts.size(); ++k) {
+      const int64_t len = c.n[k] * c.inner, at = start;
+      start += c.n[k];
+      const OpReq req = c.gather ? c.whole_req : c.part_req[k];
       if (req == OpReq::kNull) continue;
-      float* w = whole + (o * total + at) * inner;
-      float* p = parts[k] + o * len;
-      float* dst = gather ? w : p;
-      const float* src = gather ? p : w;
+      float* w = c.whole + (o * c.total + at) * c.inner;
+      float* p = c.parts[k] + o * len;
+      float* dst = c.gather ? w : p;
+      const float* src = c.gather ? p : w;
       if (req == OpReq::kAdd) {
         for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
       } else {
@@ -49,8 +43,6 @@ void CopyParts(bool gather, float* whole, OpReq whole_req, const std::vector<flo
     }
   }
 }
-
-int Axis(int64_t axis, int ndim) { return static_cast<int>(axis < 0 ? axis + ndim : axis); }
 
 // ------------------------------------------------------------------ concat
 
@@ -72,74 +64,10 @@ void ConcatInferShape(ShapeCtx& c) {
   c.out[0] = Shape(y);
 }
 
-// Outer and inner sizes of a concat or split along axis `ax` of whole.
-void OuterInner(const Shape& whole, int ax, int64_t* outer, int64_t* inner) {
-  *outer = whole.Prod(0, ax);
-  *inner = whole.Prod(ax + 1, whole.ndim());
-}
-
-// The axis lengths of parts given as tensors (all defined: inputs).
-std::vector<int64_t> PartLengths(const std::vector<Tensor>& parts, int64_t outer, int64_t inner) {
-  std::vector<int64_t> n;
-  for (const Tensor& t : parts) n.push_back(t.size() / (outer * inner));
-  return n;
-}
-
-// The axis lengths of the gradients of concat's inputs. A gradient nobody
-// reads has no memory and no shape; its length is deduced from the others
-// when at most one is unknown or when only unread parts follow the unknown
-// ones (they are skipped, so their lengths do not matter).
-std::vector<int64_t> GradLengths(const KernelCtx& c, int64_t total, int64_t outer, int64_t inner) {
-  std::vector<int64_t> n(c.out.size(), -1);
-  int unknown = 0, last_read = -1;
-  int64_t known = 0;
-  for (size_t k = 0; k < c.out.size(); ++k) {
-    if (c.req[k] == OpReq::kNull) { ++unknown; continue; }
-    n[k] = c.out[k].size() / (outer * inner);
-    known += n[k];
-    last_read = static_cast<int>(k);
-  }
-  int unknown_before = 0;
-  for (int k = 0; k < last_read; ++k) unknown_before += n[k] < 0;
-  FRUGAL_REQUIRE(unknown <= 1 || unknown_before == 0, c.node.Where(), ": the gradients of ", unknown,
-                 " inputs of concat are unused and their sizes are unknown to the kernel; put inputs without a",
-                 " gradient last in the concat (a limitation of this build)");
-  for (int64_t& nk : n)
-    if (nk < 0) nk = unknown == 1 ? total - known : 0;
-  return n;
-}
-
-std::vector<float*> Inputs(const KernelCtx& c) {
-  std::vector<float*> p;
-  for (const Tensor& t : c.in) p.push_back(t.f());
-  return p;
-}
-
-// Outputs nobody reads (an unused part of a split) are nullptr and skipped.
-std::vector<float*> Outputs(const KernelCtx& c) {
-  std::vector<float*> p;
-  for (size_t k = 0; k < c.out.size(); ++k) p.push_back(Out(c, static_cast<int>(k)));
-  return p;
-}
-
-void ConcatForward(const KernelCtx& c) {
-  if (c.req[0] == OpReq::kNull) return;
-  const Shape& y = c.out[0].shape();
-  const int ax = Axis(c.params<ConcatParams>().dim, y.ndim());
-  int64_t outer, inner;
-  OuterInner(y, ax, &outer, &inner);
-  CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, PartLengths(c.in, outer, inner), y[ax], outer, inner);
-}
+void ConcatForward(const KernelCtx& c) { CopyParts(ConcatCopy(c)); }
 
 // inputs: dy    outputs: dx_0 .. dx_{n-1}
-void ConcatBackward(const KernelCtx& c) {
-  const Shape& y = c.in[0].shape();
-  const int ax = Axis(c.params<ConcatParams>().dim, y.ndim());
-  int64_t outer, inner;
-  OuterInner(y, ax, &outer, &inner);
-  CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, GradLengths(c, y[ax], outer, inner), y[ax], outer,
-            inner);
-}
+void ConcatBackward(const KernelCtx& c) { CopyParts(ConcatGradCopy(c)); }
 
 // ------------------------------------------------------------------- split
 
@@ -160,50 +88,30 @@ void SplitInferShape(ShapeCtx& c) {
   for (Shape& o : c.out) o = Shape(y);
 }
 
-// Parts are equal, so their lengths come from x and the params (an unused
-// part has no tensor to measure).
-void SplitForward(const KernelCtx& c) {
-  const auto& p = c.params<SplitParams>();
-  const Shape& x = c.in[0].shape();
-  const int ax = Axis(p.axis, x.ndim());
-  int64_t outer, inner;
-  OuterInner(x, ax, &outer, &inner);
-  const std::vector<int64_t> n(p.num_outputs, x[ax] / p.num_outputs);
-  CopyParts(false, c.in[0].f(), OpReq::kNull, Outputs(c), c.req, n, x[ax], outer, inner);
-}
+void SplitForward(const KernelCtx& c) { CopyParts(SplitCopy(c)); }
 
 // inputs: dy_0 .. dy_{n-1}    output: dx
-void SplitBackward(const KernelCtx& c) {
-  if (c.req[0] == OpReq::kNull) return;
-  const Shape& x = c.out[0].shape();
-  const int ax = Axis(c.params<SplitParams>().axis, x.ndim());
-  int64_t outer, inner;
-  OuterInner(x, ax, &outer, &inner);
-  CopyParts(true, Out(c, 0), c.req[0], Inputs(c), {}, PartLengths(c.in, outer, inner), x[ax], outer, inner);
-}
+void SplitBackward(const KernelCtx& c) { CopyParts(SplitGradCopy(c)); }
 
 // One _backward_split node reading every output gradient.
 std::vector<Entry> SplitGradient(Graph& g, const GradCtx& c) {
-  const Node& f = g.node(c.fwd);
-  Node b;
-  b.name = f.name + "_backward";
-  b.op = &OpRegistry::Get().Require("_backward_split", [&f] { return f.Where(); });
-  b.params = f.params;
-  b.attrs = f.attrs;
-  b.fwd = c.fwd;
-  b.loc = f.loc;
+  Node b = BackwardNode(g, c, "_backward_split");
   b.inputs = c.out_grads;
   return {{g.AddNode(std::move(b)), 0}};
 }
 
-std::any ParseSplit(AttrReader& a) {
+}  // namespace
+
+SplitParams SplitParams::Parse(AttrReader& a) {
   SplitParams p;
   p.num_outputs = a.Int("num_outputs");
   p.axis = a.Int("axis", 1);
   p.squeeze_axis = a.Bool("squeeze_axis", false);
   FRUGAL_REQUIRE(p.num_outputs >= 1, a.where(), ": num_outputs must be at least 1, got ", p.num_outputs);
-  return std::any(p);
+  return p;
 }
+
+namespace {
 
 int NumParts(const std::any& p) { return static_cast<int>(std::any_cast<const SplitParams&>(p).num_outputs); }
 
@@ -212,7 +120,7 @@ OpDef& RegisterSplit(OpRegistry* r, const std::string& name) {
       .Doc("Cuts x into num_outputs equal parts along axis (default 1); squeeze_axis drops a size-1 axis.")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params(ParseSplit)
+      .Params<SplitParams>()
       .NumOutputsFn(NumParts)
       .InferShape(SplitInferShape)
       .Backward({OutGrad(0)})
@@ -223,19 +131,21 @@ OpDef& RegisterSplit(OpRegistry* r, const std::string& name) {
 
 }  // namespace
 
+ConcatParams ConcatParams::Parse(AttrReader& a) {
+  ConcatParams p;
+  p.num_args = a.Int("num_args", 2);
+  p.dim = a.Int("dim", 1);
+  FRUGAL_REQUIRE(p.num_args >= 1, a.where(), ": num_args must be at least 1, got ", p.num_args);
+  return p;
+}
+
 void Register_concat_split(OpRegistry* r) {
   auto num_args = [](const std::any& p) { return static_cast<int>(std::any_cast<const ConcatParams&>(p).num_args); };
   OpDef& concat = r->Add("concat")
       .Doc("Joins num_args inputs (default 2) along dim (default 1).")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        ConcatParams p;
-        p.num_args = a.Int("num_args", 2);
-        p.dim = a.Int("dim", 1);
-        FRUGAL_REQUIRE(p.num_args >= 1, a.where(), ": num_args must be at least 1, got ", p.num_args);
-        return std::any(p);
-      })
+      .Params<ConcatParams>()
       .NumInputsFn(num_args)
       .InferShape(ConcatInferShape)
       .Recompute(Cost::kFree)

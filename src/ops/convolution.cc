@@ -148,13 +148,7 @@ int64_t ConvForwardWorkspace(const WorkspaceCtx& c) {
 void ConvForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<ConvParams>();
-  std::vector<void*> ptrs{c.in[0].raw(), c.in[1].raw()};
-  if (!p.no_bias) ptrs.push_back(c.in[2].raw());
-  ptrs.push_back(c.out[0].raw());
-  std::vector<OpReq> reqs(ptrs.size(), OpReq::kWrite);
-  reqs.back() = c.req[0];
-  const ConvPrims& k = Prims(p, c.in[0].shape(), c.in[0].dtype(), {c.in[0].layout(), c.out[0].layout()});
-  k.fwd.Run(ptrs, reqs, c.workspace.defined() ? c.workspace.raw() : nullptr);
+  Prims(p, c.in[0].shape(), c.in[0].dtype(), {c.in[0].layout(), c.out[0].layout()}).fwd.RunForward(c, !p.no_bias);
 }
 
 // The backward runs data then weights, one after the other in one workspace.
@@ -163,32 +157,21 @@ int64_t ConvBackwardWorkspace(const WorkspaceCtx& c) {
   return k.dy_bytes + std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 
-void* RawOrNull(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? nullptr : c.out[k].raw(); }
 
 // inputs: dy, x, W   outputs: dx, dW[, db]
 void ConvBackward(const KernelCtx& c) {
   const auto& p = c.params<ConvParams>();
   const ConvPrims& k = Prims(p, c.in[1].shape(), c.in[1].dtype(), {c.in[1].layout(), c.in[0].layout()});
   CHECK(!c.out[0].defined() || c.out[0].layout() == c.in[1].layout()) << c.node.Where() << ": dx laid out unlike x";
-  char* ws = c.workspace.defined() ? static_cast<char*>(c.workspace.raw()) : nullptr;
-  const bool want_db = !p.no_bias && c.req[2] != OpReq::kNull;
-  const bool want_dw = c.req[1] != OpReq::kNull || want_db;
+  char* ws = static_cast<char*>(Workspace(c));
   void* dy = c.in[0].raw();
   if (k.dy_reorder) {  // dy in the backward primitives' layout, once for both
     k.dy_reorder->Run(dy, ws);
     dy = ws;
     ws += k.dy_bytes;
   }
-  const OpReq kIn = OpReq::kWrite;
-  if (c.req[0] != OpReq::kNull) {  // dx = conv_transpose(dy, W)
-    k.bwd_data.Run({dy, c.in[2].raw(), c.out[0].raw()}, {kIn, kIn, c.req[0]}, ws);
-  }
-  if (!want_dw) return;
-  // dW = corr(x, dy), db = sum(dy): one primitive; an unrequested one lands in the workspace.
-  std::vector<void*> ptrs{dy, c.in[1].raw(), RawOrNull(c, 1)};
-  std::vector<OpReq> reqs{kIn, kIn, c.req[1]};
-  if (!p.no_bias) { ptrs.push_back(RawOrNull(c, 2)); reqs.push_back(c.req[2]); }
-  k.bwd_weights.Run(ptrs, reqs, ws);
+  // dx = conv_transpose(dy, W), dW = corr(x, dy), db = sum(dy)
+  cpu::RunWeightedBackward(k.bwd_data, k.bwd_weights, c, dy, !p.no_bias, ws);
 }
 
 }  // namespace

@@ -117,33 +117,19 @@ const DeconvPrims& Prims(const ConvParams& p, const Shape& x) {
   return cpu::Cached<DeconvPrims>(Fmt("deconvolution", x, p.Key()), [&] { return MakeDeconvPrims(p, x); });
 }
 
-void* Ws(const KernelCtx& c) { return c.workspace.defined() ? c.workspace.raw() : nullptr; }
-void* RawOrNull(const KernelCtx& c, int k) { return c.req[k] == OpReq::kNull ? nullptr : c.out[k].raw(); }
 
 // inputs: x, W[, b]   output: y
 void DeconvForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<ConvParams>();
-  std::vector<void*> ptrs{c.in[0].raw(), c.in[1].raw()};
-  if (!p.no_bias) ptrs.push_back(c.in[2].raw());
-  ptrs.push_back(c.out[0].raw());
-  std::vector<OpReq> reqs(ptrs.size(), OpReq::kWrite);
-  reqs.back() = c.req[0];
-  Prims(p, c.in[0].shape()).fwd.Run(ptrs, reqs, Ws(c));
+  Prims(p, c.in[0].shape()).fwd.RunForward(c, !p.no_bias);
 }
 
 // inputs: dy, x, W   outputs: dx, dW[, db]
 void DeconvBackward(const KernelCtx& c) {
   const auto& p = c.params<ConvParams>();
   const DeconvPrims& k = Prims(p, c.in[1].shape());
-  const OpReq kIn = OpReq::kWrite;
-  if (c.req[0] != OpReq::kNull) k.bwd_data.Run({c.in[0].raw(), c.in[2].raw(), c.out[0].raw()}, {kIn, kIn, c.req[0]}, Ws(c));
-  const bool want_db = !p.no_bias && c.req[2] != OpReq::kNull;
-  if (c.req[1] == OpReq::kNull && !want_db) return;
-  std::vector<void*> ptrs{c.in[0].raw(), c.in[1].raw(), RawOrNull(c, 1)};
-  std::vector<OpReq> reqs{kIn, kIn, c.req[1]};
-  if (!p.no_bias) { ptrs.push_back(RawOrNull(c, 2)); reqs.push_back(c.req[2]); }
-  k.bwd_weights.Run(ptrs, reqs, Ws(c));
+  cpu::RunWeightedBackward(k.bwd_data, k.bwd_weights, c, c.in[0].raw(), !p.no_bias, Workspace(c));
 }
 
 }  // namespace

@@ -62,18 +62,20 @@ void ApplyMask(const KernelCtx& c) {
 
 }  // namespace
 
+DropoutParams DropoutParams::Parse(AttrReader& a) {
+  DropoutParams p;
+  p.p = static_cast<float>(a.Float("p", 0.5));
+  a.Choice("mode", "training", {"training"});
+  FRUGAL_REQUIRE(p.p >= 0 && p.p < 1, a.where(), ": p must be in [0, 1), got ", p.p);
+  return p;
+}
+
 void Register_dropout(OpRegistry* r) {
   OpDef& fwd = r->Add("dropout")
       .Doc("Inverted dropout when training: y = x * mask / (1 - p); the mask comes from a counter-based RNG.")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        DropoutParams p;
-        p.p = static_cast<float>(a.Float("p", 0.5));
-        a.Choice("mode", "training", {"training"});
-        FRUGAL_REQUIRE(p.p >= 0 && p.p < 1, a.where(), ": p must be in [0, 1), got ", p.p);
-        return std::any(p);
-      })
+      .Params<DropoutParams>()
       .InferShape(InferSameShape)
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)

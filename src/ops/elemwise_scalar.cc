@@ -55,11 +55,7 @@ OpDef& RegisterScalar(OpRegistry* r, const std::string& name, const std::string&
       .Doc(doc + " (attribute scalar).")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        double s = a.Float("scalar", NAN);
-        FRUGAL_REQUIRE(!std::isnan(s), a.where(), ": attribute 'scalar' is required (a number)");
-        return std::any(ScalarParams{static_cast<float>(s)});
-      })
+      .Params<ScalarParams>()
       .InferShape(InferSameShape)
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
@@ -67,6 +63,12 @@ OpDef& RegisterScalar(OpRegistry* r, const std::string& name, const std::string&
 }
 
 }  // namespace
+
+ScalarParams ScalarParams::Parse(AttrReader& a) {
+  const double s = a.Float("scalar", NAN);
+  FRUGAL_REQUIRE(!std::isnan(s), a.where(), ": attribute 'scalar' is required (a number)");
+  return {static_cast<float>(s)};
+}
 
 void Register_elemwise_scalar(OpRegistry* r) {
   RegisterScalar<AddS>(r, "add_scalar", "y = x + scalar").Backward({OutGrad(0)}).Gradient(GradientAs("", false));

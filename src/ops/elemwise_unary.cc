@@ -91,6 +91,22 @@ OpDef& RegisterUnary(OpRegistry* r, const std::string& name, const std::string& 
 
 }  // namespace
 
+ClipParams ClipParams::Parse(AttrReader& a) {
+  ClipParams p;
+  p.a_min = static_cast<float>(a.Float("a_min", NAN));
+  p.a_max = static_cast<float>(a.Float("a_max", NAN));
+  FRUGAL_REQUIRE(!std::isnan(p.a_min) && !std::isnan(p.a_max), a.where(),
+                 ": clip needs both a_min and a_max (numbers)");
+  FRUGAL_REQUIRE(p.a_min <= p.a_max, a.where(), ": a_min ", p.a_min, " is greater than a_max ", p.a_max);
+  return p;
+}
+
+GeluParams GeluParams::Parse(AttrReader& a) {
+  GeluParams p;
+  p.tanh = a.Choice("approximate", "none", {"none", "tanh"}) == "tanh";
+  return p;
+}
+
 void Register_elemwise_unary(OpRegistry* r) {
   r->Add("negative")
       .Doc("Elementwise negation y = -x.")
@@ -111,15 +127,7 @@ void Register_elemwise_unary(OpRegistry* r) {
   RegisterUnary<Abs>(r, "abs", "Elementwise absolute value y = |x|.", "dx = sign(x) dy");
   RegisterUnary<Clip>(r, "clip", "Clips to [a_min, a_max]: y = min(max(x, a_min), a_max).",
                       "dx = dy where a_min < y < a_max, else 0")
-      .Params([](AttrReader& a) {
-        ClipParams p;
-        p.a_min = static_cast<float>(a.Float("a_min", NAN));
-        p.a_max = static_cast<float>(a.Float("a_max", NAN));
-        FRUGAL_REQUIRE(!std::isnan(p.a_min) && !std::isnan(p.a_max), a.where(),
-                       ": clip needs both a_min and a_max (numbers)");
-        FRUGAL_REQUIRE(p.a_min <= p.a_max, a.where(), ": a_min ", p.a_min, " is greater than a_max ", p.a_max);
-        return std::any(p);
-      });
+      .Params<ClipParams>();
   RegisterUnary<Erf>(r, "erf", "Elementwise error function y = erf(x).", "dx = dy 2/sqrt(pi) exp(-x^2)");
   RegisterUnary<Sin>(r, "sin", "Elementwise sine y = sin(x).", "dx = dy cos(x)");
   RegisterUnary<Cos>(r, "cos", "Elementwise cosine y = cos(x).", "dx = -dy sin(x)");
@@ -140,11 +148,7 @@ void Register_elemwise_unary(OpRegistry* r) {
   RegisterUnary<Gelu>(r, "gelu",
                       "Gaussian error linear unit y = x Phi(x) (approximate: none, the erf form, or tanh).",
                       "dx = dy d/dx (x Phi(x)), in the node's form", GeluForward, GeluBackward)
-      .Params([](AttrReader& a) {
-        GeluParams p;
-        p.tanh = a.Choice("approximate", "none", {"none", "tanh"}) == "tanh";
-        return std::any(p);
-      });
+      .Params<GeluParams>();
 }
 
 }  // namespace frugal

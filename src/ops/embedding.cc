@@ -74,19 +74,21 @@ void EmbeddingBackward(const KernelCtx& c) {
 
 }  // namespace
 
+EmbeddingParams EmbeddingParams::Parse(AttrReader& a) {
+  EmbeddingParams p;
+  p.input_dim = a.Int("input_dim");
+  p.output_dim = a.Int("output_dim");
+  FRUGAL_REQUIRE(p.input_dim > 0 && p.output_dim > 0, a.where(), ": input_dim and output_dim must be positive, got ",
+                 p.input_dim, " and ", p.output_dim);
+  return p;
+}
+
 void Register_embedding(OpRegistry* r) {
   OpDef& fwd = r->Add("embedding")
       .Doc("Looks up rows of weight (input_dim, output_dim) by the float indices in data.")
       .Inputs({{"data"}, {"weight", VarKind::kParam, "xavier"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        EmbeddingParams p;
-        p.input_dim = a.Int("input_dim");
-        p.output_dim = a.Int("output_dim");
-        FRUGAL_REQUIRE(p.input_dim > 0 && p.output_dim > 0, a.where(), ": input_dim and output_dim must be positive, got ",
-                       p.input_dim, " and ", p.output_dim);
-        return std::any(p);
-      })
+      .Params<EmbeddingParams>()
       .InferShape(EmbeddingInferShape)
       .Recompute(Cost::kCheap)
       .CpuKernel(EmbeddingForward);

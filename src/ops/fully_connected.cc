@@ -103,18 +103,12 @@ int64_t FcBackwardWorkspace(const WorkspaceCtx& c) {
   return std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 
-void* Ws(const KernelCtx& c) { return c.workspace.defined() ? c.workspace.raw() : nullptr; }
 
 void FcForward(const KernelCtx& c) {
   const auto& p = c.params<FcParams>();
   if (c.req[0] == OpReq::kNull) return;
   if (c.in[0].dtype() == DType::kBFloat16) {
-    std::vector<void*> ptrs{c.in[0].raw(), c.in[1].raw()};
-    if (!p.no_bias) ptrs.push_back(c.in[2].raw());
-    ptrs.push_back(c.out[0].raw());
-    std::vector<OpReq> reqs(ptrs.size(), OpReq::kWrite);
-    reqs.back() = c.req[0];
-    return Prims(p, c.in[0].shape()).fwd.Run(ptrs, reqs, Ws(c));
+    return Prims(p, c.in[0].shape()).fwd.RunForward(c, !p.no_bias);
   }
   int64_t n, k;
   RowsCols(p, c.in[0].shape(), &n, &k);
@@ -140,8 +134,9 @@ void FcBackward(const KernelCtx& c) {
     const FcPrims& k = Prims(p, c.in[1].shape());
     void* dy = c.in[0].raw();
     const OpReq kIn = OpReq::kWrite;
-    if (c.req[0] != OpReq::kNull) k.bwd_data.Run({dy, c.in[2].raw(), c.out[0].raw()}, {kIn, kIn, c.req[0]}, Ws(c));
-    if (c.req[1] != OpReq::kNull) k.bwd_weights.Run({dy, c.in[1].raw(), c.out[1].raw()}, {kIn, kIn, c.req[1]}, Ws(c));
+    void* ws = Workspace(c);
+    if (c.req[0] != OpReq::kNull) k.bwd_data.Run({dy, c.in[2].raw(), c.out[0].raw()}, {kIn, kIn, c.req[0]}, ws);
+    if (c.req[1] != OpReq::kNull) k.bwd_weights.Run({dy, c.in[1].raw(), c.out[1].raw()}, {kIn, kIn, c.req[1]}, ws);
   } else {
     const float* dy = c.in[0].f();
     auto beta = [&](int i) { return c.req[i] == OpReq::kAdd ? 1.f : 0.f; };
@@ -169,20 +164,22 @@ void FcBackward(const KernelCtx& c) {
 
 }  // namespace
 
+FcParams FcParams::Parse(AttrReader& a) {
+  FcParams p;
+  p.num_hidden = a.Int("num_hidden");
+  p.no_bias = a.Bool("no_bias", false);
+  p.flatten = a.Bool("flatten", true);
+  FRUGAL_REQUIRE(p.num_hidden > 0, a.where(), ": num_hidden must be positive, got ", p.num_hidden);
+  return p;
+}
+
 void Register_fully_connected(OpRegistry* r) {
   auto num_inputs = [](const std::any& p) { return std::any_cast<const FcParams&>(p).no_bias ? 2 : 3; };
   OpDef& fwd = r->Add("fully_connected")
       .Doc("Affine layer y = x W^T + b; num_hidden outputs, optional bias, flatten=true folds all but dim 0.")
       .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        FcParams p;
-        p.num_hidden = a.Int("num_hidden");
-        p.no_bias = a.Bool("no_bias", false);
-        p.flatten = a.Bool("flatten", true);
-        FRUGAL_REQUIRE(p.num_hidden > 0, a.where(), ": num_hidden must be positive, got ", p.num_hidden);
-        return std::any(p);
-      })
+      .Params<FcParams>()
       .NumInputsFn(num_inputs)
       .InferShape(FcInferShape)
       .Recompute(Cost::kExpensive)

@@ -83,17 +83,29 @@ void RescaleClipCpu(const KernelCtx& c) {
 
 }  // namespace
 
+GradAccumulateParams GradAccumulateParams::Parse(AttrReader& a) {
+  GradAccumulateParams p;
+  p.iter_size = a.Int("iter_size");
+  FRUGAL_REQUIRE(p.iter_size >= 2, a.where(), ": iter_size must be at least 2, got ", p.iter_size);
+  return p;
+}
+
+RescaleClipParams RescaleClipParams::Parse(AttrReader& a) {
+  RescaleClipParams p;
+  p.num_args = a.Int("num_args", 1);
+  p.rescale = static_cast<float>(a.Float("rescale", 1.0));
+  p.max_norm = static_cast<float>(a.Float("max_norm", 0.0));
+  FRUGAL_REQUIRE(p.num_args >= 1, a.where(), ": num_args must be at least 1, got ", p.num_args);
+  FRUGAL_REQUIRE(p.max_norm >= 0, a.where(), ": max_norm must not be negative, got ", p.max_norm);
+  return p;
+}
+
 void Register_grad_combine(OpRegistry* r) {
   r->Add("grad_accumulate")
       .Doc("The sum of iter_size micro-batches' gradients: sum = grad, sum += grad, then grad = sum + grad "
            "on the last (micro-batch step % iter_size).")
       .Inputs({{"sum"}, {"grad"}})
-      .Params([](AttrReader& a) {
-        GradAccumulateParams p;
-        p.iter_size = a.Int("iter_size");
-        FRUGAL_REQUIRE(p.iter_size >= 2, a.where(), ": iter_size must be at least 2, got ", p.iter_size);
-        return std::any(p);
-      })
+      .Params<GradAccumulateParams>()
       .InferShape([](ShapeCtx& c) {
         if (c.in[0] != c.in[1]) c.Fail(Fmt("sum has shape ", c.in[0], " but grad has ", c.in[1]));
       })
@@ -103,15 +115,7 @@ void Register_grad_combine(OpRegistry* r) {
   r->Add("rescale_clip")
       .Doc("Every gradient times rescale, then all clipped to a global L2 norm of max_norm (0: no clipping).")
       .Inputs({{"grad"}})
-      .Params([](AttrReader& a) {
-        RescaleClipParams p;
-        p.num_args = a.Int("num_args", 1);
-        p.rescale = static_cast<float>(a.Float("rescale", 1.0));
-        p.max_norm = static_cast<float>(a.Float("max_norm", 0.0));
-        FRUGAL_REQUIRE(p.num_args >= 1, a.where(), ": num_args must be at least 1, got ", p.num_args);
-        FRUGAL_REQUIRE(p.max_norm >= 0, a.where(), ": max_norm must not be negative, got ", p.max_norm);
-        return std::any(p);
-      })
+      .Params<RescaleClipParams>()
       .NumInputsFn([](const std::any& p) {
         return static_cast<int>(std::any_cast<const RescaleClipParams&>(p).num_args);
       })

@@ -133,20 +133,22 @@ int NumInputs(const std::any& p) { return std::any_cast<const LayerNormParams&>(
 
 }  // namespace
 
+LayerNormParams LayerNormParams::Parse(AttrReader& a) {
+  LayerNormParams p;
+  p.axis = a.Int("axis", -1);
+  p.eps = a.Float("eps", 1e-5);
+  p.no_bias = a.Bool("no_bias", false);
+  FRUGAL_REQUIRE(p.eps > 0 && std::isfinite(p.eps), a.where(), ": eps must be a positive number, got ", p.eps);
+  return p;
+}
+
 void Register_layer_norm(OpRegistry* r) {
   OpDef& fwd = r->Add("layer_norm")
       .Doc("Layer normalisation over the axes from axis on: axis (default -1), eps (1e-5), no_bias.")
       .Inputs({{"x"}, {"gamma", VarKind::kParam, "one"}, {"beta", VarKind::kParam, "zero"}})
       .Outputs({"y", "mean", "inv_std"})
       .VisibleOutputs(1)
-      .Params([](AttrReader& a) {
-        LayerNormParams p;
-        p.axis = a.Int("axis", -1);
-        p.eps = a.Float("eps", 1e-5);
-        p.no_bias = a.Bool("no_bias", false);
-        FRUGAL_REQUIRE(p.eps > 0 && std::isfinite(p.eps), a.where(), ": eps must be a positive number, got ", p.eps);
-        return std::any(p);
-      })
+      .Params<LayerNormParams>()
       .NumInputsFn(NumInputs)
       .InferShape(LayerNormInferShape)
       .Inplace({{0, 0}})

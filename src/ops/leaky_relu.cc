@@ -22,7 +22,7 @@ void LeakyForward(const KernelCtx& c) {
   const int64_t n = c.in[0].size();
   const float s = p.slope;
   if (p.elu) {
-    void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
+    void* ws = Workspace(c);
     cpu::Eltwise(dnnl::algorithm::eltwise_elu, s, 0, x, y, n, c.req[0], ws);
   } else {
     ForEach(n, y, c.req[0], [=](int64_t i) { return std::max(x[i], 0.f) + s * std::min(x[i], 0.f); });
@@ -44,20 +44,22 @@ void LeakyBackward(const KernelCtx& c) {
 
 }  // namespace
 
+LeakyParams LeakyParams::Parse(AttrReader& a) {
+  LeakyParams p;
+  p.elu = a.Choice("act_type", "leaky", {"leaky", "elu"}) == "elu";
+  p.slope = static_cast<float>(a.Float("slope", 0.25));
+  FRUGAL_REQUIRE(p.slope >= 0, a.where(), ": slope is ", p.slope,
+                 "; it must be >= 0 (the backward reads y, and a negative slope makes x > 0 and x < 0 "
+                 "indistinguishable there)");
+  return p;
+}
+
 void Register_leaky_relu(OpRegistry* r) {
   OpDef& fwd = r->Add("leaky_relu")
       .Doc("Leaky ReLU or ELU: act_type leaky (default) or elu, slope (default 0.25, >= 0).")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        LeakyParams p;
-        p.elu = a.Choice("act_type", "leaky", {"leaky", "elu"}) == "elu";
-        p.slope = static_cast<float>(a.Float("slope", 0.25));
-        FRUGAL_REQUIRE(p.slope >= 0, a.where(), ": slope is ", p.slope,
-                       "; it must be >= 0 (the backward reads y, and a negative slope makes x > 0 and x < 0 "
-                       "indistinguishable there)");
-        return std::any(p);
-      })
+      .Params<LeakyParams>()
       .InferShape(InferSameShape)
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)

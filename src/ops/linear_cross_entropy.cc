@@ -34,6 +34,7 @@ struct LceParams {
   int64_t chunk = 0;
   bool batch_norm = true;  // normalization "batch"
   double grad_scale = 1;
+  static LceParams Parse(AttrReader& a);
 };
 
 constexpr int64_t kChunkBytes = int64_t{64} << 20;
@@ -184,6 +185,18 @@ double LceFlops(const std::vector<Shape>& in) {
 
 }  // namespace
 
+LceParams LceParams::Parse(AttrReader& a) {
+  LceParams p;
+  p.num_hidden = a.Int("num_hidden");
+  p.chunk = a.Int("chunk", 0);
+  p.batch_norm = a.Choice("normalization", "batch", {"batch", "null"}) == "batch";
+  p.grad_scale = a.Float("grad_scale", 1.0);
+  FRUGAL_REQUIRE(p.num_hidden > 0, a.where(), ": num_hidden must be positive, got ", p.num_hidden);
+  FRUGAL_REQUIRE(p.chunk >= 0, a.where(), ": chunk must be a number of rows (0: as many as fit in 64 MiB), got ",
+                 p.chunk);
+  return p;
+}
+
 void Register_linear_cross_entropy(OpRegistry* r) {
   OpDef& fwd = r->Add("linear_cross_entropy")
       .Doc("A fully connected layer of num_hidden classes with a softmax cross-entropy loss, computed chunk rows "
@@ -191,17 +204,7 @@ void Register_linear_cross_entropy(OpRegistry* r) {
       .Inputs({{"x"}, {"label"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
       .Outputs({"score", "dx", "dweight", "dbias"})
       .VisibleOutputs(1)
-      .Params([](AttrReader& a) {
-        LceParams p;
-        p.num_hidden = a.Int("num_hidden");
-        p.chunk = a.Int("chunk", 0);
-        p.batch_norm = a.Choice("normalization", "batch", {"batch", "null"}) == "batch";
-        p.grad_scale = a.Float("grad_scale", 1.0);
-        FRUGAL_REQUIRE(p.num_hidden > 0, a.where(), ": num_hidden must be positive, got ", p.num_hidden);
-        FRUGAL_REQUIRE(p.chunk >= 0, a.where(), ": chunk must be a number of rows (0: as many as fit in 64 MiB), got ",
-                       p.chunk);
-        return std::any(p);
-      })
+      .Params<LceParams>()
       .InferShape(LceInferShape)
       .Loss()
       .OutputsLossAndRank()

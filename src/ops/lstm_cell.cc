@@ -130,14 +130,7 @@ void LstmBackward(const KernelCtx& c) {
 
 // One backward node; its gradient output 0 is both projections' gradient.
 std::vector<Entry> LstmGradient(Graph& g, const GradCtx& c) {
-  const Node& f = g.node(c.fwd);
-  Node b;
-  b.name = f.name + "_backward";
-  b.op = &OpRegistry::Get().Require("_backward_lstm_cell", [&f] { return f.Where(); });
-  b.params = f.params;
-  b.attrs = f.attrs;
-  b.fwd = c.fwd;
-  b.loc = f.loc;
+  Node b = BackwardNode(g, c, "_backward_lstm_cell");
   b.inputs = {c.out_grads[0], c.out_grads[1], c.outputs[2], c.inputs[2]};
   const int id = g.AddNode(std::move(b));
   return {Entry{id, 0}, Entry{id, 0}, Entry{id, 1}};

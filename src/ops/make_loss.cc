@@ -38,18 +38,20 @@ void MakeLossBackward(const KernelCtx& c) {
 
 }  // namespace
 
+MakeLossParams MakeLossParams::Parse(AttrReader& a) {
+  MakeLossParams p;
+  p.grad_scale = a.Float("grad_scale", 1.0);
+  p.normalization = a.Choice("normalization", "null", {"null", "batch", "valid"});
+  p.valid_thresh = static_cast<float>(a.Float("valid_thresh", 0.0));
+  return p;
+}
+
 void Register_make_loss(OpRegistry* r) {
   OpDef& fwd = r->Add("make_loss")
       .Doc("Makes x a loss head: y = x; dx = grad_scale / norm (normalization null, batch or valid).")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        MakeLossParams p;
-        p.grad_scale = a.Float("grad_scale", 1.0);
-        p.normalization = a.Choice("normalization", "null", {"null", "batch", "valid"});
-        p.valid_thresh = static_cast<float>(a.Float("valid_thresh", 0.0));
-        return std::any(p);
-      })
+      .Params<MakeLossParams>()
       .InferShape(InferSameShape)
       .Loss()
       .Inplace({{0, 0}})

@@ -6,26 +6,11 @@
 //   db = op(a)^T dy         (transpose_b: db = dy^T op(a))
 // sgemm (backend/cpu/blas.h) per batch item (Cost::kExpensive).
 #include "backend/cpu/blas.h"
-#include "ops/op_params.h"
+#include "ops/matmul.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-// Batch B, rows M, inner K and columns N from the shapes of a and b.
-struct Dims {
-  int64_t batch, m, k, n;
-};
-
-Dims DimsOf(const MatmulParams& p, const Shape& a, const Shape& b) {
-  const int r = a.ndim();
-  Dims d;
-  d.batch = r == 3 ? a[0] : 1;
-  d.m = p.transpose_a ? a[r - 1] : a[r - 2];
-  d.k = p.transpose_a ? a[r - 2] : a[r - 1];
-  d.n = p.transpose_b ? b[r - 2] : b[r - 1];
-  return d;
-}
 
 template <int kRank>
 void MatmulInferShape(ShapeCtx& c) {
@@ -37,7 +22,7 @@ void MatmulInferShape(ShapeCtx& c) {
                kRank == 2 ? " (use batch_dot for batches)" : " (batch, rows, columns)"));
   }
   if (kRank == 3 && a[0] != b[0]) c.Fail(Fmt("a ", a, " and b ", b, " have different batch sizes"));
-  const Dims d = DimsOf(p, a, b);
+  const GemmDims d = DimsOf(p, a, b);
   const int64_t kb = p.transpose_b ? b[kRank - 1] : b[kRank - 2];
   if (d.k != kb) {
     c.Fail(Fmt("op(a) has ", d.k, " columns but op(b) has ", kb, " rows (a ", a, ", b ", b,
@@ -51,7 +36,7 @@ float Beta(OpReq req) { return req == OpReq::kAdd ? 1.f : 0.f; }
 void MatmulForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<MatmulParams>();
-  const Dims d = DimsOf(p, c.in[0].shape(), c.in[1].shape());
+  const GemmDims d = DimsOf(p, c.in[0].shape(), c.in[1].shape());
   for (int64_t i = 0; i < d.batch; ++i) {
     cpu::Gemm(p.transpose_a, p.transpose_b, d.m, d.n, d.k, 1.f, c.in[0].f() + i * d.m * d.k,
               c.in[1].f() + i * d.k * d.n, Beta(c.req[0]), Out(c, 0) + i * d.m * d.n);
@@ -61,7 +46,7 @@ void MatmulForward(const KernelCtx& c) {
 // inputs: dy, a, b    outputs: da, db
 void MatmulBackward(const KernelCtx& c) {
   const auto& p = c.params<MatmulParams>();
-  const Dims d = DimsOf(p, c.in[1].shape(), c.in[2].shape());
+  const GemmDims d = DimsOf(p, c.in[1].shape(), c.in[2].shape());
   const bool ta = p.transpose_a, tb = p.transpose_b;
   for (int64_t i = 0; i < d.batch; ++i) {
     const float* dy = c.in[0].f() + i * d.m * d.n;
@@ -86,12 +71,7 @@ void RegisterMatmul(OpRegistry* r, const std::string& name, const std::string& d
       .Doc(doc)
       .Inputs({{"a"}, {"b"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        MatmulParams p;
-        p.transpose_a = a.Bool("transpose_a", false);
-        p.transpose_b = a.Bool("transpose_b", false);
-        return std::any(p);
-      })
+      .Params<MatmulParams>()
       .InferShape(MatmulInferShape<kRank>)
       .Recompute(Cost::kExpensive)
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
@@ -107,6 +87,13 @@ void RegisterMatmul(OpRegistry* r, const std::string& name, const std::string& d
 }
 
 }  // namespace
+
+MatmulParams MatmulParams::Parse(AttrReader& a) {
+  MatmulParams p;
+  p.transpose_a = a.Bool("transpose_a", false);
+  p.transpose_b = a.Bool("transpose_b", false);
+  return p;
+}
 
 void Register_matmul(OpRegistry* r) {
   RegisterMatmul<2>(r, "matmul", "Matrix product y = op(a) op(b) of 2-d a and b (transpose_a, transpose_b).");

@@ -14,6 +14,8 @@
 
 namespace frugal {
 
+class AttrReader;
+
 // activation.cc
 enum class Act { kRelu, kSigmoid, kTanh, kSoftRelu };
 
@@ -22,17 +24,7 @@ struct BnParams {
   double eps = 1e-3, momentum = 0.9;
   bool fix_gamma = true, use_global_stats = false;
   bool relu = false;  // act_type "relu": y = max(bn(x), 0), fused (FuseBnRelu makes these)
-};
-
-// concat_split.cc
-struct ConcatParams {
-  int64_t num_args = 2;
-  int64_t dim = 1;
-};
-struct SplitParams {
-  int64_t num_outputs = 0;
-  int64_t axis = 1;
-  bool squeeze_axis = false;
+  static BnParams Parse(AttrReader& a);
 };
 
 // deconvolution.cc (params: ConvParams): the pad and adj in effect for x
@@ -42,16 +34,19 @@ void EffectivePad(const ConvParams& p, const Shape& x, Pair* pad, Pair* adj);
 // dropout.cc
 struct DropoutParams {
   float p = 0.5f;
+  static DropoutParams Parse(AttrReader& a);
 };
 
 // elemwise_scalar.cc
 struct ScalarParams {
   float scalar = 0;
+  static ScalarParams Parse(AttrReader& a);
 };
 
 // elemwise_unary.cc (clip; the other unary ops have no params)
 struct ClipParams {
   float a_min = 0, a_max = 0;
+  static ClipParams Parse(AttrReader& a);
 };
 // layer_norm.cc
 struct LayerNormParams {
@@ -59,6 +54,7 @@ struct LayerNormParams {
   double eps = 1e-5;
   bool no_bias = false;
   int64_t Axis(const Shape& x) const { return axis < 0 ? axis + x.ndim() : axis; }
+  static LayerNormParams Parse(AttrReader& a);
 };
 // x as R rows of D elements, for a layer_norm's axis.
 struct LayerNormRows {
@@ -70,6 +66,7 @@ struct LayerNormRows {
 
 struct GeluParams {
   bool tanh = false;  // approximate "tanh" rather than the erf form
+  static GeluParams Parse(AttrReader& a);
 };
 // The params a unary op's functions take (elemwise_unary.cc and its CUDA
 // kernels): the op's own `Params` (gelu), else ClipParams (which all but
@@ -92,6 +89,7 @@ UnaryParams<Op> UnaryParamsFrom(const KernelCtx& c) {
 // embedding.cc
 struct EmbeddingParams {
   int64_t input_dim = 0, output_dim = 0;
+  static EmbeddingParams Parse(AttrReader& a);
 };
 
 // fully_connected.cc
@@ -99,12 +97,14 @@ struct FcParams {
   int64_t num_hidden = 0;
   bool no_bias = false;
   bool flatten = true;
+  static FcParams Parse(AttrReader& a);
 };
 
 // leaky_relu.cc
 struct LeakyParams {
   bool elu = false;
   float slope = 0.25f;
+  static LeakyParams Parse(AttrReader& a);
 };
 
 // make_loss.cc
@@ -112,11 +112,7 @@ struct MakeLossParams {
   double grad_scale = 1.0;
   std::string normalization = "null";
   float valid_thresh = 0;
-};
-
-// matmul.cc (matmul, batch_dot)
-struct MatmulParams {
-  bool transpose_a = false, transpose_b = false;
+  static MakeLossParams Parse(AttrReader& a);
 };
 
 // pooling.cc
@@ -127,6 +123,7 @@ struct PoolParams {
     return Fmt(max ? "max" : "avg", global ? "g" : "", count_include_pad ? "i" : "e", full ? "f" : "v",
                PairStr(kernel), PairStr(stride), PairStr(pad));
   }
+  static PoolParams Parse(AttrReader& a);
 };
 // The window geometry of pooling over x: kernel, stride, left and right
 // pads ("full" may pad more on the right), output size.
@@ -135,12 +132,6 @@ struct Window {
   int64_t oh, ow;
 };
 Window WindowFor(const PoolParams& p, const Shape& x);
-
-// reduce.cc (sum, mean, max)
-struct ReduceParams {
-  std::vector<int64_t> axes;  // empty: all
-  bool keepdims = false;
-};
 
 // regression_output.cc
 struct RegressionParams {
@@ -151,6 +142,7 @@ struct RegressionParams {
 using OptInts = std::vector<std::optional<int64_t>>;
 struct SliceParams {
   OptInts begin, end, step;
+  static SliceParams Parse(AttrReader& a);
 };
 class StridedIndex;
 // y[i] = x[base + map(i)] for y = slice(x): map walks y's index space with
@@ -169,21 +161,25 @@ struct SceParams {
   std::string normalization = "batch";
   bool use_ignore = false;
   float ignore_label = -1;
+  static SceParams Parse(AttrReader& a);
 };
 
 // transpose.cc
 struct TransposeParams {
   std::vector<int64_t> axes;  // empty: reverse
+  static TransposeParams Parse(AttrReader& a);
 };
 
 // grad_combine.cc
 struct GradAccumulateParams {
   int64_t iter_size = 2;  // micro-batches per update
+  static GradAccumulateParams Parse(AttrReader& a);
 };
 struct RescaleClipParams {
   int64_t num_args = 1;
   float rescale = 1;   // every gradient times this first (1 / iter_size)
   float max_norm = 0;  // then clipped to this global L2 norm; 0: no clipping
+  static RescaleClipParams Parse(AttrReader& a);
 };
 // The rescaled gradients' global norm is summed per chunk of this many
 // elements, the chunks in order (the same bits for any thread count); the

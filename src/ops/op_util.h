@@ -47,6 +47,8 @@ template <typename T = float>
 T* Out(const KernelCtx& c, int k) {
   return c.req[k] == OpReq::kNull ? nullptr : Elems<T>(c.out[k]);
 }
+// The node's workspace, or nullptr when its plan gave it none.
+inline void* Workspace(const KernelCtx& c) { return c.workspace.defined() ? c.workspace.raw() : nullptr; }
 
 // y = x honouring req, for the ops that only move data (reshape, identity):
 // for kWrite a copy of the bytes, so any dtype (nothing when y is x);

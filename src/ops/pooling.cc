@@ -124,7 +124,7 @@ void PoolForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<PoolParams>();
   const PoolPrims& k = Prims(p, c.in[0].shape(), c.in[0].dtype(), c.in[0].layout(), c.out[0].layout());
-  void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
+  void* ws = Workspace(c);
   // The argmax is needed only when a backward pass will read it.
   if (p.max && c.is_train && c.req[1] != OpReq::kNull) {
     CHECK_LE(k.argmax_bytes, c.out[1].bytes()) << c.node.Where() << ": the argmax workspace outgrew its output";
@@ -144,7 +144,7 @@ void PoolBackward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<PoolParams>();
   const PoolPrims& k = Prims(p, c.out[0].shape(), c.out[0].dtype(), c.out[0].layout(), c.in[0].layout());
-  void* ws = c.workspace.defined() ? c.workspace.raw() : nullptr;
+  void* ws = Workspace(c);
   if (p.max) {
     k.bwd.Run({c.in[0].raw(), c.in[1].raw(), c.out[0].raw()}, {OpReq::kWrite, OpReq::kWrite, c.req[0]}, ws);
   } else {
@@ -154,6 +154,21 @@ void PoolBackward(const KernelCtx& c) {
 
 }  // namespace
 
+PoolParams PoolParams::Parse(AttrReader& a) {
+  PoolParams p;
+  p.max = a.Choice("pool_type", "max", {"max", "avg"}) == "max";
+  p.global = a.Bool("global_pool", false);
+  p.kernel = ReadPair(a, "kernel", {0, 0}, 1, /*required=*/!p.global);
+  p.stride = ReadPair(a, "stride", {1, 1}, 1);
+  p.pad = ReadPair(a, "pad", {0, 0}, 0);
+  p.count_include_pad = a.Bool("count_include_pad", true);
+  p.full = a.Choice("pooling_convention", "valid", {"valid", "full"}) == "full";
+  FRUGAL_REQUIRE(!(p.full && !p.max && p.count_include_pad), a.where(),
+                 ": pooling_convention full with avg pooling needs count_include_pad false "
+                 "(the overhanging window has no agreed count)");
+  return p;
+}
+
 void Register_pooling(OpRegistry* r) {
   OpDef& fwd = r->Add("pooling")
       .Doc("2-D max or average pooling over NCHW: pool_type, kernel, stride, pad, global_pool, count_include_pad, "
@@ -162,20 +177,7 @@ void Register_pooling(OpRegistry* r) {
       .Outputs({"y", "argmax"})
       .VisibleOutputs(1)
       .WritesOutputsTogether()
-      .Params([](AttrReader& a) {
-        PoolParams p;
-        p.max = a.Choice("pool_type", "max", {"max", "avg"}) == "max";
-        p.global = a.Bool("global_pool", false);
-        p.kernel = ReadPair(a, "kernel", {0, 0}, 1, /*required=*/!p.global);
-        p.stride = ReadPair(a, "stride", {1, 1}, 1);
-        p.pad = ReadPair(a, "pad", {0, 0}, 0);
-        p.count_include_pad = a.Bool("count_include_pad", true);
-        p.full = a.Choice("pooling_convention", "valid", {"valid", "full"}) == "full";
-        FRUGAL_REQUIRE(!(p.full && !p.max && p.count_include_pad), a.where(),
-                       ": pooling_convention full with avg pooling needs count_include_pad false "
-                       "(the overhanging window has no agreed count)");
-        return std::any(p);
-      })
+      .Params<PoolParams>()
       .InferShape(PoolInferShape)
       .Recompute(Cost::kCheap)
       .Workspace(PoolForwardWorkspace)

@@ -12,26 +12,10 @@
 // Sums accumulate in double, in a fixed order (bits independent of threads).
 #include <algorithm>
 
-#include "ops/op_params.h"
-#include "ops/op_util.h"
+#include "ops/reduce.h"
 
 namespace frugal {
 namespace {
-
-// fold[d]: axis d is reduced. Axes are checked by shape inference.
-std::vector<bool> FoldFlags(const ReduceParams& p, int ndim) {
-  std::vector<bool> fold(ndim, p.axes.empty());
-  for (int64_t a : p.axes) fold[a < 0 ? a + ndim : a] = true;
-  return fold;
-}
-
-// x's shape with reduced axes as 1: y's layout, ready to broadcast to x.
-Shape KeptShape(const Shape& x, const std::vector<bool>& fold) {
-  std::vector<int64_t> dims = x.dims();
-  for (int d = 0; d < x.ndim(); ++d)
-    if (fold[d]) dims[d] = 1;
-  return Shape(dims);
-}
 
 void ReduceInferShape(ShapeCtx& c) {
   const auto& p = c.params<ReduceParams>();
@@ -43,7 +27,7 @@ void ReduceInferShape(ShapeCtx& c) {
     if (seen[d]) c.Fail(Fmt("axis ", a, " is given twice"));
     seen[d] = true;
   }
-  const std::vector<bool> fold = FoldFlags(p, x.ndim());
+  const std::vector<bool> fold = p.Folds(x.ndim());
   std::vector<int64_t> dims;
   for (int d = 0; d < x.ndim(); ++d) {
     if (!fold[d]) dims.push_back(x[d]);
@@ -57,7 +41,7 @@ template <bool kMean>
 void SumForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.in[0].shape();
-  const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
+  const Reduction red = ReductionOf(c, xs);
   const float* x = c.in[0].f();
   const double scale = kMean ? 1.0 / red.folded.size() : 1.0;
   ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) {
@@ -71,8 +55,7 @@ template <bool kMean>
 void SumBackward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.out[0].shape();
-  const std::vector<bool> fold = FoldFlags(c.params<ReduceParams>(), xs.ndim());
-  const StridedIndex group = BroadcastIndex(KeptShape(xs, fold), xs);
+  const StridedIndex group = GroupIndex(c, xs);
   const float scale = kMean ? static_cast<float>(c.in[0].size()) / static_cast<float>(xs.Size()) : 1.f;
   const float* dy = c.in[0].f();
   ForEach(xs.Size(), Out(c, 0), c.req[0], [&](int64_t i) { return dy[group(i)] * scale; });
@@ -94,7 +77,7 @@ template <bool kMin>
 void MaxForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.in[0].shape();
-  const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
+  const Reduction red = ReductionOf(c, xs);
   const float* x = c.in[0].f();
   ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) { return x[ArgBest<kMin>(x, red, j)]; });
 }
@@ -105,7 +88,7 @@ template <bool kMin>
 void MaxBackward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.in[1].shape();
-  const Reduction red = MakeReduction(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim()));
+  const Reduction red = ReductionOf(c, xs);
   const float* dy = c.in[0].f();
   const float* x = c.in[1].f();
   float* dx = Out(c, 0);
@@ -126,12 +109,7 @@ void RegisterReduce(OpRegistry* r, const std::string& name, const std::string& d
       .Doc(doc + " over `axis` (a list; default all), keepdims keeps them as size 1.")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        ReduceParams p;
-        if (!a.Str("axis", "").empty()) p.axes = a.Ints("axis");
-        p.keepdims = a.Bool("keepdims", false);
-        return std::any(p);
-      })
+      .Params<ReduceParams>()
       .InferShape(ReduceInferShape)
       .Recompute(Cost::kCheap)
       .CpuKernel(fwd);
@@ -139,6 +117,13 @@ void RegisterReduce(OpRegistry* r, const std::string& name, const std::string& d
 }
 
 }  // namespace
+
+ReduceParams ReduceParams::Parse(AttrReader& a) {
+  ReduceParams p;
+  if (!a.Str("axis", "").empty()) p.axes = a.Ints("axis");
+  p.keepdims = a.Bool("keepdims", false);
+  return p;
+}
 
 void Register_reduce(OpRegistry* r) {
   RegisterReduce(r, "sum", "Sum", SumForward<false>, {OutGrad(0)}, SumBackward<false>, "dx = dy broadcast back");

@@ -132,23 +132,25 @@ void SliceBackward(const KernelCtx& c) {
 
 }  // namespace
 
+SliceParams SliceParams::Parse(AttrReader& a) {
+  SliceParams p;
+  p.begin = ParseOptInts(a, "begin", true);
+  p.end = ParseOptInts(a, "end", true);
+  p.step = ParseOptInts(a, "step", false);
+  FRUGAL_REQUIRE(p.begin.size() == p.end.size(), a.where(), ": begin has ", p.begin.size(), " entries but end has ",
+                 p.end.size());
+  FRUGAL_REQUIRE(p.step.empty() || p.step.size() == p.begin.size(), a.where(), ": step has ", p.step.size(),
+                 " entries but begin has ", p.begin.size());
+  for (const auto& s : p.step) FRUGAL_REQUIRE(!s || *s != 0, a.where(), ": step may not be 0");
+  return p;
+}
+
 void Register_slice(OpRegistry* r) {
   OpDef& fwd = r->Add("slice")
       .Doc("MXNet slice: x[begin:end:step] per leading axis; tuples may hold None.")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        SliceParams p;
-        p.begin = ParseOptInts(a, "begin", true);
-        p.end = ParseOptInts(a, "end", true);
-        p.step = ParseOptInts(a, "step", false);
-        FRUGAL_REQUIRE(p.begin.size() == p.end.size(), a.where(), ": begin has ", p.begin.size(), " entries but end has ",
-                       p.end.size());
-        FRUGAL_REQUIRE(p.step.empty() || p.step.size() == p.begin.size(), a.where(), ": step has ", p.step.size(),
-                       " entries but begin has ", p.begin.size());
-        for (const auto& s : p.step) FRUGAL_REQUIRE(!s || *s != 0, a.where(), ": step may not be 0");
-        return std::any(p);
-      })
+      .Params<SliceParams>()
       .InferShape(SliceInferShape)
       .Recompute(Cost::kFree)
       .CpuKernel(SliceForward);

@@ -54,19 +54,18 @@ void SoftmaxInferShape(ShapeCtx& c) {
   c.out[0] = x;
 }
 
-void* Ws(const KernelCtx& c) { return c.workspace.defined() ? c.workspace.raw() : nullptr; }
 
 void SoftmaxForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   Prims(c.params<SoftmaxParams>(), c.in[0].shape())
-      .fwd.Run({c.in[0].raw(), c.out[0].raw()}, {OpReq::kWrite, c.req[0]}, Ws(c));
+      .fwd.Run({c.in[0].raw(), c.out[0].raw()}, {OpReq::kWrite, c.req[0]}, Workspace(c));
 }
 
 // inputs: dy, y   output: dx
 void SoftmaxBackward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   Prims(c.params<SoftmaxParams>(), c.in[0].shape())
-      .bwd.Run({c.in[0].raw(), c.in[1].raw(), c.out[0].raw()}, {OpReq::kWrite, OpReq::kWrite, c.req[0]}, Ws(c));
+      .bwd.Run({c.in[0].raw(), c.in[1].raw(), c.out[0].raw()}, {OpReq::kWrite, OpReq::kWrite, c.req[0]}, Workspace(c));
 }
 
 void Register(OpRegistry* r, const std::string& name, bool log) {

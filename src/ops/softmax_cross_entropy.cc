@@ -76,20 +76,22 @@ void SceBackward(const KernelCtx& c) {
 
 }  // namespace
 
+SceParams SceParams::Parse(AttrReader& a) {
+  SceParams p;
+  p.grad_scale = a.Float("grad_scale", 1.0);
+  p.normalization = a.Choice("normalization", "batch", {"batch", "null", "valid"});
+  const double ignore = a.Float("ignore_label", NAN);
+  p.use_ignore = !std::isnan(ignore);
+  p.ignore_label = static_cast<float>(ignore);
+  return p;
+}
+
 void Register_softmax_cross_entropy(OpRegistry* r) {
   OpDef& fwd = r->Add("softmax_cross_entropy")
       .Doc("Softmax over the last axis with a cross-entropy loss against class labels; outputs probabilities.")
       .Inputs({{"x"}, {"label"}})
       .Outputs({"prob"})
-      .Params([](AttrReader& a) {
-        SceParams p;
-        p.grad_scale = a.Float("grad_scale", 1.0);
-        p.normalization = a.Choice("normalization", "batch", {"batch", "null", "valid"});
-        const double ignore = a.Float("ignore_label", NAN);
-        p.use_ignore = !std::isnan(ignore);
-        p.ignore_label = static_cast<float>(ignore);
-        return std::any(p);
-      })
+      .Params<SceParams>()
       .InferShape(SceInferShape)
       .Loss()
       .Inplace({{0, 0}})

@@ -90,16 +90,18 @@ std::vector<Entry> TransposeGradient(Graph& g, const GradCtx& c) {
 
 }  // namespace
 
+TransposeParams TransposeParams::Parse(AttrReader& a) {
+  TransposeParams p;
+  if (!a.Str("axes", "").empty()) p.axes = a.Ints("axes");
+  return p;
+}
+
 void Register_transpose(OpRegistry* r) {
   r->Add("transpose")
       .Doc("Permutes the axes of x (axes; default reversed).")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        TransposeParams p;
-        if (!a.Str("axes", "").empty()) p.axes = a.Ints("axes");
-        return std::any(p);
-      })
+      .Params<TransposeParams>()
       .InferShape(TransposeInferShape)
       .Backward({OutGrad(0)})
       .Gradient(TransposeGradient)

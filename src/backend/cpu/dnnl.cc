@@ -217,6 +217,31 @@ PlainCall::PlainCall(const dnnl::primitive_desc_base& pd, dnnl::primitive prim, 
   }
 }
 
+void PlainCall::RunForward(const KernelCtx& c, bool bias) const {
+  std::vector<void*> ptrs{c.in[0].raw(), c.in[1].raw()};
+  if (bias) ptrs.push_back(c.in[2].raw());
+  ptrs.push_back(c.out[0].raw());
+  std::vector<OpReq> reqs(ptrs.size(), OpReq::kWrite);
+  reqs.back() = c.req[0];
+  Run(ptrs, reqs, c.workspace.defined() ? c.workspace.raw() : nullptr);
+}
+
+void RunWeightedBackward(const PlainCall& bwd_data, const PlainCall& bwd_weights, const KernelCtx& c, void* dy,
+                         bool bias, void* ws) {
+  const OpReq kIn = OpReq::kWrite;
+  if (c.req[0] != OpReq::kNull) bwd_data.Run({dy, c.in[2].raw(), c.out[0].raw()}, {kIn, kIn, c.req[0]}, ws);
+  const bool want_db = bias && c.req[2] != OpReq::kNull;
+  if (c.req[1] == OpReq::kNull && !want_db) return;
+  auto out = [&c](int k) { return c.req[k] == OpReq::kNull ? nullptr : c.out[k].raw(); };
+  std::vector<void*> ptrs{dy, c.in[1].raw(), out(1)};
+  std::vector<OpReq> reqs{kIn, kIn, c.req[1]};
+  if (bias) {
+    ptrs.push_back(out(2));
+    reqs.push_back(c.req[2]);
+  }
+  bwd_weights.Run(ptrs, reqs, ws);
+}
+
 void PlainCall::Run(const std::vector<void*>& ptrs, const std::vector<OpReq>& reqs, void* ws) const {
   CHECK_EQ(ptrs.size(), slots_.size());
   CHECK(ws_bytes_ == 0 || ws != nullptr) << "PlainCall needs a workspace of " << ws_bytes_ << " bytes";

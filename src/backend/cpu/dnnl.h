@@ -84,6 +84,9 @@ class PlainCall {
   // ptrs and reqs are parallel to the args given at construction (reqs of
   // inputs are ignored); ws holds WorkspaceBytes().
   void Run(const std::vector<void*>& ptrs, const std::vector<OpReq>& reqs, void* ws) const;
+  // The forward of a node with inputs x, W[, b] and output y (convolution,
+  // deconvolution, fully_connected), in the node's workspace.
+  void RunForward(const KernelCtx& c, bool bias) const;
   // The layout the primitive uses for an argument (e.g. a workspace output).
   dnnl::memory::desc Wanted(int i) const { return slots_[i].wanted; }
 
@@ -103,6 +106,13 @@ class PlainCall {
   int64_t ws_bytes_ = 0;
   std::vector<Slot> slots_;
 };
+
+// The backward of a node with inputs x, W[, b] (convolution, deconvolution):
+// the backward node reads dy, x, W and writes dx (bwd_data from dy, W), dW
+// and db (bwd_weights from dy, x: one primitive; an unrequested one lands in
+// the workspace). dy may be a copy of input 0 in the primitives' layout.
+void RunWeightedBackward(const PlainCall& bwd_data, const PlainCall& bwd_weights, const KernelCtx& c, void* dy,
+                         bool bias, void* ws);
 
 // A reorder between two layouts of one tensor (for an input that several
 // primitives read in the same layout: converted once, e.g. a convolution's

@@ -98,9 +98,61 @@ inline const ConvAlgos& AlgosFor(cudnnHandle_t h, const ConvDescs& d, const std:
   return cache->emplace(k, a).first->second;
 }
 
-inline void* WorkspaceOf(const KernelCtx& c, size_t* bytes) {
-  *bytes = c.workspace.defined() ? static_cast<size_t>(c.workspace.bytes()) : 0;
-  return *bytes ? c.workspace.raw() : nullptr;
-}
+// One convolution x -> y as a kernel runs it: its descriptors, the node's
+// workspace, and per call the algorithms of its shape (`key`, cached). Each
+// call writes or adds to its result as req says, and does nothing for kNull.
+class CudnnConv {
+ public:
+  CudnnConv(const KernelCtx& c, const ConvParams& p, const Pair& pad, const Shape& xs, const Shape& ys,
+            std::string key)
+      : h_(Ctx(c).cudnn), d_(p, pad, xs, ys), key_(std::move(key)) {
+    ws_bytes_ = c.workspace.defined() ? static_cast<size_t>(c.workspace.bytes()) : 0;
+    ws_ = ws_bytes_ ? c.workspace.raw() : nullptr;
+  }
+
+  // y = conv(x, W)
+  void Forward(const void* x, const void* w, OpReq req, void* y) const {
+    if (req == OpReq::kNull) return;
+    const float one = 1.f, beta = Beta(req);
+    FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, d_.x, x, d_.w, w, d_.conv, Algos(false).fwd, ws_, ws_bytes_,
+                                               &beta, d_.y, y));
+  }
+  // dx = conv_transpose(dy, W)
+  void BackwardData(const void* w, const void* dy, OpReq req, void* dx) const {
+    if (req == OpReq::kNull) return;
+    const float one = 1.f, beta = Beta(req);
+    FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardData(h_, &one, d_.w, w, d_.y, dy, d_.conv, Algos(true).bwd_data, ws_,
+                                                    ws_bytes_, &beta, d_.x, dx));
+  }
+  // dW = corr(x, dy)
+  void BackwardFilter(const void* x, const void* dy, OpReq req, void* dw) const {
+    if (req == OpReq::kNull) return;
+    const float one = 1.f, beta = Beta(req);
+    FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h_, &one, d_.x, x, d_.y, dy, d_.conv, Algos(true).bwd_filter,
+                                                      ws_, ws_bytes_, &beta, d_.w, dw));
+  }
+  // t += b over t's channels; t has y's shape, or x's (on_x: deconvolution
+  // adds its bias to the convolution's x).
+  void AddBias(bool on_x, const void* b, void* t) const {
+    const float one = 1.f;
+    FRUGAL_CUDNN_CHECK(cudnnAddTensor(h_, &one, on_x ? d_.b_x : d_.b_y, b, &one, on_x ? d_.x : d_.y, t));
+  }
+  // db = dt summed over all but its channels; dt has y's shape, or x's (on_x).
+  void BackwardBias(bool on_x, const void* dt, OpReq req, void* db) const {
+    if (req == OpReq::kNull) return;
+    const float one = 1.f, beta = Beta(req);
+    FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h_, &one, on_x ? d_.x : d_.y, dt, &beta, on_x ? d_.b_x : d_.b_y,
+                                                    db));
+  }
+
+ private:
+  const ConvAlgos& Algos(bool backward) const { return AlgosFor(h_, d_, key_, ws_bytes_, backward); }
+
+  cudnnHandle_t h_;
+  ConvDescs d_;
+  std::string key_;
+  void* ws_ = nullptr;
+  size_t ws_bytes_ = 0;
+};
 
 }  // namespace frugal::cuda

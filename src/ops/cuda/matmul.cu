@@ -2,25 +2,15 @@
 // strided-batched SGEMM per product.
 //   y = op(a) op(b)      da = dy op(b)^T (transpose_a: op(b) dy^T)      db = op(a)^T dy (transpose_b: dy^T op(a))
 #include "ops/cuda/cuda_op_util.h"
-#include "ops/op_params.h"
+#include "ops/matmul.h"
 
 namespace frugal {
 namespace {
 
-struct Dims {
-  int64_t batch, m, k, n;
-};
-
-Dims DimsOf(const MatmulParams& p, const Shape& a, const Shape& b) {
-  const int r = a.ndim();
-  return {r == 3 ? a[0] : 1, p.transpose_a ? a[r - 1] : a[r - 2], p.transpose_a ? a[r - 2] : a[r - 1],
-          p.transpose_b ? b[r - 2] : b[r - 1]};
-}
-
 void MatmulForwardCuda(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const auto& p = c.params<MatmulParams>();
-  const Dims d = DimsOf(p, c.in[0].shape(), c.in[1].shape());
+  const GemmDims d = DimsOf(p, c.in[0].shape(), c.in[1].shape());
   cuda::GemmRowMajor(cuda::Ctx(c).cublas, p.transpose_a, p.transpose_b, d.m, d.n, d.k, c.in[0].f(), c.in[1].f(),
                      cuda::Beta(c.req[0]), c.out[0].f(), d.batch, d.m * d.k, d.k * d.n, d.m * d.n);
 }
@@ -28,7 +18,7 @@ void MatmulForwardCuda(const KernelCtx& c) {
 // inputs: dy, a, b    outputs: da, db
 void MatmulBackwardCuda(const KernelCtx& c) {
   const auto& p = c.params<MatmulParams>();
-  const Dims d = DimsOf(p, c.in[1].shape(), c.in[2].shape());
+  const GemmDims d = DimsOf(p, c.in[1].shape(), c.in[2].shape());
   const bool ta = p.transpose_a, tb = p.transpose_b;
   cublasHandle_t h = cuda::Ctx(c).cublas;
   const float *dy = c.in[0].f(), *a = c.in[1].f(), *b = c.in[2].f();

@@ -2,23 +2,10 @@
 // element walks its group in row-major order: sums in double, the max's
 // first maximal (minimal) element, as on the CPU; deterministic.
 #include "ops/cuda/cuda_op_util.h"
-#include "ops/op_params.h"
+#include "ops/reduce.h"
 
 namespace frugal {
 namespace {
-
-std::vector<bool> FoldFlags(const ReduceParams& p, int ndim) {
-  std::vector<bool> fold(ndim, p.axes.empty());
-  for (int64_t a : p.axes) fold[a < 0 ? a + ndim : a] = true;
-  return fold;
-}
-
-Shape KeptShape(const Shape& x, const std::vector<bool>& fold) {
-  std::vector<int64_t> dims = x.dims();
-  for (int d = 0; d < x.ndim(); ++d)
-    if (fold[d]) dims[d] = 1;
-  return Shape(dims);
-}
 
 struct Groups {
   cuda::DevIndex kept, folded;
@@ -26,7 +13,7 @@ struct Groups {
 };
 
 Groups GroupsOf(const KernelCtx& c, const Shape& x) {
-  const Reduction red = MakeReduction(x, FoldFlags(c.params<ReduceParams>(), x.ndim()));
+  const Reduction red = ReductionOf(c, x);
   return {cuda::ToDevice(c, red.kept), cuda::ToDevice(c, red.folded), red.kept.size(), red.folded.size()};
 }
 
@@ -58,8 +45,7 @@ template <bool kMean>
 void SumBackwardCuda(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Shape& xs = c.out[0].shape();
-  const cuda::DevIndex group =
-      cuda::ToDevice(c, BroadcastIndex(KeptShape(xs, FoldFlags(c.params<ReduceParams>(), xs.ndim())), xs));
+  const cuda::DevIndex group = cuda::ToDevice(c, GroupIndex(c, xs));
   const float scale = kMean ? static_cast<float>(c.in[0].size()) / static_cast<float>(xs.Size()) : 1.f;
   const float* dy = c.in[0].f();
   cuda::Map(c, 0, [=] __device__(int64_t i) { return dy[group(i)] * scale; });
