@@ -1,7 +1,8 @@
 # The Makefile forwards to CMake. On a fresh machine:
 #   make demo   installs what is missing, builds, prepares Fashion-MNIST,
 #               trains the default model and prints its memory plan
-#   make test   installs what is missing, builds, runs every test, then the
+#   make test   installs what is missing, checks the C++ layout (make
+#               format-check), builds, runs every test, then the
 #               tests again under ThreadSanitizer (make tsan) and under
 #               AddressSanitizer with UBSan (make asan), then make fuzz
 #   MPI=ON      (CI: .ci/run) requires MPI, so the tests under mpirun
@@ -22,7 +23,7 @@ FRUGAL = $(BUILD)/frugal
 DEMO_CONFIG = models/mlp/fashion_mnist.prototxt
 MPI ?= AUTO
 
-.PHONY: all deps build test tsan asan fuzz demo data clean
+.PHONY: all deps build test tsan asan fuzz demo data clean format-check
 
 all: build
 
@@ -40,7 +41,12 @@ build: deps $(BUILD)/CMakeCache.txt
 data: deps
 	@bash data/fashion-mnist/prepare.sh
 
-test: build data
+# Every C++/CUDA file as clang-format-14 lays it out (.clang-format);
+# tools/check_format.sh --fix formats them.
+format-check: deps
+	@bash tools/check_format.sh
+
+test: format-check build data
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) tsan
 	$(MAKE) asan

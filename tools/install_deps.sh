@@ -12,7 +12,7 @@ packages=(
   libonnx-dev libonnx-testdata
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenmpi-dev openmpi-bin
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format-14
   python3 python3-onnx
   dataset-fashion-mnist fortunes
 )
