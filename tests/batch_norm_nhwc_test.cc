@@ -119,15 +119,15 @@ struct Inputs {
 };
 Inputs MakeInputs(const Case& k) {
   const int64_t n = k.x.Size(), c = k.x[1];
-  return {Values01(n, -1.f, 3.f, 1), Values01(c, 0.5f, 1.5f, 2), Values01(c, -0.5f, 0.5f, 3),
-          Values01(c, 0.5f, 1.5f, 4), Values01(c, 0.5f, 2.f, 5), Values01(n, -1.f, 1.f, 6),
-          Values01(c, 0.5f, 1.5f, 7), Values01(c, 0.5f, 2.f, 8), Values01(n, -2.f, 2.f, 9),
+  return {Values01(n, -1.f, 3.f, 1),  Values01(c, 0.5f, 1.5f, 2), Values01(c, -0.5f, 0.5f, 3),
+          Values01(c, 0.5f, 1.5f, 4), Values01(c, 0.5f, 2.f, 5),  Values01(n, -1.f, 1.f, 6),
+          Values01(c, 0.5f, 1.5f, 7), Values01(c, 0.5f, 2.f, 8),  Values01(n, -2.f, 2.f, 9),
           Values01(n, -2.f, 2.f, 10), Values01(c, -2.f, 2.f, 11)};
 }
 
 // One run of the forward and then the gradient kernel, all in one layout.
 struct BnRun {
-  std::vector<float> y, mean, var, moving_mean, moving_var;    // forward
+  std::vector<float> y, mean, var, moving_mean, moving_var;         // forward
   std::vector<float> dx, dgamma, dbeta, dmoving_mean, dmoving_var;  // gradient
 };
 
@@ -158,8 +158,8 @@ BnRun RunBoth(const BnGraph& b, const Case& k, const Inputs& v, const RunOptions
   {
     // dy, x, gamma, beta and the saved statistics (not the forward's: with
     // req add those are the prefill plus the statistics)
-    const std::vector<Tensor> in{act(v.dy),      act(v.x),           Param(v.gamma),
-                                 Param(v.beta),  Param(v.saved_mean), Param(v.saved_var)};
+    const std::vector<Tensor> in{act(v.dy),           act(v.x),          Param(v.gamma), Param(v.beta),
+                                 Param(v.saved_mean), Param(v.saved_var)};
     const std::vector<Tensor> out{o.in_place ? in[0] : act(v.dx0), Param(v.ch0), Param(v.ch0), Param(v.ch0),
                                   Param(v.ch0)};
     const std::vector<OpReq> req(5, o.req);
@@ -191,7 +191,7 @@ void ExpectSameRun(const BnRun& got, const BnRun& want, const std::string& what)
 // and 72 rows per sample (the column sums' passes of 64 rows and their
 // tails), 70 channels (past the sums' flat rows) and 300 (several 64-
 // channel blocks, and two of the op's 256-channel sum tasks).
-const std::vector<Shape> kShapes{{2, 16, 5, 3}, {3, 32, 4, 4}, {4, 5, 3, 7},  {2, 1, 3, 3},
+const std::vector<Shape> kShapes{{2, 16, 5, 3},  {3, 32, 4, 4}, {4, 5, 3, 7},  {2, 1, 3, 3},
                                  {2, 16, 9, 10}, {3, 70, 8, 9}, {2, 300, 3, 5}};
 
 std::vector<Case> AllCases() {

@@ -53,9 +53,7 @@ void ExpectSameTensors(const std::map<std::string, Tensor>& a, const std::map<st
 std::string LoadError(const std::string& path) {
   try {
     LoadCheckpoint(path);
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "no error";
 }
 
@@ -236,7 +234,8 @@ TEST(Checkpoint, RestoreRequiresAnExactMatch) {
     std::string m = e.what();
     EXPECT_NE(m.find("its parameters do not match the model's; missing: fc2_weight; wrong shape: fc_bias "
                      "(file (4), model (5))"),
-              std::string::npos) << m;
+              std::string::npos)
+        << m;
   }
 }
 

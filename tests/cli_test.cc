@@ -33,9 +33,11 @@ std::string ToyConfig(const TempDir& dir) {
          "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
          "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
          "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-         "data { train { idx { images: \"" + dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
+         "data { train { idx { images: \"" +
+         dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
          "\" } }\n"
-         "       val { idx { images: \"" + dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
+         "       val { idx { images: \"" +
+         dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
          "\" } }\n"
          "       batch_size: ${batch} sample_shape: [1, 4, 4] }\n"
          "solver { lr: 0.1 momentum: 0.9 epochs: 3 display: 10 }\n";
@@ -127,7 +129,8 @@ TEST(Cli, TheEvalArenaIsAllocatedOnlyForAValidation) {
   std::string text = ToyConfig(dir);
   const size_t val = text.find("       val {");
   const std::string cfg = dir.Write("noval.prototxt", text.erase(val, text.find('\n', val) + 1 - val));
-  const std::regex line("arenas allocated ([0-9.]+ [KMG]?i?B) \\(planned ([0-9.]+ [KMG]?i?B): train ([0-9.]+ [KMG]?i?B)");
+  const std::regex line(
+      "arenas allocated ([0-9.]+ [KMG]?i?B) \\(planned ([0-9.]+ [KMG]?i?B): train ([0-9.]+ [KMG]?i?B)");
   std::smatch m;
   RunResult r = RunFrugal("train --config " + cfg + " --max-iters 3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -170,7 +173,8 @@ TEST(Cli, PlanTimelineDrawsEveryStrategy) {
   r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --timeline " + dir.File("no/such/dir/t.svg"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(ErrorLine(r).find("--timeline " + dir.File("no/such/dir/t.svg") + ": cannot write the file"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, MalformedConfigGivesFileLineAndExit1) {
@@ -207,10 +211,12 @@ TEST(Cli, TruncatedIdxIsRefused) {
 TEST(Cli, UnknownCommandAndFlag) {
   RunResult r = RunFrugal("trian");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, "frugal: error: unknown command 'trian' (did you mean 'train'?); 'frugal help' lists the commands\n");
+  EXPECT_EQ(r.output,
+            "frugal: error: unknown command 'trian' (did you mean 'train'?); 'frugal help' lists the commands\n");
   r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --no-such-flag");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, "frugal: error: --no-such-flag is not a flag of 'frugal plan'; 'frugal plan --help' lists its flags\n");
+  EXPECT_EQ(r.output,
+            "frugal: error: --no-such-flag is not a flag of 'frugal plan'; 'frugal plan --help' lists its flags\n");
   r = RunFrugal("train --confg models/mlp/fashion_mnist.prototxt");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--confg is not a flag of 'frugal train' (did you mean --config?)"), std::string::npos)
@@ -335,9 +341,11 @@ TEST(Cli, AnOpErrorDuringTrainingIsOneLineNamingTheOp) {
   for (const char* engine : {"threaded", "naive"}) {
     RunResult r = RunFrugal("train --config " + cfg + " --engine " + engine);
     EXPECT_EQ(r.exit_code, 1) << engine;
-    EXPECT_NE(ErrorLine(r).find("node 'prob' (softmax_cross_entropy): label 9 of sample 0 is not a class index in [0, 4)"),
-              std::string::npos)
-        << engine << "\n" << r.output;
+    EXPECT_NE(
+        ErrorLine(r).find("node 'prob' (softmax_cross_entropy): label 9 of sample 0 is not a class index in [0, 4)"),
+        std::string::npos)
+        << engine << "\n"
+        << r.output;
   }
 }
 

@@ -13,9 +13,7 @@ std::string ErrorOf(const std::string& text, const std::vector<std::string>& def
   try {
     ConfigFile cfg = ParseConfig(text, "net.prototxt", defines);
     BuildGraph(cfg);
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "no error";
 }
 
@@ -64,18 +62,21 @@ TEST(Config, UnknownOpSuggestsTheNearestName) {
 
 TEST(Config, UnknownAttributeListsKnownOnes) {
   std::string e = ErrorOf(
-      "version: 1\nnode { name: \"fc\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hiden\" value: \"3\" } }\n");
+      "version: 1\nnode { name: \"fc\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hiden\" value: \"3\" "
+      "} }\n");
   EXPECT_NE(e.find("attribute 'num_hidden' is required (an integer); the node gives 'num_hiden'"), std::string::npos)
       << e;
   e = ErrorOf(
-      "version: 1\nnode { name: \"fc\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"3\" }"
+      "version: 1\nnode { name: \"fc\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"3\" "
+      "}"
       " attr { key: \"no_bais\" value: \"1\" } }\n");
   EXPECT_NE(e.find("unknown attribute 'no_bais' (known: 'num_hidden', 'no_bias', 'flatten')"), std::string::npos) << e;
 }
 
 TEST(Config, BadAttributeValue) {
   std::string e = ErrorOf(
-      "version: 1\nnode { name: \"fc\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"ten\" } }\n");
+      "version: 1\nnode { name: \"fc\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: "
+      "\"ten\" } }\n");
   EXPECT_NE(e.find("node 'fc' (fully_connected): attribute 'num_hidden' must be an integer, got 'ten'"),
             std::string::npos)
       << e;
@@ -87,7 +88,9 @@ TEST(Config, MissingInputIsNamed) {
 }
 
 TEST(Config, DuplicateNodeName) {
-  std::string e = ErrorOf("version: 1\nnode { name: \"r\" op: \"relu\" input: \"data\" }\nnode { name: \"r\" op: \"relu\" input: \"r\" }\n");
+  std::string e = ErrorOf(
+      "version: 1\nnode { name: \"r\" op: \"relu\" input: \"data\" }\nnode { name: \"r\" op: \"relu\" input: \"r\" "
+      "}\n");
   EXPECT_NE(e.find("net.prototxt:3:1: node 'r'"), std::string::npos) << e;
 }
 
@@ -101,7 +104,8 @@ TEST(Config, UnknownVariableAndDefine) {
 // A require fails with its file, line and message (variables substituted)
 // unless its `that` is a nonzero integer; one that holds changes nothing.
 TEST(Config, RequireNamesItsLineAndMessage) {
-  const std::string text = std::string(kGood) +
+  const std::string text =
+      std::string(kGood) +
       "variable { name: \"heads\" value: \"3\" }\n"
       "require { that: \"$(${hidden} % ${heads} == 0)\" message: \"heads (${heads}) must divide ${hidden}\" }\n";
   EXPECT_EQ(ErrorOf(text, {"heads=4"}), "no error");
@@ -189,8 +193,9 @@ TEST(ConfigBlocks, Errors) {
   EXPECT_NE(ErrorOf(std::string(kBlocks) + "node { name: \"x\" block: \"nope\" input: \"head\" }\n")
                 .find("no block named 'nope' (blocks: res, pair)"),
             std::string::npos);
-  std::string e = ErrorOf("version: 1\nblock { name: \"r\" node { name: \"f\" op: \"relu\" input: \"@{inn}\" } }\n"
-                          "node { name: \"x\" block: \"r\" input: \"data\" }\n");
+  std::string e = ErrorOf(
+      "version: 1\nblock { name: \"r\" node { name: \"f\" op: \"relu\" input: \"@{inn}\" } }\n"
+      "node { name: \"x\" block: \"r\" input: \"data\" }\n");
   EXPECT_NE(e.find("@{inn} is not an argument of this block"), std::string::npos) << e;
   e = ErrorOf("version: 1\nvariable { name: \"n\" value: \"$(4 / 0)\" }\nname: \"${n}\"\n");
   EXPECT_NE(e.find("net.prototxt:2: in $(4 / 0): division by zero"), std::string::npos) << e;
@@ -200,16 +205,18 @@ TEST(ConfigBlocks, Errors) {
 
 TEST(ConfigBlocks, ExpansionIsBoundedAndNamesItsCulprit) {
   // A repeat count gone wrong: refused before anything is copied.
-  std::string e = ErrorOf(std::string(kBlocks) + "node { name: \"y\" block: \"res\" repeat: 1000000000 input: \"head\" }\n");
+  std::string e =
+      ErrorOf(std::string(kBlocks) + "node { name: \"y\" block: \"res\" repeat: 1000000000 input: \"head\" }\n");
   EXPECT_NE(e.find("node 'y': repeat 1000000000 of block 'res' (3 nodes) would bring the network to 3000000018 "
                    "nodes, more than max_nodes 5000000; raise --max-nodes"),
             std::string::npos)
       << e;
   // Nested blocks of 1,000 repeats each: the copy that would pass the bound is named.
-  e = ErrorOf("version: 1\nmax_nodes: 5000\n"
-              "block { name: \"in\" node { name: \"f\" op: \"relu\" input: \"@{in}\" } }\n"
-              "block { name: \"mid\" node { name: \"b\" block: \"in\" repeat: 1000 input: \"@{in}\" } }\n"
-              "node { name: \"top\" block: \"mid\" repeat: 1000 input: \"data\" }\n");
+  e = ErrorOf(
+      "version: 1\nmax_nodes: 5000\n"
+      "block { name: \"in\" node { name: \"f\" op: \"relu\" input: \"@{in}\" } }\n"
+      "block { name: \"mid\" node { name: \"b\" block: \"in\" repeat: 1000 input: \"@{in}\" } }\n"
+      "node { name: \"top\" block: \"mid\" repeat: 1000 input: \"data\" }\n");
   EXPECT_NE(e.find("(in top/5): node 'top/5/b': repeat 1000 of block 'in' (1 nodes) would bring the network to "
                    "6000 nodes, more than max_nodes 5000"),
             std::string::npos)
@@ -333,9 +340,7 @@ node { name: "none" op: "relu" input: "s/*/x" }
   std::string e;
   try {
     BuildGraph(ParseConfig(text, "w.prototxt", {}));
-  } catch (const Error& err) {
-    e = err.what();
-  }
+  } catch (const Error& err) { e = err.what(); }
   EXPECT_NE(e.find("input pattern 's/*/x' matches no node above"), std::string::npos) << e;
   std::string ok = std::string(text).substr(0, std::string(text).find("node { name: \"none\""));
   Graph g = BuildGraph(ParseConfig(ok, "w.prototxt", {}));

@@ -95,9 +95,7 @@ TEST(CostTable, BadFilesNameTheLine) {
     try {
       CostTable::Load(dir.File("bad.costs"));
       ADD_FAILURE() << "no error for: " << text;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); }
   };
   expect_error("ms_per_flop 1e-9\n1 2 x relu (2)float32\n", "bad.costs:2: an entry without forward_ms >= 0");
   expect_error("ms_per_flop 1e-9\n1 2 1\n", "bad.costs:2: an entry without its key");
@@ -134,8 +132,8 @@ TEST(CostTable, BudgetPlansMinimiseTimeWhereFlopsDisagree) {
   const CostTable t = FlatTable(share.train, 1.0);
   int strictly_faster = 0;
   for (int k = 1; k <= 6; ++k) {
-    const int64_t budget = sqrt.train_plan.arena_bytes +
-                           (share.train_plan.arena_bytes - sqrt.train_plan.arena_bytes) * k / 7;
+    const int64_t budget =
+        sqrt.train_plan.arena_bytes + (share.train_plan.arena_bytes - sqrt.train_plan.arena_bytes) * k / 7;
     const Model by_flops = BuildModel(cfg, {MemoryStrategy::kBudget, budget});
     const Model by_time = BuildModel(cfg, Priced({MemoryStrategy::kBudget, budget}, t));
     EXPECT_LE(by_time.train_plan.arena_bytes, budget);
@@ -150,8 +148,8 @@ TEST(CostTable, BudgetPlansMinimiseTimeWhereFlopsDisagree) {
 TEST(CostTable, TimeWritesATablePlanReadsIt) {
   test::TempDir dir;
   const std::string config = std::string(FRUGAL_SOURCE_DIR) + "/models/mlp/fashion_mnist.prototxt";
-  test::RunResult r = test::RunFrugal("time --config " + config + " --iters 1 --warmup 0 --save-costs " +
-                                      dir.File("mlp.costs"));
+  test::RunResult r =
+      test::RunFrugal("time --config " + config + " --iters 1 --warmup 0 --save-costs " + dir.File("mlp.costs"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cost table: " + dir.File("mlp.costs")), std::string::npos) << r.output;
   r = test::RunFrugal("plan --config " + config + " --costs " + dir.File("mlp.costs"));

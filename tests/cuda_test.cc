@@ -27,8 +27,8 @@ bool PhiloxDeviceByNvcc(uint64_t seed, uint64_t node_key, int64_t step, uint64_t
 
 namespace {
 
-#define FRUGAL_REQUIRE_GPU()                                                     \
-  do {                                                                          \
+#define FRUGAL_REQUIRE_GPU()                                                      \
+  do {                                                                            \
     if (backend::CudaDeviceCount() == 0) GTEST_SKIP() << backend::NoCudaReason(); \
   } while (0)
 
@@ -52,7 +52,8 @@ TEST(CudaBackend, SaysWhyThereIsNoDevice) {
   }
   const std::string why = backend::NoCudaReason();
   EXPECT_TRUE(why.find("no CUDA device") == 0 || why == "frugal was built without CUDA") << why;
-  test::ExpectError([] { backend::RequireCudaDevice(0, "--gpus 0"); }, {"--gpus 0", backend::BuiltWithCuda() ? "no CUDA device" : "without CUDA"});
+  test::ExpectError([] { backend::RequireCudaDevice(0, "--gpus 0"); },
+                    {"--gpus 0", backend::BuiltWithCuda() ? "no CUDA device" : "without CUDA"});
 }
 
 // Device memory is counted per device: a GPU's bytes never show on the CPU
@@ -100,7 +101,8 @@ TEST(CudaExecutor, RefusesAnOpWithoutCudaKernel) {
   Bindings b;
   b.device = kGpu0;
   b.vars["x"] = Tensor::Empty(Shape{2, 3});
-  test::ExpectError([&] { Executor e(g, plan, b, engine.get()); }, {"tr1", "cpu_only", "has no CUDA kernel", "cuda(0)"});
+  test::ExpectError([&] { Executor e(g, plan, b, engine.get()); },
+                    {"tr1", "cpu_only", "has no CUDA kernel", "cuda(0)"});
 }
 
 TEST(CudaExecutor, NoDeviceIsAClearError) {
@@ -169,8 +171,9 @@ std::vector<GpuCase> GpuCases() {
     add(Case("activation", {{"act_type", act}}, {Shape{4, 33}}, {true}), 1e-4);
   add(Case("add_n", {{"num_args", "3"}}, {Shape{5, 7}, Shape{5, 7}, Shape{5, 7}}, {true, true, true}), 1e-5);
   for (const char* fix : {"true", "false"}) {
-    test::OpCase bn = Case("batch_norm", {{"fix_gamma", fix}}, {Shape{4, 3, 5, 5}, Shape{3}, Shape{3}, Shape{3}, Shape{3}},
-                           {true, true, true, false, false});
+    test::OpCase bn =
+        Case("batch_norm", {{"fix_gamma", fix}}, {Shape{4, 3, 5, 5}, Shape{3}, Shape{3}, Shape{3}, Shape{3}},
+             {true, true, true, false, false});
     bn.fill = [](int k, std::vector<float>* v) {
       for (size_t i = 0; i < v->size(); ++i) (*v)[i] = k == 4 ? 0.5f + 0.1f * i : std::sin(0.37f * i + k);
     };
@@ -178,41 +181,53 @@ std::vector<GpuCase> GpuCases() {
   }
   add(Case("concat", {{"num_args", "2"}, {"dim", "1"}}, {Shape{2, 3, 4}, Shape{2, 5, 4}}, {true, true}), 1e-6);
   add(Case("convolution", {{"kernel", "(3,3)"}, {"num_filter", "4"}, {"pad", "(1,1)"}, {"stride", "(2,2)"}},
-           {Shape{2, 3, 9, 9}}, {true, true, true}), 1e-3);
+           {Shape{2, 3, 9, 9}}, {true, true, true}),
+      1e-3);
   add(Case("convolution", {{"kernel", "(1,1)"}, {"num_filter", "6"}, {"num_group", "2"}, {"no_bias", "true"}},
-           {Shape{2, 4, 5, 5}}, {true, true}), 1e-3);
+           {Shape{2, 4, 5, 5}}, {true, true}),
+      1e-3);
   add(Case("dropout", {{"p", "0.3"}}, {Shape{4, 50}}, {true}), 1e-6);  // the same Philox mask
   for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "power"}) {
     // One shape, then numpy broadcasting on both sides (gradients summed
     // over the broadcast dims); power's base positive.
-    for (const auto& [sa, sb] : {std::pair<Shape, Shape>{Shape{3, 8}, Shape{3, 8}}, {Shape{2, 3, 8}, Shape{3, 1}},
+    for (const auto& [sa, sb] : {std::pair<Shape, Shape>{Shape{3, 8}, Shape{3, 8}},
+                                 {Shape{2, 3, 8}, Shape{3, 1}},
                                  {Shape{4, 1, 5}, Shape{3, 1}}}) {
       test::OpCase b = Case(op, {}, {sa, sb}, {true, true});
       b.fill = [op](int k, std::vector<float>* v) {
         for (size_t i = 0; i < v->size(); ++i) (*v)[i] = (k ? 1.5f : -0.5f) + std::sin(0.7f * i);
-        if (k == 0 && std::string(op) == "power") for (float& x : *v) x += 2;
+        if (k == 0 && std::string(op) == "power")
+          for (float& x : *v) x += 2;
       };
       add(b, 1e-5);
     }
   }
   for (const char* op : {"add_scalar", "sub_scalar", "rsub_scalar", "mul_scalar", "div_scalar", "rdiv_scalar"}) {
     test::OpCase sc = Case(op, {{"scalar", "1.5"}}, {Shape{4, 9}}, {true});
-    sc.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.5f + 0.01f * i; };
+    sc.fill = [](int, std::vector<float>* v) {
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.5f + 0.01f * i;
+    };
     add(sc, 1e-5);
   }
   for (const char* op : {"negative", "exp", "log", "sqrt", "square", "abs"}) {
     test::OpCase u = Case(op, {}, {Shape{5, 6}}, {true});
-    u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.3f + 0.05f * i; };
+    u.fill = [](int, std::vector<float>* v) {
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.3f + 0.05f * i;
+    };
     add(u, 1e-5);
   }
   for (const char* op : {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "arcsinh", "arctanh", "floor",
                          "ceil", "round", "sign"}) {  // inputs in (-1, 1)
     test::OpCase u = Case(op, {}, {Shape{5, 6}}, {true});
-    u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.03f * i - 0.43f; };
+    u.fill = [](int, std::vector<float>* v) {
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 0.03f * i - 0.43f;
+    };
     add(u, 1e-5);
   }
   test::OpCase acosh = Case("arccosh", {}, {Shape{5, 6}}, {true});
-  acosh.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 1.1f + 0.1f * i; };
+  acosh.fill = [](int, std::vector<float>* v) {
+    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = 1.1f + 0.1f * i;
+  };
   add(acosh, 1e-5);
   for (const auto& [axis, norm] : {std::pair<const char*, Shape>{"-1", Shape{5}}, {"1", Shape{4, 5}}}) {
     test::OpCase ln = Case("layer_norm", {{"axis", axis}}, {Shape{3, 4, 5}, norm, norm}, {true, true, true});
@@ -220,9 +235,11 @@ std::vector<GpuCase> GpuCases() {
     add(ln, 1e-4);
   }
   for (const char* form : {"", "none", "tanh"}) {  // erf, then gelu in both forms
-    test::OpCase u = Case(*form ? "gelu" : "erf", *form ? AttrMap{{"approximate", form}} : AttrMap{}, {Shape{5, 6}},
-                          {true});
-    u.fill = [](int, std::vector<float>* v) { for (size_t i = 0; i < v->size(); ++i) (*v)[i] = -1.5f + 0.1f * i; };
+    test::OpCase u =
+        Case(*form ? "gelu" : "erf", *form ? AttrMap{{"approximate", form}} : AttrMap{}, {Shape{5, 6}}, {true});
+    u.fill = [](int, std::vector<float>* v) {
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = -1.5f + 0.1f * i;
+    };
     add(u, 1e-5);
   }
   test::OpCase clip = Case("clip", {{"a_min", "-0.5"}, {"a_max", "0.5"}}, {Shape{5, 6}}, {true});
@@ -236,7 +253,8 @@ std::vector<GpuCase> GpuCases() {
   for (const char* norm : {"null", "batch", "valid"})
     add(Case("make_loss", {{"normalization", norm}, {"grad_scale", "3"}}, {Shape{4, 5}}, {true}), 1e-6);
   add(Case("matmul", {}, {Shape{3, 4}, Shape{4, 5}}, {true, true}), 1e-4);
-  add(Case("matmul", {{"transpose_a", "true"}, {"transpose_b", "true"}}, {Shape{4, 3}, Shape{5, 4}}, {true, true}), 1e-4);
+  add(Case("matmul", {{"transpose_a", "true"}, {"transpose_b", "true"}}, {Shape{4, 3}, Shape{5, 4}}, {true, true}),
+      1e-4);
   add(Case("batch_dot", {{"transpose_b", "true"}}, {Shape{2, 3, 4}, Shape{2, 5, 4}}, {true, true}), 1e-4);
   add(Case("batch_dot", {{"transpose_a", "true"}}, {Shape{2, 4, 3}, Shape{2, 4, 5}}, {true, true}), 1e-4);
   add(Case("softmax", {}, {Shape{3, 37}}, {true}), 1e-5);
@@ -244,10 +262,17 @@ std::vector<GpuCase> GpuCases() {
   add(Case("log_softmax", {}, {Shape{3, 37}}, {true}), 1e-5);
   add(Case("log_softmax", {{"axis", "0"}}, {Shape{4, 6}}, {true}), 1e-5);
   add(Case("deconvolution", {{"kernel", "(3,3)"}, {"num_filter", "4"}, {"stride", "(2,2)"}, {"pad", "(1,1)"}},
-           {Shape{2, 3, 5, 5}}, {true, true, true}), 1e-3);
-  add(Case("deconvolution", {{"kernel", "(4,4)"}, {"num_filter", "4"}, {"num_group", "2"}, {"stride", "(2,2)"},
-                             {"target_shape", "(10,10)"}, {"no_bias", "true"}},
-           {Shape{1, 2, 5, 5}}, {true, true}), 1e-3);
+           {Shape{2, 3, 5, 5}}, {true, true, true}),
+      1e-3);
+  add(Case("deconvolution",
+           {{"kernel", "(4,4)"},
+            {"num_filter", "4"},
+            {"num_group", "2"},
+            {"stride", "(2,2)"},
+            {"target_shape", "(10,10)"},
+            {"no_bias", "true"}},
+           {Shape{1, 2, 5, 5}}, {true, true}),
+      1e-3);
   for (const char* op : {"sum", "mean", "max", "min"}) {
     test::OpCase red = Case(op, {{"axis", "(0,2)"}}, {Shape{3, 4, 5}}, {true});
     red.fill = Distinct;
@@ -258,19 +283,24 @@ std::vector<GpuCase> GpuCases() {
   }
   for (const char* op : {"linear_regression_output", "logistic_regression_output"})
     add(Case(op, {{"grad_scale", "2"}}, {Shape{4, 3}, Shape{4, 3}}, {true, false}), 1e-5);
-  add(Case("slice", {{"begin", "(1,None,0)"}, {"end", "(None,1,3)"}, {"step", "(1,-1,2)"}}, {Shape{3, 4, 5}}, {true}), 0);
+  add(Case("slice", {{"begin", "(1,None,0)"}, {"end", "(None,1,3)"}, {"step", "(1,-1,2)"}}, {Shape{3, 4, 5}}, {true}),
+      0);
   add(Case("transpose", {{"axes", "(1,2,0)"}}, {Shape{2, 3, 4}}, {true}), 0);
   add(Case("transpose", {}, {Shape{3, 5}}, {true}), 0);
-  test::OpCase emb = Case("embedding", {{"input_dim", "5"}, {"output_dim", "4"}}, {Shape{2, 3}, Shape{5, 4}}, {false, true});
+  test::OpCase emb =
+      Case("embedding", {{"input_dim", "5"}, {"output_dim", "4"}}, {Shape{2, 3}, Shape{5, 4}}, {false, true});
   emb.fill = [](int k, std::vector<float>* v) {
-    if (k == 0) *v = {0, 2, 2, 4, 0, 1};
-    else Distinct(k, v);
+    if (k == 0)
+      *v = {0, 2, 2, 4, 0, 1};
+    else
+      Distinct(k, v);
   };
   add(emb, 1e-5);
   add(Case("flatten", {}, {Shape{2, 3, 4}}, {true}), 0);
   add(Case("fully_connected", {{"num_hidden", "7"}}, {Shape{5, 2, 3}}, {true, true, true}), 1e-4);
   add(Case("fully_connected", {{"num_hidden", "3"}, {"no_bias", "true"}, {"flatten", "false"}}, {Shape{2, 4, 6}},
-           {true, true}), 1e-4);
+           {true, true}),
+      1e-4);
   add(Case("identity", {}, {Shape{3, 5}}, {true}), 0);
   add(Case("lstm_cell", {}, {Shape{3, 4 * 37}, Shape{3, 4 * 37}, Shape{3, 37}}, {true, true, true}), 1e-5);
   for (const char* pool : {"max", "avg"}) {
@@ -279,7 +309,8 @@ std::vector<GpuCase> GpuCases() {
     p.fill = Distinct;
     add(p, 1e-5);
   }
-  test::OpCase gp = Case("pooling", {{"pool_type", "avg"}, {"global_pool", "true"}, {"kernel", "(1,1)"}}, {Shape{2, 4, 7, 7}}, {true});
+  test::OpCase gp = Case("pooling", {{"pool_type", "avg"}, {"global_pool", "true"}, {"kernel", "(1,1)"}},
+                         {Shape{2, 4, 7, 7}}, {true});
   add(gp, 1e-5);
   test::OpCase relu = Case("relu", {}, {Shape{6, 7}}, {true});
   relu.fill = Distinct;
@@ -290,15 +321,19 @@ std::vector<GpuCase> GpuCases() {
   add(Case("slice_channel", {{"num_outputs", "2"}}, {Shape{2, 4}}, {true}), 0);
   test::OpCase sce = Case("softmax_cross_entropy", {}, {Shape{5, 4}, Shape{5}}, {true, false});
   sce.fill = [](int k, std::vector<float>* v) {
-    if (k == 1) *v = {2, 1, 0, 3, 3};
-    else for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(2.1f * i);
+    if (k == 1)
+      *v = {2, 1, 0, 3, 3};
+    else
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(2.1f * i);
   };
   add(sce, 1e-5);
   test::OpCase sce_valid = sce;
   sce_valid.attrs = {{"ignore_label", "-1"}, {"normalization", "valid"}};
   sce_valid.fill = [](int k, std::vector<float>* v) {
-    if (k == 1) *v = {2, -1, 0, -1, 3};
-    else for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(2.1f * i);
+    if (k == 1)
+      *v = {2, -1, 0, -1, 3};
+    else
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(2.1f * i);
   };
   add(sce_valid, 1e-5);
   return cases;
@@ -347,7 +382,8 @@ ConfigFile ResidualNet() {
             "attr { key: \"num_filter\" value: \"8\" } }\n";
     text += "node { name: \"bn" + s + "\" op: \"batch_norm\" input: \"conv" + s + "\" }\n";
     text += "node { name: \"relu" + s + "\" op: \"relu\" input: \"bn" + s + "\" }\n";
-    text += "node { name: \"drop" + s + "\" op: \"dropout\" input: \"relu" + s + "\" attr { key: \"p\" value: \"0.1\" } }\n";
+    text += "node { name: \"drop" + s + "\" op: \"dropout\" input: \"relu" + s +
+            "\" attr { key: \"p\" value: \"0.1\" } }\n";
     prev = "drop" + s;
   }
   text += "node { name: \"pool\" op: \"pooling\" input: \"" + prev +
@@ -441,9 +477,8 @@ TEST(CudaCli, TrainOnSeveralGpusWithoutThemIsAClearError) {
 // the CUDA backend opens it when a GPU needs it. The loader's log of the
 // files it opens (LD_DEBUG=files) must show oneDNN, and no cuBLAS.
 TEST(CudaCli, CpuRunDoesNotLoadCublas) {
-  const test::RunResult r =
-      test::RunShell(std::string("LD_DEBUG=files ") + FRUGAL_BIN +
-                     " time --config models/mlp/fashion_mnist.prototxt --iters 1 --warmup 0");
+  const test::RunResult r = test::RunShell(std::string("LD_DEBUG=files ") + FRUGAL_BIN +
+                                           " time --config models/mlp/fashion_mnist.prototxt --iters 1 --warmup 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_NE(r.output.find("libdnnl"), std::string::npos) << "LD_DEBUG=files logged nothing:\n" << r.output;
   EXPECT_EQ(r.output.find("libcublas"), std::string::npos) << r.output;

@@ -19,11 +19,10 @@
 namespace frugal {
 namespace {
 
-#define FRUGAL_REQUIRE_GPUS(n)                                                                   \
-  do {                                                                                           \
-    if (backend::CudaDeviceCount() < (n))                                                        \
-      GTEST_SKIP() << (backend::CudaDeviceCount() == 0 ? backend::NoCudaReason()                \
-                                                       : Fmt("needs ", n, " CUDA devices"));     \
+#define FRUGAL_REQUIRE_GPUS(n)                                                                                         \
+  do {                                                                                                                 \
+    if (backend::CudaDeviceCount() < (n))                                                                              \
+      GTEST_SKIP() << (backend::CudaDeviceCount() == 0 ? backend::NoCudaReason() : Fmt("needs ", n, " CUDA devices")); \
   } while (0)
 
 const Device kGpu0{DeviceType::kCUDA, 0};
@@ -42,15 +41,16 @@ double MaxDiff(const Tensor& cpu, const Tensor& gpu) {
   const Tensor h = gpu.OnHost();
   double worst = 0;
   for (int64_t i = 0; i < h.size(); ++i)
-    worst = std::max(worst, std::abs(static_cast<double>(h.f()[i] - cpu.f()[i])) / std::max(1.0, std::abs(static_cast<double>(cpu.f()[i]))));
+    worst = std::max(worst, std::abs(static_cast<double>(h.f()[i] - cpu.f()[i])) /
+                                std::max(1.0, std::abs(static_cast<double>(cpu.f()[i]))));
   return worst;
 }
 
 TEST(CudaTrain, OptimizersMatchTheCpu) {
   FRUGAL_REQUIRE_GPUS(1);
   const Shape shape({1000, 37});
-  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kNesterov, OptimizerKind::kAdam,
-                             OptimizerKind::kAdamW, OptimizerKind::kRmsProp}) {
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kNesterov, OptimizerKind::kAdam, OptimizerKind::kAdamW,
+                             OptimizerKind::kRmsProp}) {
     for (bool centered : {false, true}) {
       if (centered && kind != OptimizerKind::kRmsProp) continue;
       OptimizerOptions o;
@@ -105,24 +105,35 @@ ConfigFile Toy(const test::TempDir& dir, const std::string& prefix, const std::v
       Fmt("version: 1\n"
           "node { name: \"conv\" op: \"convolution\" input: \"data\" attr { key: \"kernel\" value: \"(3,3)\" }"
           " attr { key: \"pad\" value: \"(1,1)\" } attr { key: \"num_filter\" value: \"4\" } }\n"
-          "node { name: \"bn\" op: \"", bn ? "batch_norm" : "identity", "\" input: \"conv\" }\n"
+          "node { name: \"bn\" op: \"",
+          bn ? "batch_norm" : "identity",
+          "\" input: \"conv\" }\n"
           "node { name: \"relu\" op: \"relu\" input: \"bn\" }\n"
           "node { name: \"fc1\" op: \"fully_connected\" input: \"relu\" attr { key: \"num_hidden\" value: \"16\" } }\n"
           "node { name: \"fc2\" op: \"fully_connected\" input: \"fc1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
           "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-          "data { train { idx { images: \"", dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"), "\" } }\n"
-          "       val { idx { images: \"", dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"), "\" } }\n"
-          "       batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: false }\n"
-          "solver { lr: 0.1 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 ", solver, " }\n"),
+          "data { train { idx { images: \"",
+          dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"),
+          "\" } }\n"
+          "       val { idx { images: \"",
+          dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"),
+          "\" } }\n"
+          "       batch_size: ",
+          batch,
+          " sample_shape: [1, 4, 4] shuffle: false }\n"
+          "solver { lr: 0.1 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 ",
+          solver, " }\n"),
       dir.File(prefix + ".prototxt"), {});
 }
 
-double WorstDiff(const std::map<std::string, std::vector<float>>& a, const std::map<std::string, std::vector<float>>& b) {
+double WorstDiff(const std::map<std::string, std::vector<float>>& a,
+                 const std::map<std::string, std::vector<float>>& b) {
   double worst = 0;
   for (const auto& [name, w] : a) {
     EXPECT_EQ(b.at(name).size(), w.size()) << name;
     for (size_t i = 0; i < w.size(); ++i)
-      worst = std::max(worst, std::abs(static_cast<double>(b.at(name)[i] - w[i])) / std::max(1.0, std::abs(static_cast<double>(w[i]))));
+      worst = std::max(worst, std::abs(static_cast<double>(b.at(name)[i] - w[i])) /
+                                  std::max(1.0, std::abs(static_cast<double>(w[i]))));
   }
   return worst;
 }
@@ -212,8 +223,8 @@ TEST(CudaTrain, TwoGpusTrainAsOneProcessWithTheGlobalBatch) {
   TrainOptions o;
   o.dist.check_every = 3;
   std::vector<std::map<std::string, std::vector<float>>> got;
-  TrainRanksInThreads(dist, o, {comms[0].get(), comms[1].get()}, {Device{DeviceType::kCUDA, 0}, Device{DeviceType::kCUDA, 1}},
-                      &got);
+  TrainRanksInThreads(dist, o, {comms[0].get(), comms[1].get()},
+                      {Device{DeviceType::kCUDA, 0}, Device{DeviceType::kCUDA, 1}}, &got);
   for (auto& c : comms) c->Finish();
   EXPECT_EQ(got[0], got[1]) << "the GPUs hold the same parameters";
   // The sums differ only in order (two GEMMs and an NCCL average against one GEMM).

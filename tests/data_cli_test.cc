@@ -22,7 +22,9 @@ std::string Config(const std::string& data_block) {
          "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
          "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
          "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-         "data { " + data_block + " }\n"
+         "data { " +
+         data_block +
+         " }\n"
          "solver { lr: 0.1 momentum: 0.9 epochs: 3 display: 1000 }\n";
 }
 
@@ -60,12 +62,14 @@ TEST(DataCli, TrainsOnRecordIOFromIm2Rec) {
                             " --encoding .png");
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  std::string cfg = dir.Write(
-      "rec.prototxt",
-      Config("train { recordio { path: \"" + dir.File("train.rec") + "\" index: \"" + dir.File("train.idx") +
-             "\" threads: 2 augment { pad: 1 rand_crop: true mirror: true mean: [0.5, 0.5, 0.5] } } }\n"
-             "val { recordio { path: \"" + dir.File("val.rec") + "\" augment { mean: [0.5, 0.5, 0.5] } } }\n"
-             "batch_size: 16 sample_shape: [3, 12, 12]"));
+  std::string cfg =
+      dir.Write("rec.prototxt",
+                Config("train { recordio { path: \"" + dir.File("train.rec") + "\" index: \"" + dir.File("train.idx") +
+                       "\" threads: 2 augment { pad: 1 rand_crop: true mirror: true mean: [0.5, 0.5, 0.5] } } }\n"
+                       "val { recordio { path: \"" +
+                       dir.File("val.rec") +
+                       "\" augment { mean: [0.5, 0.5, 0.5] } } }\n"
+                       "batch_size: 16 sample_shape: [3, 12, 12]"));
   RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("160 images decoded to (3,12,12) on 2 threads"), std::string::npos) << r.output;
@@ -90,7 +94,9 @@ TEST(DataCli, TrainsOnCifarFiles) {
   std::string train = write("data_batch_1.bin", 160), val = write("test_batch.bin", 40);
   std::string cfg = dir.Write("cifar.prototxt", Config("train { cifar { path: \"" + train +
                                                        "\" augment { mirror: true } } }\n"
-                                                       "val { cifar { path: \"" + val + "\" } }\n"
+                                                       "val { cifar { path: \"" +
+                                                       val +
+                                                       "\" } }\n"
                                                        "batch_size: 16 sample_shape: [3, 32, 32]"));
   RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -105,7 +111,8 @@ TEST(DataCli, SyntheticRunsAndShapeMismatchIsNamed) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("synthetic: 64 samples of (5)"), std::string::npos) << r.output;
   std::string text = dir.Write("t.txt", std::string(500, 'a'));
-  cfg = dir.Write("txt.prototxt", Config("train { text { path: \"" + text + "\" seq_len: 7 } }\n"
+  cfg = dir.Write("txt.prototxt", Config("train { text { path: \"" + text +
+                                         "\" seq_len: 7 } }\n"
                                          "batch_size: 8 sample_shape: [5]"));
   r = RunFrugal("train --config " + cfg);
   EXPECT_EQ(r.exit_code, 1);

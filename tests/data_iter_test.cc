@@ -85,7 +85,9 @@ TEST(DatasetIter, PadCropMirrorNormalise) {
             for (int64_t y = 0; y < h; ++y)
               for (int64_t x = 0; x < w; ++x) {
                 const int64_t sy = y + dy, sx = (flip ? w - 1 - x : x) + dx;
-                const float v = (sy < 0 || sy >= h || sx < 0 || sx >= w) ? 0.f : ds.pixels[((i * c + ch) * h + sy) * w + sx] * ds.scale;
+                const float v = (sy < 0 || sy >= h || sx < 0 || sx >= w)
+                                    ? 0.f
+                                    : ds.pixels[((i * c + ch) * h + sy) * w + sx] * ds.scale;
                 ok &= q[(ch * h + y) * w + x] == (v - aug.mean[ch]) / aug.std[ch];
               }
           if (ok && !found) seen.insert({dy, dx, flip}), found = true;
@@ -279,9 +281,7 @@ TEST(TextIter, ShuffledSequencesCoverTheCorpus) {
     starts.insert(e.data[r * 6]);
     for (int k = 0; k < 6; ++k) {
       EXPECT_EQ(e.label[r * 6 + k], e.data[r * 6 + k] + 1) << "the label is the next character";
-      if (k) {
-        EXPECT_EQ(e.data[r * 6 + k], e.data[r * 6 + k - 1] + 1) << "a sequence is contiguous";
-      }
+      if (k) { EXPECT_EQ(e.data[r * 6 + k], e.data[r * 6 + k - 1] + 1) << "a sequence is contiguous"; }
     }
   }
   EXPECT_EQ(starts.size(), 10u) << "every sequence once per epoch";

@@ -72,10 +72,12 @@ ConfigFile Toy(const test::TempDir& dir) {
       "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
       "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
       "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-      "data { train { idx { images: \"" + dir.File("x") + "\" labels: \"" + dir.File("y") + "\" } }\n"
-      "       batch_size: 8 sample_shape: [1, 4, 4] }\n"
-      "solver { lr: 0.1 momentum: 0.9 epochs: 2 seed: 3 display: 2 engine: \"threaded\" engine_workers: 2 "
-      "engine_kernel_threads: 1 }\n",
+      "data { train { idx { images: \"" +
+          dir.File("x") + "\" labels: \"" + dir.File("y") +
+          "\" } }\n"
+          "       batch_size: 8 sample_shape: [1, 4, 4] }\n"
+          "solver { lr: 0.1 momentum: 0.9 epochs: 2 seed: 3 display: 2 engine: \"threaded\" engine_workers: 2 "
+          "engine_kernel_threads: 1 }\n",
       dir.File("toy.prototxt"), {});
 }
 
@@ -171,13 +173,17 @@ TEST_P(LocalGroupSolver, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
   auto config = [&](const std::string& prefix, int batch) {
     return ParseConfig(
         Fmt("version: 1\n"
-            "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
+            "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } "
+            "}\n"
             "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
-            "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+            "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } "
+            "}\n"
             "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-            "data { train { idx { images: \"", dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"),
-            "\" } } batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: true }\n"
-            "solver { lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 clip_gradient: 5 ", GetParam(), " }\n"),
+            "data { train { idx { images: \"",
+            dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"), "\" } } batch_size: ", batch,
+            " sample_shape: [1, 4, 4] shuffle: true }\n"
+            "solver { lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 epochs: 2 clip_gradient: 5 ",
+            GetParam(), " }\n"),
         dir.File(prefix + ".prototxt"), {});
   };
   std::map<std::string, std::vector<float>> ref;
@@ -198,7 +204,8 @@ TEST_P(LocalGroupSolver, TwoThreadRanksTrainAsOneProcessWithTheGlobalBatch) {
   double worst = 0;
   for (const auto& [name, w] : ref) {
     ASSERT_EQ(got[0][name].size(), w.size()) << name;
-    for (size_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(got[0][name][i] - w[i])));
+    for (size_t i = 0; i < w.size(); ++i)
+      worst = std::max(worst, std::abs(static_cast<double>(got[0][name][i] - w[i])));
   }
   // Without the all-reduce each rank would follow its own half of the data:
   // the ranks would differ, and both would be far from the reference.
@@ -222,7 +229,8 @@ TEST(LocalGroup, BatchNormStatisticsAreAveragedOverRanksAtCheckpoints) {
           "node { name: \"bn\" op: \"batch_norm\" input: \"data\" }\n"
           "node { name: \"fc\" op: \"fully_connected\" input: \"bn\" attr { key: \"num_hidden\" value: \"4\" } }\n"
           "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc\" input: \"label\" }\n"
-          "data { train { idx { images: \"", dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"),
+          "data { train { idx { images: \"",
+          dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"),
           "\" } } batch_size: 4 sample_shape: [1, 4, 4] shuffle: false }\n"
           "solver { lr: 0.1 seed: 5 epochs: 1 }\n"),
       dir.File("bn.prototxt"), {});
@@ -265,9 +273,11 @@ TEST(LocalGroup, ASignalStopsEveryRankAtTheSameUpdate) {
       Fmt("version: 1\n"
           "node { name: \"fc\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"4\" } }\n"
           "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc\" input: \"label\" }\n"
-          "data { train { idx { images: \"", dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"),
+          "data { train { idx { images: \"",
+          dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"),
           "\" } } batch_size: 4 sample_shape: [1, 4, 4] }\n"
-          "solver { lr: 0.01 seed: 5 epochs: 100000 display: 1 checkpoint_dir: \"", dir.File("ckpt"), "\" }\n"),
+          "solver { lr: 0.01 seed: 5 epochs: 100000 display: 1 checkpoint_dir: \"",
+          dir.File("ckpt"), "\" }\n"),
       dir.File("stop.prototxt"), {});
   std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(2);
   TrainOptions o;

@@ -85,7 +85,8 @@ TEST(EngineChoice, TheSolversNumbersWin) {
 }
 
 TEST(EngineChoice, FrugalTimeHonoursTheEngineFlagsAndWaitsPassively) {
-  const std::string cmd = std::string(FRUGAL_BIN) + " time --config models/mlp/fashion_mnist.prototxt --iters 1 --warmup 0";
+  const std::string cmd =
+      std::string(FRUGAL_BIN) + " time --config models/mlp/fashion_mnist.prototxt --iters 1 --warmup 0";
   test::RunResult r = test::RunShell("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT " + cmd +
                                      " --engine-workers 2 --engine-kernel-threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -26,12 +26,12 @@ uint64_t Mix(uint64_t a, uint64_t b) {
 }
 
 struct RandomOp {
-  std::vector<int> reads, writes;  // as pushed: may repeat, may overlap
+  std::vector<int> reads, writes;          // as pushed: may repeat, may overlap
   std::vector<int> eff_reads, eff_writes;  // what the engine honours
   int priority = 0;
   FnKind kind = FnKind::kCompute;
   bool async = false;
-  int spin = 0;  // busy-work iterations, to let functions overlap
+  int spin = 0;         // busy-work iterations, to let functions overlap
   int wait_after = -1;  // WaitForVar on this variable after pushing (-1: none)
 };
 
@@ -74,9 +74,19 @@ Trace Replay(const std::vector<RandomOp>& ops, int num_vars) {
     const RandomOp& op = ops[i];
     std::vector<int64_t> seen;
     uint64_t h = i;
-    for (int r : op.eff_reads) { seen.push_back(version[r]); h = Mix(h, t.values[r]); }
-    for (int w : op.eff_writes) { seen.push_back(version[w]); h = Mix(h, t.values[w]); }
-    for (int w : op.eff_writes) { t.values[w] = Mix(h, w); ++version[w]; t.writers[w].push_back(static_cast<int>(i)); }
+    for (int r : op.eff_reads) {
+      seen.push_back(version[r]);
+      h = Mix(h, t.values[r]);
+    }
+    for (int w : op.eff_writes) {
+      seen.push_back(version[w]);
+      h = Mix(h, t.values[w]);
+    }
+    for (int w : op.eff_writes) {
+      t.values[w] = Mix(h, w);
+      ++version[w];
+      t.writers[w].push_back(static_cast<int>(i));
+    }
     t.seen_versions.push_back(seen);
     t.results.push_back(h);
   }
@@ -131,7 +141,11 @@ Trace RunOnEngine(Engine* e, const std::vector<RandomOp>& ops, int num_vars, std
   t.results.resize(ops.size());
   std::vector<std::atomic<int64_t>> version(num_vars);
   std::vector<std::atomic<int>> active_reads(num_vars), active_writes(num_vars);
-  for (int v = 0; v < num_vars; ++v) { version[v] = 0; active_reads[v] = 0; active_writes[v] = 0; }
+  for (int v = 0; v < num_vars; ++v) {
+    version[v] = 0;
+    active_reads[v] = 0;
+    active_writes[v] = 0;
+  }
   std::vector<Var> vars(num_vars);
   for (Var& v : vars) v = e->NewVar();
   std::vector<int64_t> pushed_writes(num_vars, 0);
@@ -142,21 +156,36 @@ Trace RunOnEngine(Engine* e, const std::vector<RandomOp>& ops, int num_vars, std
     auto body = [&, i] {
       const RandomOp& op = ops[i];
       // Enter: no write may overlap anything; reads may overlap reads.
-      for (int r : op.eff_reads) { ++active_reads[r]; if (active_writes[r] != 0) ++*violations; }
+      for (int r : op.eff_reads) {
+        ++active_reads[r];
+        if (active_writes[r] != 0) ++*violations;
+      }
       for (int w : op.eff_writes) {
         if (++active_writes[w] != 1 || active_reads[w] != 0) ++*violations;
       }
       std::vector<int64_t> seen;
       uint64_t h = i;
-      for (int r : op.eff_reads) { seen.push_back(version[r]); h = Mix(h, t.values[r]); }
-      for (int w : op.eff_writes) { seen.push_back(version[w]); h = Mix(h, t.values[w]); }
+      for (int r : op.eff_reads) {
+        seen.push_back(version[r]);
+        h = Mix(h, t.values[r]);
+      }
+      for (int w : op.eff_writes) {
+        seen.push_back(version[w]);
+        h = Mix(h, t.values[w]);
+      }
       volatile uint64_t sink = 0;
       for (int k = 0; k < op.spin; ++k) sink = sink + Mix(k, h);
-      for (int w : op.eff_writes) { t.values[w] = Mix(h, w); t.writers[w].push_back(static_cast<int>(i)); }
+      for (int w : op.eff_writes) {
+        t.values[w] = Mix(h, w);
+        t.writers[w].push_back(static_cast<int>(i));
+      }
       t.seen_versions[i] = seen;
       t.results[i] = h;
       // Leave: bump versions before releasing, as the engine releases after.
-      for (int w : op.eff_writes) { ++version[w]; --active_writes[w]; }
+      for (int w : op.eff_writes) {
+        ++version[w];
+        --active_writes[w];
+      }
       for (int r : op.eff_reads) --active_reads[r];
     };
     std::vector<Var> reads, writes;
@@ -167,8 +196,14 @@ Trace RunOnEngine(Engine* e, const std::vector<RandomOp>& ops, int num_vars, std
     o.kind = op.kind;
     o.name = "random op";
     if (op.async) {
-      e->PushAsync([&completer, body](Done done) { completer.Later([body, done] { body(); done(nullptr); }); }, reads,
-                   writes, o);
+      e->PushAsync(
+          [&completer, body](Done done) {
+            completer.Later([body, done] {
+              body();
+              done(nullptr);
+            });
+          },
+          reads, writes, o);
     } else {
       e->Push(body, reads, writes, o);
     }

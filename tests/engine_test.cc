@@ -61,7 +61,12 @@ TEST_P(EngineTest, ReadsSeeTheWriteBeforeThemAndWritesWaitForReads) {
   Var v = e->NewVar();
   int x = 0;
   std::atomic<int> seen_one{0}, seen_two{0};
-  e->Push([&] { std::this_thread::sleep_for(5ms); x = 1; }, {}, {v}, {});
+  e->Push(
+      [&] {
+        std::this_thread::sleep_for(5ms);
+        x = 1;
+      },
+      {}, {v}, {});
   for (int i = 0; i < 4; ++i) e->Push([&] { seen_one += x == 1; }, {v}, {}, {});
   e->Push([&] { x = 2; }, {}, {v}, {});
   for (int i = 0; i < 4; ++i) e->Push([&] { seen_two += x == 2; }, {v}, {}, {});
@@ -80,9 +85,7 @@ TEST_P(EngineTest, ErrorSurfacesAtWaitWithTheOpName) {
   try {
     e->WaitAll();
     FAIL() << "no error";
-  } catch (const Error& err) {
-    EXPECT_STREQ(err.what(), "fc7: label 12 out of range");
-  }
+  } catch (const Error& err) { EXPECT_STREQ(err.what(), "fc7: label 12 out of range"); }
   EXPECT_FALSE(later_ran) << "work after a failure must not run";
   e->WaitAll();  // the error is reported once
   // The engine works again after the error was reported.
@@ -112,9 +115,7 @@ TEST_P(EngineTest, ErrorOfAnyExceptionTypeReachesWaitForVar) {
   try {
     e->WaitAll();
     FAIL() << "no error";
-  } catch (const Error& err) {
-    EXPECT_STREQ(err.what(), "odd: unknown exception");
-  }
+  } catch (const Error& err) { EXPECT_STREQ(err.what(), "odd: unknown exception"); }
 }
 
 TEST_P(EngineTest, OnlyTheFirstErrorIsKept) {
@@ -185,9 +186,7 @@ TEST_P(EngineTest, AsyncFunctionReportsAnError) {
   try {
     e->WaitForVar(v);
     FAIL() << "no error";
-  } catch (const Error& err) {
-    EXPECT_STREQ(err.what(), "allreduce: peer 3 hung up");
-  }
+  } catch (const Error& err) { EXPECT_STREQ(err.what(), "allreduce: peer 3 hung up"); }
 }
 
 // A denormal operand times one: 0 where the thread flushes denormals (DAZ),
@@ -200,7 +199,8 @@ float DenormalTimesOne() {
 TEST_P(EngineTest, KernelsRunWithDenormalsFlushedOnEveryKernelThread) {
   ASSERT_NE(DenormalTimesOne(), 0.f) << "the test thread itself should not flush (else the test proves nothing)";
   std::vector<float> seen(8, -1.f);
-  e->Push([&] {
+  e->Push(
+      [&] {
         seen[0] = DenormalTimesOne();
 #ifdef _OPENMP
 #pragma omp parallel num_threads(2)
@@ -219,7 +219,13 @@ TEST_P(EngineTest, KernelsRunWithDenormalsFlushedOnEveryKernelThread) {
 TEST_P(EngineTest, DeleteVarRunsPendingWorkFirst) {
   Var v = e->NewVar();
   std::atomic<int> ran{0};
-  for (int i = 0; i < 5; ++i) e->Push([&] { std::this_thread::sleep_for(1ms); ++ran; }, {}, {v}, {});
+  for (int i = 0; i < 5; ++i)
+    e->Push(
+        [&] {
+          std::this_thread::sleep_for(1ms);
+          ++ran;
+        },
+        {}, {v}, {});
   e->DeleteVar(v);
   e->WaitAll();
   EXPECT_EQ(ran, 5);
@@ -290,14 +296,24 @@ TEST(ThreadedEngine, HigherPriorityRunsFirstAmongReadyFunctions) {
   auto e = MakeEngine("threaded", {1, 1});
   Gate gate;
   std::atomic<bool> holding{false};
-  e->Push([&] { holding = true; gate.Wait(); }, {}, {e->NewVar()}, {});  // holds the only worker
+  e->Push(
+      [&] {
+        holding = true;
+        gate.Wait();
+      },
+      {}, {e->NewVar()}, {});                  // holds the only worker
   while (!holding) std::this_thread::yield();  // else the worker may pick a prioritised one first
   std::vector<int> order;
   std::mutex mu;
   for (int p : {0, 5, -3, 9, 1}) {
     PushOptions o;
     o.priority = p;
-    e->Push([&, p] { std::lock_guard<std::mutex> order_lock(mu); order.push_back(p); }, {}, {e->NewVar()}, o);
+    e->Push(
+        [&, p] {
+          std::lock_guard<std::mutex> order_lock(mu);
+          order.push_back(p);
+        },
+        {}, {e->NewVar()}, o);
   }
   gate.Open();
   e->WaitAll();
@@ -308,7 +324,12 @@ TEST(ThreadedEngine, IoRunsOnItsOwnThreadWhileComputeIsBusy) {
   auto e = MakeEngine("threaded", {1, 1});
   Gate gate;
   std::thread::id compute_thread, io_thread;
-  e->Push([&] { compute_thread = std::this_thread::get_id(); gate.Wait(); }, {}, {e->NewVar()}, {});
+  e->Push(
+      [&] {
+        compute_thread = std::this_thread::get_id();
+        gate.Wait();
+      },
+      {}, {e->NewVar()}, {});
   PushOptions io;
   io.kind = FnKind::kIO;
   Var batch = e->NewVar();

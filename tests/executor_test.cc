@@ -62,9 +62,7 @@ std::vector<std::vector<Access>> ArenaAccesses(const Graph& g, const MemoryPlan&
       int64_t bytes = g.shapes[e].Size() * 4;
       a.push_back({plan.entry_offset[e], plan.entry_offset[e] + bytes, write, plan.entry_block[e]});
     };
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      add(g.EntryId(n.inputs[k]), n.op->mutates(static_cast<int>(k)));
-    }
+    for (size_t k = 0; k < n.inputs.size(); ++k) { add(g.EntryId(n.inputs[k]), n.op->mutates(static_cast<int>(k))); }
     for (int k = 0; k < g.NumOutputs(op.node); ++k) add(g.EntryId({op.node, k}), true);
     if (plan.workspace_offset[op.node] >= 0) {
       int64_t off = plan.workspace_offset[op.node];
@@ -123,8 +121,8 @@ TEST(Executor, EveryConflictingArenaAccessIsOrdered) {
               ++conflicts;
               reuse += a.block != b.block;
               EXPECT_TRUE(hb[i][j]) << s.Name() << ": " << g.node(ops[i].node).name << " and "
-                                    << g.node(ops[j].node).name << " touch arena bytes ["
-                                    << std::max(a.begin, b.begin) << ", " << std::min(a.end, b.end) << ") unordered";
+                                    << g.node(ops[j].node).name << " touch arena bytes [" << std::max(a.begin, b.begin)
+                                    << ", " << std::min(a.end, b.end) << ") unordered";
             }
           }
         }
@@ -184,8 +182,8 @@ TEST(Executor, RunsPushedBackToBackOnTheThreadedEngineMatchNaive) {
         for (int round = 0; round < 5; ++round) {
           auto got = PushedRuns(threaded.get(), config, s, 12);
           for (size_t r = 0; r < got.size(); ++r) {
-            EXPECT_TRUE(got[r] == reference[r]) << s.Name() << ", " << workers << " workers, round "
-                                                << round << ": run " << r << " differs from the naive engine's";
+            EXPECT_TRUE(got[r] == reference[r]) << s.Name() << ", " << workers << " workers, round " << round
+                                                << ": run " << r << " differs from the naive engine's";
           }
         }
       }

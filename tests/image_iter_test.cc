@@ -20,7 +20,8 @@ namespace {
 
 // The BGR pixel OpenCV stores at (y, x) of image i.
 cv::Vec3b Bgr(int i, int y, int x) {
-  return cv::Vec3b(static_cast<uint8_t>(i * 11 + x * 9), static_cast<uint8_t>(y * 13 + i), static_cast<uint8_t>(x + y * 3 + 100));
+  return cv::Vec3b(static_cast<uint8_t>(i * 11 + x * 9), static_cast<uint8_t>(y * 13 + i),
+                   static_cast<uint8_t>(x + y * 3 + 100));
 }
 
 cv::Mat MakeImage(int i, int h, int w) {
@@ -323,9 +324,7 @@ TEST(Im2Rec, ListWithLabelsResizeCropAndQuality) {
     ImageRecord rec = UnpackImageRecord(s, "a.rec");
     EXPECT_EQ(rec.flag, 2u);
     sizes.push_back(cv::imdecode(std::vector<uint8_t>(rec.image.begin(), rec.image.end()), cv::IMREAD_COLOR).size());
-    if (sizes.size() == 1) {
-      EXPECT_EQ(rec.labels, (std::vector<float>{1.f, 2.5f}));
-    }
+    if (sizes.size() == 1) { EXPECT_EQ(rec.labels, (std::vector<float>{1.f, 2.5f})); }
   }
   EXPECT_EQ(sizes, (std::vector<cv::Size>{{40, 20}, {20, 40}})) << "shorter side 20, aspect kept";
   EXPECT_EQ(ReadRecordIndex(dir.File("a.idx"))[1].key, 11);
@@ -337,13 +336,15 @@ TEST(Im2Rec, ListWithLabelsResizeCropAndQuality) {
   EXPECT_EQ(cv::imdecode(std::vector<uint8_t>(rec.image.begin(), rec.image.end()), cv::IMREAD_COLOR).size(),
             cv::Size(16, 16));
   // --pass-through stores the file's bytes unchanged.
-  ASSERT_EQ(RunFrugal("im2rec --input " + dir.File("x.lst") + " --output " + dir.File("p") + " --pass-through").exit_code, 0);
+  ASSERT_EQ(
+      RunFrugal("im2rec --input " + dir.File("x.lst") + " --output " + dir.File("p") + " --pass-through").exit_code, 0);
   RecordReader p(dir.File("p.rec"));
   ASSERT_TRUE(p.Next(&s));
   std::ifstream png(dir.File("wide.png"), std::ios::binary);
   EXPECT_EQ(UnpackImageRecord(s, "p.rec").image, std::string(std::istreambuf_iterator<char>(png), {}));
   // Lower JPEG quality, smaller file.
-  ASSERT_EQ(RunFrugal("im2rec --input " + dir.File("x.lst") + " --output " + dir.File("q") + " --quality 10").exit_code, 0);
+  ASSERT_EQ(RunFrugal("im2rec --input " + dir.File("x.lst") + " --output " + dir.File("q") + " --quality 10").exit_code,
+            0);
   ASSERT_EQ(RunFrugal("im2rec --input " + dir.File("x.lst") + " --output " + dir.File("h")).exit_code, 0);
   EXPECT_LT(RecordReader(dir.File("q.rec")).file_size(), RecordReader(dir.File("h.rec")).file_size());
 }

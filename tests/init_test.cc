@@ -36,9 +36,7 @@ void ExpectMoments(const std::string& spec, Shape shape, double var, double mean
 std::string ErrorOf(const std::string& spec) {
   try {
     ParseInitSpec(spec, "parameter 'fc_weight'");
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "no error";
 }
 
@@ -46,10 +44,10 @@ std::string ErrorOf(const std::string& spec) {
 const Shape kConv{500, 200, 2, 2};
 
 TEST(Init, XavierVariants) {
-  ExpectMoments("xavier", kConv, 3.0 / 1400 / 3);                    // uniform, avg, 3
+  ExpectMoments("xavier", kConv, 3.0 / 1400 / 3);  // uniform, avg, 3
   ExpectMoments("xavier(gaussian,avg,3)", kConv, 3.0 / 1400);
   ExpectMoments("xavier(uniform, in, 6)", kConv, 6.0 / 800 / 3);
-  ExpectMoments("xavier(out,gaussian)", kConv, 3.0 / 2000);           // any order
+  ExpectMoments("xavier(out,gaussian)", kConv, 3.0 / 2000);  // any order
   ExpectMoments("msra", kConv, 2.0 / 800);
   ExpectMoments("msra(out)", kConv, 2.0 / 2000);
 }

@@ -65,9 +65,7 @@ class IdxTest : public ::testing::Test {
     FILE* f = std::fopen(path.c_str(), "wb");
     EXPECT_NE(f, nullptr);
     if (f == nullptr) return path;
-    if (!bytes.empty()) {
-      EXPECT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
-    }
+    if (!bytes.empty()) { EXPECT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size()); }
     std::fclose(f);
     return path;
   }
@@ -78,8 +76,7 @@ class IdxTest : public ::testing::Test {
     gzFile f = gzopen(path.c_str(), "wb");
     EXPECT_NE(f, nullptr);
     if (f == nullptr) return path;
-    EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-              static_cast<int>(bytes.size()));
+    EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
     EXPECT_EQ(gzclose(f), Z_OK);
     return path;
   }
@@ -223,8 +220,7 @@ TEST_F(IdxTest, AbsurdDimsThrowWithoutAllocating) {
 
 TEST_F(IdxTest, AbsurdDimsWhoseProductOverflowsThrow) {
   // (2^32-1)^2 * 28 wraps around 64 bits; it must still be caught as absurd.
-  std::string path =
-      WritePlain("overflow.idx", IdxBytes({0xffffffffu, 0xffffffffu, 28}, Pattern(8)));
+  std::string path = WritePlain("overflow.idx", IdxBytes({0xffffffffu, 0xffffffffu, 28}, Pattern(8)));
   ExpectError([&] { ReadIdx(path); }, {path, "absurd", "4294967295x4294967295x28"});
 }
 
@@ -354,7 +350,7 @@ TEST(DatasetIterOrder, ShuffleCoversEverySampleOncePerEpoch) {
   DatasetIter it = Iter(ds, 8, true, 42);
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     it.Reset(epoch);
-      std::vector<int64_t> valid;
+    std::vector<int64_t> valid;
     std::vector<int64_t> rows = RunEpoch(it, &valid);
     ASSERT_EQ(rows.size(), 40u);
     EXPECT_EQ(valid, (std::vector<int64_t>{8, 8, 8, 8, 5}));

@@ -67,17 +67,13 @@ TEST(Layouts, ChannelsLastBetweenConvolutionsPlainAtTheEdges) {
     std::vector<Layout> tied;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const Layout l = g.layout(n.inputs[k]);
-      if (l == Layout::kNhwc) {
-        EXPECT_TRUE(n.op->nhwc_input(static_cast<int>(k))) << n.name << " input " << k;
-      }
+      if (l == Layout::kNhwc) { EXPECT_TRUE(n.op->nhwc_input(static_cast<int>(k))) << n.name << " input " << k; }
       if (n.op->nhwc_tied() && g.shape(n.inputs[k]).ndim() == 4) tied.push_back(l);
     }
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       const Layout l = g.layout(Entry{i, k});
       nhwc += l == Layout::kNhwc;
-      if (l == Layout::kNhwc) {
-        EXPECT_TRUE(n.op->nhwc_output(k)) << n.name << " output " << k;
-      }
+      if (l == Layout::kNhwc) { EXPECT_TRUE(n.op->nhwc_output(k)) << n.name << " output " << k; }
       if (n.op->nhwc_tied() && g.shape(Entry{i, k}).ndim() == 4) tied.push_back(l);
     }
     for (Layout l : tied) EXPECT_EQ(l, tied[0]) << n.name << "'s tied slots differ";

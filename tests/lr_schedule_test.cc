@@ -19,9 +19,7 @@ LrScheduleOptions Opts(LrPolicy p) {
 std::string ErrorOf(const LrScheduleOptions& o) {
   try {
     LrSchedule s(o);
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "no error";
 }
 

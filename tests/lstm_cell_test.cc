@@ -144,7 +144,8 @@ std::string ConcatConfig(const std::string& inputs) {
   return R"cfg(
 version: 1
 node { name: "fc" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "3" } }
-node { name: "both" op: "concat" )cfg" + inputs + R"cfg( }
+node { name: "both" op: "concat" )cfg" +
+         inputs + R"cfg( }
 node { name: "sq" op: "square" input: "both" }
 node { name: "loss" op: "make_loss" input: "sq" attr { key: "grad_scale" value: "0.1" } }
 output: "loss"
@@ -162,13 +163,15 @@ TEST(LstmCell, ConcatGradientSkipsInputsWithoutOne) {
   };
   // One unread part before the read one (its length is deduced), and unread
   // parts after it (not needed).
-  for (const char* inputs : {R"(input: "data" input: "fc")", R"(input: "fc" input: "data" input: "data" attr { key: "num_args" value: "3" })"}) {
+  for (const char* inputs : {R"(input: "data" input: "fc")",
+                             R"(input: "fc" input: "data" input: "data" attr { key: "num_args" value: "3" })"}) {
     SCOPED_TRACE(inputs);
     EXPECT_EQ(CheckParamGradients(ConcatConfig(inputs), vars, loss).checked, 15);
   }
   // Two unread parts before a read one: an Error that says what to do.
-  Graph train = BuildGraph(ParseConfig(
-      ConcatConfig(R"(input: "data" input: "data" input: "fc" attr { key: "num_args" value: "3" })"), "c.prototxt", {}));
+  Graph train = BuildGraph(
+      ParseConfig(ConcatConfig(R"(input: "data" input: "data" input: "fc" attr { key: "num_args" value: "3" })"),
+                  "c.prototxt", {}));
   Gradient(&train);
   try {
     RunGraph(train, vars);

@@ -16,9 +16,9 @@ Tensor Make(Shape shape, const std::vector<float>& v) {
 
 // Four rows of three class probabilities; the last row is padding (num_valid 3).
 Tensor Prob() {
-  return Make(Shape{4, 3}, {0.7f, 0.2f, 0.1f,   // label 0: top-1
-                            0.3f, 0.5f, 0.2f,   // label 0: second
-                            0.1f, 0.3f, 0.6f,   // label 0: third
+  return Make(Shape{4, 3}, {0.7f, 0.2f, 0.1f,  // label 0: top-1
+                            0.3f, 0.5f, 0.2f,  // label 0: second
+                            0.1f, 0.3f, 0.6f,  // label 0: third
                             0.0f, 1.0f, 0.0f});
 }
 Tensor Label() { return Make(Shape{4}, {0, 0, 0, 2}); }
@@ -55,9 +55,9 @@ TEST(Metrics, NaNPredictionsAreWrong) {
   // A broken model's NaN outputs: neither first by default nor a silent
   // cross-entropy; a NaN beside a finite label score outranks it too.
   const float nan = std::nanf("");
-  Tensor p = Make(Shape{3, 3}, {nan, nan, nan,        // label 0
-                                0.2f, nan, 0.1f,      // label 0: the NaN outranks it
-                                0.1f, 0.8f, 0.1f});   // label 1: right
+  Tensor p = Make(Shape{3, 3}, {nan, nan, nan,       // label 0
+                                0.2f, nan, 0.1f,     // label 0: the NaN outranks it
+                                0.1f, 0.8f, 0.1f});  // label 1: right
   Tensor y = Make(Shape{3}, {0, 0, 1});
   for (const char* name : {"accuracy", "top_k_accuracy_2"}) {
     auto m = MakeMetric(name);
@@ -100,8 +100,8 @@ TEST(Metrics, BadNamesAndLabelsAreErrors) {
     MakeMetric("acc");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown metric 'acc' (known: accuracy, top_k_accuracy_K"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown metric 'acc' (known: accuracy, top_k_accuracy_K"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(MakeMetric("top_k_accuracy_0"), Error);
   EXPECT_THROW(MakeMetric("top_k_accuracy_x"), Error);
@@ -159,7 +159,8 @@ TEST(Metrics, LabelsThatDoNotMatchTheOutputsAreErrors) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("the graph has 3 outputs but the labels (2,2) hold 2 values per row"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   try {  // one output of 2 rows, labels of a sequence per row
     set.Update(p, Make(Shape{2, 2}, {0, 1, 1, 0}), 2);

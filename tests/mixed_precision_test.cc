@@ -110,10 +110,16 @@ TEST(MixedPrecision, MixedTypesIntoOneOpAreAnErrorNamingTheNode) {
   const int b = g.AddVariable("b", VarKind::kInput);
   const int c = g.AddOp("cast", "a16", {{"dtype", "bf16"}}, {{a, 0}});
   g.AddOp("add_n", "sum", {{"num_args", "2"}}, {{c, 0}, {b, 0}});
-  test::ExpectError([&] { InferShapes(&g, {{"a", Shape{4}}, {"b", Shape{4}}}); },
-                    {"'sum'", "input 1 is float32 but input 0 is bfloat16", "cast"});
-  test::ExpectError([&] { g.AddOp("cast", "bad", {{"dtype", "fp16"}}, {{a, 0}}); },
-                    {"'bad'", "unknown dtype 'fp16'", "bfloat16"});
+  test::ExpectError(
+      [&] {
+        InferShapes(&g, {{"a", Shape{4}}, {"b", Shape{4}}});
+      },
+      {"'sum'", "input 1 is float32 but input 0 is bfloat16", "cast"});
+  test::ExpectError(
+      [&] {
+        g.AddOp("cast", "bad", {{"dtype", "fp16"}}, {{a, 0}});
+      },
+      {"'bad'", "unknown dtype 'fp16'", "bfloat16"});
 }
 
 // x -> cast bf16 -> cast float32, run by the executor: the round trip
@@ -124,10 +130,18 @@ TEST(MixedPrecision, CastRoundsToNearestEven) {
   const int h = g.AddOp("cast", "x16", {{"dtype", "bfloat16"}}, {{x, 0}});
   g.outputs.push_back({g.AddOp("cast", "x32", {{"dtype", "float32"}}, {{h, 0}}), 0});
   const float one_ulp = std::ldexp(1.f, -7);  // bfloat16's spacing at 1
-  const std::vector<float> in{1.f, 1 + one_ulp / 2, 1 + 3 * one_ulp / 2, 1 + one_ulp * 0.51f, -2.5f,
-                              INFINITY, -INFINITY, NAN, 3.0e38f, 1e-40f};
-  const std::vector<float> want{1.f, 1.f, 1 + 2 * one_ulp, 1 + one_ulp, -2.5f, INFINITY, -INFINITY, NAN,
-                                Bf16ToFloat(FloatToBf16(3.0e38f)), Bf16ToFloat(FloatToBf16(1e-40f))};
+  const std::vector<float> in{
+      1.f, 1 + one_ulp / 2, 1 + 3 * one_ulp / 2, 1 + one_ulp * 0.51f, -2.5f, INFINITY, -INFINITY, NAN, 3.0e38f, 1e-40f};
+  const std::vector<float> want{1.f,
+                                1.f,
+                                1 + 2 * one_ulp,
+                                1 + one_ulp,
+                                -2.5f,
+                                INFINITY,
+                                -INFINITY,
+                                NAN,
+                                Bf16ToFloat(FloatToBf16(3.0e38f)),
+                                Bf16ToFloat(FloatToBf16(1e-40f))};
   InferShapes(&g, {{"x", Shape{static_cast<int64_t>(in.size())}}});
   EXPECT_EQ(g.dtype({h, 0}), DType::kBFloat16);
   const MemoryPlan plan = PlanMemory(g, MemoryStrategy::kShare);
@@ -199,7 +213,11 @@ std::vector<std::vector<float>> RunOp(const std::string& op, const AttrMap& attr
 TEST(MixedPrecision, OnednnOpsInBfloat16MatchFloat32) {
   SKIP_WITHOUT_BF16();
   const AttrMap conv{{"kernel", "(3,3)"}, {"pad", "(1,1)"}, {"num_filter", "16"}};
-  struct Case { std::string op; AttrMap attrs; std::vector<Shape> shapes; };
+  struct Case {
+    std::string op;
+    AttrMap attrs;
+    std::vector<Shape> shapes;
+  };
   const std::vector<Case> cases{
       {"convolution", conv, {Shape{8, 3, 16, 16}, Shape{16, 3, 3, 3}, Shape{16}}},
       {"convolution", conv, {Shape{8, 16, 8, 8}, Shape{16, 16, 3, 3}, Shape{16}}},
@@ -215,8 +233,8 @@ TEST(MixedPrecision, OnednnOpsInBfloat16MatchFloat32) {
       ASSERT_EQ(f[k].size(), h[k].size());
       // Products summed in float32 and rounded once: 2^-9 relative, plus
       // what the summation order moves.
-      EXPECT_LT(RelErr(f[k], h[k]), 0.005) << c.op << " " << c.shapes[0] << (k == 0 ? ": y" : ": gradient ")
-                                           << (k == 0 ? "" : std::to_string(k - 1));
+      EXPECT_LT(RelErr(f[k], h[k]), 0.005)
+          << c.op << " " << c.shapes[0] << (k == 0 ? ": y" : ": gradient ") << (k == 0 ? "" : std::to_string(k - 1));
     }
   }
 }

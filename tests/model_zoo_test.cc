@@ -62,9 +62,7 @@ TEST(ModelZoo, EveryConfigPlansSoundlyUnderEveryStrategy) {
       EXPECT_EQ(VerifyPlan(m.eval, m.eval_plan), "");
       EXPECT_GE(m.train_plan.arena_bytes, m.train_plan.lower_bound_bytes);
       EXPECT_GT(m.train_plan.lower_bound_bytes, 0);
-      if (s.recomputes()) {
-        EXPECT_GT(m.train_plan.num_recomputed, 0);
-      }
+      if (s.recomputes()) { EXPECT_GT(m.train_plan.num_recomputed, 0); }
     }
   }
 }
@@ -77,7 +75,8 @@ void WriteIdx(const test::TempDir& dir, const std::string& prefix, int n) {
     for (uint32_t d : dims)
       for (int s = 24; s >= 0; s -= 8) f.put(static_cast<char>((d >> s) & 0xff));
   };
-  std::ofstream images(dir.File(prefix + "-images"), std::ios::binary), labels(dir.File(prefix + "-labels"), std::ios::binary);
+  std::ofstream images(dir.File(prefix + "-images"), std::ios::binary),
+      labels(dir.File(prefix + "-labels"), std::ios::binary);
   header(images, {static_cast<uint32_t>(n), 28, 28});
   header(labels, {static_cast<uint32_t>(n)});
   for (int i = 0; i < n; ++i) {
@@ -134,14 +133,15 @@ TEST(ModelZoo, ImagenetResnetTrainsOnRecordIOFromGeneratedImages) {
   for (const char* f : {"train.rec", "train.idx", "val.rec", "val.idx"}) ASSERT_TRUE(fs::exists(dir.File(f))) << f;
   test::RunResult r = test::RunFrugal(
       "train --config models/resnet/resnet_imagenet.prototxt --define depth=50 --define width=8 --define size=32 "
-      "--define classes=4 --define batch=4 --define epochs=1 --define train=" + dir.File("train") +
-      " --define val=" + dir.File("val") + " --log-json " + dir.File("log.json"));
+      "--define classes=4 --define batch=4 --define epochs=1 --define train=" +
+      dir.File("train") + " --define val=" + dir.File("val") + " --log-json " + dir.File("log.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("32 images decoded to (3,32,32) on 2 threads"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rand_resized_crop"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("8 images decoded to (3,32,32)"), std::string::npos) << r.output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("arenas allocated ([0-9.]+ [KMG]?i?B) \\(planned ([0-9.]+ [KMG]?i?B)")))
+  ASSERT_TRUE(
+      std::regex_search(r.output, m, std::regex("arenas allocated ([0-9.]+ [KMG]?i?B) \\(planned ([0-9.]+ [KMG]?i?B)")))
       << r.output;
   EXPECT_EQ(m[1], m[2]);
   std::ifstream log(dir.File("log.json"));

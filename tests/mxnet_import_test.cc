@@ -81,9 +81,7 @@ std::map<std::string, Tensor> Weights(const MxnetImport& imp) {
 std::string ErrorOf(const std::function<void()>& fn) {
   try {
     fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "";
 }
 
@@ -178,8 +176,8 @@ TEST(MxnetImport, MlpComputesWhatTheWeightsSay) {
   EXPECT_TRUE(imp.aux.empty());
   EXPECT_TRUE(imp.unused.empty());
   const std::vector<float> want = mlp.Expected();
-  const std::vector<float> got = RunNet(imp.config_text, {{"data", mlp.x}, {"softmax_label", Tensor::Empty(Shape{2})}},
-                                     Weights(imp));
+  const std::vector<float> got =
+      RunNet(imp.config_text, {{"data", mlp.x}, {"softmax_label", Tensor::Empty(Shape{2})}}, Weights(imp));
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-5) << k;
 }
@@ -195,10 +193,23 @@ TEST(MxnetImport, ParamsRoundTripEveryTypeFlagAndLegacyLayout) {
   }
   // One array of 2 float16 values (1.5, -2) in the legacy layout (no
   // magic: uint32 ndim, uint32 dims), as MXNet before 0.9 wrote it.
-  std::string legacy("\x12\x01\0\0\0\0\0\0" "\0\0\0\0\0\0\0\0" "\x01\0\0\0\0\0\0\0", 24);
-  legacy += std::string("\x01\0\0\0" "\x02\0\0\0" "\x01\0\0\0\0\0\0\0" "\x02\0\0\0", 20);
+  std::string legacy(
+      "\x12\x01\0\0\0\0\0\0"
+      "\0\0\0\0\0\0\0\0"
+      "\x01\0\0\0\0\0\0\0",
+      24);
+  legacy += std::string(
+      "\x01\0\0\0"
+      "\x02\0\0\0"
+      "\x01\0\0\0\0\0\0\0"
+      "\x02\0\0\0",
+      20);
   legacy += std::string("\x00\x3e\x00\xc0", 4);
-  legacy += std::string("\x01\0\0\0\0\0\0\0" "\x05\0\0\0\0\0\0\0" "arg:h", 21);
+  legacy += std::string(
+      "\x01\0\0\0\0\0\0\0"
+      "\x05\0\0\0\0\0\0\0"
+      "arg:h",
+      21);
   const NamedTensors h = DecodeMxnetParams(legacy, "legacy.params");
   ASSERT_EQ(h.size(), 1u);
   EXPECT_EQ(h[0].second.shape(), (Shape{2}));
@@ -220,8 +231,8 @@ TEST(MxnetImport, LeNetMatchesTheSameNetworkWrittenInFrugal) {
                       "\"cudnn_tune\": \"fastest\", \"layout\": \"NCHW\"",
                       {B::In(data), B::In(s.Var("conv1_weight")), B::In(s.Var("conv1_bias"))});
   const int t1 = s.Op("Activation", "tanh1", "\"act_type\": \"tanh\"", {B::In(c1)});
-  const int p1 = s.Op("Pooling", "pool1", "\"kernel\": \"(2, 2)\", \"pool_type\": \"max\", \"stride\": \"(2, 2)\"",
-                      {B::In(t1)});
+  const int p1 =
+      s.Op("Pooling", "pool1", "\"kernel\": \"(2, 2)\", \"pool_type\": \"max\", \"stride\": \"(2, 2)\"", {B::In(t1)});
   const int c2 = s.Op("Convolution", "conv2", "\"kernel\": \"(3, 3)\", \"num_filter\": \"6\", \"no_bias\": \"True\"",
                       {B::In(p1), B::In(s.Var("conv2_weight"))});
   const int t2 = s.Op("LeakyReLU", "lrelu2", "\"act_type\": \"leaky\", \"slope\": \"0.1\"", {B::In(c2)});
@@ -233,12 +244,13 @@ TEST(MxnetImport, LeNetMatchesTheSameNetworkWrittenInFrugal) {
   const int d = s.Op("Dropout", "drop", "\"p\": \"0.5\"", {B::In(f)});
   const int fc = s.Op("FullyConnected", "fc", "\"num_hidden\": \"3\"",
                       {B::In(d), B::In(s.Var("fc_weight")), B::In(s.Var("fc_bias"))});
-  const int sm = s.Op("SoftmaxOutput", "softmax", "\"normalization\": \"null\"",
-                      {B::In(fc), B::In(s.Var("softmax_label"))});
-  const NamedTensors arrays = {
-      {"arg:conv1_weight", Values(Shape{4, 1, 3, 3}, 11)}, {"arg:conv1_bias", Values(Shape{4}, 12)},
-      {"arg:conv2_weight", Values(Shape{6, 4, 3, 3}, 13)}, {"arg:fc_weight", Values(Shape{3, 6}, 14)},
-      {"arg:fc_bias", Values(Shape{3}, 15)}};
+  const int sm =
+      s.Op("SoftmaxOutput", "softmax", "\"normalization\": \"null\"", {B::In(fc), B::In(s.Var("softmax_label"))});
+  const NamedTensors arrays = {{"arg:conv1_weight", Values(Shape{4, 1, 3, 3}, 11)},
+                               {"arg:conv1_bias", Values(Shape{4}, 12)},
+                               {"arg:conv2_weight", Values(Shape{6, 4, 3, 3}, 13)},
+                               {"arg:fc_weight", Values(Shape{3, 6}, 14)},
+                               {"arg:fc_bias", Values(Shape{3}, 15)}};
   const MxnetImport imp = ImportMxnet(ParseMxnetSymbol(s.Json({B::In(sm)}), "lenet-symbol.json"), arrays, "lenet");
   EXPECT_NE(imp.config_text.find("batch_size: 2\n  sample_shape: [1, 8, 8]"), std::string::npos) << imp.config_text;
 
@@ -259,8 +271,10 @@ node { name: "fc" op: "fully_connected" input: "f" attr { key: "num_hidden" valu
 node { name: "prob" op: "softmax_cross_entropy" input: "fc" input: "y" }
 data { data_name: "x" label_name: "y" }
 )cfg";
-  std::map<std::string, Tensor> same = {{"c1_weight", arrays[0].second}, {"c1_bias", arrays[1].second},
-                                        {"c2_weight", arrays[2].second}, {"fc_weight", arrays[3].second},
+  std::map<std::string, Tensor> same = {{"c1_weight", arrays[0].second},
+                                        {"c1_bias", arrays[1].second},
+                                        {"c2_weight", arrays[2].second},
+                                        {"fc_weight", arrays[3].second},
                                         {"fc_bias", arrays[4].second}};
   const Tensor x = Values(Shape{2, 1, 8, 8}, 16), label = Tensor::Empty(Shape{2});
   const std::vector<float> want = RunNet(by_hand, {{"x", x}, {"y", label}}, same);
@@ -298,8 +312,8 @@ std::string ResnetUnitJson() {
   const int add = s.Op("elemwise_add", "_plus0", "", {B::In(c2), B::In(c0)});
   const int b3 = bn("bn1", add);
   const int r3 = s.Op("Activation", "relu1", "\"act_type\": \"relu\"", {B::In(b3)});
-  const int pool = s.Op("Pooling", "pool1",
-                        "\"global_pool\": \"True\", \"kernel\": \"(7, 7)\", \"pool_type\": \"avg\"", {B::In(r3)});
+  const int pool = s.Op("Pooling", "pool1", "\"global_pool\": \"True\", \"kernel\": \"(7, 7)\", \"pool_type\": \"avg\"",
+                        {B::In(r3)});
   const int flat = s.Op("Flatten", "flatten0", "", {B::In(pool)});
   const int fc = s.Op("FullyConnected", "fc1", "\"num_hidden\": \"10\"",
                       {B::In(flat), B::In(s.Var("fc1_weight")), B::In(s.Var("fc1_bias"))});
@@ -365,10 +379,10 @@ TEST(MxnetImport, LstmExampleImportsWithSharedWeightsAndZeroStates) {
   using B = SymbolBuilder;
   const int data = s.Var("data");
   const int embed_w = s.Var("embed_weight");
-  const int embed = s.Op("Embedding", "embed", "\"input_dim\": \"7\", \"output_dim\": \"4\"",
-                         {B::In(data), B::In(embed_w)});
-  const int words = s.Op("SliceChannel", "slice_time", "\"num_outputs\": \"3\", \"squeeze_axis\": \"1\"",
-                         {B::In(embed)});
+  const int embed =
+      s.Op("Embedding", "embed", "\"input_dim\": \"7\", \"output_dim\": \"4\"", {B::In(data), B::In(embed_w)});
+  const int words =
+      s.Op("SliceChannel", "slice_time", "\"num_outputs\": \"3\", \"squeeze_axis\": \"1\"", {B::In(embed)});
   const int i2h_w = s.Var("l0_i2h_weight"), i2h_b = s.Var("l0_i2h_bias");
   const int h2h_w = s.Var("l0_h2h_weight"), h2h_b = s.Var("l0_h2h_bias");
   int c = s.Var("l0_init_c", "\"__shape__\": \"(2, 5)\"");
@@ -376,10 +390,9 @@ TEST(MxnetImport, LstmExampleImportsWithSharedWeightsAndZeroStates) {
   std::vector<std::string> hidden;
   for (int t = 0; t < kSteps; ++t) {
     const std::string p = Fmt("t", t, "_l0_");
-    const int i2h = s.Op("FullyConnected", p + "i2h", "\"num_hidden\": \"20\"",
-                         {B::In(words, t), B::In(i2h_w), B::In(i2h_b)});
-    const int h2h = s.Op("FullyConnected", p + "h2h", "\"num_hidden\": \"20\"",
-                         {B::In(h), B::In(h2h_w), B::In(h2h_b)});
+    const int i2h =
+        s.Op("FullyConnected", p + "i2h", "\"num_hidden\": \"20\"", {B::In(words, t), B::In(i2h_w), B::In(i2h_b)});
+    const int h2h = s.Op("FullyConnected", p + "h2h", "\"num_hidden\": \"20\"", {B::In(h), B::In(h2h_w), B::In(h2h_b)});
     const int gates = s.Op("_Plus", p + "plus", "", {B::In(i2h), B::In(h2h)});
     const int g = s.Op("SliceChannel", p + "slice", "\"num_outputs\": \"4\"", {B::In(gates)});
     const int in_gate = s.Op("Activation", p + "in", "\"act_type\": \"sigmoid\"", {B::In(g, 0)});
@@ -399,11 +412,13 @@ TEST(MxnetImport, LstmExampleImportsWithSharedWeightsAndZeroStates) {
   const int label_t = s.Op("transpose", "label_t", "", {B::In(s.Var("softmax_label"))});
   const int label = s.Op("Reshape", "label_r", "\"target_shape\": \"(0,)\"", {B::In(label_t)});
   const int sm = s.Op("SoftmaxOutput", "softmax", "", {B::In(pred), B::In(label)});
-  const NamedTensors arrays = {
-      {"arg:embed_weight", Values(Shape{kVocab, kEmbed}, 41)}, {"arg:l0_i2h_weight", Values(Shape{20, kEmbed}, 42)},
-      {"arg:l0_i2h_bias", Values(Shape{20}, 43)},              {"arg:l0_h2h_weight", Values(Shape{20, kHidden}, 44)},
-      {"arg:l0_h2h_bias", Values(Shape{20}, 45)},              {"arg:cls_weight", Values(Shape{kVocab, kHidden}, 46)},
-      {"arg:cls_bias", Values(Shape{kVocab}, 47)}};
+  const NamedTensors arrays = {{"arg:embed_weight", Values(Shape{kVocab, kEmbed}, 41)},
+                               {"arg:l0_i2h_weight", Values(Shape{20, kEmbed}, 42)},
+                               {"arg:l0_i2h_bias", Values(Shape{20}, 43)},
+                               {"arg:l0_h2h_weight", Values(Shape{20, kHidden}, 44)},
+                               {"arg:l0_h2h_bias", Values(Shape{20}, 45)},
+                               {"arg:cls_weight", Values(Shape{kVocab, kHidden}, 46)},
+                               {"arg:cls_bias", Values(Shape{kVocab}, 47)}};
   const MxnetImport imp = ImportMxnet(ParseMxnetSymbol(s.Json({B::In(sm)}), "lstm-symbol.json"), arrays, "lstm");
   const std::string& text = imp.config_text;
   // Shared weights are variable nodes; the states zero aux variables.
@@ -414,8 +429,7 @@ TEST(MxnetImport, LstmExampleImportsWithSharedWeightsAndZeroStates) {
                       "key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"zero\" } }"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("op: \"reshape\" input: \"label_t\" attr { key: \"shape\" value: \"(-1)\" }"),
-            std::string::npos)
+  EXPECT_NE(text.find("op: \"reshape\" input: \"label_t\" attr { key: \"shape\" value: \"(-1)\" }"), std::string::npos)
       << text;
   EXPECT_NE(text.find("input: \"t0_l0_slice:3\""), std::string::npos) << text;
   EXPECT_EQ(imp.params.size(), 7u);
@@ -442,8 +456,7 @@ TEST(MxnetImport, LstmExampleImportsWithSharedWeightsAndZeroStates) {
   }
   auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
   std::vector<double> hid(kHidden), z(kVocab);
-  for (int j = 0; j < kHidden; ++j)
-    hid[j] = sig(gate[15 + j]) * std::tanh(sig(gate[j]) * std::tanh(gate[5 + j]));
+  for (int j = 0; j < kHidden; ++j) hid[j] = sig(gate[15 + j]) * std::tanh(sig(gate[j]) * std::tanh(gate[5 + j]));
   double sum = 0;
   for (int k = 0; k < kVocab; ++k) {
     z[k] = imp.params.at("pred_bias").f()[k];
@@ -560,7 +573,8 @@ TEST(MxnetImport, BadSymbolFilesAreOneLineErrors) {
   NamedTensors missing = Mlp().arrays;
   missing.pop_back();
   ExpectLine([&] { ImportMxnet(ParseMxnetSymbol(json, "w-symbol.json"), missing, "w"); },
-             {"w-symbol.json:", ": node 'fc2_bias' (null): the params file has no array arg:fc2_bias (nor aux:), which "
+             {"w-symbol.json:",
+              ": node 'fc2_bias' (null): the params file has no array arg:fc2_bias (nor aux:), which "
               "node 'fc2' reads as its bias"});
 }
 

@@ -67,15 +67,14 @@ TEST(OpsCommand, JsonIsOneObjectPerOp) {
   }
   EXPECT_EQ(lines.size(), OpRegistry::Get().All().size());
   for (const OpDef* op : OpRegistry::Get().All()) {
-    auto it = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
-      return l.rfind("{\"name\":\"" + op->name() + "\",", 0) == 0;
-    });
+    auto it = std::find_if(lines.begin(), lines.end(),
+                           [&](const std::string& l) { return l.rfind("{\"name\":\"" + op->name() + "\",", 0) == 0; });
     ASSERT_NE(it, lines.end()) << op->name();
     std::string inplace;
     for (const auto& [i, o] : op->inplace()) inplace += Fmt(inplace.empty() ? "" : ",", "[", i, ",", o, "]");
     EXPECT_NE(it->find(Fmt("\"inplace\":[", inplace, "],")), std::string::npos) << *it;
-    EXPECT_NE(it->find(Fmt("\"recompute\":\"", CostName(op->cost()), "\",\"random\":",
-                           op->randomness() == Randomness::kCounterRng ? "true" : "false")),
+    EXPECT_NE(it->find(Fmt("\"recompute\":\"", CostName(op->cost()),
+                           "\",\"random\":", op->randomness() == Randomness::kCounterRng ? "true" : "false")),
               std::string::npos)
         << *it;
     EXPECT_NE(it->find("\"gradient\":\"" + Gradient(*op) + "\"}"), std::string::npos) << *it;

@@ -322,8 +322,10 @@ TEST(OnnxExport, BatchFlagSetsTheShapesAndBfloat16ExportsFloat32) {
 // ONNX's own checker, with shape inference (full_check), on a file: Debian's
 // python3-onnx, which is for Debian's python3 (not another on the PATH).
 RunResult OnnxCheck(const std::string& path) {
-  return RunShell("/usr/bin/python3 -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), "
-                  "full_check=True)' " + path);
+  return RunShell(
+      "/usr/bin/python3 -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), "
+      "full_check=True)' " +
+      path);
 }
 
 TEST(OnnxExport, OnnxCheckerAcceptsTheExportedModels) {
@@ -360,7 +362,8 @@ data { batch_size: 2 sample_shape: [4] }
   Exported ex("gelu", gelu);
   RunResult r = ex.Export();
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("frugal: error: " + ex.config + ":3:1: node 'g' (gelu): op 'gelu' has no ONNX mapping; "
+  EXPECT_NE(r.output.find("frugal: error: " + ex.config +
+                          ":3:1: node 'g' (gelu): op 'gelu' has no ONNX mapping; "
                           "export supports: abs, activation, add,"),
             std::string::npos)
       << r.output;

@@ -333,8 +333,10 @@ TEST(OnnxImport, CausalMaskFoldsToOneConstant) {
   ASSERT_EQ(y.size(), x.size());
   for (int k = 0; k < 18; ++k) {
     const int i = k / 3 % 3, j = k % 3;
-    if (j > i) EXPECT_EQ(y[k], -std::numeric_limits<float>::infinity()) << k;
-    else EXPECT_FLOAT_EQ(y[k], x[k]) << k;
+    if (j > i)
+      EXPECT_EQ(y[k], -std::numeric_limits<float>::infinity()) << k;
+    else
+      EXPECT_FLOAT_EQ(y[k], x[k]) << k;
   }
 }
 
@@ -437,9 +439,7 @@ TEST(OnnxImport, HostileModelsAreOneLineErrors) {
     try {
       ImportOnnx(m);
       ADD_FAILURE() << "no error for " << needle;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); }
   };
   {  // an initializer whose dims overflow a count
     ModelBuilder b;
@@ -562,10 +562,8 @@ TEST(OnnxImport, ImportOnnxCommandErrors) {
   b.Output("y");
   RunResult r = RunFrugal("import-onnx " + WriteModel(dir, "f.onnx", b.m) + " --out " + dir.File("f"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("1 node(s) cannot be imported: Frobnicate 'y': no mapping to a frugal op"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("1 node(s) cannot be imported: Frobnicate 'y': no mapping to a frugal op"), std::string::npos)
       << r.output;
-
 
   r = RunFrugal("import-onnx " + dir.File("f.onnx"));
   EXPECT_NE(r.output.find("needs --out PREFIX"), std::string::npos) << r.output;

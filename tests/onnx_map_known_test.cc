@@ -55,18 +55,18 @@ TEST(OnnxMap, ShapeArithmeticFolds) {
             (std::vector<int64_t>{4, 3}));
   EXPECT_NE(Lower(NodeBuilder("Div", {"a", "b"}), 13, {Known(dims), Known(two)}).unsupported.find("exact"),
             std::string::npos);
-  EXPECT_NE(Lower(NodeBuilder("Mul", {"a", "b"}), 13, {Known(dims), Known(IntsTensor({1, 2}))}).unsupported.find(
-                "broadcast"),
-            std::string::npos);
+  EXPECT_NE(
+      Lower(NodeBuilder("Mul", {"a", "b"}), 13, {Known(dims), Known(IntsTensor({1, 2}))}).unsupported.find("broadcast"),
+      std::string::npos);
 
   OnnxTensor sq = IntsTensor({7});
   sq.dims = {1, 1};
   EXPECT_EQ(Value(Lower(NodeBuilder("Squeeze", {"x"}), 13, {Known(sq)})).dims, std::vector<int64_t>{});
   EXPECT_EQ(Single(Lower(NodeBuilder("Squeeze", {"x"}), 13, {Facts(Shape{1, 3, 1})})).attrs,
             (AttrMap{{"shape", "(3)"}}));
-  EXPECT_NE(Lower(NodeBuilder("Squeeze", {"x", "a"}), 13, {Facts(Shape{1, 3}), Known(one)}).unsupported.find(
-                "not of size 1"),
-            std::string::npos);
+  EXPECT_NE(
+      Lower(NodeBuilder("Squeeze", {"x", "a"}), 13, {Facts(Shape{1, 3}), Known(one)}).unsupported.find("not of size 1"),
+      std::string::npos);
 }
 
 TEST(OnnxMap, ValuesMadeAtImport) {

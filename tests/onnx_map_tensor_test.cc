@@ -31,8 +31,8 @@ TEST(OnnxMap, Clip) {
   EXPECT_EQ(n.attrs.at("a_min"), "-0.5");
   EXPECT_EQ(static_cast<float>(std::stod(n.attrs.at("a_max"))), std::numeric_limits<float>::max());
   EXPECT_EQ(n.inputs.size(), 1u);
-  EXPECT_NE(Lower(NodeBuilder("Clip", {"x", "lo"}), 13, {Facts(Shape{2}), Facts(Shape{})}).unsupported.find(
-                "must be known at import"),
+  EXPECT_NE(Lower(NodeBuilder("Clip", {"x", "lo"}), 13, {Facts(Shape{2}), Facts(Shape{})})
+                .unsupported.find("must be known at import"),
             std::string::npos);
 }
 
@@ -142,8 +142,8 @@ TEST(OnnxMap, UnsqueezeReduceDropout) {
                 .unsupported.find("training_mode"),
             std::string::npos);
   OnnxTensor none = FloatTensor({}, {0.f});
-  EXPECT_TRUE(Lower(NodeBuilder("Dropout", {"x", "r", "t"}), 13, {Facts(Shape{2}), Known(none), Known(yes)})
-                  .alias.has_value())
+  EXPECT_TRUE(
+      Lower(NodeBuilder("Dropout", {"x", "r", "t"}), 13, {Facts(Shape{2}), Known(none), Known(yes)}).alias.has_value())
       << "training with ratio 0 drops nothing";
 }
 
@@ -258,7 +258,8 @@ TEST(OnnxMap, ScatterOneHotAndBatchedMatMul) {
   onehot.Int("axis", 0);
   OnnxTensor classes = IntsTensor({1, -1}), depth = IntsTensor({3});
   EXPECT_EQ(Positions(Lower(onehot, 13, {Known(classes), Known(depth), Facts(Shape{2})})),
-            (std::vector<float>{0, 0, 1, 0, 0, 1})) << "(3, 2): -1 is class 2";
+            (std::vector<float>{0, 0, 1, 0, 0, 1}))
+      << "(3, 2): -1 is class 2";
   OnnxTensor half = FloatTensor({1}, {0.5f});
   EXPECT_NE(Lower(onehot, 13, {Known(half), Known(depth), Facts(Shape{2})}).unsupported.find("whole"),
             std::string::npos);
@@ -267,9 +268,9 @@ TEST(OnnxMap, ScatterOneHotAndBatchedMatMul) {
   ASSERT_EQ(mm.nodes.size(), 4u);
   EXPECT_EQ(mm.nodes[2].op, "batch_dot");
   EXPECT_EQ(mm.nodes[3].attrs.at("shape"), "(1,2,3,5)");
-  EXPECT_NE(Lower(NodeBuilder("MatMul", {"a", "b"}), 13, {Facts(Shape{1, 2, 3, 4}), Facts(Shape{2, 1, 4, 5})})
-                .unsupported,
-            "");
+  EXPECT_NE(
+      Lower(NodeBuilder("MatMul", {"a", "b"}), 13, {Facts(Shape{1, 2, 3, 4}), Facts(Shape{2, 1, 4, 5})}).unsupported,
+      "");
 }
 
 TEST(OnnxMap, TrainingOptimizersAreElementwise) {
@@ -292,18 +293,19 @@ TEST(OnnxMap, TrainingOptimizersAreElementwise) {
   adagrad.Float("epsilon", 0.125f).Float("decay_factor", 1.f);
   OnnxTensor three = IntsTensor({3});
   three.dims = {};
-  Lowering a = Lower(adagrad, 1, {Known(rate), Known(three), Facts(Shape{2}), Facts(Shape{3}), Facts(Shape{2}),
-                                  Facts(Shape{3}), Facts(Shape{2}), Facts(Shape{3})});
+  Lowering a = Lower(adagrad, 1,
+                     {Known(rate), Known(three), Facts(Shape{2}), Facts(Shape{3}), Facts(Shape{2}), Facts(Shape{3}),
+                      Facts(Shape{2}), Facts(Shape{3})});
   ASSERT_EQ(a.unsupported, "");
   ASSERT_EQ(a.outputs.size(), 4u);
   bool rate_seen = false;
   for (const NewNode& n : a.nodes) rate_seen = rate_seen || (n.op == "mul_scalar" && n.attrs.at("scalar") == "0.125");
   EXPECT_TRUE(rate_seen) << "R / (1 + T decay) = 0.5 / 4";
   NodeBuilder adam("Adam", {"r", "t", "x", "g", "v", "h"}, {"x_new", "v_new", "h_new"});
-  EXPECT_NE(Lower(adam, 1, {Known(rate), Known(count), Facts(Shape{2}), Facts(Shape{2}), Facts(Shape{2}),
-                            Facts(Shape{2})})
-                .unsupported.find("epsilon"),
-            std::string::npos);
+  EXPECT_NE(
+      Lower(adam, 1, {Known(rate), Known(count), Facts(Shape{2}), Facts(Shape{2}), Facts(Shape{2}), Facts(Shape{2})})
+          .unsupported.find("epsilon"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -29,8 +29,13 @@ TEST(OnnxMap, ConvAttributes) {
   b.Ints("kernel_shape", {3, 3}).Ints("pads", {1, 1, 1, 1}).Ints("strides", {2, 2}).Int("group", 1);
   NewNode n = Single(Lower(b, 11, {Facts(Shape{1, 3, 8, 8}), Facts(Shape{8, 3, 3, 3}), Facts(Shape{8})}));
   EXPECT_EQ(n.op, "convolution");
-  EXPECT_EQ(n.attrs, (AttrMap{{"kernel", "(3,3)"}, {"stride", "(2,2)"}, {"pad", "(1,1)"}, {"dilate", "(1,1)"},
-                              {"num_filter", "8"}, {"num_group", "1"}, {"no_bias", "false"}}));
+  EXPECT_EQ(n.attrs, (AttrMap{{"kernel", "(3,3)"},
+                              {"stride", "(2,2)"},
+                              {"pad", "(1,1)"},
+                              {"dilate", "(1,1)"},
+                              {"num_filter", "8"},
+                              {"num_group", "1"},
+                              {"no_bias", "false"}}));
   ASSERT_EQ(n.inputs.size(), 3u);
   EXPECT_EQ(n.inputs[2].kind, Operand::kInput);
   EXPECT_EQ(n.inputs[2].index, 2);

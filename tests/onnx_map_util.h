@@ -60,7 +60,7 @@ inline OnnxTensor FloatTensor(std::vector<int64_t> dims, std::vector<float> v) {
 
 // Lowers with every frugal op available (or only those in `ops`).
 inline Lowering Lower(const NodeBuilder& b, int64_t opset, std::vector<ValueFacts> facts,
-               std::vector<std::string> ops = {}) {
+                      std::vector<std::string> ops = {}) {
   const OpMapping* m = FindMapping(b.n.op_type());
   EXPECT_NE(m, nullptr) << b.n.op_type();
   if (!m) return Unsupported("no mapping");

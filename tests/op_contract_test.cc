@@ -27,8 +27,9 @@ const std::map<std::string, Sample>& Samples() {
       {"add", {{}, {Shape{2, 3}, Shape{3}}}},
       {"add_n", {{{"num_args", "3"}}, {Shape{2, 3}, Shape{2, 3}, Shape{2, 3}}}},
       {"add_scalar", {{{"scalar", "2"}}, {Shape{2, 3}}}},
-      {"attention", {{{"causal", "true"}, {"masked", "true"}},
-                     {Shape{1, 2, 3, 4}, Shape{1, 2, 5, 4}, Shape{1, 2, 5, 3}, Shape{1, 1, 3, 5}}}},
+      {"attention",
+       {{{"causal", "true"}, {"masked", "true"}},
+        {Shape{1, 2, 3, 4}, Shape{1, 2, 5, 4}, Shape{1, 2, 5, 3}, Shape{1, 1, 3, 5}}}},
       {"batch_dot", {{}, {Shape{2, 2, 3}, Shape{2, 3, 4}}}},
       {"block_grad", {{}, {Shape{2, 3}}}},
       {"cast", {{{"dtype", "bf16"}}, {Shape{2, 3}}}},
@@ -100,9 +101,7 @@ TEST(OpContract, EveryOpIsDeclaredCompletely) {
     // An op without outputs acts only on the inputs it mutates (the
     // optimizer updates).
     EXPECT_TRUE(!op->outputs().empty() || op->mutates_all() || !op->mutates().empty());
-    if (IsBackwardOp(*op)) {
-      EXPECT_FALSE(op->has_gradient()) << "backward ops declare .NoGradient()";
-    }
+    if (IsBackwardOp(*op)) { EXPECT_FALSE(op->has_gradient()) << "backward ops declare .NoGradient()"; }
     if (op->randomness() == Randomness::kCounterRng) {
       EXPECT_NE(op->cost(), Cost::kFree) << "a random op costs a draw per element to recompute";
     }
@@ -118,9 +117,7 @@ TEST(OpContract, EveryOpIsDeclaredCompletely) {
     for (const BackwardRead& r : op->backward_reads()) {
       EXPECT_GE(r.index, 0);
       EXPECT_LT(r.index, r.kind == BackwardRead::kInput ? n_in : n_out) << ReadName(r);
-      if (op->is_loss()) {
-        EXPECT_NE(r.kind, BackwardRead::kOutGrad) << "a loss head reads no output gradient";
-      }
+      if (op->is_loss()) { EXPECT_NE(r.kind, BackwardRead::kOutGrad) << "a loss head reads no output gradient"; }
     }
     if (op->has_gradient() && !op->is_loss() && op->backward_op().empty()) {
       EXPECT_TRUE(Samples().count(op->name())) << "an op with a GradientFn needs a sample to check its reads";
@@ -215,16 +212,12 @@ TEST(OpContract, BackwardReadsAreWhatTheGradientReads) {
     // The gradients have their inputs' shapes.
     InferShapes(&g, shapes);
     for (size_t k = 0; k < xs.size(); ++k)
-      if (grads[k].valid()) {
-        EXPECT_EQ(g.shape(grads[k]), s.in[k]) << "gradient of input " << k;
-      }
+      if (grads[k].valid()) { EXPECT_EQ(g.shape(grads[k]), s.in[k]) << "gradient of input " << k; }
     ++checked;
   }
   EXPECT_GE(checked, 35);
   for (const OpDef* op : OpRegistry::Get().All())
-    if (IsBackwardOp(*op)) {
-      EXPECT_TRUE(reached.count(op->name())) << op->name() << " is no op's gradient";
-    }
+    if (IsBackwardOp(*op)) { EXPECT_TRUE(reached.count(op->name())) << op->name() << " is no op's gradient"; }
   if (!unsampled.empty()) {
     std::string list;
     for (const auto& n : unsampled) list += " " + n;

@@ -90,9 +90,7 @@ struct BoundOn {
     }
     exec = std::make_unique<Executor>(og.g, plan, b, engine.get());
     exec->Run(/*is_train=*/true, 0, 7);
-    for (size_t k = 0; k < og.g.outputs.size(); ++k) {
-      outputs.push_back(ToVector(exec->output(k).OnHost()));
-    }
+    for (size_t k = 0; k < og.g.outputs.size(); ++k) { outputs.push_back(ToVector(exec->output(k).OnHost())); }
   }
 };
 
@@ -108,8 +106,8 @@ double Objective(const OpCase& c, const Values& in, const Values& out, const Val
 // Runs one node's kernel on fresh outputs, with req for every requested
 // output; out_init fills the outputs first. Outputs with req kNull get no
 // tensor at all, as in the executor.
-std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor>& in,
-                              const std::vector<OpReq>& req, float out_init, int alias_in = -1, int alias_out = -1) {
+std::vector<Tensor> RunKernel(const Graph& g, int node, const std::vector<Tensor>& in, const std::vector<OpReq>& req,
+                              float out_init, int alias_in = -1, int alias_out = -1) {
   std::vector<Tensor> out;
   for (int k = 0; k < g.NumOutputs(node); ++k) {
     if (req[k] == OpReq::kNull) {
@@ -223,7 +221,10 @@ OpReport CheckOp(const OpCase& c) {
   Values x(c.in_shapes.size());
   for (size_t k = 0; k < c.in_shapes.size(); ++k) {
     x[k].resize(c.in_shapes[k].Size());
-    if (c.fill) c.fill(static_cast<int>(k), &x[k]); else for (float& v : x[k]) v = uni(gen);
+    if (c.fill)
+      c.fill(static_cast<int>(k), &x[k]);
+    else
+      for (float& v : x[k]) v = uni(gen);
   }
 
   // Forward against the reference.
@@ -322,17 +323,21 @@ int64_t CheckOpOnDevice(const OpCase& c, Device dev, double tol) {
   Values vals(og.var_shapes.size());
   for (size_t k = 0; k < og.var_shapes.size(); ++k) {
     vals[k].resize(og.var_shapes[k].second.Size());
-    if (c.fill && k < c.in_shapes.size()) c.fill(static_cast<int>(k), &vals[k]); else for (float& v : vals[k]) v = uni(gen);
+    if (c.fill && k < c.in_shapes.size())
+      c.fill(static_cast<int>(k), &vals[k]);
+    else
+      for (float& v : vals[k]) v = uni(gen);
   }
   const int n_out = static_cast<int>(og.out_shapes.size());
   const int n_visible = og.g.node(og.op_node).op->NumVisibleOutputs(og.g.node(og.op_node).params);
   int64_t compared = 0;
-  for (const MemoryStrategy& strategy : {MemoryStrategy(MemoryStrategy::kNone), MemoryStrategy(MemoryStrategy::kShare)}) {
+  for (const MemoryStrategy& strategy :
+       {MemoryStrategy(MemoryStrategy::kNone), MemoryStrategy(MemoryStrategy::kShare)}) {
     const BoundOn cpu(og, vals, Device{}, strategy), gpu(og, vals, dev, strategy);
     for (size_t k = 0; k < og.g.outputs.size(); ++k) {
       if (static_cast<int>(k) < n_out && static_cast<int>(k) >= n_visible) continue;  // hidden: device formats differ
-      const std::string what = Fmt(c.op, " on ", dev.ToString(), " (", strategy.Name(), "): ",
-                                   static_cast<int>(k) < n_out ? "output " : "gradient ", k);
+      const std::string what = Fmt(c.op, " on ", dev.ToString(), " (", strategy.Name(),
+                                   "): ", static_cast<int>(k) < n_out ? "output " : "gradient ", k);
       ExpectNear(gpu.outputs[k], cpu.outputs[k], tol, what);
       compared += static_cast<int64_t>(cpu.outputs[k].size());
     }

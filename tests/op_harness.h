@@ -34,12 +34,12 @@ struct OpCase {
 };
 
 struct OpReport {
-  int forward_checked = 0;   // output elements compared with the reference
-  int grads_checked = 0;     // input elements checked by finite differences
-  int kinks_skipped = 0;     // elements where the function is not smooth
-  int kernels_checked = 0;   // kernels checked for write/add (and in place)
-  int inplace_checked = 0;   // in-place pairs checked
-  int null_checked = 0;      // outputs run as unrequested (kNull, no tensor)
+  int forward_checked = 0;  // output elements compared with the reference
+  int grads_checked = 0;    // input elements checked by finite differences
+  int kinks_skipped = 0;    // elements where the function is not smooth
+  int kernels_checked = 0;  // kernels checked for write/add (and in place)
+  int inplace_checked = 0;  // in-place pairs checked
+  int null_checked = 0;     // outputs run as unrequested (kNull, no tensor)
 };
 
 // The graph CheckOp builds: the op applied to variables x0..xn-1 (the

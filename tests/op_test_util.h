@@ -18,9 +18,7 @@ namespace frugal::test {
 // Requires that the harness really checked something.
 inline void ExpectCovered(const OpReport& r, bool grads = true) {
   EXPECT_GT(r.forward_checked, 0);
-  if (grads) {
-    EXPECT_GT(r.grads_checked, 0);
-  }
+  if (grads) { EXPECT_GT(r.grads_checked, 0); }
   EXPECT_GT(r.kernels_checked, 0);
 }
 
@@ -79,8 +77,8 @@ struct GraphRun {
 };
 
 inline GraphRun RunGraph(Graph g, const std::map<std::string, std::pair<Shape, std::vector<float>>>& vars,
-                           bool is_train = true, int64_t step = 0, uint64_t seed = 1,
-                           MemoryStrategy strategy = MemoryStrategy::kNone, int64_t data_part = 0) {
+                         bool is_train = true, int64_t step = 0, uint64_t seed = 1,
+                         MemoryStrategy strategy = MemoryStrategy::kNone, int64_t data_part = 0) {
   std::vector<std::pair<std::string, Shape>> shapes;
   for (const auto& [name, v] : vars) shapes.push_back({name, v.first});
   InferShapes(&g, shapes);

@@ -89,10 +89,11 @@ OpCase Case(const AttnCase& a) {
     c.attrs["masked"] = "true";
     c.in_shapes.push_back(a.mask);
     c.differentiable.push_back(false);
-    if (a.fill_mask) c.fill = [a](int k, std::vector<float>* v) {
-      if (k == 3) return a.fill_mask(v);
-      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(0.37f * i + k);
-    };
+    if (a.fill_mask)
+      c.fill = [a](int k, std::vector<float>* v) {
+        if (k == 3) return a.fill_mask(v);
+        for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(0.37f * i + k);
+      };
   }
   c.reference = [a](const Values& in) { return Reference(a, in); };
   c.fd_eps = 1e-2;
@@ -143,8 +144,9 @@ TEST(OpsAttention, AnAdditiveMaskIsAddedToTheScores) {
 // and the sublinear plans do recompute it.
 ConfigFile AttentionChain() {
   // An additive mask for two of the layers: state the graph does not train.
-  std::string text = "version: 1\nnode { name: \"mask\" op: \"variable\" attr { key: \"kind\" value: \"aux\" }"
-                     " attr { key: \"shape\" value: \"(12, 12)\" } }\n";
+  std::string text =
+      "version: 1\nnode { name: \"mask\" op: \"variable\" attr { key: \"kind\" value: \"aux\" }"
+      " attr { key: \"shape\" value: \"(12, 12)\" } }\n";
   std::string prev = "data";
   for (int i = 0; i < 6; ++i) {
     const std::string n = std::to_string(i);
@@ -155,9 +157,10 @@ ConfigFile AttentionChain() {
     text += "node { name: \"heads" + n + "\" op: \"reshape\" input: \"proj" + n +
             "\" attr { key: \"shape\" value: \"(-1, 2, 12, 8)\" } }\n";
     text += "node { name: \"attn" + n + "\" op: \"attention\" input: \"heads" + n + "\" input: \"heads" + n +
-            "\" input: \"heads" + n + "\"" + (i % 3 == 1 ? " input: \"mask\" attr { key: \"masked\" value: \"true\" }" : "") +
-            " attr { key: \"dropout\" value: \"0.25\" } attr { key: \"causal\" value: \"" +
-            (i % 2 ? "true" : "false") + "\" } }\n";
+            "\" input: \"heads" + n + "\"" +
+            (i % 3 == 1 ? " input: \"mask\" attr { key: \"masked\" value: \"true\" }" : "") +
+            " attr { key: \"dropout\" value: \"0.25\" } attr { key: \"causal\" value: \"" + (i % 2 ? "true" : "false") +
+            "\" } }\n";
     prev = "attn" + n;
   }
   text += "node { name: \"flat\" op: \"flatten\" input: \"" + prev + "\" }\n";
@@ -217,20 +220,37 @@ TEST(OpsAttention, BadShapesAreOneLineErrorsNamingTheNode) {
     for (size_t i = 0; i < in.size(); ++i) named.push_back({Fmt("x", i), in[i]});
     InferShapes(&g, named);
   };
-  ExpectError([&] { shapes({Shape{4, 8}, Shape{4, 8}, Shape{4, 8}}); },
-              {"'attn'", "q has shape (4,8)", "3 dimensions"});
-  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{3, 4, 8}, Shape{3, 4, 8}}); },
-              {"'attn'", "same leading dimensions"});
-  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 5, 6}, Shape{2, 5, 8}}); },
-              {"'attn'", "k (2,5,6) has 6 features per position but q (2,4,8) has 8"});
-  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 5, 8}, Shape{2, 6, 8}}); },
-              {"'attn'", "v (2,6,8) has 6 positions but k (2,5,8) has 5"});
-  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 4, 8}, Shape{2, 4, 8}}, {{"dropout", "1"}}); },
-              {"'attn'", "dropout must be in [0, 1), got 1"});
-  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 5, 8}, Shape{2, 5, 8}, Shape{4, 4}}, {{"masked", "true"}}); },
-              {"'attn'", "mask has shape (4,4) but q (2,4,8) and k (2,5,8) need (..., 4, 5)"});
-  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{2, 5, 8}, Shape{2, 5, 8}, Shape{3, 4, 5}}, {{"masked", "true"}}); },
-              {"'attn'", "mask has shape (3,4,5)", "its leading dims 1 or q's"});
+  ExpectError(
+      [&] {
+        shapes({Shape{4, 8}, Shape{4, 8}, Shape{4, 8}});
+      },
+      {"'attn'", "q has shape (4,8)", "3 dimensions"});
+  ExpectError([&] { shapes({Shape{2, 4, 8}, Shape{3, 4, 8}, Shape{3, 4, 8}}); }, {"'attn'", "same leading dimensions"});
+  ExpectError(
+      [&] {
+        shapes({Shape{2, 4, 8}, Shape{2, 5, 6}, Shape{2, 5, 8}});
+      },
+      {"'attn'", "k (2,5,6) has 6 features per position but q (2,4,8) has 8"});
+  ExpectError(
+      [&] {
+        shapes({Shape{2, 4, 8}, Shape{2, 5, 8}, Shape{2, 6, 8}});
+      },
+      {"'attn'", "v (2,6,8) has 6 positions but k (2,5,8) has 5"});
+  ExpectError(
+      [&] {
+        shapes({Shape{2, 4, 8}, Shape{2, 4, 8}, Shape{2, 4, 8}}, {{"dropout", "1"}});
+      },
+      {"'attn'", "dropout must be in [0, 1), got 1"});
+  ExpectError(
+      [&] {
+        shapes({Shape{2, 4, 8}, Shape{2, 5, 8}, Shape{2, 5, 8}, Shape{4, 4}}, {{"masked", "true"}});
+      },
+      {"'attn'", "mask has shape (4,4) but q (2,4,8) and k (2,5,8) need (..., 4, 5)"});
+  ExpectError(
+      [&] {
+        shapes({Shape{2, 4, 8}, Shape{2, 5, 8}, Shape{2, 5, 8}, Shape{3, 4, 5}}, {{"masked", "true"}});
+      },
+      {"'attn'", "mask has shape (3,4,5)", "its leading dims 1 or q's"});
 }
 
 }  // namespace

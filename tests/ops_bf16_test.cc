@@ -53,8 +53,8 @@ struct ActMask {
 struct KernelRun {
   std::vector<Tensor> in, out;
 };
-KernelRun RunKernel(const Graph& g, int node, const Values& in, const Values& out_init, const ActMask& mask,
-                    DType act, OpReq req, bool is_train) {
+KernelRun RunKernel(const Graph& g, int node, const Values& in, const Values& out_init, const ActMask& mask, DType act,
+                    OpReq req, bool is_train) {
   const Node& n = g.node(node);
   KernelRun r;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -92,16 +92,14 @@ int64_t ExpectBf16IsFloat32Rounded(const Graph& g, int node, const Values& in, c
       }
       for (size_t i = 0; i < want.size(); ++i) {
         if (b.out[k].bf16()[i] == FloatToBf16(want[i])) continue;
-        ADD_FAILURE() << where << " output " << k << " element " << i << ": float32 gives " << want[i]
-                      << ", bfloat16 " << Bf16ToFloat(b.out[k].bf16()[i]);
+        ADD_FAILURE() << where << " output " << k << " element " << i << ": float32 gives " << want[i] << ", bfloat16 "
+                      << Bf16ToFloat(b.out[k].bf16()[i]);
         break;  // the first difference is enough
       }
       compared += static_cast<int64_t>(want.size());
     }
     for (size_t k = 0; k < f.in.size(); ++k) {
-      if (!mask.in[k]) {
-        EXPECT_EQ(ToVector(b.in[k]), ToVector(f.in[k])) << where << " float32 input " << k;
-      }
+      if (!mask.in[k]) { EXPECT_EQ(ToVector(b.in[k]), ToVector(f.in[k])) << where << " float32 input " << k; }
     }
   }
   return compared;
@@ -157,8 +155,8 @@ TEST(OpsBf16, BatchNormAndItsGradientRoundTheFloat32Results) {
     for (bool relu : {false, true}) {
       AttrMap attrs{{"fix_gamma", "false"}, {"use_global_stats", global ? "true" : "false"}};
       if (relu) attrs["act_type"] = "relu";
-      const std::string what = std::string("batch_norm") + (global ? " use_global_stats" : "") +
-                               (relu ? " act_type=relu" : "");
+      const std::string what =
+          std::string("batch_norm") + (global ? " use_global_stats" : "") + (relu ? " act_type=relu" : "");
       const OpGraph og = Build("batch_norm", attrs, {kActShape, ch, ch, ch, ch}, {true, true, true, false, false});
       const Values in{Bf16Values(n, -1.f, 3.f, 6), Bf16Values(c, 0.5f, 1.5f, 7), Bf16Values(c, -0.5f, 0.5f, 8),
                       Bf16Values(c, 0.5f, 1.5f, 9), Bf16Values(c, 0.5f, 2.f, 10)};

@@ -25,9 +25,12 @@ struct Conv {
   int64_t oh() const { return (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1; }
   int64_t ow() const { return (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1; }
   AttrMap Attrs() const {
-    return {{"kernel", Fmt("(", kh, ",", kw, ")")}, {"stride", Fmt("(", sh, ",", sw, ")")},
-            {"pad", Fmt("(", ph, ",", pw, ")")},    {"dilate", Fmt("(", dh, ",", dw, ")")},
-            {"num_filter", Fmt(o)},                 {"num_group", Fmt(g)},
+    return {{"kernel", Fmt("(", kh, ",", kw, ")")},
+            {"stride", Fmt("(", sh, ",", sw, ")")},
+            {"pad", Fmt("(", ph, ",", pw, ")")},
+            {"dilate", Fmt("(", dh, ",", dw, ")")},
+            {"num_filter", Fmt(o)},
+            {"num_group", Fmt(g)},
             {"no_bias", bias ? "false" : "true"}};
   }
   std::vector<Shape> InShapes() const {
@@ -77,14 +80,21 @@ TEST(OpsNn, Convolution3x3Pad1) {
 
 TEST(OpsNn, ConvolutionStrideDilatePadNoBias) {
   Conv k{2, 3, 9, 8, 5, 3, 2};
-  k.sh = 2; k.sw = 1; k.ph = 1; k.pw = 0; k.dh = 2; k.dw = 3;
+  k.sh = 2;
+  k.sw = 1;
+  k.ph = 1;
+  k.pw = 0;
+  k.dh = 2;
+  k.dw = 3;
   k.bias = false;
   ExpectCovered(CheckConv(k));
 }
 
 TEST(OpsNn, ConvolutionGroups) {
   Conv k{2, 4, 5, 5, 6, 3, 3};
-  k.g = 2; k.ph = k.pw = 1; k.sh = k.sw = 2;
+  k.g = 2;
+  k.ph = k.pw = 1;
+  k.sh = k.sw = 2;
   ExpectCovered(CheckConv(k));
 }
 
@@ -117,7 +127,10 @@ Values BatchNormReference(const Values& in, const Shape& x, bool fix_gamma, bool
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < s; ++j) var += std::pow(in[0][(i * c + ch) * s + j] - mean, 2);
     var /= n * s;
-    if (global) { mean = in[3][ch]; var = in[4][ch]; }
+    if (global) {
+      mean = in[3][ch];
+      var = in[4][ch];
+    }
     const double g = fix_gamma ? 1.0 : in[1][ch];
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < s; ++j) {
@@ -142,11 +155,11 @@ OpCase BatchNormCase(const Shape& x, bool fix_gamma, bool global, bool relu = fa
   c.fill = [](int k, std::vector<float>* v) {
     for (size_t i = 0; i < v->size(); ++i) {
       const float t = static_cast<float>(i);
-      (*v)[i] = k == 0 ? std::sin(1.7f * t) * 2 + 0.3f * (i % 3)  // x
-              : k == 1 ? 0.5f + 0.25f * t                           // gamma
-              : k == 2 ? 0.1f * t - 0.2f                            // beta
-              : k == 3 ? 0.2f * t                                   // moving mean
-                       : 0.5f + 0.3f * t;                           // moving var
+      (*v)[i] = k == 0   ? std::sin(1.7f * t) * 2 + 0.3f * (i % 3)  // x
+                : k == 1 ? 0.5f + 0.25f * t                         // gamma
+                : k == 2 ? 0.1f * t - 0.2f                          // beta
+                : k == 3 ? 0.2f * t                                 // moving mean
+                         : 0.5f + 0.3f * t;                         // moving var
     }
   };
   c.reference = [x, fix_gamma, global, relu](const Values& in) {
@@ -163,13 +176,9 @@ TEST(OpsNn, BatchNormTrainingFixGamma) {
   EXPECT_GE(r.inplace_checked, 2);  // forward and backward both run in place
 }
 
-TEST(OpsNn, BatchNormTrainingLearnedGamma) {
-  ExpectCovered(CheckOp(BatchNormCase(Shape{4, 3, 5}, false, false)));
-}
+TEST(OpsNn, BatchNormTrainingLearnedGamma) { ExpectCovered(CheckOp(BatchNormCase(Shape{4, 3, 5}, false, false))); }
 
-TEST(OpsNn, BatchNormGlobalStats) {
-  ExpectCovered(CheckOp(BatchNormCase(Shape{2, 3, 2, 2}, false, true)));
-}
+TEST(OpsNn, BatchNormGlobalStats) { ExpectCovered(CheckOp(BatchNormCase(Shape{2, 3, 2, 2}, false, true))); }
 
 TEST(OpsNn, BatchNormReluFused) {  // act_type relu: the mask recomputed from x in the backward
   OpReport r = CheckOp(BatchNormCase(Shape{3, 4, 2, 3}, false, false, /*relu=*/true));
@@ -178,9 +187,7 @@ TEST(OpsNn, BatchNormReluFused) {  // act_type relu: the mask recomputed from x 
   ExpectCovered(CheckOp(BatchNormCase(Shape{2, 3, 2, 2}, false, true, /*relu=*/true)));
 }
 
-TEST(OpsNn, BatchNorm2d) {
-  ExpectCovered(CheckOp(BatchNormCase(Shape{6, 5}, false, false)));
-}
+TEST(OpsNn, BatchNorm2d) { ExpectCovered(CheckOp(BatchNormCase(Shape{6, 5}, false, false))); }
 
 // Binds x -> batch_norm with its parameters and moving statistics as
 // variables, so a test can run steps and look at the moving statistics.
@@ -205,10 +212,14 @@ struct BnNet {
     const Shape ch{xs[1]};
     x = Tensor::Empty(xs);
     for (int64_t i = 0; i < x.size(); ++i) x.f()[i] = std::sin(0.7f * i) + 0.1f * (i % 5);
-    gamma = Tensor::Empty(ch); gamma.Fill(1.f);
-    beta = Tensor::Empty(ch); beta.Fill(0.f);
-    mmean = Tensor::Empty(ch); mmean.Fill(0.f);
-    mvar = Tensor::Empty(ch); mvar.Fill(1.f);
+    gamma = Tensor::Empty(ch);
+    gamma.Fill(1.f);
+    beta = Tensor::Empty(ch);
+    beta.Fill(0.f);
+    mmean = Tensor::Empty(ch);
+    mmean.Fill(0.f);
+    mvar = Tensor::Empty(ch);
+    mvar.Fill(1.f);
     Bindings b;
     b.vars = {{"x", x}, {"bn_gamma", gamma}, {"bn_beta", beta}, {"bn_moving_mean", mmean}, {"bn_moving_var", mvar}};
     exec = std::make_unique<Executor>(g, plan, b, engine.get());
@@ -218,9 +229,9 @@ struct BnNet {
 TEST(OpsNn, BatchNormMovingStatsUpdateOncePerStep) {
   const Shape xs{4, 3, 2, 2};
   BnNet net(xs);
-  Values batch = BatchNormReference({std::vector<float>(net.x.f(), net.x.f() + net.x.size()),
-                                     std::vector<float>(3, 1.f), std::vector<float>(3, 0.f)},
-                                    xs, true, false);
+  Values batch = BatchNormReference(
+      {std::vector<float>(net.x.f(), net.x.f() + net.x.size()), std::vector<float>(3, 1.f), std::vector<float>(3, 0.f)},
+      xs, true, false);
   net.exec->Run(/*is_train=*/true, 0, 1);
   net.exec->Run(/*is_train=*/true, 1, 1);
   for (int ch = 0; ch < 3; ++ch) {
@@ -255,7 +266,10 @@ TEST(OpsNn, BatchNormMovingStatsUpdateOncePerStep) {
 TEST(OpsNn, BatchNormInferenceUsesMovingStats) {
   const Shape xs{2, 3, 2, 2};
   BnNet net(xs);
-  for (int ch = 0; ch < 3; ++ch) { net.mmean.f()[ch] = 0.5f * ch; net.mvar.f()[ch] = 1.f + ch; }
+  for (int ch = 0; ch < 3; ++ch) {
+    net.mmean.f()[ch] = 0.5f * ch;
+    net.mvar.f()[ch] = 1.f + ch;
+  }
   Values in{std::vector<float>(net.x.f(), net.x.f() + net.x.size()), std::vector<float>(3, 1.f),
             std::vector<float>(3, 0.f), std::vector<float>(net.mmean.f(), net.mmean.f() + 3),
             std::vector<float>(net.mvar.f(), net.mvar.f() + 3)};
@@ -277,9 +291,13 @@ struct Pool {
     return (full ? (room + s - 1) / s : room / s) + 1;
   }
   AttrMap Attrs() const {
-    AttrMap a{{"pool_type", max ? "max" : "avg"}, {"count_include_pad", include_pad ? "true" : "false"},
+    AttrMap a{{"pool_type", max ? "max" : "avg"},
+              {"count_include_pad", include_pad ? "true" : "false"},
               {"pooling_convention", full ? "full" : "valid"}};
-    if (global) { a["global_pool"] = "true"; return a; }
+    if (global) {
+      a["global_pool"] = "true";
+      return a;
+    }
     a["kernel"] = Fmt("(", kh, ",", kw, ")");
     a["stride"] = Fmt("(", sh, ",", sw, ")");
     a["pad"] = Fmt("(", ph, ",", pw, ")");
@@ -356,8 +374,8 @@ TEST(OpsNn, GlobalPoolMaxAndAvg) {
 TEST(OpsNn, AvgPoolFullWithIncludePadIsAnError) {
   Graph g;
   Entry x{g.AddVariable("x", VarKind::kInput), 0};
-  EXPECT_THROW(g.AddOp("pooling", "p", {{"kernel", "(2,2)"}, {"pool_type", "avg"}, {"pooling_convention", "full"}}, {x}),
-               Error);
+  EXPECT_THROW(
+      g.AddOp("pooling", "p", {{"kernel", "(2,2)"}, {"pool_type", "avg"}, {"pooling_convention", "full"}}, {x}), Error);
 }
 
 // ------------------------------------------------------------ activations
@@ -391,13 +409,15 @@ TEST(OpsNn, ActivationRelu) {
   CheckElementwise(Elementwise("activation", {{"act_type", "relu"}}, [](double x) { return std::max(x, 0.0); }));
 }
 TEST(OpsNn, ActivationSigmoid) {
-  CheckElementwise(Elementwise("activation", {{"act_type", "sigmoid"}}, [](double x) { return 1 / (1 + std::exp(-x)); }));
+  CheckElementwise(
+      Elementwise("activation", {{"act_type", "sigmoid"}}, [](double x) { return 1 / (1 + std::exp(-x)); }));
 }
 TEST(OpsNn, ActivationTanh) {
   CheckElementwise(Elementwise("activation", {{"act_type", "tanh"}}, [](double x) { return std::tanh(x); }));
 }
 TEST(OpsNn, ActivationSoftRelu) {
-  CheckElementwise(Elementwise("activation", {{"act_type", "softrelu"}}, [](double x) { return std::log1p(std::exp(x)); }));
+  CheckElementwise(
+      Elementwise("activation", {{"act_type", "softrelu"}}, [](double x) { return std::log1p(std::exp(x)); }));
 }
 TEST(OpsNn, ActivationNeedsActType) {
   Graph g;
@@ -484,7 +504,8 @@ struct Deconv {
                   const int64_t yy = i * sh - ph + p, xx = j * sw - pw + q, oc = ci / cg * og + oo;
                   if (yy < 0 || yy >= oh() || xx < 0 || xx >= ow()) continue;
                   y[((b * o + oc) * oh() + yy) * ow() + xx] +=
-                      static_cast<double>(in[1][((ci * og + oo) * kh + p) * kw + q]) * in[0][((b * c + ci) * h + i) * w + j];
+                      static_cast<double>(in[1][((ci * og + oo) * kh + p) * kw + q]) *
+                      in[0][((b * c + ci) * h + i) * w + j];
                 }
     std::vector<float> out(y.size());
     for (size_t e = 0; e < y.size(); ++e) out[e] = static_cast<float>(y[e] + (bias ? in[2][e / (oh() * ow()) % o] : 0));
@@ -495,9 +516,12 @@ struct Deconv {
 OpReport CheckDeconv(const Deconv& k, AttrMap extra = {}) {
   OpCase c;
   c.op = "deconvolution";
-  c.attrs = {{"kernel", Fmt("(", k.kh, ",", k.kw, ")")}, {"stride", Fmt("(", k.sh, ",", k.sw, ")")},
-             {"pad", Fmt("(", k.ph, ",", k.pw, ")")},    {"adj", Fmt("(", k.ah, ",", k.aw, ")")},
-             {"num_filter", Fmt(k.o)},                   {"num_group", Fmt(k.g)},
+  c.attrs = {{"kernel", Fmt("(", k.kh, ",", k.kw, ")")},
+             {"stride", Fmt("(", k.sh, ",", k.sw, ")")},
+             {"pad", Fmt("(", k.ph, ",", k.pw, ")")},
+             {"adj", Fmt("(", k.ah, ",", k.aw, ")")},
+             {"num_filter", Fmt(k.o)},
+             {"num_group", Fmt(k.g)},
              {"no_bias", k.bias ? "false" : "true"}};
   for (const auto& [key, v] : extra) c.attrs[key] = v;
   c.in_shapes = {Shape{k.n, k.c, k.h, k.w}, Shape{k.c, k.o / k.g, k.kh, k.kw}};

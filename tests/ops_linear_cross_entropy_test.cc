@@ -65,14 +65,18 @@ Values Reference(const LceCase& a, const Values& in) {
 OpCase Case(const LceCase& a) {
   OpCase c;
   c.op = "linear_cross_entropy";
-  c.attrs = {{"num_hidden", std::to_string(a.v)}, {"chunk", std::to_string(a.chunk)},
-             {"normalization", a.normalization}, {"grad_scale", std::to_string(a.grad_scale)}};
+  c.attrs = {{"num_hidden", std::to_string(a.v)},
+             {"chunk", std::to_string(a.chunk)},
+             {"normalization", a.normalization},
+             {"grad_scale", std::to_string(a.grad_scale)}};
   c.in_shapes = {Shape{a.n, a.k}, Shape{a.n}, Shape{a.v, a.k}, Shape{a.v}};
   c.differentiable = {true, false, true, true};
   c.fill = [a](int k, std::vector<float>* v) {
     for (size_t i = 0; i < v->size(); ++i) {
-      if (k == 1) (*v)[i] = static_cast<float>((7 * i + 3) % a.v);
-      else (*v)[i] = std::sin(1.7f * i + k);
+      if (k == 1)
+        (*v)[i] = static_cast<float>((7 * i + 3) % a.v);
+      else
+        (*v)[i] = std::sin(1.7f * i + k);
     }
   };
   c.reference = [a](const Values& in) { return Reference(a, in); };
@@ -103,8 +107,10 @@ TEST(OpsLinearCrossEntropy, MatchesTheUnfusedCompositionAndItsGradients) {
 TEST(OpsLinearCrossEntropy, TiesRankTheLowerClassFirst) {
   OpCase c = Case({3, 2, 4});
   c.fill = [](int k, std::vector<float>* v) {
-    if (k == 1) *v = {0, 2, 3};
-    else std::fill(v->begin(), v->end(), k == 0 ? 1.f : 0.f);  // every logit 0
+    if (k == 1)
+      *v = {0, 2, 3};
+    else
+      std::fill(v->begin(), v->end(), k == 0 ? 1.f : 0.f);  // every logit 0
   };
   Values vals(4);
   for (int k = 0; k < 4; ++k) {
@@ -127,7 +133,9 @@ ConfigFile HeadNet(int64_t chunk) {
       "node { name: \"act\" op: \"gelu\" input: \"fc1\" }\n"
       "node { name: \"fc2\" op: \"fully_connected\" input: \"act\" attr { key: \"num_hidden\" value: \"8\" } }\n"
       "node { name: \"head\" op: \"linear_cross_entropy\" input: \"fc2\" input: \"label\""
-      " attr { key: \"num_hidden\" value: \"12\" } attr { key: \"chunk\" value: \"" + std::to_string(chunk) + "\" } }\n"
+      " attr { key: \"num_hidden\" value: \"12\" } attr { key: \"chunk\" value: \"" +
+      std::to_string(chunk) +
+      "\" } }\n"
       "data { batch_size: 11 sample_shape: [6] }\nsolver { lr: 0.1 momentum: 0.9 seed: 3 }\n";
   return ParseConfig(text, "head.prototxt", {});
 }
@@ -209,20 +217,31 @@ TEST(OpsLinearCrossEntropy, BadInputIsAOneLineErrorNamingTheNode) {
     for (size_t i = 0; i < in.size(); ++i) named.push_back({Fmt("x", i), in[i]});
     InferShapes(&g, named);
   };
-  ExpectError([&] { shapes({Shape{2, 3, 4}, Shape{2}, Shape{5, 4}, Shape{5}}); },
-              {"'head'", "x must be (rows, features), got (2,3,4)"});
-  ExpectError([&] { shapes({Shape{6, 4}, Shape{2, 3}, Shape{5, 4}, Shape{5}}); },
-              {"'head'", "label has shape (2,3) but x (6,4) needs (6)"});
-  ExpectError([&] { shapes({Shape{6, 4}, Shape{6}, Shape{5, 3}, Shape{5}}); },
-              {"'head'", "weight has shape (5,3) but x (6,4) needs (5,4)"});
+  ExpectError(
+      [&] {
+        shapes({Shape{2, 3, 4}, Shape{2}, Shape{5, 4}, Shape{5}});
+      },
+      {"'head'", "x must be (rows, features), got (2,3,4)"});
+  ExpectError(
+      [&] {
+        shapes({Shape{6, 4}, Shape{2, 3}, Shape{5, 4}, Shape{5}});
+      },
+      {"'head'", "label has shape (2,3) but x (6,4) needs (6)"});
+  ExpectError(
+      [&] {
+        shapes({Shape{6, 4}, Shape{6}, Shape{5, 3}, Shape{5}});
+      },
+      {"'head'", "weight has shape (5,3) but x (6,4) needs (5,4)"});
   // A label that is not a class index: the node, the row and the value.
   OpCase c = Case({3, 2, 4});
   c.fill = [](int k, std::vector<float>* v) {
-    if (k == 1) *v = {0, 4, 1};
-    else std::fill(v->begin(), v->end(), 0.5f);
+    if (k == 1)
+      *v = {0, 4, 1};
+    else
+      std::fill(v->begin(), v->end(), 0.5f);
   };
-  ExpectError([&] { CheckOp(c); }, {"node 'op' (linear_cross_entropy)", "label 4 of row 1",
-                                     "not a class index in [0, 4)"});
+  ExpectError([&] { CheckOp(c); },
+              {"node 'op' (linear_cross_entropy)", "label 4 of row 1", "not a class index in [0, 4)"});
 }
 
 }  // namespace

@@ -21,7 +21,9 @@ Values LstmReference(const Values& in, int64_t rows, int64_t hid) {
   Values out{std::vector<float>(rows * hid), std::vector<float>(rows * hid)};
   for (int64_t b = 0; b < rows; ++b)
     for (int64_t j = 0; j < hid; ++j) {
-      auto a = [&](int k) { return static_cast<double>(in[0][b * 4 * hid + k * hid + j]) + in[1][b * 4 * hid + k * hid + j]; };
+      auto a = [&](int k) {
+        return static_cast<double>(in[0][b * 4 * hid + k * hid + j]) + in[1][b * 4 * hid + k * hid + j];
+      };
       const double i = sigmoid(a(0)), f = sigmoid(a(1)), g = std::tanh(a(2)), o = sigmoid(a(3));
       const double c = f * in[2][b * hid + j] + i * g;
       out[0][b * hid + j] = static_cast<float>(o * std::tanh(c));
@@ -64,9 +66,7 @@ TEST(OpsLstm, ShapeErrorsNameTheNodeAndTheShapes) {
   auto message = [](const std::vector<Shape>& in) {
     try {
       OutShapes("lstm_cell", {}, in);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
+    } catch (const Error& e) { return std::string(e.what()); }
     return std::string("no error");
   };
   const std::string odd = message({Shape{2, 10}, Shape{2, 10}, Shape{2, 2}});
@@ -154,7 +154,8 @@ TEST(OpsLstm, FusedCellAgreesWithTheUnfusedOps) {
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_NEAR(got[i], want[i], 2e-6 * std::max(1.f, std::fabs(want[i]))) << what << "[" << i << "]";
   };
-  for (size_t k = 0; k < fused.outputs.size(); ++k) near(fused.outputs[k], unfused.outputs[k], "output " + std::to_string(k));
+  for (size_t k = 0; k < fused.outputs.size(); ++k)
+    near(fused.outputs[k], unfused.outputs[k], "output " + std::to_string(k));
   ASSERT_EQ(fused.grads.size(), 8u);
   for (const auto& [name, grad] : unfused.grads) {
     ASSERT_TRUE(fused.grads.count(name)) << name;
@@ -173,9 +174,11 @@ TEST(OpsLstm, FusedCellAgreesWithTheUnfusedOps) {
 ConfigFile SmallLstm(int layers, int steps) {
   std::string t = "version: 1\n";
   t += "node { name: \"xs\" op: \"split\" input: \"data\" attr { key: \"num_outputs\" value: \"" +
-       std::to_string(steps) + "\" } attr { key: \"axis\" value: \"1\" } attr { key: \"squeeze_axis\" value: \"true\" } }\n";
+       std::to_string(steps) +
+       "\" } attr { key: \"axis\" value: \"1\" } attr { key: \"squeeze_axis\" value: \"true\" } }\n";
   t += "node { name: \"ys\" op: \"split\" input: \"label\" attr { key: \"num_outputs\" value: \"" +
-       std::to_string(steps) + "\" } attr { key: \"axis\" value: \"1\" } attr { key: \"squeeze_axis\" value: \"true\" } }\n";
+       std::to_string(steps) +
+       "\" } attr { key: \"axis\" value: \"1\" } attr { key: \"squeeze_axis\" value: \"true\" } }\n";
   for (int l = 0; l < layers; ++l) {
     const std::string w = "lstm" + std::to_string(l) + "_";
     for (const char* v : {"i2h_weight", "i2h_bias", "h2h_weight", "h2h_bias"})
@@ -204,8 +207,8 @@ ConfigFile SmallLstm(int layers, int steps) {
     }
     t += "node { name: \"" + ts + "/logits\" op: \"fully_connected\" input: \"" + below +
          "\" attr { key: \"num_hidden\" value: \"10\" } }\n";
-    t += "node { name: \"" + ts + "/prob\" op: \"softmax_cross_entropy\" input: \"" + ts + "/logits\" input: \"ys:" +
-         std::to_string(s) + "\" stage: true }\n";
+    t += "node { name: \"" + ts + "/prob\" op: \"softmax_cross_entropy\" input: \"" + ts +
+         "/logits\" input: \"ys:" + std::to_string(s) + "\" stage: true }\n";
   }
   t += "data { batch_size: 4 sample_shape: [" + std::to_string(steps) + ", 6] label_shape: [" + std::to_string(steps) +
        "] }\nsolver { lr: 0.5 momentum: 0.9 seed: 3 }\n";

@@ -63,10 +63,10 @@ TEST(OpsNn, DropoutMaskIsAPureFunctionOfSeedNodeStepAndIndex) {
     ASSERT_TRUE(v == 0.f || v == 1.f / 0.75f) << v;
     dropped += v == 0.f;
   }
-  EXPECT_NEAR(static_cast<double>(dropped) / n, 0.25, 0.005);  // 5 sigma
-  EXPECT_EQ(RunDropout(g, n, true, 3, 11), y);  // bit for bit
-  EXPECT_NE(RunDropout(g, n, true, 4, 11), y);  // another step
-  EXPECT_NE(RunDropout(g, n, true, 3, 12), y);  // another seed
+  EXPECT_NEAR(static_cast<double>(dropped) / n, 0.25, 0.005);         // 5 sigma
+  EXPECT_EQ(RunDropout(g, n, true, 3, 11), y);                        // bit for bit
+  EXPECT_NE(RunDropout(g, n, true, 4, 11), y);                        // another step
+  EXPECT_NE(RunDropout(g, n, true, 3, 12), y);                        // another seed
   EXPECT_NE(RunDropout(DropoutGraph({"drop2"}), n, true, 3, 11), y);  // another node
   // More nodes in the graph (before it) do not change this node's mask.
   Graph more;
@@ -88,7 +88,8 @@ TEST(OpsNn, DropoutPartsOfTheBatchDrawThePartsOfOneMask) {
   for (int64_t n : {1000, 1001}) {
     auto run = [&](int64_t size, int64_t part) {
       return RunGraph(g, {{"x", {Shape{size}, std::vector<float>(size, 1.f)}}}, true, 3, 11, MemoryStrategy::kNone,
-                      part).outputs[0];
+                      part)
+          .outputs[0];
     };
     const std::vector<float> whole = run(2 * n, 0), first = run(n, 0), second = run(n, 1);
     EXPECT_EQ(first, std::vector<float>(whole.begin(), whole.begin() + n)) << n;
@@ -131,8 +132,10 @@ TEST(OpsNn, Embedding) {
   c.in_shapes = {Shape{2, 3}, Shape{5, 4}};
   c.differentiable = {false, true};
   c.fill = [](int k, std::vector<float>* v) {
-    if (k == 0) *v = {0, 2, 2, 4, 0, 1};  // repeated rows accumulate
-    else *v = AwayFromZero(v->size(), 0.1f, 1.f, true);
+    if (k == 0)
+      *v = {0, 2, 2, 4, 0, 1};  // repeated rows accumulate
+    else
+      *v = AwayFromZero(v->size(), 0.1f, 1.f, true);
   };
   c.reference = [](const Values& in) {
     Values out{{}};
@@ -151,7 +154,9 @@ TEST(OpsNn, EmbeddingOutOfRangeIndexNamesTheNode) {
   c.attrs = {{"input_dim", "5"}, {"output_dim", "2"}};
   c.in_shapes = {Shape{3}, Shape{5, 2}};
   c.differentiable = {false, true};
-  c.fill = [](int k, std::vector<float>* v) { if (k == 0) *v = {1, 5, 0}; };
+  c.fill = [](int k, std::vector<float>* v) {
+    if (k == 0) *v = {1, 5, 0};
+  };
   c.reference = [](const Values&) { return Values{}; };
   try {
     CheckOp(c);
@@ -187,8 +192,10 @@ TEST(OpsNn, SoftmaxCrossEntropyIgnoreLabel) {
     c.in_shapes = {Shape{5, 4}, Shape{5}};
     c.differentiable = {true, false};
     c.fill = [](int k, std::vector<float>* v) {
-      if (k == 1) *v = {2, -1, 0, -1, 3};
-      else for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(2.1f * i);
+      if (k == 1)
+        *v = {2, -1, 0, -1, 3};
+      else
+        for (size_t i = 0; i < v->size(); ++i) (*v)[i] = std::sin(2.1f * i);
     };
     c.reference = [](const Values& in) {
       Values out{std::vector<float>(20)};
@@ -209,7 +216,9 @@ TEST(OpsNn, SoftmaxCrossEntropyIgnoreLabel) {
   bad.op = "softmax_cross_entropy";
   bad.in_shapes = {Shape{2, 3}, Shape{2}};
   bad.differentiable = {true, false};
-  bad.fill = [](int k, std::vector<float>* v) { if (k == 1) *v = {0.f, -1.f}; };
+  bad.fill = [](int k, std::vector<float>* v) {
+    if (k == 1) *v = {0.f, -1.f};
+  };
   bad.reference = [](const Values&) { return Values{}; };
   bad.loss = [](const Values& in, const Values& out) { return SceLoss(in, out, -99, "batch"); };
   EXPECT_THROW(CheckOp(bad), Error);
@@ -224,7 +233,8 @@ void CheckRegression(const std::string& op, const Shape& x, const Shape& label, 
   c.in_shapes = {x, label};
   c.differentiable = {true, false};
   c.fill = [logistic](int k, std::vector<float>* v) {
-    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = k == 0 ? std::sin(1.3f * i) : (logistic ? 0.1f + 0.8f * (i % 2) : std::cos(0.7f * i));
+    for (size_t i = 0; i < v->size(); ++i)
+      (*v)[i] = k == 0 ? std::sin(1.3f * i) : (logistic ? 0.1f + 0.8f * (i % 2) : std::cos(0.7f * i));
   };
   c.reference = [logistic](const Values& in) {
     Values out{in[0]};
@@ -398,7 +408,8 @@ TEST(OpsNn, TrigonometricAndStepFunctionsThroughTheHarness) {
     c.in_shapes = {Shape{3, 7}};
     c.differentiable = {true};
     c.fill = [fn](int, std::vector<float>* v) {  // 21 points, none on a jump of the steps
-      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = static_cast<float>(fn.lo + (fn.hi - fn.lo) * (i + 0.37) / v->size());
+      for (size_t i = 0; i < v->size(); ++i)
+        (*v)[i] = static_cast<float>(fn.lo + (fn.hi - fn.lo) * (i + 0.37) / v->size());
     };
     c.reference = [fn](const Values& in) {
       Values out{std::vector<float>(in[0].size())};
@@ -475,8 +486,7 @@ TEST(OpsNn, LayerNormThroughTheHarness) {
         for (int64_t j = 0; j < d; ++j) v += (in[0][i * d + j] - m) * (in[0][i * d + j] - m);
         const double inv = 1 / std::sqrt(v / d + 0.01);
         for (int64_t j = 0; j < d; ++j) {
-          out[0][i * d + j] =
-              static_cast<float>(in[1][j] * (in[0][i * d + j] - m) * inv + (no_bias ? 0.0 : in[2][j]));
+          out[0][i * d + j] = static_cast<float>(in[1][j] * (in[0][i * d + j] - m) * inv + (no_bias ? 0.0 : in[2][j]));
         }
         out[1][i] = static_cast<float>(m);
         out[2][i] = static_cast<float>(inv);

@@ -44,9 +44,7 @@ void CheckBinary(const std::string& op, const Shape& a, const Shape& b, const Sh
   };
   OpReport r = CheckOp(c);
   ExpectCovered(r);
-  if (a == want || b == want) {
-    EXPECT_GE(r.inplace_checked, 1);
-  }
+  if (a == want || b == want) { EXPECT_GE(r.inplace_checked, 1); }
 }
 
 TEST(OpsTensor, BinarySameShape) {
@@ -121,7 +119,8 @@ TEST(OpsTensor, ScalarOps) {
   CheckUnary("rsub_scalar", s, [](float x) { return 1.5f - x; });
   CheckUnary("mul_scalar", s, [](float x) { return x * 1.5f; });
   CheckUnary("div_scalar", s, [](float x) { return x / 1.5f; });
-  CheckUnary("rdiv_scalar", s, [](float x) { return 1.5f / x; }, away);
+  CheckUnary(
+      "rdiv_scalar", s, [](float x) { return 1.5f / x; }, away);
 }
 
 TEST(OpsTensor, ScalarIsRequired) { EXPECT_THROW(OutShapes("mul_scalar", {}, {Shape{2}}), Error); }
@@ -131,10 +130,13 @@ TEST(OpsTensor, UnaryOps) {
   auto away = [](std::vector<float>* v) { *v = AwayFromZero(v->size(), 0.2f, 1.f, true); };
   CheckUnary("negative", {}, [](float x) { return -x; });
   CheckUnary("exp", {}, [](float x) { return std::exp(x); });
-  CheckUnary("log", {}, [](float x) { return std::log(x); }, positive);
-  CheckUnary("sqrt", {}, [](float x) { return std::sqrt(x); }, positive);
+  CheckUnary(
+      "log", {}, [](float x) { return std::log(x); }, positive);
+  CheckUnary(
+      "sqrt", {}, [](float x) { return std::sqrt(x); }, positive);
   CheckUnary("square", {}, [](float x) { return x * x; });
-  CheckUnary("abs", {}, [](float x) { return std::fabs(x); }, away);
+  CheckUnary(
+      "abs", {}, [](float x) { return std::fabs(x); }, away);
   CheckUnary("clip", {{"a_min", "-0.5"}, {"a_max", "0.3"}}, [](float x) { return std::min(std::max(x, -0.5f), 0.3f); });
 }
 

@@ -11,9 +11,7 @@ namespace {
 // Requires that the harness really checked something.
 void ExpectCovered(const OpReport& r, bool grads = true) {
   EXPECT_GT(r.forward_checked, 0);
-  if (grads) {
-    EXPECT_GT(r.grads_checked, 0);
-  }
+  if (grads) { EXPECT_GT(r.grads_checked, 0); }
   EXPECT_GT(r.kernels_checked, 0);
 }
 
@@ -151,7 +149,9 @@ TEST(Ops, SoftmaxCrossEntropyRejectsBadLabel) {
   c.op = "softmax_cross_entropy";
   c.in_shapes = {Shape{2, 3}, Shape{2}};
   c.differentiable = {true, false};
-  c.fill = [](int k, std::vector<float>* v) { if (k == 1) (*v) = {0.f, 3.f}; };
+  c.fill = [](int k, std::vector<float>* v) {
+    if (k == 1) (*v) = {0.f, 3.f};
+  };
   c.reference = [](const Values& in) { return Values{}; };
   c.loss = SceLoss;
   EXPECT_THROW(CheckOp(c), Error);

@@ -171,10 +171,13 @@ TEST(Optimizer, EachReducesAQuadratic) {
     for (int i = 0; i < 3; ++i) s += 0.5 * a[i] * (w.f()[i] - c[i]) * (w.f()[i] - c[i]);
     return s;
   };
-  struct Case { OptimizerKind kind; float lr; };
-  for (Case k : {Case{OptimizerKind::kSgd, 0.05f}, Case{OptimizerKind::kNesterov, 0.05f},
-                 Case{OptimizerKind::kAdam, 0.05f}, Case{OptimizerKind::kAdamW, 0.05f},
-                 Case{OptimizerKind::kRmsProp, 0.01f}}) {
+  struct Case {
+    OptimizerKind kind;
+    float lr;
+  };
+  for (Case k :
+       {Case{OptimizerKind::kSgd, 0.05f}, Case{OptimizerKind::kNesterov, 0.05f}, Case{OptimizerKind::kAdam, 0.05f},
+        Case{OptimizerKind::kAdamW, 0.05f}, Case{OptimizerKind::kRmsProp, 0.01f}}) {
     auto opt = MakeOptimizer(Opts(k.kind));
     Tensor w = FromVector({0, 0, 0}), g = FromVector({0, 0, 0});
     OptState s = opt->CreateState(w);

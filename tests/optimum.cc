@@ -33,8 +33,7 @@ std::vector<bool> ReadByBackward(const GapCase& c) {
 // Whether every node the mask drops is recomputed: read by the backward
 // pass, or by a dropped node that is (forward order is topological, so
 // consumers come later).
-bool AllRecomputed(const Graph& fwd, const std::vector<int>& candidates, uint64_t mask,
-                   const std::vector<bool>& read) {
+bool AllRecomputed(const Graph& fwd, const std::vector<int>& candidates, uint64_t mask, const std::vector<bool>& read) {
   std::vector<bool> dropped(fwd.num_nodes(), false), needed(fwd.num_nodes(), false);
   for (size_t k = 0; k < candidates.size(); ++k) dropped[candidates[k]] = mask >> k & 1;
   for (int i = fwd.num_nodes() - 1; i >= 0; --i) {
@@ -107,9 +106,8 @@ std::optional<TrainingPlan> FittingPlan(const GapCase& c, KeepLevels keep, int64
 Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds) {
   std::vector<int> cand = DropCandidates(c.fwd);
   CHECK_LE(cand.size(), 64u) << c.name << ": more drop candidates than a mask holds";
-  std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) {
-    return RecomputeCost(c.fwd, a, nullptr) < RecomputeCost(c.fwd, b, nullptr);
-  });
+  std::stable_sort(cand.begin(), cand.end(),
+                   [&](int a, int b) { return RecomputeCost(c.fwd, a, nullptr) < RecomputeCost(c.fwd, b, nullptr); });
   std::vector<double> cost;
   for (int i : cand) cost.push_back(RecomputeCost(c.fwd, i, nullptr));
   const std::vector<bool> read = ReadByBackward(c);
@@ -156,9 +154,7 @@ GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds) {
     r.planner_fits = true;
     r.planner_cost = t.plan.recompute_cost();
     r.planner_keep = t.keep;
-  } catch (const Error&) {
-    r.planner_fits = false;
-  }
+  } catch (const Error&) { r.planner_fits = false; }
   r.planner_ms = Ms(t0);
   t0 = std::chrono::steady_clock::now();
   r.optimum = OptimalDrops(c, budget, max_builds);
@@ -169,8 +165,8 @@ GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds) {
 std::vector<int64_t> GapBudgets(const GapCase& c) {
   auto arena = [&](MemoryStrategy::Kind k) { return PlanTraining(c.fwd, c.inputs, k).plan.arena_bytes; };
   const int64_t share = arena(MemoryStrategy::kShare);
-  const int64_t floor = std::min({share, arena(MemoryStrategy::kDropCheap), arena(MemoryStrategy::kSqrt),
-                                  arena(MemoryStrategy::kLogn)});
+  const int64_t floor =
+      std::min({share, arena(MemoryStrategy::kDropCheap), arena(MemoryStrategy::kSqrt), arena(MemoryStrategy::kLogn)});
   std::vector<int64_t> out;
   for (int q : {3, 2, 1}) out.push_back(floor + (share - floor) * q / 4);
   return out;
@@ -300,8 +296,9 @@ GapCase Inception() {
   text += Conv("b1", "stem_r", 16, 1) + BnRelu("b1r", "b1");
   text += Conv("b2a", "stem_r", 16, 1) + BnRelu("b2ar", "b2a") + Conv("b2", "b2ar", 24, 3) + BnRelu("b2r", "b2");
   text += Conv("b3a", "stem_r", 8, 1) + BnRelu("b3ar", "b3a") + Conv("b3", "b3ar", 8, 5) + BnRelu("b3r", "b3");
-  text += "node { name: \"b4p\" op: \"pooling\" input: \"stem_r\" attr { key: \"pool_type\" value: \"max\" } "
-          "attr { key: \"kernel\" value: \"(3,3)\" } attr { key: \"pad\" value: \"(1,1)\" } }\n";
+  text +=
+      "node { name: \"b4p\" op: \"pooling\" input: \"stem_r\" attr { key: \"pool_type\" value: \"max\" } "
+      "attr { key: \"kernel\" value: \"(3,3)\" } attr { key: \"pad\" value: \"(1,1)\" } }\n";
   text += Conv("b4", "b4p", 8, 1) + BnRelu("b4r", "b4") + Concat("cat", {"b1r", "b2r", "b3r", "b4r"});
   return FromConfig("inception", ParseConfig(text + ImageHead("cat"), "inception", {}));
 }

@@ -39,8 +39,8 @@ struct Optimum {
   double cost = 0;        // the optimum; when not exact, a lower bound of it
   KeepLevels keep;        // the optimal plan (feasible)
   int64_t arena_bytes = 0;
-  int64_t subsets = 0;    // drop sets taken from the queue
-  int64_t builds = 0;     // training graphs built (the expensive part)
+  int64_t subsets = 0;  // drop sets taken from the queue
+  int64_t builds = 0;   // training graphs built (the expensive part)
 };
 
 // Drop sets in increasing order of their recomputation cost (the sum of
@@ -56,8 +56,8 @@ Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds);
 // The planner's plan (strategy budget) and the reference at one budget.
 struct GapRow {
   std::string name;
-  int nodes = 0;          // forward nodes, variables excluded
-  int candidates = 0;     // of them, those a plan may drop
+  int nodes = 0;       // forward nodes, variables excluded
+  int candidates = 0;  // of them, those a plan may drop
   int64_t budget = 0;
   bool planner_fits = false;
   double planner_cost = 0, planner_ms = 0;

@@ -23,9 +23,7 @@ NamedTensors Sample() {
 std::string ErrorOf(const std::string& bytes) {
   try {
     DecodeParams(bytes, "p.params");
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "";
 }
 
@@ -64,7 +62,8 @@ TEST(ParamsFile, RejectsEveryTruncation) {
     std::string e = ErrorOf(bytes.substr(0, n));
     EXPECT_NE(e, "") << "a file cut to " << n << " bytes was accepted";
     if (n >= 20) {
-      EXPECT_TRUE(e.find("truncated") != std::string::npos || e.find("checksum") != std::string::npos) << n << ": " << e;
+      EXPECT_TRUE(e.find("truncated") != std::string::npos || e.find("checksum") != std::string::npos)
+          << n << ": " << e;
     }
   }
   EXPECT_NE(ErrorOf(bytes.substr(0, 40)).find("truncated params file: it ends inside tensor 0 of 3 'fc1_weight'"),

@@ -37,9 +37,15 @@ ConfigFile PerStepConfig(const test::TempDir& dir, const std::string& outputs) {
       "node { name: \"targets\" op: \"split\" input: \"label\" attr { key: \"num_outputs\" value: \"${T}\" }\n"
       "       attr { key: \"axis\" value: \"1\" } attr { key: \"squeeze_axis\" value: \"true\" } }\n"
       "node { name: \"steps\" block: \"step\" repeat: ${T} input: \"data\" }\n"
-      "output: \"steps/" + outputs + "/prob\"\n"
-      "data { train { text { path: \"" + corpus + "\" seq_len: ${T} } }\n"
-      "       val { text { path: \"" + corpus + "\" seq_len: ${T} } }\n"
+      "output: \"steps/" +
+      outputs +
+      "/prob\"\n"
+      "data { train { text { path: \"" +
+      corpus +
+      "\" seq_len: ${T} } }\n"
+      "       val { text { path: \"" +
+      corpus +
+      "\" seq_len: ${T} } }\n"
       "       batch_size: 4 sample_shape: [${T}] label_shape: [${T}] }\n"
       "solver { lr: 0.5 momentum: 0.9 epochs: 4 seed: 3 engine: \"naive\"\n"
       "         metric: \"accuracy\" metric: \"perplexity\" }\n";

@@ -29,7 +29,9 @@ data { batch_size: ${batch} sample_shape: [1, 6, 6] }
 solver { lr: 0.1 momentum: 0.9 weight_decay: 0.001 seed: 3 }
 )";
 
-ConfigFile Config(const std::vector<std::string>& defines = {}) { return ParseConfig(kConfig, "test.prototxt", defines); }
+ConfigFile Config(const std::vector<std::string>& defines = {}) {
+  return ParseConfig(kConfig, "test.prototxt", defines);
+}
 
 TEST(PlanMemory, EveryStrategyIsSound) {
   for (MemoryStrategy s : AllMemoryStrategies()) {
@@ -62,7 +64,8 @@ TEST(PlanMemory, TimelinePeaksAtTheLowerBound) {
     EXPECT_EQ(t.recomputing.empty(), m.train_plan.num_recomputed == 0);
     ASSERT_FALSE(t.peak_tensors.empty());
     EXPECT_LE(t.peak_tensors.size(), 3u);
-    for (size_t j = 1; j < t.peak_tensors.size(); ++j) EXPECT_GE(t.peak_tensors[j - 1].second, t.peak_tensors[j].second);
+    for (size_t j = 1; j < t.peak_tensors.size(); ++j)
+      EXPECT_GE(t.peak_tensors[j - 1].second, t.peak_tensors[j].second);
   }
 }
 

@@ -27,11 +27,13 @@ ConfigFile DeepChain(int depth, int hidden = 64, bool dropout = false) {
     prev = relu;
     if (dropout) {
       std::string drop = "drop" + std::to_string(i);
-      text += "node { name: \"" + drop + "\" op: \"dropout\" input: \"" + relu + "\" attr { key: \"p\" value: \"0.2\" } }\n";
+      text += "node { name: \"" + drop + "\" op: \"dropout\" input: \"" + relu +
+              "\" attr { key: \"p\" value: \"0.2\" } }\n";
       prev = drop;
     }
   }
-  text += "node { name: \"out\" op: \"fully_connected\" input: \"" + prev + "\" attr { key: \"num_hidden\" value: \"10\" } }\n";
+  text += "node { name: \"out\" op: \"fully_connected\" input: \"" + prev +
+          "\" attr { key: \"num_hidden\" value: \"10\" } }\n";
   text += "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"out\" input: \"label\" }\n";
   text += "data { batch_size: 16 sample_shape: [32] }\nsolver { lr: 0.05 momentum: 0.9 seed: 5 }\n";
   return ParseConfig(text, "chain.prototxt", {});
@@ -193,8 +195,9 @@ TEST(Recompute, InfeasibleBudgetNamesTheSmallestFeasible) {
   } catch (const Error& e) {
     std::string msg = e.what();
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(msg, m, std::regex("cannot be met: the smallest plan found \\(([a-z_ ]+)\\) needs "
-                                                     "an arena of [^;]*; use budget=([0-9]+) or more")))
+    ASSERT_TRUE(std::regex_search(msg, m,
+                                  std::regex("cannot be met: the smallest plan found \\(([a-z_ ]+)\\) needs "
+                                             "an arena of [^;]*; use budget=([0-9]+) or more")))
         << msg;
     // The suggested budget is feasible, and the strategy named reaches it.
     const int64_t suggested = std::stoll(m[2]);
@@ -266,7 +269,8 @@ TEST(Recompute, ResidualNetsRecomputeWithoutBlowUp) {
   }
   ConfigFile small = ResidualChain(6);
   auto reference = test::TrainSteps(small, MemoryStrategy::kNone, 2);
-  for (const MemoryStrategy& s : StrategiesWithBudget(small)) EXPECT_EQ(test::TrainSteps(small, s, 2), reference) << s.Name();
+  for (const MemoryStrategy& s : StrategiesWithBudget(small))
+    EXPECT_EQ(test::TrainSteps(small, s, 2), reference) << s.Name();
 }
 
 // The chain program is exact on its model: on random chains it finds the

@@ -61,7 +61,7 @@ TEST(RecordIO, MagicInsideIsSplitLikeDmlc) {
   w.Write(data);
   w.Close();
   EXPECT_EQ(w.splits(), 1);
-  const std::string expect = kMagic + Le32(1u << 29 | 4) + "ABCD" +             // first part
+  const std::string expect = kMagic + Le32(1u << 29 | 4) + "ABCD" +                         // first part
                              kMagic + Le32(3u << 29 | 12) + "EFGH" + "x" + kMagic + "yyy";  // last part
   EXPECT_EQ(ReadAll(dir.File("x.rec")), expect);
   EXPECT_EQ(ReadRecords(dir.File("x.rec")), std::vector<std::string>{data});
@@ -148,8 +148,8 @@ TEST(RecordIO, IndexFileRoundTripAndOffsets) {
   // Keys need not follow file order; RecordOffsets sorts by offset.
   std::vector<RecordIndexEntry> idx = {{7, offsets[2]}, {3, offsets[0]}, {5, offsets[1]}};
   WriteRecordIndex(dir.File("x.idx"), idx);
-  EXPECT_EQ(ReadAll(dir.File("x.idx")), "7\t" + std::to_string(offsets[2]) + "\n3\t0\n5\t" +
-                                            std::to_string(offsets[1]) + "\n");
+  EXPECT_EQ(ReadAll(dir.File("x.idx")),
+            "7\t" + std::to_string(offsets[2]) + "\n3\t0\n5\t" + std::to_string(offsets[1]) + "\n");
   std::vector<RecordIndexEntry> back = ReadRecordIndex(dir.File("x.idx"));
   ASSERT_EQ(back.size(), 3u);
   EXPECT_EQ(back[0].key, 7);

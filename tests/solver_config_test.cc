@@ -45,7 +45,8 @@ TEST(SolverConfig, KeysMustNameAParameterTheNodeMakes) {
     FAIL() << "a misspelt key was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("net.prototxt:2:1: node 'fc' (fully_connected): wd_mult names 'bais'"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 

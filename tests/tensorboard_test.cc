@@ -20,7 +20,7 @@ TEST(TensorBoard, Crc32cCheckValues) {
   std::string zeros(32, '\0');
   EXPECT_EQ(Crc32c(zeros.data(), 32), 0x8a9136aau);  // RFC 3720 (iSCSI) B.4: 32 bytes of zeros
   std::string ones(32, '\xff');
-  EXPECT_EQ(Crc32c(ones.data(), 32), 0x62a8ab43u);   // RFC 3720 B.4: 32 bytes of 0xff
+  EXPECT_EQ(Crc32c(ones.data(), 32), 0x62a8ab43u);  // RFC 3720 B.4: 32 bytes of 0xff
   EXPECT_EQ(MaskCrc32c(0), 0xa282ead8u);
 }
 
@@ -77,9 +77,7 @@ TEST(TensorBoard, ReaderRefusesDamage) {
       EventRecordReader r(path);
       std::string d;
       while (r.Next(&d)) {}
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
+    } catch (const Error& e) { return std::string(e.what()); }
     return std::string("no error");
   };
   std::string bad = bytes;

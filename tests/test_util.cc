@@ -103,7 +103,8 @@ void ExpectError(const std::function<void()>& fn, const std::vector<std::string>
     ADD_FAILURE() << "expected frugal::Error containing '" << (needles.empty() ? "" : needles.front()) << "'";
   } catch (const Error& e) {
     const std::string msg = e.what();
-    for (const auto& needle : needles) EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
+    for (const auto& needle : needles)
+      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
   }
 }

@@ -59,12 +59,15 @@ const char* kMlp =
 std::string ToyConfig(const TempDir& dir, const std::string& solver, const std::string& nodes = kMlp) {
   return "version: 1\n" + nodes +
          "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-         "data { train { idx { images: \"" + dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
+         "data { train { idx { images: \"" +
+         dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
          "\" } }\n"
-         "       val { idx { images: \"" + dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
+         "       val { idx { images: \"" +
+         dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
          "\" } }\n"
          "       batch_size: 8 sample_shape: [1, 4, 4] }\n"
-         "solver { " + solver + " }\n";
+         "solver { " +
+         solver + " }\n";
 }
 
 std::string ErrorLine(const RunResult& r) {
@@ -159,8 +162,8 @@ TEST(TrainCli, MaxItersCheckpointResumesAtTheNextBatch) {
   std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 momentum: 0.9 epochs: 2 keep_checkpoints: 0"));
   RunResult a = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("a"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
-  RunResult b = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("b") +
-                          " --max-iters 7");
+  RunResult b =
+      RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("b") + " --max-iters 7");
   ASSERT_EQ(b.exit_code, 0) << b.output;
   CheckpointState stop = LoadCheckpoint(Ckpt(dir.File("b"), 7));
   EXPECT_EQ(stop.epoch, 0);
@@ -175,8 +178,9 @@ TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
   TempDir dir;
   WriteToy(dir);
   // Adam: the optimizer state and the step count matter too.
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "optimizer: ADAM lr: 0.01 epochs: 2 "
-                                                             "checkpoint_interval: 5 keep_checkpoints: 0"));
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir,
+                                                        "optimizer: ADAM lr: 0.01 epochs: 2 "
+                                                        "checkpoint_interval: 5 keep_checkpoints: 0"));
   RunResult a = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("a"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   CheckpointState mid = LoadCheckpoint(Ckpt(dir.File("a"), 10));
@@ -191,8 +195,8 @@ TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
     ExpectSameState(Ckpt(dir.File("a"), 50), Ckpt(out, 50));
   }
   // A directory resumes from its latest checkpoint.
-  RunResult c = RunFrugal("train --deterministic --config " + cfg + " --epochs 3 --checkpoint-dir " +
-                          dir.File("c") + " --resume " + dir.File("a"));
+  RunResult c = RunFrugal("train --deterministic --config " + cfg + " --epochs 3 --checkpoint-dir " + dir.File("c") +
+                          " --resume " + dir.File("a"));
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_NE(c.output.find("resumed from " + Ckpt(dir.File("a"), 50)), std::string::npos) << c.output;
   EXPECT_TRUE(fs::exists(Ckpt(dir.File("c"), 75))) << c.output;
@@ -206,8 +210,8 @@ TEST(TrainCli, TheRunsEndIsAlwaysCheckpointed) {
   TempDir dir;
   WriteToy(dir);
   for (int interval : {7, 5}) {
-    std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, Fmt("epochs: 2 checkpoint_interval: ", interval,
-                                                                     " keep_checkpoints: 0")));
+    std::string cfg = dir.Write(
+        "toy.prototxt", ToyConfig(dir, Fmt("epochs: 2 checkpoint_interval: ", interval, " keep_checkpoints: 0")));
     const std::string out = dir.File(Fmt("i", interval));
     RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + out);
     ASSERT_EQ(a.exit_code, 0) << a.output;
@@ -217,9 +221,7 @@ TEST(TrainCli, TheRunsEndIsAlwaysCheckpointed) {
     EXPECT_EQ(end.epoch, 2);
     EXPECT_EQ(end.data_position, 0);
     EXPECT_EQ(fs::exists(Ckpt(out, 25)), interval == 5) << "the first epoch's end only where it is a multiple";
-    if (interval == 5) {
-      EXPECT_EQ(LoadCheckpoint(Ckpt(out, 25)).epoch, 1);
-    }
+    if (interval == 5) { EXPECT_EQ(LoadCheckpoint(Ckpt(out, 25)).epoch, 1); }
   }
 }
 
@@ -255,7 +257,9 @@ std::string AugmentedConvConfig(const TempDir& dir) {
          "node { name: \"drop1\" op: \"dropout\" input: \"pool1\" attr { key: \"p\" value: \"0.3\" } }\n"
          "node { name: \"fc2\" op: \"fully_connected\" input: \"drop1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
          "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-         "data { train { cifar { path: \"" + WriteCifar(dir, "train.bin", 44) + "\" "
+         "data { train { cifar { path: \"" +
+         WriteCifar(dir, "train.bin", 44) +
+         "\" "
          "augment { pad: 4 rand_crop: true mirror: true } } }\n"
          "       batch_size: 4 sample_shape: [3, 32, 32] }\n"
          "solver { optimizer: ADAM lr: 0.01 lr_policy: COSINE max_iter: 11 min_lr: 0.001 warmup_iters: 3 "
@@ -289,8 +293,8 @@ TEST(TrainCli, DeterministicResumeOfAugmentedConvNetIsBitIdentical) {
     ExpectSameState(Ckpt(dir.File("a"), 11), Ckpt(out, 11));
   }
   // --max-iters 7 stops after the first micro-batch of update 4.
-  RunResult c = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("c") +
-                          " --max-iters 7");
+  RunResult c =
+      RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("c") + " --max-iters 7");
   ASSERT_EQ(c.exit_code, 0) << c.output;
   CheckpointState stop = LoadCheckpoint(Ckpt(dir.File("c"), 3));
   EXPECT_EQ(stop.epoch, 0);
@@ -337,8 +341,9 @@ TEST(TrainCli, EveryOptimizerAndLrPolicyLearnsTheToyProblem) {
 TEST(TrainCli, StepPolicyLowersTheLoggedLr) {
   TempDir dir;
   WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 lr_policy: STEP stepsize: 30 gamma: 0.5 "
-                                                             "epochs: 3 display: 5"));
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir,
+                                                        "lr: 0.1 lr_policy: STEP stepsize: 30 gamma: 0.5 "
+                                                        "epochs: 3 display: 5"));
   RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream log(dir.File("log.json"));
@@ -447,8 +452,8 @@ TEST(TrainCli, SigtermCheckpointsAndExitsCleanly) {
   EXPECT_GT(s.iteration, 0);
   EXPECT_EQ(s.params.count("fc1_weight"), 1u);
   // And it resumes.
-  RunResult r = RunFrugal("train --config " + cfg + " --resume " + latest + " --max-iters " +
-                          std::to_string(s.iteration + 2));
+  RunResult r =
+      RunFrugal("train --config " + cfg + " --resume " + latest + " --max-iters " + std::to_string(s.iteration + 2));
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -474,9 +479,7 @@ TEST(TrainCli, TensorBoardEventsHoldTrainScalars) {
     for (const auto& v : e.summary().value()) {
       ++count[v.tag()];
       if (v.tag() == "train/lr") lrs.push_back(v.simple_value());
-      if (v.tag() == "train/accuracy") {
-        EXPECT_TRUE(v.simple_value() >= 0 && v.simple_value() <= 1);
-      }
+      if (v.tag() == "train/accuracy") { EXPECT_TRUE(v.simple_value() >= 0 && v.simple_value() <= 1); }
     }
   }
   EXPECT_TRUE(version);
@@ -523,7 +526,8 @@ TEST(TrainCli, ProfileWritesForwardAndBackwardEvents) {
     std::string fc = "h" + std::to_string(i), act = "a" + std::to_string(i);
     chain += "node { name: \"" + fc + "\" op: \"fully_connected\" input: \"" + prev +
              "\" attr { key: \"num_hidden\" value: \"16\" } }\n"
-             "node { name: \"" + act + "\" op: \"relu\" input: \"" + fc + "\" }\n";
+             "node { name: \"" +
+             act + "\" op: \"relu\" input: \"" + fc + "\" }\n";
     prev = act;
   }
   chain += "node { name: \"fc2\" op: \"fully_connected\" input: \"" + prev +
@@ -678,10 +682,8 @@ TEST(TrainCli, TestSummaryAndViz) {
   ASSERT_EQ(s.exit_code, 0) << s.output;
   // fc1: 16 x 16 weights + 16 biases; its output (8 x 16 floats) is kept for relu's gradient? No: relu
   // reads its own output, and fc2's gradient reads relu1's; fc1's output dies in the forward pass.
-  EXPECT_TRUE(std::regex_search(s.output, std::regex("fc1 +fully_connected +\\(8,16\\) +272 ")))
-      << s.output;
-  EXPECT_TRUE(std::regex_search(s.output, std::regex("relu1 +relu +\\(8,16\\) +0 +[0-9.e+]+ +512 B")))
-      << s.output;
+  EXPECT_TRUE(std::regex_search(s.output, std::regex("fc1 +fully_connected +\\(8,16\\) +272 "))) << s.output;
+  EXPECT_TRUE(std::regex_search(s.output, std::regex("relu1 +relu +\\(8,16\\) +0 +[0-9.e+]+ +512 B"))) << s.output;
   EXPECT_NE(s.output.find("total (share, batch 8): 340 parameters"), std::string::npos) << s.output;
 
   RunResult v = RunFrugal("viz --config " + cfg + " --memory share");

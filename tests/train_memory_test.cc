@@ -59,8 +59,8 @@ memory { strategy: "sqrt" }
   ASSERT_FALSE(Field(first, "arena").empty() || Field(first, "arena") == "0") << windows[0];
   // What the plan predicts is what the tensors hold: the arenas, the
   // parameters with their gradients, optimizer state and sums, the inputs.
-  const int64_t held = std::stoll(Field(first, "arena")) + std::stoll(Field(first, "param")) +
-                       std::stoll(Field(first, "input"));
+  const int64_t held =
+      std::stoll(Field(first, "arena")) + std::stoll(Field(first, "param")) + std::stoll(Field(first, "input"));
   const int64_t planned = PlannedFootprint(BuildModel(cfg, MemoryStrategy::kSqrt));
   EXPECT_EQ(held, planned) << first;
   EXPECT_EQ(peak, planned + std::stoll(Field(first, "other"))) << first;

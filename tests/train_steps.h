@@ -48,8 +48,7 @@ ConfigFile ConvNet(const std::string& dtype = "float32");
 // mutates are updated in place), run through a graph, a plan and an executor
 // on the naive engine at run step `step` and rate `lr`. Returns the bytes of
 // the plan's arena (the node's workspace).
-int64_t RunNode(const std::string& op, const AttrMap& attrs, const std::vector<Tensor>& in, int64_t step,
-                float lr = 0);
+int64_t RunNode(const std::string& op, const AttrMap& attrs, const std::vector<Tensor>& in, int64_t step, float lr = 0);
 // One update of w by g through opt's update op (state in StateNames' order).
 void Update(const Optimizer& opt, Tensor* w, const Tensor& g, OptState* state, float lr, int64_t step,
             const ParamMult& mult = {});

@@ -34,8 +34,8 @@ void WriteToyData(const test::TempDir& dir, const std::string& prefix, int n, in
       images[i * pixels + p] = (p * 4 / pixels == labels[i]) ? 180 + (i * 7 + p) % 70 : (i * 13 + p) % 90;
   }
   if (bad_label >= 0) labels[37] = static_cast<uint8_t>(bad_label);
-  test::WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), static_cast<uint32_t>(side),
-                                              static_cast<uint32_t>(side)}, images);
+  test::WriteIdx(dir.File(prefix + "-images"),
+                 {static_cast<uint32_t>(n), static_cast<uint32_t>(side), static_cast<uint32_t>(side)}, images);
   test::WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
 }
 
@@ -49,13 +49,16 @@ ConfigFile ToyConfig(const test::TempDir& dir, const std::string& engine, int wo
       "node { name: \"relu2\" op: \"relu\" input: \"fc2\" }\n"
       "node { name: \"fc3\" op: \"fully_connected\" input: \"relu2\" attr { key: \"num_hidden\" value: \"4\" } }\n"
       "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc3\" input: \"label\" }\n"
-      "data { train { idx { images: \"" + dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
+      "data { train { idx { images: \"" +
+      dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
       "\" } }\n"
-      "       val { idx { images: \"" + dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") + "\" } }\n"
+      "       val { idx { images: \"" +
+      dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
+      "\" } }\n"
       "       batch_size: 8 sample_shape: [1, 6, 6] }\n"
-      "solver { lr: 0.05 momentum: 0.9 weight_decay: 0.001 epochs: 3 seed: 11 display: 4 engine: \"" + engine +
-      "\" engine_workers: " + std::to_string(workers) + " engine_kernel_threads: " + std::to_string(kernel_threads) +
-      " }\n";
+      "solver { lr: 0.05 momentum: 0.9 weight_decay: 0.001 epochs: 3 seed: 11 display: 4 engine: \"" +
+      engine + "\" engine_workers: " + std::to_string(workers) +
+      " engine_kernel_threads: " + std::to_string(kernel_threads) + " }\n";
   return ParseConfig(text, dir.File("toy.prototxt"), {});
 }
 
@@ -151,8 +154,8 @@ TEST_F(TrainerTest, MlpOnTheThreadedEngineGivesTheBitsOfTheNaiveOne) {
   // The default split, against the naive engine with the same kernel
   // threads (sgemm's bits may depend on its thread count).
   const ConfigFile threaded = config("threaded", 0, 0);
-  const int default_threads = MakeEngineFor(threaded.net.solver(), BuildModel(threaded, MemoryStrategy::kShare).train)
-                                  ->KernelThreads(Device{});
+  const int default_threads =
+      MakeEngineFor(threaded.net.solver(), BuildModel(threaded, MemoryStrategy::kShare).train)->KernelThreads(Device{});
   Params want = TrainParams(config("naive", 0, default_threads));
   EXPECT_EQ(want.size(), 6u);
   EXPECT_EQ(TrainParams(threaded), want) << "default threaded engine";
@@ -223,9 +226,7 @@ TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
   EXPECT_TRUE(hb[find("update(fc1_weight)", 2)][find("fc1", 3)]);
 }
 
-TEST_F(TrainerTest, TrainingLearnsTheToyProblem) {
-  EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9);
-}
+TEST_F(TrainerTest, TrainingLearnsTheToyProblem) { EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9); }
 
 TEST_F(TrainerTest, AnOpErrorStopsTrainingWithTheOpName) {
   WriteToyData(dir_, "train", 100, /*bad_label=*/9);

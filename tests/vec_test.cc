@@ -235,7 +235,6 @@ TEST(Vec, OptimizerUpdatesGiveUpdateElementsBits) {
   }
 }
 
-
 // ---------------------------------------------------------------- bfloat16
 
 // Every activation kernel of one element type T (float, or uint16_t for
@@ -383,8 +382,8 @@ void CheckColumnKernels(const cpu::ActKernels<T>& v, const std::vector<T>& x, co
       v.col_affine(in_place.data(), a.data(), b.data(), relu, in_place.data(), rows, cols, ld, add);
       v.col_affine_grad(dy.data(), x.data(), m.data(), relu, a.data(), b.data(), kk.data(), c.data(), q.data(),
                         dx.data(), rows, cols, ld, add);
-      v.col_affine_grad(dx_in_place.data(), x.data(), m.data(), relu, a.data(), b.data(), kk.data(), c.data(),
-                        q.data(), dx_in_place.data(), rows, cols, ld, add);
+      v.col_affine_grad(dx_in_place.data(), x.data(), m.data(), relu, a.data(), b.data(), kk.data(), c.data(), q.data(),
+                        dx_in_place.data(), rows, cols, ld, add);
       for (int64_t j = 0; j < cols; ++j) {
         const std::vector<T> xj = Column(x, rows, ld, j), dyj = Column(dy, rows, ld, j);
         std::vector<T> want = Column(y0, rows, ld, j), want_in_place = xj;

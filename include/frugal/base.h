@@ -32,8 +32,8 @@ std::string Fmt(const Args&... args) {
 
 // Throws frugal::Error when cond is false; the message parts are only
 // formatted on failure.
-#define FRUGAL_REQUIRE(cond, ...)                      \
-  do {                                                 \
+#define FRUGAL_REQUIRE(cond, ...)                                   \
+  do {                                                              \
     if (!(cond)) throw ::frugal::Error(::frugal::Fmt(__VA_ARGS__)); \
   } while (0)
 

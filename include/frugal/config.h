@@ -14,9 +14,9 @@ namespace frugal {
 struct ConfigFile {
   std::string path;
   config::NetConfig net;
-  std::vector<SourceLoc> node_locs;            // per net.node
+  std::vector<SourceLoc> node_locs;                     // per net.node
   std::vector<std::vector<SourceLoc>> block_node_locs;  // per net.block, per node
-  std::map<std::string, std::string> values;   // every variable's final value
+  std::map<std::string, std::string> values;            // every variable's final value
 };
 
 // Reads and parses path; defines are "name=value" and must name declared

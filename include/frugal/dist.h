@@ -112,7 +112,7 @@ std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique
                                                          const std::vector<int>& devices);
 
 struct DistOptions {
-  Communicator* comm = nullptr;  // null: a single process
+  Communicator* comm = nullptr;    // null: a single process
   int64_t bucket_bytes = 1 << 20;  // gradients per all-reduce
   int64_t check_every = 0;         // compare parameter checksums every K updates (0: never)
 };

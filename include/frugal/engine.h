@@ -43,7 +43,7 @@ enum class FnKind : uint8_t {
 };
 
 struct PushOptions {
-  Device device;  // CPU: the CPU worker pool; another device: its own worker (a stream)
+  Device device;     // CPU: the CPU worker pool; another device: its own worker (a stream)
   int priority = 0;  // among ready functions of one pool, higher runs first
   FnKind kind = FnKind::kCompute;
   // Shown in errors. Must stay valid until the function has run (a literal,

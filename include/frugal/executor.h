@@ -69,7 +69,10 @@ class Executor {
 
   // With profiling on, Run adds each node's kernel wall time (seconds) to
   // node_seconds()[node]; for `frugal time`. Off by default.
-  void SetProfiling(bool on) { profiling_ = on; node_seconds_.assign(graph_.num_nodes(), 0.0); }
+  void SetProfiling(bool on) {
+    profiling_ = on;
+    node_seconds_.assign(graph_.num_nodes(), 0.0);
+  }
   // Arena poisoning (see above) for the runs pushed after it; CPU only (a
   // GPU executor ignores it). Off by default.
   void SetPoisoning(bool on);
@@ -108,15 +111,15 @@ class Executor {
   Engine* engine_;
   Device device_;
   std::shared_ptr<Storage> arena_;
-  std::vector<Tensor> entries_;  // per entry id
-  std::vector<Var> entry_var_;   // per entry id; -1 if it has no memory
-  std::vector<Var> workspace_var_;  // per node; -1 if it has no workspace
+  std::vector<Tensor> entries_;                 // per entry id
+  std::vector<Var> entry_var_;                  // per entry id; -1 if it has no memory
+  std::vector<Var> workspace_var_;              // per node; -1 if it has no workspace
   std::vector<std::vector<Var>> reuse_writes_;  // per node: variables of the blocks whose bytes it takes over
   std::vector<Tensor> outputs_;
   std::vector<Var> output_vars_;
   std::vector<OpRun> runs_;
   std::vector<OpSchedule> schedule_;  // parallel to runs_
-  std::vector<Var> owned_vars_;  // engine variables this executor made
+  std::vector<Var> owned_vars_;       // engine variables this executor made
   // SetPoisoning: per node, the blocks it writes first and the blocks whose
   // last reader it is, as arena ranges.
   struct Range {

@@ -40,17 +40,17 @@ struct Node {
   std::string name;
   const OpDef* op = nullptr;  // nullptr for variables
   VarKind var = VarKind::kNone;
-  AttrMap attrs;              // kept for printing and for checkpoints of the config
-  std::any params;            // the op's typed params, parsed from attrs by the op
+  AttrMap attrs;    // kept for printing and for checkpoints of the config
+  std::any params;  // the op's typed params, parsed from attrs by the op
   std::vector<Entry> inputs;
-  int fwd = -1;               // backward nodes: the forward node they differentiate
-  int mirror_of = -1;         // recomputed copies: the forward node they recompute
+  int fwd = -1;        // backward nodes: the forward node they differentiate
+  int mirror_of = -1;  // recomputed copies: the forward node they recompute
   // Config annotations for the recompute planner.
   enum class Keep : uint8_t { kAuto, kCheckpoint, kMirror } keep = Keep::kAuto;
-  bool stage = false;         // a segment boundary for sqrt / logn plans
-  std::string init;           // params: initializer spec ("xavier", "msra", ...; frugal/init.h)
+  bool stage = false;              // a segment boundary for sqrt / logn plans
+  std::string init;                // params: initializer spec ("xavier", "msra", ...; frugal/init.h)
   float lr_mult = 1, wd_mult = 1;  // params: multipliers of the solver's lr and weight decay
-  Shape shape;                // variables: the shape declared in the config, if any
+  Shape shape;                     // variables: the shape declared in the config, if any
   SourceLoc loc;
 
   bool is_variable() const { return op == nullptr; }
@@ -64,8 +64,8 @@ class Graph {
   int AddNode(Node node);
   // Appends an op node parsed from attrs (throws Error naming the node on a
   // bad attribute). The op must be registered.
-  int AddOp(const std::string& op, const std::string& name, const AttrMap& attrs,
-            std::vector<Entry> inputs, SourceLoc loc = {});
+  int AddOp(const std::string& op, const std::string& name, const AttrMap& attrs, std::vector<Entry> inputs,
+            SourceLoc loc = {});
   int AddVariable(const std::string& name, VarKind kind, const std::string& init = "");
 
   const std::vector<Node>& nodes() const { return nodes_; }

@@ -26,11 +26,11 @@ struct InitSpec {
   enum class Rnd { kUniform, kGaussian };
   enum class Factor { kIn, kOut, kAvg };
   Kind kind = Kind::kXavier;
-  Rnd rnd = Rnd::kUniform;        // xavier
-  Factor factor = Factor::kAvg;   // xavier, msra
-  double magnitude = 3;           // xavier (msra: 2)
-  double a = 0, b = 0;            // uniform: [a, b); normal: mean a, sigma b; constant: a
-  std::string ToString() const;   // canonical form, e.g. "xavier(gaussian,in,2)"
+  Rnd rnd = Rnd::kUniform;       // xavier
+  Factor factor = Factor::kAvg;  // xavier, msra
+  double magnitude = 3;          // xavier (msra: 2)
+  double a = 0, b = 0;           // uniform: [a, b); normal: mean a, sigma b; constant: a
+  std::string ToString() const;  // canonical form, e.g. "xavier(gaussian,in,2)"
 };
 
 // Parses a spec. Throws Error "<where>: bad initializer '<text>': <what>

@@ -62,8 +62,7 @@ struct Dataset {
 // byte p stands for p * scale; each label byte becomes a float class index.
 // Throws Error if the image file is not rank 3, the label file is not rank 1,
 // scale is not finite, or counts differ (naming both files and both counts).
-Dataset LoadIdxDataset(const std::string& images, const std::string& labels,
-                       float scale = 1.0f / 255.0f);
+Dataset LoadIdxDataset(const std::string& images, const std::string& labels, float scale = 1.0f / 255.0f);
 
 // ------------------------------------------------------------------ CIFAR
 
@@ -206,9 +205,9 @@ struct ImageRecordIterOptions {
   int64_t batch_size = 1;
   bool shuffle = false;
   uint64_t seed = 0;
-  int threads = 2;         // decoding threads
-  int prefetch = 1;        // batches decoded ahead of the one Next() returns
-  int label_width = 1;     // labels per sample: label_shape () if 1, else (label_width)
+  int threads = 2;      // decoding threads
+  int prefetch = 1;     // batches decoded ahead of the one Next() returns
+  int label_width = 1;  // labels per sample: label_shape () if 1, else (label_width)
   Augment aug;
   Shard shard;
 };
@@ -255,9 +254,9 @@ enum class TextLevel { kChar, kWord };
 // vocabulary has not seen); the others follow in order of first appearance.
 struct Vocabulary {
   TextLevel level = TextLevel::kChar;
-  std::vector<std::string> tokens;  // id -> token
+  std::vector<std::string> tokens;               // id -> token
   std::unordered_map<std::string, int64_t> ids;  // token -> id
-  int64_t Id(const std::string& token) const;  // 0 if unknown
+  int64_t Id(const std::string& token) const;    // 0 if unknown
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
 };
 
@@ -270,7 +269,7 @@ struct TextIterOptions {
   std::string path;        // the corpus
   std::string vocab_path;  // the text to build the vocabulary from (default: path)
   TextLevel level = TextLevel::kChar;
-  int64_t seq_len = 35;    // T
+  int64_t seq_len = 35;  // T
   int64_t batch_size = 20;
   // true: the corpus is cut into batch_size contiguous streams, and batch i
   // holds tokens [i*T, (i+1)*T) of every stream, so each row continues the
@@ -304,16 +303,16 @@ class TextIter : public DataIter {
   std::vector<int64_t> tokens_;  // the whole corpus (every part reads its rows of each batch)
   int64_t stream_len_ = 0;       // bptt: tokens per stream
   int64_t position_ = 0;
-  std::vector<int64_t> order_;   // !bptt: this epoch's sequence order
+  std::vector<int64_t> order_;  // !bptt: this epoch's sequence order
 };
 
 struct SyntheticIterOptions {
-  Shape sample_shape;      // any shape
-  int64_t num_classes = 10;  // labels uniform in [0, num_classes)
+  Shape sample_shape;          // any shape
+  int64_t num_classes = 10;    // labels uniform in [0, num_classes)
   int64_t num_samples = 1024;  // per epoch
   int64_t batch_size = 1;
-  float min = 0.f, max = 1.f;  // data uniform in [min, max)
-  bool integers = false;       // data rounded down to whole numbers (token ids)
+  float min = 0.f, max = 1.f;                 // data uniform in [min, max)
+  bool integers = false;                      // data rounded down to whole numbers (token ids)
   Shape label_shape{std::vector<int64_t>{}};  // labels per sample
   uint64_t seed = 0;
 };

@@ -32,11 +32,11 @@ struct LrScheduleOptions {
   LrPolicy policy = LrPolicy::kFixed;
   double base_lr = 0.01;
   double gamma = 0.1;
-  int64_t stepsize = 0;              // step
-  std::vector<int64_t> stepvalues;   // multistep, increasing
-  double power = 1;                  // inv, poly
-  int64_t max_iter = 0;              // poly, cosine
-  double min_lr = 0;                 // cosine
+  int64_t stepsize = 0;             // step
+  std::vector<int64_t> stepvalues;  // multistep, increasing
+  double power = 1;                 // inv, poly
+  int64_t max_iter = 0;             // poly, cosine
+  double min_lr = 0;                // cosine
   int64_t warmup_iters = 0;
   double warmup_start = 0;
 };

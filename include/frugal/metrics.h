@@ -48,7 +48,7 @@ class Metric {
   // Throws Error for a label that is not a class index of the outputs, or
   // for outputs and labels whose rows do not match.
   virtual void Update(const Prediction& outputs, const Tensor& labels, int64_t num_valid) = 0;
-  virtual double Get() const = 0;  // 0 before any row
+  virtual double Get() const = 0;     // 0 before any row
   virtual int64_t count() const = 0;  // rows seen since Reset
 };
 

@@ -114,7 +114,7 @@ enum class OnnxTestStatus : uint8_t { kPassed, kFailed, kUnsupported };
 struct OnnxTestResult {
   std::string dir;
   OnnxTestStatus status = OnnxTestStatus::kFailed;
-  std::string reason;  // why it failed or is unsupported
+  std::string reason;                        // why it failed or is unsupported
   std::vector<OnnxUnsupported> unsupported;  // the nodes, when the import found some
 };
 // Imports the model with each data set's inputs (values known, see

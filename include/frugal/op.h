@@ -43,7 +43,10 @@ enum class OpReq : uint8_t {
 
 // Writes v to *y honouring req (kNull is skipped by callers).
 inline void Assign(float* y, OpReq req, float v) {
-  if (req == OpReq::kAdd) *y += v; else *y = v;
+  if (req == OpReq::kAdd)
+    *y += v;
+  else
+    *y = v;
 }
 
 // One value that the backward pass of an op reads. An input the node does
@@ -71,8 +74,7 @@ class AttrReader {
   bool Bool(const std::string& key, bool dflt);
   std::string Str(const std::string& key, const std::string& dflt);
   // One of the allowed words.
-  std::string Choice(const std::string& key, const std::string& dflt,
-                     const std::vector<std::string>& allowed);
+  std::string Choice(const std::string& key, const std::string& dflt, const std::vector<std::string>& allowed);
   // "(2,3,-1)" or "2,3,-1".
   std::vector<int64_t> Ints(const std::string& key);
   void Finish() const;
@@ -121,7 +123,9 @@ struct KernelCtx {
   // one process of batch R B would, and no two ranks share a mask.
   int64_t data_part = 0;
   template <typename P>
-  const P& params() const { return std::any_cast<const P&>(node.params); }
+  const P& params() const {
+    return std::any_cast<const P&>(node.params);
+  }
 };
 using Kernel = std::function<void(const KernelCtx&)>;
 
@@ -134,7 +138,9 @@ struct ShapeCtx {
   const std::vector<Shape>* fwd_in = nullptr;   // backward nodes only
   const std::vector<Shape>* fwd_out = nullptr;  // backward nodes only
   template <typename P>
-  const P& params() const { return std::any_cast<const P&>(node.params); }
+  const P& params() const {
+    return std::any_cast<const P&>(node.params);
+  }
   // Throws Error naming the node: "<where>: <message>".
   [[noreturn]] void Fail(const std::string& message) const;
 };
@@ -150,7 +156,9 @@ struct DTypeCtx {
   const std::vector<DType>* fwd_in = nullptr;   // and its inputs' types
   const std::vector<DType>* fwd_out = nullptr;  // and its outputs'
   template <typename P>
-  const P& params() const { return std::any_cast<const P&>(node.params); }
+  const P& params() const {
+    return std::any_cast<const P&>(node.params);
+  }
 };
 using InferDTypeFn = std::function<void(DTypeCtx&)>;
 
@@ -165,7 +173,9 @@ struct WorkspaceCtx {
   const std::vector<Layout>& in_layouts;
   const std::vector<Layout>& out_layouts;
   template <typename P>
-  const P& params() const { return std::any_cast<const P&>(node.params); }
+  const P& params() const {
+    return std::any_cast<const P&>(node.params);
+  }
 };
 using WorkspaceFn = std::function<int64_t(const WorkspaceCtx&)>;
 
@@ -205,27 +215,54 @@ class OpDef {
   explicit OpDef(std::string name) : name_(std::move(name)) {}
 
   // --- declaration, chained in each op's Register function ---
-  OpDef& Doc(std::string d) { doc_ = std::move(d); return *this; }
-  OpDef& Inputs(std::vector<InputSpec> in) { inputs_ = std::move(in); return *this; }
-  OpDef& Outputs(std::vector<std::string> out) { outputs_ = std::move(out); return *this; }
+  OpDef& Doc(std::string d) {
+    doc_ = std::move(d);
+    return *this;
+  }
+  OpDef& Inputs(std::vector<InputSpec> in) {
+    inputs_ = std::move(in);
+    return *this;
+  }
+  OpDef& Outputs(std::vector<std::string> out) {
+    outputs_ = std::move(out);
+    return *this;
+  }
   // The inputs actually used by a node, given its params (e.g. no bias).
-  OpDef& NumInputsFn(std::function<int(const std::any&)> f) { num_inputs_ = std::move(f); return *this; }
-  OpDef& NumOutputsFn(std::function<int(const std::any&)> f) { num_outputs_ = std::move(f); return *this; }
-  OpDef& Params(std::function<std::any(AttrReader&)> parse) { parse_ = std::move(parse); return *this; }
+  OpDef& NumInputsFn(std::function<int(const std::any&)> f) {
+    num_inputs_ = std::move(f);
+    return *this;
+  }
+  OpDef& NumOutputsFn(std::function<int(const std::any&)> f) {
+    num_outputs_ = std::move(f);
+    return *this;
+  }
+  OpDef& Params(std::function<std::any(AttrReader&)> parse) {
+    parse_ = std::move(parse);
+    return *this;
+  }
   // Typed params: P::Parse(AttrReader&) reads and checks the node's
   // attributes; kernels read them as params<P>().
   template <typename P>
   OpDef& Params() {
     return Params([](AttrReader& a) { return std::any(P::Parse(a)); });
   }
-  OpDef& InferShape(InferShapeFn f) { infer_shape_ = std::move(f); return *this; }
+  OpDef& InferShape(InferShapeFn f) {
+    infer_shape_ = std::move(f);
+    return *this;
+  }
   // Output element types where the default (InferDTypes) does not fit.
-  OpDef& InferDType(InferDTypeFn f) { infer_dtype_ = std::move(f); return *this; }
+  OpDef& InferDType(InferDTypeFn f) {
+    infer_dtype_ = std::move(f);
+    return *this;
+  }
   // The op's kernels, and its backward op's, take bfloat16 activations (the
   // inputs a config must give, and the visible outputs), parameters and
   // hidden outputs staying float32. A mixed-precision graph runs such ops in
   // bfloat16 and every other op in float32 behind casts (ToMixedPrecision).
-  OpDef& Bf16() { bf16_ = true; return *this; }
+  OpDef& Bf16() {
+    bf16_ = true;
+    return *this;
+  }
   // Exactly what the backward pass reads. With a backward op name, the
   // gradient is one node of that op reading these values, with one output
   // per forward input.
@@ -234,37 +271,70 @@ class OpDef {
     backward_op_ = std::move(backward_op);
     return *this;
   }
-  OpDef& Gradient(GradientFn f) { gradient_ = std::move(f); return *this; }
+  OpDef& Gradient(GradientFn f) {
+    gradient_ = std::move(f);
+    return *this;
+  }
   // This op is itself a backward op or has no gradient by design.
-  OpDef& NoGradient() { no_gradient_ = true; return *this; }
+  OpDef& NoGradient() {
+    no_gradient_ = true;
+    return *this;
+  }
   // A loss head: its backward pass starts here and reads no output gradient.
-  OpDef& Loss() { is_loss_ = true; return *this; }
+  OpDef& Loss() {
+    is_loss_ = true;
+    return *this;
+  }
   // Visible output 0 is (N, 2): per row a loss and the rank of the label
   // among the classes, not probabilities; the metrics read it so
   // (frugal/metrics.h, OutputKind::kLossAndRank).
-  OpDef& OutputsLossAndRank() { loss_and_rank_ = true; return *this; }
-  OpDef& Inplace(std::vector<std::pair<int, int>> pairs) { inplace_ = std::move(pairs); return *this; }
+  OpDef& OutputsLossAndRank() {
+    loss_and_rank_ = true;
+    return *this;
+  }
+  OpDef& Inplace(std::vector<std::pair<int, int>> pairs) {
+    inplace_ = std::move(pairs);
+    return *this;
+  }
   // Inputs the forward kernel updates in place when training (aux state;
   // an optimizer update's weight and state). An op whose only effect is on
   // such inputs may have no outputs.
-  OpDef& Mutates(std::vector<int> inputs) { mutates_ = std::move(inputs); return *this; }
+  OpDef& Mutates(std::vector<int> inputs) {
+    mutates_ = std::move(inputs);
+    return *this;
+  }
   // Every input, however many a node has (rescale_clip).
-  OpDef& MutatesAll() { mutates_all_ = true; return *this; }
+  OpDef& MutatesAll() {
+    mutates_all_ = true;
+    return *this;
+  }
   // Only the first n outputs are results; the rest exist for the backward
   // pass (saved statistics) and never become graph outputs by default.
-  OpDef& VisibleOutputs(int n) { visible_outputs_ = n; return *this; }
+  OpDef& VisibleOutputs(int n) {
+    visible_outputs_ = n;
+    return *this;
+  }
   // The kernel writes all its outputs or none (one library call makes them
   // together): where any is read, the plan gives the unread ones bytes too,
   // for the node's own step. Max pooling makes y to make the argmax, and a
   // recomputed pooling is read for its argmax alone.
-  OpDef& WritesOutputsTogether() { outputs_together_ = true; return *this; }
-  OpDef& Recompute(Cost c) { cost_ = c; return *this; }
+  OpDef& WritesOutputsTogether() {
+    outputs_together_ = true;
+    return *this;
+  }
+  OpDef& Recompute(Cost c) {
+    cost_ = c;
+    return *this;
+  }
   // Outputs whose kernel honours OpReq::kAdd (adds into the buffer). Where
   // such an output is one part of a gradient sum (add_n(sum, part), each
   // read by that add_n alone) the planner has the op add the part into the
   // sum's buffer and the add_n do nothing: the weight gradient of an
   // unrolled RNN accumulates in its GEMM, not in an extra pass per step.
-  OpDef& AddTo(std::vector<int> outputs) { add_to_ = std::move(outputs); return *this; }
+  OpDef& AddTo(std::vector<int> outputs) {
+    add_to_ = std::move(outputs);
+    return *this;
+  }
   // A recomputed copy (mirror) of this op reads input `in` from output `out`
   // of the node it recomputes, which stays alive (it must be small): batch_norm's
   // mirror takes the saved batch statistics in place of the moving ones and
@@ -273,9 +343,15 @@ class OpDef {
     mirror_reads_ = std::move(in_from_out);
     return *this;
   }
-  OpDef& Random(Randomness r) { rng_ = r; return *this; }
+  OpDef& Random(Randomness r) {
+    rng_ = r;
+    return *this;
+  }
   // Scratch bytes of one run (WorkspaceCtx: shapes, element type, layouts).
-  OpDef& Workspace(WorkspaceFn f) { workspace_ = std::move(f); return *this; }
+  OpDef& Workspace(WorkspaceFn f) {
+    workspace_ = std::move(f);
+    return *this;
+  }
   // The op's CPU kernels take the listed 4-D activations (input and output
   // slots; kAllSlots: every input) channels-last as well as plain
   // (Layout::kNhwc), read from each tensor's layout(). `tied`: one layout
@@ -290,12 +366,21 @@ class OpDef {
     nhwc_tied_ = tied;
     return *this;
   }
-  OpDef& CpuKernel(Kernel k) { cpu_ = std::move(k); return *this; }
+  OpDef& CpuKernel(Kernel k) {
+    cpu_ = std::move(k);
+    return *this;
+  }
   // The CUDA kernel, set by the op's src/ops/cuda/<op>.cu (listed in
   // src/ops/cuda/cuda_op_list.def) where frugal is built with CUDA.
-  OpDef& CudaKernel(Kernel k) { cuda_ = std::move(k); return *this; }
+  OpDef& CudaKernel(Kernel k) {
+    cuda_ = std::move(k);
+    return *this;
+  }
   // Floating-point operations of one run (default: one per output element).
-  OpDef& Flops(FlopsFn f) { flops_ = std::move(f); return *this; }
+  OpDef& Flops(FlopsFn f) {
+    flops_ = std::move(f);
+    return *this;
+  }
 
   // --- queries, used by passes and the executor ---
   const std::string& name() const { return name_; }

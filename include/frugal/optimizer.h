@@ -36,7 +36,7 @@ namespace frugal {
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kSgd;
-  float momentum = 0.9f;      // sgd, nesterov
+  float momentum = 0.9f;  // sgd, nesterov
   float weight_decay = 0.f;
   float beta1 = 0.9f, beta2 = 0.999f;  // adam, adamw
   float eps = 1e-8f;                   // adam, adamw, rmsprop

@@ -79,9 +79,9 @@ class CostTable {
   bool Has(const Graph& g, int i) const { return costs_.count(Key(g, i)) > 0; }
   const std::map<std::string, Cost>& costs() const { return costs_; }
 
-  double ms_per_flop = 0;      // forward time per FLOP over the measured nodes
-  double backward_ratio = 2;   // backward time per forward time over them
-  double sums_ms = 0;          // the step's gradient sums (add_n), measured
+  double ms_per_flop = 0;     // forward time per FLOP over the measured nodes
+  double backward_ratio = 2;  // backward time per forward time over them
+  double sums_ms = 0;         // the step's gradient sums (add_n), measured
   // The measured step's wall time per ms of its ops' times: below 1 where
   // ops ran at once (an LSTM's layers), above where the engine adds time.
   // A plan's predicted step is its ops' times times this.
@@ -168,9 +168,9 @@ struct ChainBlock {
   int64_t read_bytes = 0;      // what its gradients read, the boundary excluded
   int64_t boundary_bytes = 0;  // what crosses the cut after it
   // Recomputation costs (RecomputeCost: FLOPs, or ms with a cost table).
-  double cheap_cost = 0;       // recomputed when the block is stored (drop_cheap's part)
-  double inner_cost = 0;       // recomputed when it is dropped: all but the boundary ...
-  double boundary_cost = 0;    // ... which is recomputed too unless it is kept
+  double cheap_cost = 0;             // recomputed when the block is stored (drop_cheap's part)
+  double inner_cost = 0;             // recomputed when it is dropped: all but the boundary ...
+  double boundary_cost = 0;          // ... which is recomputed too unless it is kept
   bool cheap_keeps_boundary = true;  // drop_cheap keeps the boundary (else it is recomputed)
 };
 std::vector<ChainBlock> Chain(const Graph& fwd, const KeepLevels& cheap, const CostTable* costs = nullptr);
@@ -218,26 +218,26 @@ struct ArenaBlock {
 
 struct MemoryPlan {
   MemoryStrategy strategy = MemoryStrategy::kShare;
-  static constexpr int64_t kAlign = 64;     // every block starts on this
-  std::vector<int64_t> entry_offset;        // per entry; -1: not in the arena
-  std::vector<OpReq> entry_req;             // what the producer does with each entry
-  std::vector<int> entry_block;             // per entry: its block, -1 if none
-  std::vector<int64_t> workspace_offset;    // per node; -1: no workspace
-  std::vector<int64_t> workspace_bytes;     // per node
-  int num_nodes = 0;                        // of the graph planned (recomputations included)
-  int num_blocks = 0;                       // arena blocks (an engine variable each)
-  std::vector<ArenaBlock> blocks;           // the blocks (not kept by an estimate)
-  int64_t arena_bytes = 0;                  // the arena to allocate
-  int64_t lower_bound_bytes = 0;            // largest total of live bytes at one step
-  int64_t param_bytes = 0;                  // parameters and aux state (not in the arena)
-  int64_t param_grad_bytes = 0;             // their gradients (not in the arena)
-  int64_t input_bytes = 0;                  // data inputs (not in the arena)
-  int64_t state_bytes = 0;                  // optimizer state and gradient sums (not in the arena)
-  int64_t no_sharing_bytes = 0;             // what the arena would be with strategy none
-  int num_inplace = 0;                      // entries that took their input's buffer
-  int num_recomputed = 0;                   // mirror nodes (recomputations)
-  double step_flops = 0;                    // forward + backward, without recomputation
-  double extra_flops = 0;                   // of the recomputations
+  static constexpr int64_t kAlign = 64;   // every block starts on this
+  std::vector<int64_t> entry_offset;      // per entry; -1: not in the arena
+  std::vector<OpReq> entry_req;           // what the producer does with each entry
+  std::vector<int> entry_block;           // per entry: its block, -1 if none
+  std::vector<int64_t> workspace_offset;  // per node; -1: no workspace
+  std::vector<int64_t> workspace_bytes;   // per node
+  int num_nodes = 0;                      // of the graph planned (recomputations included)
+  int num_blocks = 0;                     // arena blocks (an engine variable each)
+  std::vector<ArenaBlock> blocks;         // the blocks (not kept by an estimate)
+  int64_t arena_bytes = 0;                // the arena to allocate
+  int64_t lower_bound_bytes = 0;          // largest total of live bytes at one step
+  int64_t param_bytes = 0;                // parameters and aux state (not in the arena)
+  int64_t param_grad_bytes = 0;           // their gradients (not in the arena)
+  int64_t input_bytes = 0;                // data inputs (not in the arena)
+  int64_t state_bytes = 0;                // optimizer state and gradient sums (not in the arena)
+  int64_t no_sharing_bytes = 0;           // what the arena would be with strategy none
+  int num_inplace = 0;                    // entries that took their input's buffer
+  int num_recomputed = 0;                 // mirror nodes (recomputations)
+  double step_flops = 0;                  // forward + backward, without recomputation
+  double extra_flops = 0;                 // of the recomputations
   double extra_flops_ratio() const { return step_flops > 0 ? extra_flops / step_flops : 0; }
   // Predicted from the strategy's cost table (0 without one): the step's
   // forward, backward and gradient sums, and the recomputation on top.
@@ -245,8 +245,8 @@ struct MemoryPlan {
   bool priced() const { return step_ms > 0; }
   // What the planner's searches minimise: predicted ms, or FLOPs.
   double recompute_cost() const { return priced() ? extra_ms : extra_flops; }
-  double plan_ms = 0;                       // planning time (recompute search included)
-  int num_builds = 0;                       // training graphs PlanTraining built (a search builds several)
+  double plan_ms = 0;  // planning time (recompute search included)
+  int num_builds = 0;  // training graphs PlanTraining built (a search builds several)
 };
 
 // Where a plan's arena bytes go over the step: live bytes at each step of
@@ -258,9 +258,9 @@ struct MemoryTimeline {
   enum Kind { kForward, kRecomputed, kGradient, kWorkspace, kNumKinds };
   static const char* KindName(int k);
   int num_steps = 0;
-  std::vector<int> steps;                                  // the step of each point
-  std::vector<std::array<int64_t, kNumKinds>> bytes;       // live bytes by kind at each point
-  std::vector<std::pair<int, int>> recomputing;            // steps [first, last] of each run of recomputation
+  std::vector<int> steps;                             // the step of each point
+  std::vector<std::array<int64_t, kNumKinds>> bytes;  // live bytes by kind at each point
+  std::vector<std::pair<int, int>> recomputing;       // steps [first, last] of each run of recomputation
   int peak_step = 0;
   int64_t peak_bytes = 0;
   std::vector<std::pair<std::string, int64_t>> peak_tensors;  // the largest blocks live at the peak, by name

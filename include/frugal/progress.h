@@ -10,7 +10,7 @@ namespace frugal {
 
 // What the line shows: where training is, how fast, and how long is left.
 struct Progress {
-  int64_t epoch = 0, epochs = 1;  // epoch counts from 0, as in the log lines
+  int64_t epoch = 0, epochs = 1;   // epoch counts from 0, as in the log lines
   int64_t batch = 0, batches = 1;  // batches of this epoch done, of all
   double samples_per_s = 0;
   std::string metrics;  // "accuracy=0.912300 cross_entropy=0.25"

@@ -140,15 +140,15 @@ struct ImageRecord {
   uint32_t flag = 0;          // 0: one label; k > 0: k labels
   std::vector<float> labels;  // 1 (flag 0) or flag values
   uint64_t id = 0, id2 = 0;
-  std::string image;          // the encoded image bytes
+  std::string image;  // the encoded image bytes
 };
 
 constexpr size_t kImageRecordHeaderBytes = 24;
 
 // MXNet's recordio.pack: one label gives flag 0 and the label in the header;
 // several give flag = their count and follow the header.
-std::string PackImageRecord(const std::vector<float>& labels, uint64_t id, uint64_t id2,
-                            const void* image, size_t image_size);
+std::string PackImageRecord(const std::vector<float>& labels, uint64_t id, uint64_t id2, const void* image,
+                            size_t image_size);
 // MXNet's recordio.unpack. `where` (file and record) prefixes errors: a
 // record shorter than its header and labels throws.
 ImageRecord UnpackImageRecord(const std::string& record, const std::string& where);

@@ -79,8 +79,7 @@ class Tensor {
   Tensor() = default;
   Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, DType dtype);
   // Allocates a fresh storage of exactly this tensor's size.
-  static Tensor Empty(Shape shape, DType dtype = DType::kFloat32, Device dev = {},
-                      MemKind kind = MemKind::kOther);
+  static Tensor Empty(Shape shape, DType dtype = DType::kFloat32, Device dev = {}, MemKind kind = MemKind::kOther);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
@@ -98,7 +97,9 @@ class Tensor {
 
   void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
   template <typename T>
-  T* data() const { return static_cast<T*>(raw()); }
+  T* data() const {
+    return static_cast<T*>(raw());
+  }
   // The elements of a float32 tensor (checked: a kernel handed a bfloat16
   // tensor it does not support fails here, not with wrong numbers).
   float* f() const;
@@ -109,7 +110,7 @@ class Tensor {
   Tensor Reshaped(Shape shape) const;
   // Same size and dtype; across devices too (synchronous with the GPU's stream).
   void CopyFrom(const Tensor& src);
-  void Fill(float v);                // float32 only
+  void Fill(float v);  // float32 only
   // This tensor on the host: itself (a view) on the CPU, a fresh copy from a
   // GPU (synchronous with the GPU's stream).
   Tensor OnHost() const;

@@ -18,14 +18,14 @@ enum class OptimizerKind { kSgd, kNesterov, kAdam, kAdamW, kRmsProp };
 // corrections already folded in.
 struct UpdateArgs {
   OptimizerKind kind = OptimizerKind::kSgd;
-  float lr = 0, wd = 0;             // base rate x lr_mult, weight_decay x wd_mult
-  float momentum = 0;               // sgd, nesterov
-  float beta1 = 0, beta2 = 0;       // adam, adamw
-  float inv_c1 = 1, inv_c2 = 1;     // adam, adamw: 1 / (1 - beta^t)
-  float l2 = 0, shrink = 1;         // adam: l2 = wd; adamw: shrink = 1 - lr * wd
-  float eps = 0;                    // adam, adamw, rmsprop
-  float rho = 0;                    // rmsprop
-  bool centered = false;            // rmsprop
+  float lr = 0, wd = 0;          // base rate x lr_mult, weight_decay x wd_mult
+  float momentum = 0;            // sgd, nesterov
+  float beta1 = 0, beta2 = 0;    // adam, adamw
+  float inv_c1 = 1, inv_c2 = 1;  // adam, adamw: 1 / (1 - beta^t)
+  float l2 = 0, shrink = 1;      // adam: l2 = wd; adamw: shrink = 1 - lr * wd
+  float eps = 0;                 // adam, adamw, rmsprop
+  float rho = 0;                 // rmsprop
+  bool centered = false;         // rmsprop
 };
 
 // Element i of parameter w with gradient g and the state tensors s0, s1 in

@@ -29,20 +29,28 @@ std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.ToSt
 
 int64_t DTypeBytes(DType t) {
   switch (t) {
-    case DType::kFloat32: return 4;
-    case DType::kInt32: return 4;
-    case DType::kUInt8: return 1;
-    case DType::kBFloat16: return 2;
+    case DType::kFloat32:
+      return 4;
+    case DType::kInt32:
+      return 4;
+    case DType::kUInt8:
+      return 1;
+    case DType::kBFloat16:
+      return 2;
   }
   return 0;
 }
 
 const char* DTypeName(DType t) {
   switch (t) {
-    case DType::kFloat32: return "float32";
-    case DType::kInt32: return "int32";
-    case DType::kUInt8: return "uint8";
-    case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kInt32:
+      return "int32";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kBFloat16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -55,15 +63,16 @@ DType ParseComputeDType(const std::string& text) {
   throw Error(Fmt("unknown dtype '", text, "': use float32 (fp32) or bfloat16 (bf16)"));
 }
 
-std::string Device::ToString() const {
-  return Fmt(type == DeviceType::kCPU ? "cpu(" : "cuda(", id, ")");
-}
+std::string Device::ToString() const { return Fmt(type == DeviceType::kCPU ? "cpu(" : "cuda(", id, ")"); }
 
 std::string HumanBytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
   int u = 0;
-  while (std::fabs(v) >= 1024.0 && u < 4) { v /= 1024.0; ++u; }
+  while (std::fabs(v) >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
   char buf[32];
   std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
   return buf;
@@ -80,16 +89,16 @@ int64_t ParseBytes(const std::string& text) {
   double v = 0;
   try {
     v = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
+  } catch (const std::exception&) { pos = 0; }
   std::string unit = text.substr(pos);
   while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.erase(0, 1);
-  struct U { const char* name; double mult; };
-  const U units[] = {{"", 1},          {"B", 1},
-                     {"KB", 1e3},      {"MB", 1e6},          {"GB", 1e9},          {"TB", 1e12},
-                     {"KiB", 1024.0},  {"MiB", 1048576.0},   {"GiB", 1073741824.0},
-                     {"TiB", 1099511627776.0}};
+  struct U {
+    const char* name;
+    double mult;
+  };
+  const U units[] = {
+      {"", 1},      {"B", 1},        {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+      {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
   FRUGAL_REQUIRE(pos > 0 && v >= 0, "'", text,
                  "' is not a byte size (write a number with an optional unit: 1024, 512MiB, 7GB)");
   for (const U& u : units) {
@@ -97,8 +106,7 @@ int64_t ParseBytes(const std::string& text) {
     FRUGAL_REQUIRE(v * u.mult < 9.2e18, "'", text, "' is more bytes than frugal counts (at most 9.2e18)");
     return static_cast<int64_t>(std::llround(v * u.mult));
   }
-  throw Error(Fmt("'", text, "': unknown unit '", unit,
-                  "' (use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)"));
+  throw Error(Fmt("'", text, "': unknown unit '", unit, "' (use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)"));
 }
 
 namespace {

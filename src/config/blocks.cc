@@ -51,7 +51,10 @@ class Expander {
   std::string Resolve(const std::string& name, const std::string& prefix, const std::set<std::string>& local) const {
     std::string base = name, suffix;
     size_t colon = name.rfind(':');
-    if (colon != std::string::npos) { base = name.substr(0, colon); suffix = name.substr(colon); }
+    if (colon != std::string::npos) {
+      base = name.substr(0, colon);
+      suffix = name.substr(colon);
+    }
     if (local.count(base)) base = prefix + base;
     auto it = out_.alias.find(base);
     return (it == out_.alias.end() ? base : it->second) + suffix;
@@ -59,8 +62,8 @@ class Expander {
 
   // Adds node n (from a block copy with `prefix`, local names and args when
   // depth > 0).
-  void Add(const config::Node& n, const SourceLoc& loc, const std::string& prefix,
-           const std::set<std::string>& local, const std::map<std::string, std::string>& args, int depth) {
+  void Add(const config::Node& n, const SourceLoc& loc, const std::string& prefix, const std::set<std::string>& local,
+           const std::map<std::string, std::string>& args, int depth) {
     config::Node node = n;
     node.set_name(prefix + ExpandExprs(Args(n.name(), args, loc), loc.ToString()));
     for (int j = 0; j < node.input_size(); ++j) {
@@ -98,7 +101,8 @@ class Expander {
     std::set<std::string> local;
     for (const auto& bn : block.node()) local.insert(bn.name());
     std::string output = block.output().empty() ? block.node(block.node_size() - 1).name() : block.output();
-    FRUGAL_REQUIRE(local.count(output), where, ": block '", block.name(), "' output '", output, "' is not one of its nodes");
+    FRUGAL_REQUIRE(local.count(output), where, ": block '", block.name(), "' output '", output,
+                   "' is not one of its nodes");
 
     // Each copy's nodes are checked here, a nested block's again when it is
     // copied: the network never grows past max_nodes.

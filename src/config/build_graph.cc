@@ -30,9 +30,7 @@ Entry ResolveInput(Graph& g, const config::Data& data, const std::string& text, 
     }
   }
   int id = g.FindNode(name);
-  if (id < 0 && (name == data.data_name() || name == data.label_name())) {
-    id = g.AddVariable(name, VarKind::kInput);
-  }
+  if (id < 0 && (name == data.data_name() || name == data.label_name())) { id = g.AddVariable(name, VarKind::kInput); }
   FRUGAL_REQUIRE(id >= 0, where, ": input '", name, "' is not a node defined above, a parameter, or a data input (",
                  data.data_name(), ", ", data.label_name(), ")");
   FRUGAL_REQUIRE(index >= 0 && index < g.NumOutputs(id), where, ": input '", text, "': node '", name, "' has ",
@@ -186,9 +184,7 @@ Graph BuildGraph(const ConfigFile& cfg) {
   DType compute;
   try {
     compute = ParseComputeDType(cfg.net.dtype());
-  } catch (const Error& e) {
-    throw Error(Fmt(cfg.path, ": dtype: ", e.what()));
-  }
+  } catch (const Error& e) { throw Error(Fmt(cfg.path, ": dtype: ", e.what())); }
   return ToMixedPrecision(cfg.net.fuse() ? FuseBnRelu(g) : g, compute);
 }
 

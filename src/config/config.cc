@@ -39,7 +39,12 @@ class FirstError : public pb::io::ErrorCollector {
 std::pair<int, int> LineCol(const std::string& text, size_t pos) {
   int line = 1, col = 1;
   for (size_t i = 0; i < pos; ++i) {
-    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
   return {line, col};
 }
@@ -99,15 +104,22 @@ std::string Placeholders(const std::string& text) {
     if (comment) {
       comment = c != '\n';
     } else if (quote) {
-      if (c == '\\') { out += c; c = text[++i]; }
-      else if (c == quote) quote = 0;
+      if (c == '\\') {
+        out += c;
+        c = text[++i];
+      } else if (c == quote)
+        quote = 0;
     } else if (c == '"' || c == '\'') {
       quote = c;
     } else if (c == '#') {
       comment = true;
     } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '{') {
       size_t close = text.find('}', i);
-      if (close != std::string::npos) { out += '0'; i = close; continue; }
+      if (close != std::string::npos) {
+        out += '0';
+        i = close;
+        continue;
+      }
     } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '(') {
       int depth = 0;
       size_t close = i + 1;
@@ -115,7 +127,11 @@ std::string Placeholders(const std::string& text) {
         if (text[close] == '(') ++depth;
         if (text[close] == ')' && --depth == 0) break;
       }
-      if (close < text.size() && text[close] == ')') { out += '0'; i = close; continue; }
+      if (close < text.size() && text[close] == ')') {
+        out += '0';
+        i = close;
+        continue;
+      }
     }
     out += c;
   }
@@ -171,8 +187,8 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
     if (!cfg.values.count(name)) {
       std::string list;
       for (const auto& [k, v] : cfg.values) list += (list.empty() ? "" : ", ") + k;
-      throw Error(Fmt("--define ", d, ": ", path, " declares no variable '", name, "' (declared: ",
-                      list.empty() ? "none" : list, ")"));
+      throw Error(Fmt("--define ", d, ": ", path, " declares no variable '", name,
+                      "' (declared: ", list.empty() ? "none" : list, ")"));
     }
     cfg.values[name] = d.substr(eq + 1);
   }
@@ -195,10 +211,11 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
           if (cfg.values.count(used) && state[used] != 2) stack.push_back({used, false});
       } else {
         std::string& value = cfg.values.at(name);
-        value = Substitute(value, Fmt(path, ": variable '", name, "'"), [&](const std::string& n) -> const std::string* {
-          auto it = cfg.values.find(n);
-          return it == cfg.values.end() ? nullptr : &it->second;
-        });
+        value =
+            Substitute(value, Fmt(path, ": variable '", name, "'"), [&](const std::string& n) -> const std::string* {
+              auto it = cfg.values.find(n);
+              return it == cfg.values.end() ? nullptr : &it->second;
+            });
         st = 2;
         stack.pop_back();
       }

@@ -38,12 +38,16 @@ class Parser {
   }
   bool Eat(char c) {
     Skip();
-    if (pos_ < s_.size() && s_[pos_] == c) { ++pos_; return true; }
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
     return false;
   }
   [[noreturn]] void Fail(const std::string& what) const {
     const std::string shown = s_.size() > 80 ? s_.substr(0, 77) + "..." : s_;
-    throw Error(Fmt(where_, ": in $(", shown, "): ", what, " (write integer arithmetic: + - * / %, comparisons, c ? a : b, parentheses)"));
+    throw Error(Fmt(where_, ": in $(", shown, "): ", what,
+                    " (write integer arithmetic: + - * / %, comparisons, c ? a : b, parentheses)"));
   }
   // Every result passes through Checked (its overflow test made before the
   // call: argument order is unspecified): an overflow names the operation.
@@ -81,7 +85,12 @@ class Parser {
       pos_ += std::strlen(op);
       int64_t b = Expr();
       std::string o = op;
-      return o == "<=" ? a <= b : o == ">=" ? a >= b : o == "==" ? a == b : o == "!=" ? a != b : o == "<" ? a < b : a > b;
+      return o == "<="   ? a <= b
+             : o == ">=" ? a >= b
+             : o == "==" ? a == b
+             : o == "!=" ? a != b
+             : o == "<"  ? a < b
+                         : a > b;
     }
     return a;
   }
@@ -134,7 +143,8 @@ class Parser {
     Skip();
     size_t start = pos_;
     while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    if (start == pos_) Fail(pos_ < s_.size() ? "expected a number at '" + s_.substr(pos_, 1) + "'" : "expected a number");
+    if (start == pos_)
+      Fail(pos_ < s_.size() ? "expected a number at '" + s_.substr(pos_, 1) + "'" : "expected a number");
     const std::string digits = s_.substr(start, pos_ - start);
     errno = 0;
     const int64_t v = std::strtoll(digits.c_str(), nullptr, 10);

@@ -41,9 +41,7 @@ class NaiveEngine : public Engine {
     KernelThreadsScope threads(kernel_threads_);
     try {
       fn();
-    } catch (...) {
-      error_ = NamedError(opts.name, std::current_exception());
-    }
+    } catch (...) { error_ = NamedError(opts.name, std::current_exception()); }
   }
 
   // Runs fn and blocks until it calls done (from whichever thread).
@@ -78,8 +76,8 @@ class NaiveEngine : public Engine {
   int KernelThreads(Device) const override { return kernel_threads_ > 0 ? kernel_threads_ : cpu::KernelThreads(); }
   const char* name() const override { return "naive"; }
   std::string Describe() const override {
-    return Fmt("naive (each function runs at push time on the calling thread; kernels use ",
-               KernelThreads(Device{}), " threads)");
+    return Fmt("naive (each function runs at push time on the calling thread; kernels use ", KernelThreads(Device{}),
+               " threads)");
   }
 
  private:

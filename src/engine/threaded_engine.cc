@@ -33,26 +33,26 @@ class ThreadedEngine : public Engine {
   std::string Describe() const override;
 
  private:
-  VarState* Lookup(Var v);  // engine lock held
+  VarState* Lookup(Var v);                       // engine lock held
   WorkerPool* PoolFor(const PushOptions& opts);  // engine lock held
   void Enqueue(Op* op, const std::vector<Var>& reads, const std::vector<Var>& writes);
   // Lets the front of v's queue go as far as the rules allow; functions
   // whose last blocking variable this was are added to *ready.
   void Advance(VarState* v, std::vector<Op*>* ready);  // engine lock held
-  void FreeVar(VarState* v);  // engine lock held
+  void FreeVar(VarState* v);                           // engine lock held
   static void Dispatch(const std::vector<Op*>& ready);
   void Run(Op* op);  // on a worker
   void Finish(Op* op, std::exception_ptr error);
   std::exception_ptr TakeError();  // engine lock held
 
   const int cores_, cpu_workers_, kernel_threads_;
-  std::mutex mu_;  // the engine lock: every VarState, pending_, error_, pools_
+  std::mutex mu_;                    // the engine lock: every VarState, pending_, error_, pools_
   std::condition_variable done_cv_;  // pending_ reached 0, or a wait marker was reached
   std::deque<VarState> vars_;        // by slot; a deque keeps addresses stable
   std::vector<uint32_t> free_slots_;
   int64_t pending_ = 0;  // pushed functions not yet finished
   uint64_t next_seq_ = 0;
-  std::exception_ptr error_;       // the first error since the last wait
+  std::exception_ptr error_;         // the first error since the last wait
   std::atomic<bool> failed_{false};  // error_ is set: skip functions that have not started
   // A wait reported an error: functions pushed before it that have not
   // started are skipped too (seq below this).
@@ -138,8 +138,7 @@ WorkerPool* ThreadedEngine::PoolFor(const PushOptions& opts) {
   const int key = static_cast<int>(opts.device.type) * kMaxDevices + opts.device.id;
   std::unique_ptr<WorkerPool>& pool = device_pools_[key];
   if (!pool) {
-    pool = std::make_unique<WorkerPool>(Fmt("frugal-", opts.device.ToString()), 1, 1,
-                                        [this](Op* op) { Run(op); });
+    pool = std::make_unique<WorkerPool>(Fmt("frugal-", opts.device.ToString()), 1, 1, [this](Op* op) { Run(op); });
   }
   return pool.get();
 }
@@ -242,9 +241,7 @@ void ThreadedEngine::Run(Op* op) {
     std::exception_ptr error;
     try {
       op->fn();
-    } catch (...) {
-      error = std::current_exception();
-    }
+    } catch (...) { error = std::current_exception(); }
     Finish(op, error);
     return;
   }
@@ -324,8 +321,6 @@ void ThreadedEngine::WaitAll() {
 
 }  // namespace
 
-std::unique_ptr<Engine> MakeThreadedEngine(const EngineOptions& opts) {
-  return std::make_unique<ThreadedEngine>(opts);
-}
+std::unique_ptr<Engine> MakeThreadedEngine(const EngineOptions& opts) { return std::make_unique<ThreadedEngine>(opts); }
 
 }  // namespace frugal::engine_internal

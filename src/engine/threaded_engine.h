@@ -35,13 +35,13 @@ struct Op {
     kWaitMarker,    // WaitForVar's place in one queue: signals when reached
     kDeleteMarker,  // DeleteVar's place in one queue: frees the variable when reached
   };
-  std::function<void()> fn;  // set for Push
-  AsyncFn async_fn;          // set for PushAsync
+  std::function<void()> fn;              // set for Push
+  AsyncFn async_fn;                      // set for PushAsync
   std::vector<VarState*> reads, writes;  // disjoint, no repeats
   PushOptions opts;
   WorkerPool* pool = nullptr;
-  int wait = 0;       // variables that do not yet let it run (engine lock)
-  uint64_t seq = 0;   // push order: breaks ties between equal priorities
+  int wait = 0;      // variables that do not yet let it run (engine lock)
+  uint64_t seq = 0;  // push order: breaks ties between equal priorities
   Marker marker = kFunction;
   bool* reached = nullptr;  // kWaitMarker: set under the engine lock
 };
@@ -76,11 +76,11 @@ struct VarState {
     Op* op;
     bool write;
   };
-  Fifo<Pending> queue;  // functions not yet allowed by this variable, in push order
-  int running_reads = 0;      // allowed reads that have not finished
-  bool running_write = false; // an allowed write has not finished
+  Fifo<Pending> queue;         // functions not yet allowed by this variable, in push order
+  int running_reads = 0;       // allowed reads that have not finished
+  bool running_write = false;  // an allowed write has not finished
   uint32_t slot = 0;
-  uint32_t generation = 0;    // bumped on delete, so a stale Var is caught
+  uint32_t generation = 0;  // bumped on delete, so a stale Var is caught
   bool alive = false;
   bool delete_pending = false;
 };

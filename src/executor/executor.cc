@@ -84,8 +84,10 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
   for (const Node& n : g.nodes()) {
     if (n.is_variable() || n.op->kernel(device_.type)) continue;
     throw Error(Fmt(n.Where(), ": op '", n.op->name(), "' has no ", gpu ? "CUDA" : "CPU", " kernel, so this graph ",
-                    "cannot run on ", device_.ToString(), gpu ? " (run it on the CPU, or add the kernel in "
-                    "src/ops/cuda; docs/ARCHITECTURE.md lists the ops without one)" : ""));
+                    "cannot run on ", device_.ToString(),
+                    gpu ? " (run it on the CPU, or add the kernel in "
+                          "src/ops/cuda; docs/ARCHITECTURE.md lists the ops without one)"
+                        : ""));
   }
   for (int e = 0; gpu && e < g.num_entries(); ++e) {
     if (g.dtypes[e] == DType::kFloat32) continue;
@@ -211,8 +213,8 @@ void Executor::BindArena() {
         owners.Claim(block_offset[b], block_offset[b] + block_bytes[b], b, &before);
       }
       if (plan_.workspace_offset[i] >= 0) {
-        owners.Claim(plan_.workspace_offset[i], plan_.workspace_offset[i] + plan_.workspace_bytes[i],
-                     num_blocks + i, &before);
+        owners.Claim(plan_.workspace_offset[i], plan_.workspace_offset[i] + plan_.workspace_bytes[i], num_blocks + i,
+                     &before);
       }
       if (pass == 1)
         for (int c : before) reuse_writes_[i].push_back(claimant_var(c));
@@ -276,14 +278,14 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed, float lr) {
     // the executor: a later Push with other arguments cannot change it.
     engine_->Push(
         [&r, &n, is_train, step, seed, lr, threads, part = data_part_,
-         seconds = profiling_ ? &node_seconds_[r.node] : nullptr,
-         trace = trace_, fresh = poison_ ? &fresh_[r.node] : nullptr, arena = arena_.get(), graph = &graph_] {
+         seconds = profiling_ ? &node_seconds_[r.node] : nullptr, trace = trace_,
+         fresh = poison_ ? &fresh_[r.node] : nullptr, arena = arena_.get(), graph = &graph_] {
           if (fresh) {
             CheckNotPoisoned(*graph, n, r.in, arena);
             for (const Range& p : *fresh) Poison(arena, p.offset, p.bytes);
           }
-          KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step,
-                        threads, /*cuda=*/nullptr, lr, part};
+          KernelCtx ctx{n,          r.in, r.out, r.req,   r.workspace,      is_train, r.is_recompute,
+                        r.node_key, seed, step,  threads, /*cuda=*/nullptr, lr,       part};
           if (trace) {
             const char* category = r.is_recompute ? "recompute" : n.fwd >= 0 ? "backward" : "forward";
             ScopedTrace t(trace, n.name, category, TraceThreadId());
@@ -326,8 +328,8 @@ void Executor::PushCuda(bool is_train, int64_t step, uint64_t seed, float lr) {
           backend::LaunchAsync(
               dev,
               [&](void* cuda) {
-                KernelCtx ctx{n, r.in, r.out, r.req, r.workspace, is_train, r.is_recompute, r.node_key, seed, step, 1,
-                              cuda, lr, part};
+                KernelCtx ctx{n,          r.in, r.out, r.req, r.workspace, is_train, r.is_recompute,
+                              r.node_key, seed, step,  1,     cuda,        lr,       part};
                 n.op->cuda_kernel()(ctx);
               },
               std::move(done));

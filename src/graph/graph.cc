@@ -10,8 +10,7 @@ namespace frugal {
 
 std::string Node::Where() const {
   std::string loc_text = loc.ToString();
-  return Fmt(loc_text.empty() ? "" : loc_text + ": ", "node '", name, "'",
-             op ? Fmt(" (", op->name(), ")") : "");
+  return Fmt(loc_text.empty() ? "" : loc_text + ": ", "node '", name, "'", op ? Fmt(" (", op->name(), ")") : "");
 }
 
 int Graph::AddNode(Node node) {
@@ -27,8 +26,8 @@ int Graph::AddNode(Node node) {
   return id;
 }
 
-int Graph::AddOp(const std::string& op, const std::string& name, const AttrMap& attrs,
-                 std::vector<Entry> inputs, SourceLoc loc) {
+int Graph::AddOp(const std::string& op, const std::string& name, const AttrMap& attrs, std::vector<Entry> inputs,
+                 SourceLoc loc) {
   Node n;
   n.name = name;
   n.loc = std::move(loc);

@@ -10,9 +10,12 @@ namespace frugal {
 
 const char* CostName(Cost c) {
   switch (c) {
-    case Cost::kFree: return "free";
-    case Cost::kCheap: return "cheap";
-    case Cost::kExpensive: return "expensive";
+    case Cost::kFree:
+      return "free";
+    case Cost::kCheap:
+      return "cheap";
+    case Cost::kExpensive:
+      return "expensive";
   }
   return "?";
 }
@@ -53,8 +56,7 @@ double AttrReader::Float(const std::string& key, double dflt) {
   if (!v) return dflt;
   char* end = nullptr;
   double x = std::strtod(v->c_str(), &end);
-  FRUGAL_REQUIRE(!v->empty() && *end == '\0', where(), ": attribute '", key,
-                 "' must be a number, got '", *v, "'");
+  FRUGAL_REQUIRE(!v->empty() && *end == '\0', where(), ": attribute '", key, "' must be a number, got '", *v, "'");
   return x;
 }
 
@@ -96,8 +98,8 @@ std::vector<int64_t> AttrReader::Ints(const std::string& key) {
     p = end;
   }
   while (*p == ' ') ++p;
-  FRUGAL_REQUIRE(*p == '\0', where(), ": attribute '", key, "' must be a list of integers like (2,3,-1), got '",
-                 *v, "'");
+  FRUGAL_REQUIRE(*p == '\0', where(), ": attribute '", key, "' must be a list of integers like (2,3,-1), got '", *v,
+                 "'");
   return out;
 }
 
@@ -169,7 +171,9 @@ std::vector<Entry> OpDef::BuildGradient(Graph& g, const GradCtx& c) const {
       case BackwardRead::kInput:  // an optional input the node does not have is skipped
         if (r.index < static_cast<int>(c.inputs.size())) b.inputs.push_back(c.inputs[r.index]);
         break;
-      case BackwardRead::kOutput: b.inputs.push_back(c.outputs[r.index]); break;
+      case BackwardRead::kOutput:
+        b.inputs.push_back(c.outputs[r.index]);
+        break;
       case BackwardRead::kOutGrad:
         CHECK(c.out_grads[r.index].valid()) << f.name << ": output " << r.index << " has no gradient";
         b.inputs.push_back(c.out_grads[r.index]);
@@ -191,9 +195,7 @@ double OpDef::Flops(const Node& n, const std::vector<Shape>& in, const std::vect
   return elements;
 }
 
-void ShapeCtx::Fail(const std::string& message) const {
-  throw Error(Fmt(node.Where(), ": ", message));
-}
+void ShapeCtx::Fail(const std::string& message) const { throw Error(Fmt(node.Where(), ": ", message)); }
 
 // ----------------------------------------------------------------- registry
 
@@ -240,7 +242,6 @@ const OpDef* OpRegistry::Find(const std::string& name) const {
   auto it = ops_.find(name);
   return it == ops_.end() ? nullptr : it->second.get();
 }
-
 
 const OpDef& OpRegistry::Require(const std::string& name, const std::function<std::string()>& where) const {
   if (const OpDef* op = Find(name)) return *op;

@@ -27,17 +27,20 @@ Augment ToAugment(const config::Augment& a, float scale) {
 
 CifarLabel ToCifarLabel(config::CifarSource::Label l) {
   switch (l) {
-    case config::CifarSource::COARSE: return CifarLabel::kCoarse;
-    case config::CifarSource::FINE: return CifarLabel::kFine;
-    default: return CifarLabel::kCifar10;
+    case config::CifarSource::COARSE:
+      return CifarLabel::kCoarse;
+    case config::CifarSource::FINE:
+      return CifarLabel::kFine;
+    default:
+      return CifarLabel::kCifar10;
   }
 }
 
 std::unique_ptr<DataIter> MakeIdx(const config::IdxSource& s, const DataIterOptions& o) {
   FRUGAL_REQUIRE(!s.images().empty() && !s.labels().empty(), o.where,
                  ": idx needs both files (idx { images: \"...\" labels: \"...\" })");
-  return std::make_unique<DatasetIter>(LoadIdxDataset(s.images(), s.labels()), o.where, o.batch_size, o.shuffle,
-                                       o.seed, Augment{}, o.shard);
+  return std::make_unique<DatasetIter>(LoadIdxDataset(s.images(), s.labels()), o.where, o.batch_size, o.shuffle, o.seed,
+                                       Augment{}, o.shard);
 }
 
 std::unique_ptr<DataIter> MakeCifar(const config::CifarSource& s, const DataIterOptions& o) {
@@ -85,8 +88,8 @@ std::unique_ptr<DataIter> MakeText(const config::TextSource& s, const DataIterOp
 
 std::unique_ptr<DataIter> MakeSynthetic(const config::SyntheticSource& s, const DataIterOptions& o) {
   SyntheticIterOptions y;
-  y.sample_shape = s.shape_size() > 0 ? Shape(std::vector<int64_t>(s.shape().begin(), s.shape().end()))
-                                      : o.sample_shape;
+  y.sample_shape =
+      s.shape_size() > 0 ? Shape(std::vector<int64_t>(s.shape().begin(), s.shape().end())) : o.sample_shape;
   FRUGAL_REQUIRE(y.sample_shape.known(), o.where,
                  ": synthetic data needs a shape (set data.sample_shape or synthetic { shape: [...] })");
   y.num_classes = s.num_classes();
@@ -104,12 +107,18 @@ std::unique_ptr<DataIter> MakeSynthetic(const config::SyntheticSource& s, const 
 
 std::unique_ptr<DataIter> MakeDataIter(const config::DataSource& src, const DataIterOptions& o) {
   switch (src.source_case()) {
-    case config::DataSource::kIdx: return MakeIdx(src.idx(), o);
-    case config::DataSource::kCifar: return MakeCifar(src.cifar(), o);
-    case config::DataSource::kRecordio: return MakeRecordIO(src.recordio(), o);
-    case config::DataSource::kText: return MakeText(src.text(), o);
-    case config::DataSource::kSynthetic: return MakeSynthetic(src.synthetic(), o);
-    case config::DataSource::SOURCE_NOT_SET: break;
+    case config::DataSource::kIdx:
+      return MakeIdx(src.idx(), o);
+    case config::DataSource::kCifar:
+      return MakeCifar(src.cifar(), o);
+    case config::DataSource::kRecordio:
+      return MakeRecordIO(src.recordio(), o);
+    case config::DataSource::kText:
+      return MakeText(src.text(), o);
+    case config::DataSource::kSynthetic:
+      return MakeSynthetic(src.synthetic(), o);
+    case config::DataSource::SOURCE_NOT_SET:
+      break;
   }
   throw Error(Fmt(o.where, " has no source (write one of idx, cifar, recordio, text, synthetic { ... })"));
 }

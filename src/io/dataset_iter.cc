@@ -28,8 +28,9 @@ DatasetIter::DatasetIter(Dataset ds, const std::string& name, int64_t batch_size
   FRUGAL_REQUIRE(aug.pad >= 0, name, ": augment.pad is ", aug.pad, " but must be >= 0");
   const int64_t c = ds_.sample_shape.ndim() == 3 ? ds_.sample_shape[0] : 1;
   for (const auto* v : {&aug.mean, &aug.std}) {
-    FRUGAL_REQUIRE(v->empty() || static_cast<int64_t>(v->size()) == c, name, ": augment.", v == &aug.mean ? "mean" : "std",
-                   " has ", v->size(), " values but the samples have ", c, " channels (give one per channel)");
+    FRUGAL_REQUIRE(v->empty() || static_cast<int64_t>(v->size()) == c, name, ": augment.",
+                   v == &aug.mean ? "mean" : "std", " has ", v->size(), " values but the samples have ", c,
+                   " channels (give one per channel)");
   }
   for (float s : aug.std) FRUGAL_REQUIRE(s > 0 && std::isfinite(s), name, ": augment.std ", s, " must be positive");
   io::CheckShard(shard, name);
@@ -43,9 +44,7 @@ void DatasetIter::Reset(int64_t epoch) {
   order_ = io::EpochOrder(ds_.num_samples, shuffle_, seed_, epoch);
 }
 
-int64_t DatasetIter::batches_per_epoch() const {
-  return io::PartBatchCount(ds_.num_samples, batch_, shard_.num_parts);
-}
+int64_t DatasetIter::batches_per_epoch() const { return io::PartBatchCount(ds_.num_samples, batch_, shard_.num_parts); }
 
 void DatasetIter::Fill(int64_t sample, float* out) const {
   const int64_t size = ds_.sample_shape.Size();

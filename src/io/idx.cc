@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kMaxRank = 16;
 constexpr int64_t kMaxDataBytes = int64_t{1} << 32;  // 4 GiB: anything larger is a bogus header
-constexpr unsigned kChunkBytes = 16u << 20;           // read (and grow the buffer) 16 MiB at a time
+constexpr unsigned kChunkBytes = 16u << 20;          // read (and grow the buffer) 16 MiB at a time
 constexpr const char* kFix =
     "re-download or regenerate the file; for Fashion-MNIST re-run data/fashion-mnist/prepare.sh";
 
@@ -35,13 +35,20 @@ std::string DimsString(const std::vector<int64_t>& dims) {
 // The name of an IDX element type byte, for error messages.
 const char* IdxTypeName(int type) {
   switch (type) {
-    case 0x08: return "unsigned byte";
-    case 0x09: return "signed byte";
-    case 0x0B: return "int16";
-    case 0x0C: return "int32";
-    case 0x0D: return "float32";
-    case 0x0E: return "float64";
-    default: return "unknown";
+    case 0x08:
+      return "unsigned byte";
+    case 0x09:
+      return "signed byte";
+    case 0x0B:
+      return "int16";
+    case 0x0C:
+      return "int32";
+    case 0x0D:
+      return "float32";
+    case 0x0E:
+      return "float64";
+    default:
+      return "unknown";
   }
 }
 
@@ -58,8 +65,7 @@ GzPtr OpenIdx(const std::string& path) {
   errno = 0;
   GzPtr f(gzopen(path.c_str(), "rb"));
   if (!f) {
-    throw Error(Fmt(path, ": cannot open IDX file: ",
-                    errno ? std::strerror(errno) : "out of memory",
+    throw Error(Fmt(path, ": cannot open IDX file: ", errno ? std::strerror(errno) : "out of memory",
                     " (check the file's permissions)"));
   }
   gzbuffer(f.get(), 1u << 20);
@@ -93,19 +99,18 @@ int ReadMagic(gzFile f, const std::string& path) {
   uint8_t m[4] = {0, 0, 0, 0};
   int64_t got = ReadSome(f, path, m, 4);
   FRUGAL_REQUIRE(got > 0, path, ": empty IDX file: 0 bytes (", kFix, ")");
-  FRUGAL_REQUIRE(got == 4, path, ": truncated IDX header: magic needs 4 bytes but only ", got,
-                 " follow", GzipNote(f), " (", kFix, ")");
+  FRUGAL_REQUIRE(got == 4, path, ": truncated IDX header: magic needs 4 bytes but only ", got, " follow", GzipNote(f),
+                 " (", kFix, ")");
   char hex[16];
   std::snprintf(hex, sizeof(hex), "0x%02x%02x%02x%02x", m[0], m[1], m[2], m[3]);
   FRUGAL_REQUIRE(m[0] == 0 && m[1] == 0, path, ": bad magic ", hex,
                  ": an IDX file starts with two zero bytes, this is not an IDX file (", kFix, ")");
   char type_hex[8];
   std::snprintf(type_hex, sizeof(type_hex), "0x%02x", m[2]);
-  FRUGAL_REQUIRE(m[2] == 0x08, path, ": unsupported element type ", type_hex, " (",
-                 IdxTypeName(m[2]), "): only 0x08 (unsigned byte) is supported ",
-                 "(convert the file to unsigned bytes)");
-  FRUGAL_REQUIRE(m[3] >= 1 && m[3] <= kMaxRank, path, ": bad IDX rank ", int{m[3]},
-                 ": expected 1 to ", kMaxRank, " dims (", kFix, ")");
+  FRUGAL_REQUIRE(m[2] == 0x08, path, ": unsupported element type ", type_hex, " (", IdxTypeName(m[2]),
+                 "): only 0x08 (unsigned byte) is supported ", "(convert the file to unsigned bytes)");
+  FRUGAL_REQUIRE(m[3] >= 1 && m[3] <= kMaxRank, path, ": bad IDX rank ", int{m[3]}, ": expected 1 to ", kMaxRank,
+                 " dims (", kFix, ")");
   return m[3];
 }
 
@@ -114,8 +119,8 @@ int ReadMagic(gzFile f, const std::string& path) {
 std::vector<int64_t> ReadDims(gzFile f, const std::string& path, int rank) {
   uint8_t raw[4 * kMaxRank];
   int64_t got = ReadSome(f, path, raw, 4 * rank);
-  FRUGAL_REQUIRE(got == 4 * rank, path, ": truncated IDX header: ", rank, " dims need ", 4 * rank,
-                 " bytes but only ", got, " follow", GzipNote(f), " (", kFix, ")");
+  FRUGAL_REQUIRE(got == 4 * rank, path, ": truncated IDX header: ", rank, " dims need ", 4 * rank, " bytes but only ",
+                 got, " follow", GzipNote(f), " (", kFix, ")");
   // Decode all dims first so messages can show the whole header.
   std::vector<int64_t> dims(rank);
   for (int i = 0; i < rank; ++i) {
@@ -124,12 +129,11 @@ std::vector<int64_t> ReadDims(gzFile f, const std::string& path, int rank) {
   }
   int64_t total = 1;
   for (int i = 0; i < rank; ++i) {
-    FRUGAL_REQUIRE(dims[i] > 0, path, ": zero dim in IDX header: dims ", DimsString(dims),
-                   " (dim ", i, " is 0; ", kFix, ")");
+    FRUGAL_REQUIRE(dims[i] > 0, path, ": zero dim in IDX header: dims ", DimsString(dims), " (dim ", i, " is 0; ", kFix,
+                   ")");
     // Check before multiplying so the product can never overflow.
-    FRUGAL_REQUIRE(dims[i] <= kMaxDataBytes / total, path, ": absurd IDX dims ",
-                   DimsString(dims), ": more than ", HumanBytes(kMaxDataBytes), " of data (",
-                   kFix, ")");
+    FRUGAL_REQUIRE(dims[i] <= kMaxDataBytes / total, path, ": absurd IDX dims ", DimsString(dims), ": more than ",
+                   HumanBytes(kMaxDataBytes), " of data (", kFix, ")");
     total *= dims[i];
   }
   return dims;
@@ -137,8 +141,7 @@ std::vector<int64_t> ReadDims(gzFile f, const std::string& path, int rank) {
 
 // Reads exactly `total` data bytes, growing the buffer chunk by chunk so a
 // bogus header on a short file does not allocate gigabytes.
-std::vector<uint8_t> ReadData(gzFile f, const std::string& path,
-                              const std::vector<int64_t>& dims, int64_t total) {
+std::vector<uint8_t> ReadData(gzFile f, const std::string& path, const std::vector<int64_t>& dims, int64_t total) {
   std::vector<uint8_t> bytes;
   int64_t have = 0;
   while (have < total) {
@@ -146,23 +149,21 @@ std::vector<uint8_t> ReadData(gzFile f, const std::string& path,
     bytes.resize(have + want);
     int64_t got = ReadSome(f, path, bytes.data() + have, want);
     have += got;
-    FRUGAL_REQUIRE(got == want, path, ": truncated IDX file: header says ", DimsString(dims), " = ",
-                   total, " bytes of data but only ", have, " follow", GzipNote(f), " (", kFix,
-                   ")");
+    FRUGAL_REQUIRE(got == want, path, ": truncated IDX file: header says ", DimsString(dims), " = ", total,
+                   " bytes of data but only ", have, " follow", GzipNote(f), " (", kFix, ")");
   }
   return bytes;
 }
 
 // Throws if any byte follows the data.
-void CheckNoTrailing(gzFile f, const std::string& path, const std::vector<int64_t>& dims,
-                     int64_t total) {
+void CheckNoTrailing(gzFile f, const std::string& path, const std::vector<int64_t>& dims, int64_t total) {
   uint8_t extra[4096];
   int64_t n = ReadSome(f, path, extra, sizeof(extra));
   if (n == 0) return;
   int64_t more = n;
   while ((n = ReadSome(f, path, extra, sizeof(extra))) > 0) more += n;
-  throw Error(Fmt(path, ": trailing garbage after IDX data: header says ", DimsString(dims), " = ",
-                  total, " bytes of data but ", more, " more bytes follow (", kFix, ")"));
+  throw Error(Fmt(path, ": trailing garbage after IDX data: header says ", DimsString(dims), " = ", total,
+                  " bytes of data but ", more, " more bytes follow (", kFix, ")"));
 }
 
 }  // namespace
@@ -187,15 +188,18 @@ Dataset LoadIdxDataset(const std::string& images, const std::string& labels, flo
                  " is not finite (pass a finite scale such as 1/255)");
   // 1. Read both files and check their ranks.
   IdxFile img = ReadIdx(images);
-  FRUGAL_REQUIRE(img.dims.size() == 3, images, ": expected an image IDX file of rank 3 (N,H,W) "
-                 "but it has dims ", DimsString(img.dims), " (pass the images file first, labels second)");
+  FRUGAL_REQUIRE(img.dims.size() == 3, images,
+                 ": expected an image IDX file of rank 3 (N,H,W) "
+                 "but it has dims ",
+                 DimsString(img.dims), " (pass the images file first, labels second)");
   IdxFile lab = ReadIdx(labels);
-  FRUGAL_REQUIRE(lab.dims.size() == 1, labels, ": expected a label IDX file of rank 1 (N) "
-                 "but it has dims ", DimsString(lab.dims), " (pass the images file first, labels second)");
+  FRUGAL_REQUIRE(lab.dims.size() == 1, labels,
+                 ": expected a label IDX file of rank 1 (N) "
+                 "but it has dims ",
+                 DimsString(lab.dims), " (pass the images file first, labels second)");
   // 2. The counts must agree.
-  FRUGAL_REQUIRE(img.dims[0] == lab.dims[0], "mismatched sample counts: ", images, " has ",
-                 img.dims[0], " images but ", labels, " has ", lab.dims[0],
-                 " labels (pass the label file that belongs to these images)");
+  FRUGAL_REQUIRE(img.dims[0] == lab.dims[0], "mismatched sample counts: ", images, " has ", img.dims[0], " images but ",
+                 labels, " has ", lab.dims[0], " labels (pass the label file that belongs to these images)");
   // 3. Keep the bytes; DatasetIter scales them per batch.
   Dataset ds;
   ds.num_samples = img.dims[0];

@@ -77,9 +77,9 @@ void ToChw(const cv::Mat& img, const Augment& aug, float* out) {
 
 void DecodeAugmentImage(const std::string& encoded, const Shape& data_shape, const Augment& aug, uint64_t seed,
                         int64_t epoch, int64_t sample, const std::string& where, float* out) {
-  FRUGAL_REQUIRE(data_shape.ndim() == 3 && (data_shape[0] == 1 || data_shape[0] == 3) && data_shape[1] >= 1 &&
-                     data_shape[2] >= 1,
-                 where, ": images decode to (c,h,w) with c 1 (grey) or 3 (RGB), not ", data_shape);
+  FRUGAL_REQUIRE(
+      data_shape.ndim() == 3 && (data_shape[0] == 1 || data_shape[0] == 3) && data_shape[1] >= 1 && data_shape[2] >= 1,
+      where, ": images decode to (c,h,w) with c 1 (grey) or 3 (RGB), not ", data_shape);
   const int c = static_cast<int>(data_shape[0]), h = static_cast<int>(data_shape[1]),
             w = static_cast<int>(data_shape[2]);
   // Decode (grey for one channel, else colour).

@@ -50,7 +50,9 @@ struct ImageRecordIter::Impl {
   int64_t Batches() const {
     return io::PartBatchCount(static_cast<int64_t>(offsets.size()), o.batch_size, o.shard.num_parts);
   }
-  int64_t First(int64_t batch) const { return io::PartFirst(batch, o.batch_size, o.shard.part_index, o.shard.num_parts); }
+  int64_t First(int64_t batch) const {
+    return io::PartFirst(batch, o.batch_size, o.shard.part_index, o.shard.num_parts);
+  }
 };
 
 // Decodes one row into its slot; errors are kept for Next() to throw.
@@ -61,16 +63,14 @@ void ImageRecordIter::Impl::Run(const Task& t) {
   std::string error;
   try {
     ImageRecord r = UnpackImageRecord(reader->ReadAt(offset), where);
-    FRUGAL_REQUIRE(static_cast<int64_t>(r.labels.size()) >= o.label_width, where, ": the record has ",
-                   r.labels.size(), " labels but label_width is ", o.label_width,
+    FRUGAL_REQUIRE(static_cast<int64_t>(r.labels.size()) >= o.label_width, where, ": the record has ", r.labels.size(),
+                   " labels but label_width is ", o.label_width,
                    " (make the .rec from a list with that many label columns, or lower label_width)");
     float* label = t.slot->label.data() + t.row * label_size;
     for (int64_t i = 0; i < label_size; ++i) label[i] = r.labels[i];
     DecodeAugmentImage(r.image, o.data_shape, o.aug, o.seed, t.epoch, record, where,
                        t.slot->data.data() + t.row * sample_size);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
+  } catch (const std::exception& e) { error = e.what(); }
   std::lock_guard<std::mutex> lock(mu);
   if (!error.empty() && t.slot->error.empty()) t.slot->error = error;
   if (--t.slot->pending == 0) done_cv.notify_all();
@@ -109,7 +109,8 @@ void ImageRecordIter::Impl::Drain() {
   for (const Task& t : queue) --t.slot->pending;
   queue.clear();
   done_cv.wait(lock, [&] {
-    for (const Slot& s : slots) if (s.pending != 0) return false;
+    for (const Slot& s : slots)
+      if (s.pending != 0) return false;
     return true;
   });
 }
@@ -124,16 +125,14 @@ ImageRecordIter::ImageRecordIter(const ImageRecordIterOptions& opts) : impl_(std
                  " (set data.sample_shape, e.g. [3, 224, 224])");
   FRUGAL_REQUIRE(opts.batch_size >= 1, p, ": batch_size is ", opts.batch_size, " but must be >= 1");
   FRUGAL_REQUIRE(opts.threads >= 1 && opts.threads <= 256, p, ": threads is ", opts.threads, " but must be 1 to 256");
-  FRUGAL_REQUIRE(opts.prefetch >= 0 && opts.prefetch <= 64, p, ": prefetch is ", opts.prefetch,
-                 " but must be 0 to 64");
+  FRUGAL_REQUIRE(opts.prefetch >= 0 && opts.prefetch <= 64, p, ": prefetch is ", opts.prefetch, " but must be 0 to 64");
   FRUGAL_REQUIRE(opts.label_width >= 1, p, ": label_width is ", opts.label_width, " but must be >= 1");
   const Augment& a = opts.aug;
-  FRUGAL_REQUIRE(a.resize >= 0 && a.pad >= 0, p, ": augment resize ", a.resize, " and pad ", a.pad,
-                 " must be >= 0");
-  FRUGAL_REQUIRE(0 < a.min_area && a.min_area <= a.max_area && a.max_area <= 1 && 0 < a.min_ratio &&
-                     a.min_ratio <= a.max_ratio,
-                 p, ": augment areas [", a.min_area, ", ", a.max_area, "] and ratios [", a.min_ratio, ", ", a.max_ratio,
-                 "] must satisfy 0 < min_area <= max_area <= 1 and 0 < min_ratio <= max_ratio");
+  FRUGAL_REQUIRE(a.resize >= 0 && a.pad >= 0, p, ": augment resize ", a.resize, " and pad ", a.pad, " must be >= 0");
+  FRUGAL_REQUIRE(
+      0 < a.min_area && a.min_area <= a.max_area && a.max_area <= 1 && 0 < a.min_ratio && a.min_ratio <= a.max_ratio, p,
+      ": augment areas [", a.min_area, ", ", a.max_area, "] and ratios [", a.min_ratio, ", ", a.max_ratio,
+      "] must satisfy 0 < min_area <= max_area <= 1 and 0 < min_ratio <= max_ratio");
   for (const auto* v : {&a.mean, &a.std}) {
     FRUGAL_REQUIRE(v->empty() || static_cast<int64_t>(v->size()) == s[0], p, ": augment.",
                    v == &a.mean ? "mean" : "std", " has ", v->size(), " values but the images have ", s[0],
@@ -212,14 +211,15 @@ std::string ImageRecordIter::Describe() const {
   const Augment& a = m.o.aug;
   std::string aug;
   if (a.resize > 0) aug += Fmt(" resize ", a.resize);
-  if (a.rand_resized_crop) aug += Fmt(" rand_resized_crop area [", a.min_area, ",", a.max_area, "] ratio [",
-                                      a.min_ratio, ",", a.max_ratio, "]");
+  if (a.rand_resized_crop)
+    aug +=
+        Fmt(" rand_resized_crop area [", a.min_area, ",", a.max_area, "] ratio [", a.min_ratio, ",", a.max_ratio, "]");
   if (!a.rand_resized_crop && a.pad > 0) aug += Fmt(" pad ", a.pad);
   if (!a.rand_resized_crop) aug += a.rand_crop ? " rand_crop" : " centre_crop";
   if (a.mirror) aug += " mirror";
   return Fmt(m.o.path, ": ", m.offsets.size(), " images decoded to ", m.o.data_shape, " on ", m.o.threads,
-             " threads, batch ", m.o.batch_size, m.o.shuffle ? ", shuffled" : "", io::DescribePart(m.o.shard, m.o.batch_size),
-             ", augment:", aug);
+             " threads, batch ", m.o.batch_size, m.o.shuffle ? ", shuffled" : "",
+             io::DescribePart(m.o.shard, m.o.batch_size), ", augment:", aug);
 }
 
 }  // namespace frugal

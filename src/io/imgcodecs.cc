@@ -60,8 +60,8 @@ Module Open() {
     return mod;
   }
   throw Error(Fmt("images need OpenCV's codecs, which frugal loads from ", kModule,
-              ", built beside the frugal binary, but it cannot be opened (", tried,
-              "): build it (cmake --build BUILD) or put its folder on LD_LIBRARY_PATH"));
+                  ", built beside the frugal binary, but it cannot be opened (", tried,
+                  "): build it (cmake --build BUILD) or put its folder on LD_LIBRARY_PATH"));
 }
 
 // Opened once; a failure is thrown to every caller, not cached (and never

@@ -105,9 +105,7 @@ class Parser {
     v->kind = JsonValue::kArray;
     ++i_;
     if (Eat(']')) return;
-    do {
-      v->array.push_back(Value(depth + 1));
-    } while (Eat(','));
+    do { v->array.push_back(Value(depth + 1)); } while (Eat(','));
     Expect(']', "',' or ']' in the array");
   }
 

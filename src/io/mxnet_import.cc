@@ -98,7 +98,10 @@ const std::vector<OpRule>& Rules() {
       {"multi_output", "false"}, {"preserve_shape", "false"}, {"out_grad", "false"}, {"smooth_alpha", "0|0.0"}};
   static const std::vector<OpRule> rules = {
       {"Convolution", "convolution", kConv, "workspace cudnn_tune cudnn_off", {{"layout", "NCHW"}}},
-      {"BatchNorm", "batch_norm", "eps momentum fix_gamma use_global_stats", "cudnn_off",
+      {"BatchNorm",
+       "batch_norm",
+       "eps momentum fix_gamma use_global_stats",
+       "cudnn_off",
        {{"axis", "1|-3"}, {"output_mean_var", "false"}}},
       {"Activation", "activation", "act_type", "", {}, ActivationAdjust},
       {"LeakyReLU", "leaky_relu", "act_type slope", "lower_bound upper_bound"},
@@ -129,11 +132,10 @@ const std::vector<OpRule>& Rules() {
       {"SliceChannel", "split", "num_outputs axis squeeze_axis"},
       {"split", "split", "num_outputs axis squeeze_axis"},
       {"Embedding", "embedding", "input_dim output_dim", "", {{"dtype", "float32"}, {"sparse_grad", "false"}}},
-      {"Reshape", "reshape", "shape", "target_shape", {{"reverse", "false"}, {"keep_highest", "false"}},
-       ReshapeAdjust},
+      {"Reshape", "reshape", "shape", "target_shape", {{"reverse", "false"}, {"keep_highest", "false"}}, ReshapeAdjust},
       {"transpose", "transpose", "axes"},
-      {"SoftmaxOutput", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization",
-       kSoftmaxFixed, SoftmaxAdjust},
+      {"SoftmaxOutput", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
+       SoftmaxAdjust},
       {"Softmax", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
        SoftmaxAdjust},
       {"LinearRegressionOutput", "linear_regression_output", "grad_scale"},
@@ -184,8 +186,8 @@ std::pair<std::string, AttrMap> Translate(const MxnetNode& n, const OpRule& rule
       attrs[key] = value;
     } else {
       FRUGAL_REQUIRE(Listed(rule.drop, key), where, ": attribute '", key, "' = '", value,
-                     "' has no frugal counterpart (frugal's ", rule.frugal, " takes ",
-                     *rule.keep ? rule.keep : "none", ")");
+                     "' has no frugal counterpart (frugal's ", rule.frugal, " takes ", *rule.keep ? rule.keep : "none",
+                     ")");
     }
   }
   std::string op = rule.frugal;
@@ -199,7 +201,13 @@ enum class Role : uint8_t { kOp, kParam, kAux, kData, kLabel, kState };
 class Importer {
  public:
   Importer(const MxnetSymbol& sym, const NamedTensors& arrays, const MxnetImportOptions& opts)
-      : sym_(sym), opts_(opts), n_(sym.nodes.size()), role_(n_, Role::kOp), name_(n_), op_(n_), readers_(n_, 0),
+      : sym_(sym),
+        opts_(opts),
+        n_(sym.nodes.size()),
+        role_(n_, Role::kOp),
+        name_(n_),
+        op_(n_),
+        readers_(n_, 0),
         left_out_(n_, false) {
     for (const auto& [name, t] : arrays) {
       const bool aux = name.rfind("aux:", 0) == 0;
@@ -365,8 +373,8 @@ class Importer {
       if (it == sym_.nodes[v].attrs.end()) continue;
       char* end = nullptr;
       const double m = std::strtod(it->second.c_str(), &end);
-      FRUGAL_REQUIRE(!it->second.empty() && *end == '\0' && std::isfinite(m), Where(v), ": __", key, "__ '",
-                     it->second, "' is not a number");
+      FRUGAL_REQUIRE(!it->second.empty() && *end == '\0' && std::isfinite(m), Where(v), ": __", key, "__ '", it->second,
+                     "' is not a number");
       s += Fmt(" ", key, " { key: ", QuoteConfigString(input), " value: ", it->second, " }");
     }
     return s;
@@ -396,11 +404,15 @@ class Importer {
   std::string NodeText(int i) {
     const MxnetNode& n = sym_.nodes[i];
     switch (role_[i]) {
-      case Role::kOp: return OpText(i);
+      case Role::kOp:
+        return OpText(i);
       case Role::kParam:
-      case Role::kAux: return left_out_[i] || readers_[i] == 0 ? "" : WeightVariable(i);
-      case Role::kState: return StateVariable(i, n);
-      default: return "";
+      case Role::kAux:
+        return left_out_[i] || readers_[i] == 0 ? "" : WeightVariable(i);
+      case Role::kState:
+        return StateVariable(i, n);
+      default:
+        return "";
     }
   }
 
@@ -409,7 +421,8 @@ class Importer {
     std::string s = "node { name: " + QuoteConfigString(name_[i]) + " op: " + QuoteConfigString(op_[i].first);
     for (const auto& in : n.inputs)
       if (!left_out_[in.node]) s += " input: " + QuoteConfigString(Ref(in));
-    for (const auto& [key, value] : op_[i].second) s += " attr { key: " + QuoteConfigString(key) + " value: " + QuoteConfigString(value) + " }";
+    for (const auto& [key, value] : op_[i].second)
+      s += " attr { key: " + QuoteConfigString(key) + " value: " + QuoteConfigString(value) + " }";
     return s + mults_[i] + " }\n";
   }
 
@@ -417,20 +430,19 @@ class Importer {
     Store(name_[i], i);
     const Array& a = arrays_.at(sym_.nodes[i].name);
     return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
-           DimsText(a.value.shape().dims()) + "\" }" + (a.aux ? " attr { key: \"kind\" value: \"aux\" }" : "") +
-           " }\n";
+           DimsText(a.value.shape().dims()) + "\" }" + (a.aux ? " attr { key: \"kind\" value: \"aux\" }" : "") + " }\n";
   }
 
   // An initial state MXNet's examples feed as zeros: constant zeros here.
   std::string StateVariable(int i, const MxnetNode& n) {
     const std::vector<int64_t> dims = ShapeAttr(i);
-    FRUGAL_REQUIRE(!dims.empty() && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d > 0; }),
-                   Where(i), ": __shape__ '", n.attrs.at("__shape__"), "' must give every dim (a zero state's shape)");
+    FRUGAL_REQUIRE(!dims.empty() && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d > 0; }), Where(i),
+                   ": __shape__ '", n.attrs.at("__shape__"), "' must give every dim (a zero state's shape)");
     Tensor zero = Tensor::Empty(Shape(dims), DType::kFloat32, {}, MemKind::kParam);
     zero.Fill(0.f);
     out_.aux[name_[i]] = zero;
-    return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" + DimsText(dims) +
-           "\" } attr { key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"zero\" } }\n";
+    return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
+           DimsText(dims) + "\" } attr { key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"zero\" } }\n";
   }
 
   std::vector<int64_t> ShapeAttr(int i) const {
@@ -458,13 +470,14 @@ class Importer {
   }
 
   std::string DataSection() const {
-    std::string s = "# The data section is yours: add train { ... } and val { ... } sources (and label_shape\n"
-                    "# where a label is not one class index per sample).\ndata {\n";
+    std::string s =
+        "# The data section is yours: add train { ... } and val { ... } sources (and label_shape\n"
+        "# where a label is not one class index per sample).\ndata {\n";
     if (data_ >= 0) s += "  data_name: " + QuoteConfigString(name_[data_]) + "\n";
     if (label_ >= 0) s += "  label_name: " + QuoteConfigString(name_[label_]) + "\n";
     const std::vector<int64_t> shape = !opts_.data_shape.empty() ? opts_.data_shape
-                                       : data_ >= 0                ? ShapeAttr(data_)
-                                                                   : std::vector<int64_t>{};
+                                       : data_ >= 0              ? ShapeAttr(data_)
+                                                                 : std::vector<int64_t>{};
     if (shape.size() >= 2) {
       if (shape[0] > 0) s += Fmt("  batch_size: ", shape[0], "\n");
       std::string dims;
@@ -480,12 +493,12 @@ class Importer {
   std::map<std::string, Array> arrays_;  // by MXNet variable name
   std::set<std::string> used_;
   std::vector<Role> role_;
-  std::vector<std::string> name_;                          // config names
-  std::vector<std::pair<std::string, AttrMap>> op_;        // frugal op and attributes of op nodes
-  std::vector<int> readers_;                               // op inputs and heads reading each node
-  std::vector<bool> left_out_;                             // weights BuildGraph makes
-  std::vector<std::pair<std::string, int>> made_;          // their names, and the variable
-  std::map<int, std::string> mults_;                       // lr_mult and wd_mult of op nodes' left-out weights
+  std::vector<std::string> name_;                    // config names
+  std::vector<std::pair<std::string, AttrMap>> op_;  // frugal op and attributes of op nodes
+  std::vector<int> readers_;                         // op inputs and heads reading each node
+  std::vector<bool> left_out_;                       // weights BuildGraph makes
+  std::vector<std::pair<std::string, int>> made_;    // their names, and the variable
+  std::map<int, std::string> mults_;                 // lr_mult and wd_mult of op nodes' left-out weights
   int data_ = -1, label_ = -1;
   MxnetImport out_;
 };

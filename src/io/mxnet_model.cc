@@ -24,17 +24,17 @@ const JsonValue& Member(const JsonValue& obj, const std::string& key, JsonValue:
 }
 
 int64_t WholeNumber(const JsonValue& v, int64_t limit, const std::string& what, const std::string& path) {
-  FRUGAL_REQUIRE(v.kind == JsonValue::kNumber && v.num >= 0 && v.num < static_cast<double>(limit) &&
-                     v.num == std::floor(v.num),
-                 At(path, v), ": ", what, " must be a whole number below ", limit, ", got ",
-                 v.kind == JsonValue::kNumber ? Fmt(v.num) : std::string(v.KindName()));
+  FRUGAL_REQUIRE(
+      v.kind == JsonValue::kNumber && v.num >= 0 && v.num < static_cast<double>(limit) && v.num == std::floor(v.num),
+      At(path, v), ": ", what, " must be a whole number below ", limit, ", got ",
+      v.kind == JsonValue::kNumber ? Fmt(v.num) : std::string(v.KindName()));
   return static_cast<int64_t>(v.num);
 }
 
 // [node, output] or [node, output, version]; node below `limit`.
 MxnetNode::Input EntryRef(const JsonValue& v, int limit, const std::string& what, const std::string& path) {
-  FRUGAL_REQUIRE(v.kind == JsonValue::kArray && (v.array.size() == 2 || v.array.size() == 3), At(path, v), ": ",
-                 what, " must be [node, output, version], got ", v.KindName(),
+  FRUGAL_REQUIRE(v.kind == JsonValue::kArray && (v.array.size() == 2 || v.array.size() == 3), At(path, v), ": ", what,
+                 " must be [node, output, version], got ", v.KindName(),
                  v.kind == JsonValue::kArray ? Fmt(" of ", v.array.size()) : "");
   MxnetNode::Input in;
   in.node = static_cast<int>(WholeNumber(v.array[0], limit, what + "'s node (an earlier node's index)", path));
@@ -50,8 +50,8 @@ void ReadAttrs(const JsonValue& node, const std::string& where, const std::strin
     FRUGAL_REQUIRE(attrs->kind == JsonValue::kObject, At(path, *attrs), ": ", where, ": \"", key, "\" is ",
                    attrs->KindName(), ", expected an object of strings");
     for (const auto& [k, v] : attrs->object) {
-      FRUGAL_REQUIRE(v.kind == JsonValue::kString, At(path, v), ": ", where, ": attribute '", k, "' is ",
-                     v.KindName(), "; MXNet writes attribute values as strings, e.g. \"(3, 3)\"");
+      FRUGAL_REQUIRE(v.kind == JsonValue::kString, At(path, v), ": ", where, ": attribute '", k, "' is ", v.KindName(),
+                     "; MXNet writes attribute values as strings, e.g. \"(3, 3)\"");
       out->attrs[k] = v.str;
     }
   }

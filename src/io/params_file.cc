@@ -115,8 +115,8 @@ NamedTensors DecodeParams(const std::string& bytes, const std::string& path) {
     uint64_t size = 1;
     for (uint64_t d = 0; d < ndim; ++d) {
       const uint64_t dim = r.Uint(8, where + " (its dims)");
-      FRUGAL_REQUIRE(dim < (uint64_t{1} << 40) && (dim == 0 || size <= (uint64_t{1} << 40) / dim), path, ": ",
-                     where, " has impossible dims (corrupt file?)");
+      FRUGAL_REQUIRE(dim < (uint64_t{1} << 40) && (dim == 0 || size <= (uint64_t{1} << 40) / dim), path, ": ", where,
+                     " has impossible dims (corrupt file?)");
       size *= dim;
       dims.push_back(static_cast<int64_t>(dim));
     }

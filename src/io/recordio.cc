@@ -141,9 +141,10 @@ RecordReader::~RecordReader() {
 }
 
 void RecordReader::ReadExact(int64_t offset, void* buf, size_t n, const char* what, int64_t record_at) const {
-  FRUGAL_REQUIRE(offset >= 0 && offset + static_cast<int64_t>(n) <= size_, path_, ": truncated RecordIO file: ",
-                 RecordName(-1, record_at), ": ", what, " needs ", n, " bytes at offset ", offset, " but the file has ",
-                 size_, " bytes (the file is cut short; ", kFix, ")");
+  FRUGAL_REQUIRE(offset >= 0 && offset + static_cast<int64_t>(n) <= size_, path_,
+                 ": truncated RecordIO file: ", RecordName(-1, record_at), ": ", what, " needs ", n,
+                 " bytes at offset ", offset, " but the file has ", size_, " bytes (the file is cut short; ", kFix,
+                 ")");
   size_t done = 0;
   while (done < n) {
     ssize_t got = pread(fd_, static_cast<char*>(buf) + done, n - done, offset + static_cast<int64_t>(done));
@@ -165,9 +166,10 @@ std::pair<uint32_t, uint32_t> RecordReader::ReadPartHeader(int64_t offset, int64
   const uint32_t cflag = DecodeCFlag(lrec), len = DecodeLength(lrec);
   FRUGAL_REQUIRE(cflag <= 3, path_, ": bad RecordIO part flag ", cflag, " at byte offset ", offset, " (",
                  RecordName(-1, record_at), "): flags are 0 (whole), 1 (first), 2 (middle), 3 (last) (", kFix, ")");
-  FRUGAL_REQUIRE(offset + 8 + static_cast<int64_t>(Padded(len)) <= size_, path_, ": truncated RecordIO file: ",
-                 RecordName(-1, record_at), ": the part at byte offset ", offset, " says ", len, " bytes of data (",
-                 Padded(len), " padded) but only ", size_ - offset - 8, " follow (the file is cut short; ", kFix, ")");
+  FRUGAL_REQUIRE(offset + 8 + static_cast<int64_t>(Padded(len)) <= size_, path_,
+                 ": truncated RecordIO file: ", RecordName(-1, record_at), ": the part at byte offset ", offset,
+                 " says ", len, " bytes of data (", Padded(len), " padded) but only ", size_ - offset - 8,
+                 " follow (the file is cut short; ", kFix, ")");
   return {cflag, len};
 }
 
@@ -182,8 +184,8 @@ int64_t RecordReader::Walk(int64_t offset, std::string* out) const {
                      "or 1; the offset is not a record start or the file is corrupt (", kFix, ")");
     } else {
       FRUGAL_REQUIRE(cflag == 2 || cflag == 3, path_, ": ", RecordName(-1, record_at), " is split into parts but the ",
-                     "part at byte offset ", offset, " has flag ", cflag, " instead of 2 (middle) or 3 (last): ",
-                     "the record's last part is missing (", kFix, ")");
+                     "part at byte offset ", offset, " has flag ", cflag,
+                     " instead of 2 (middle) or 3 (last): ", "the record's last part is missing (", kFix, ")");
       total += 4;  // the magic word the writer cut out
     }
     total += len;

@@ -110,7 +110,8 @@ TextIter::TextIter(const TextIterOptions& opts) : o_(opts) {
   if (opts.bptt) {
     stream_len_ = n / b;  // the streams of the global batch; this part continues its rows' streams
     FRUGAL_REQUIRE(stream_len_ >= t + 1, p, ": ", n, " tokens cut into ", b, " streams give ", stream_len_,
-                   " tokens each, fewer than seq_len + 1 = ", t + 1, " (use a larger corpus, a smaller batch or seq_len)");
+                   " tokens each, fewer than seq_len + 1 = ", t + 1,
+                   " (use a larger corpus, a smaller batch or seq_len)");
   } else {
     FRUGAL_REQUIRE(n >= t + 1, p, ": ", n, " tokens are fewer than seq_len + 1 = ", t + 1,
                    " (use a larger corpus or a smaller seq_len)");
@@ -143,8 +144,8 @@ bool TextIter::Next(float* data, float* label, int64_t* num_valid) {
   const int64_t valid = o_.bptt ? b : io::ValidRows(s, first, b);
   for (int64_t r = 0; r < b; ++r) {
     // The first token of row r: in stream first+r at position*T, or sequence k at k*T.
-    const int64_t start = o_.bptt ? (first + r) * stream_len_ + position_ * t
-                                  : order_[(first + r) % s] * t;  // rows past the end wrap
+    const int64_t start =
+        o_.bptt ? (first + r) * stream_len_ + position_ * t : order_[(first + r) % s] * t;  // rows past the end wrap
     for (int64_t k = 0; k < t; ++k) {
       data[r * t + k] = static_cast<float>(tokens_[start + k]);
       label[r * t + k] = static_cast<float>(tokens_[start + k + 1]);
@@ -156,8 +157,8 @@ bool TextIter::Next(float* data, float* label, int64_t* num_valid) {
 }
 
 std::string TextIter::Describe() const {
-  return Fmt(o_.path, ": ", tokens_.size(), " ", o_.level == TextLevel::kChar ? "characters" : "words",
-             ", vocabulary ", vocab_.size(), ", seq_len ", o_.seq_len, ", batch ", o_.batch_size,
+  return Fmt(o_.path, ": ", tokens_.size(), " ", o_.level == TextLevel::kChar ? "characters" : "words", ", vocabulary ",
+             vocab_.size(), ", seq_len ", o_.seq_len, ", batch ", o_.batch_size,
              io::DescribePart(o_.shard, o_.batch_size),
              o_.bptt ? Fmt(", ", o_.batch_size * o_.shard.num_parts, " BPTT streams of ", stream_len_, " tokens")
                      : Fmt(", ", num_samples(), " sequences", o_.shuffle ? ", shuffled" : ""));

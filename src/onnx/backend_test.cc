@@ -63,8 +63,8 @@ struct Outcome {
 Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>& input_names, const fs::path& set) {
   const std::vector<std::string> in_files = NumberedFiles(set, "input"), out_files = NumberedFiles(set, "output");
   if (in_files.size() > input_names.size())
-    return {OnnxTestStatus::kFailed, Fmt(set.filename().string(), " has ", in_files.size(), " inputs; the model takes ",
-                                         input_names.size())};
+    return {OnnxTestStatus::kFailed,
+            Fmt(set.filename().string(), " has ", in_files.size(), " inputs; the model takes ", input_names.size())};
   OnnxImportOptions opts;
   for (size_t k = 0; k < in_files.size(); ++k) {
     OnnxTensor t = ReadOnnxTensorFile(in_files[k]);
@@ -75,7 +75,8 @@ Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>
   if (!imp.unsupported.empty())
     return {OnnxTestStatus::kUnsupported, DescribeUnsupported(imp.unsupported), imp.unsupported};
   if (out_files.size() != imp.graph.outputs.size())
-    return {OnnxTestStatus::kFailed, Fmt(out_files.size(), " expected outputs; the graph has ", imp.graph.outputs.size())};
+    return {OnnxTestStatus::kFailed,
+            Fmt(out_files.size(), " expected outputs; the graph has ", imp.graph.outputs.size())};
   std::vector<OnnxTensor> expected;
   for (const std::string& f : out_files) {
     expected.push_back(ReadOnnxTensorFile(f));
@@ -106,8 +107,8 @@ Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>
   Executor exec(imp.graph, plan, b, engine.get());
   exec.Run(/*is_train=*/false, /*step=*/0, /*seed=*/1);
   for (size_t k = 0; k < expected.size(); ++k) {
-    std::string bad = Compare(exec.output(static_cast<int>(k)), expected[k],
-                              Fmt("output ", k, " '", imp.output_names[k], "'"));
+    std::string bad =
+        Compare(exec.output(static_cast<int>(k)), expected[k], Fmt("output ", k, " '", imp.output_names[k], "'"));
     if (!bad.empty()) return {OnnxTestStatus::kFailed, bad};
   }
   return {OnnxTestStatus::kPassed, ""};

@@ -32,8 +32,8 @@ std::string ConfigName(const std::string& name, const std::set<std::string>& tak
 }  // namespace
 
 FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_name) {
-  FRUGAL_REQUIRE(imp.unsupported.empty(), "the model has nodes frugal cannot import: ",
-                 DescribeUnsupported(imp.unsupported));
+  FRUGAL_REQUIRE(imp.unsupported.empty(),
+                 "the model has nodes frugal cannot import: ", DescribeUnsupported(imp.unsupported));
   const Graph& g = imp.graph;
   std::vector<int> readers(g.num_nodes(), 0);
   for (const Node& n : g.nodes())
@@ -74,7 +74,8 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
       const Tensor& value = imp.values.at(v.name);
       std::string dims;
       for (int64_t d : value.shape().dims()) dims += Fmt(dims.empty() ? "" : ",", d);
-      nodes += "node { name: " + QuoteConfigString(name) + " op: \"variable\" attr { key: \"shape\" value: \"(" + dims + ")\" }";
+      nodes += "node { name: " + QuoteConfigString(name) + " op: \"variable\" attr { key: \"shape\" value: \"(" + dims +
+               ")\" }";
       if (v.var == VarKind::kAux) nodes += " attr { key: \"kind\" value: \"aux\" }";
       nodes += " }\n";
       out.params.emplace_back(name, value);
@@ -92,19 +93,24 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
                      "' is taken by another node");
       out.params.emplace_back(pname, imp.values.at(v.name));
     }
-    for (const auto& [key, value] : n.attrs) nodes += " attr { key: " + QuoteConfigString(key) + " value: " + QuoteConfigString(value) + " }";
+    for (const auto& [key, value] : n.attrs)
+      nodes += " attr { key: " + QuoteConfigString(key) + " value: " + QuoteConfigString(value) + " }";
     nodes += " }\n";
   }
 
   const Node& in = g.node(data[0]);
   const Shape& shape = imp.inputs.empty() ? Shape() : imp.inputs[0].shape;
-  std::string text = Fmt("# Imported from ONNX (opset ", imp.opset, ") by `frugal import-onnx`; the weights are in\n",
-                         "# the .params file beside this one, under the parameter names BuildGraph gives\n",
-                         "# (<node>_<input>) and the variable nodes' names.\nversion: 1\nname: ", QuoteConfigString(model_name), "\n", nodes);
+  std::string text =
+      Fmt("# Imported from ONNX (opset ", imp.opset, ") by `frugal import-onnx`; the weights are in\n",
+          "# the .params file beside this one, under the parameter names BuildGraph gives\n",
+          "# (<node>_<input>) and the variable nodes' names.\nversion: 1\nname: ", QuoteConfigString(model_name), "\n",
+          nodes);
   for (const Entry& e : g.outputs) text += "output: " + QuoteConfigString(ref(e)) + "\n";
-  text += "# The data section is yours: add train { idx { images: ... labels: ... } } (and val),\n"
-          "# and a loss head (e.g. softmax_cross_entropy) on the output to train.\n"
-          "data {\n  data_name: " + QuoteConfigString(in.name) + "\n";
+  text +=
+      "# The data section is yours: add train { idx { images: ... labels: ... } } (and val),\n"
+      "# and a loss head (e.g. softmax_cross_entropy) on the output to train.\n"
+      "data {\n  data_name: " +
+      QuoteConfigString(in.name) + "\n";
   if (shape.known() && shape.ndim() >= 1) {
     text += Fmt("  batch_size: ", shape[0], "\n  sample_shape: [");
     for (int d = 1; d < shape.ndim(); ++d) text += Fmt(d > 1 ? ", " : "", shape[d]);

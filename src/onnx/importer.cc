@@ -38,10 +38,10 @@ std::string Sanitize(const std::string& name) {
 struct Value {
   enum Source : uint8_t { kGraphInput, kInitializer, kConstant, kNode } source = kNode;
   ValueFacts facts;
-  Entry entry;                  // valid once a graph node holds it
+  Entry entry;                      // valid once a graph node holds it
   std::string type_name = "FLOAT";  // the element type ("" for non-tensor types), an alias's too
-  bool unavailable = false;     // made by a node that could not be imported
-  std::string alias_of;         // Identity: this value is another one
+  bool unavailable = false;         // made by a node that could not be imported
+  std::string alias_of;             // Identity: this value is another one
 };
 
 class Importer {
@@ -196,7 +196,10 @@ void Importer::ImportNode(const onnx::NodeProto& node) {
   const std::string label = !node.name().empty() ? node.name() : node.output_size() ? node.output(0) : node.op_type();
   std::vector<ValueFacts> facts;
   for (const auto& in : node.input()) {
-    if (in.empty()) { facts.emplace_back(); continue; }
+    if (in.empty()) {
+      facts.emplace_back();
+      continue;
+    }
     FRUGAL_REQUIRE(values_.count(in), "ONNX node '", label, "' (", node.op_type(), "): input '", in,
                    "' is not a graph input, an initializer or the output of an earlier node");
     const Value& v = Root(in);
@@ -359,7 +362,7 @@ Entry Importer::Resolve(const std::string& onnx_name, VarKind slot_kind) {
   Value& v = Root(onnx_name);
   if (v.entry.valid()) return v.entry;
   CHECK(v.source != Value::kNode) << onnx_name << " has no entry";
-  VarKind kind = v.source == Value::kGraphInput  ? VarKind::kInput
+  VarKind kind = v.source == Value::kGraphInput ? VarKind::kInput
                  : v.source == Value::kConstant ? VarKind::kAux  // a constant is never learned
                  : slot_kind != VarKind::kNone  ? slot_kind
                                                 : VarKind::kParam;
@@ -405,9 +408,7 @@ OnnxImport ImportOnnxFile(const std::string& path, const OnnxImportOptions& opts
   onnx::ModelProto m = ReadOnnxModel(path);
   try {
     return ImportOnnx(m, opts);
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  } catch (const Error& e) { throw Error(path + ": " + e.what()); }
 }
 
 std::string DescribeUnsupported(const std::vector<OnnxUnsupported>& u, size_t max) {

@@ -14,17 +14,26 @@ namespace {
 // Element size in raw_data of the integer types we widen to int64; 0 for others.
 int IntBytes(int type) {
   switch (type) {
-    case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: case onnx::TensorProto::BOOL: return 1;
-    case onnx::TensorProto::INT16: case onnx::TensorProto::UINT16: return 2;
-    case onnx::TensorProto::INT32: case onnx::TensorProto::UINT32: return 4;
-    case onnx::TensorProto::INT64: return 8;
-    default: return 0;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      return 1;
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      return 2;
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::UINT32:
+      return 4;
+    case onnx::TensorProto::INT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 bool IsSigned(int type) {
-  return type == onnx::TensorProto::INT8 || type == onnx::TensorProto::INT16 ||
-         type == onnx::TensorProto::INT32 || type == onnx::TensorProto::INT64;
+  return type == onnx::TensorProto::INT8 || type == onnx::TensorProto::INT16 || type == onnx::TensorProto::INT32 ||
+         type == onnx::TensorProto::INT64;
 }
 
 // One little-endian integer of `bytes` bytes at p, sign-extended if signed.
@@ -53,7 +62,8 @@ OnnxTensor DecodeOnnxTensor(const onnx::TensorProto& t, const std::string& where
   for (int64_t d : t.dims()) {
     FRUGAL_REQUIRE(d >= 0, where, ": tensor '", t.name(), "' has a negative dim ", d);
     const bool overflow = __builtin_mul_overflow(count, d, &count);
-    FRUGAL_REQUIRE(!overflow, where, ": tensor '", t.name(), "' has dims ", Shape(std::vector<int64_t>(t.dims().begin(), t.dims().end())),
+    FRUGAL_REQUIRE(!overflow, where, ": tensor '", t.name(), "' has dims ",
+                   Shape(std::vector<int64_t>(t.dims().begin(), t.dims().end())),
                    ", more elements than a 64-bit count holds");
     out.dims.push_back(d);
   }

@@ -166,8 +166,7 @@ const OpMapping* FindMapping(const std::string& onnx_op) {
 
 // --------------------------------------------------------------- NodeView
 
-NodeView::NodeView(const onnx::NodeProto& node, int64_t opset, std::vector<ValueFacts> inputs,
-                   OpAvailableFn available)
+NodeView::NodeView(const onnx::NodeProto& node, int64_t opset, std::vector<ValueFacts> inputs, OpAvailableFn available)
     : node_(node), opset_(opset), inputs_(std::move(inputs)), available_(std::move(available)) {}
 
 const std::string& NodeView::op_type() const { return node_.op_type(); }
@@ -211,9 +210,7 @@ std::string NodeView::UnknownAttr(const std::vector<std::string>& known) const {
   return "";
 }
 
-bool NodeView::HasInput(int i) const {
-  return i >= 0 && i < node_.input_size() && !node_.input(i).empty();
-}
+bool NodeView::HasInput(int i) const { return i >= 0 && i < node_.input_size() && !node_.input(i).empty(); }
 
 const Shape& NodeView::InputShape(int i) const {
   static const Shape unknown;

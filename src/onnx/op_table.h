@@ -31,10 +31,10 @@ namespace frugal::onnx_map {
 
 // What the importer knows about one ONNX value.
 struct ValueFacts {
-  Shape shape;                          // unknown if not known at import
-  const OnnxTensor* value = nullptr;    // known at import (initializer, Constant node, known input)
-  bool is_initializer = false;          // becomes a parameter (its value may be rewritten)
-  std::string type_name;                // element type ("FLOAT", "INT64"); "" when not a tensor
+  Shape shape;                        // unknown if not known at import
+  const OnnxTensor* value = nullptr;  // known at import (initializer, Constant node, known input)
+  bool is_initializer = false;        // becomes a parameter (its value may be rewritten)
+  std::string type_name;              // element type ("FLOAT", "INT64"); "" when not a tensor
 };
 
 // Whether a frugal op can be used (by default: it is registered).

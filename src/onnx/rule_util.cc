@@ -172,10 +172,14 @@ std::string Take(Lowering* l, Operand source, int64_t n, const std::vector<int64
 
 // The range of an ONNX integer element type; false for other types.
 bool IntTypeRange(const std::string& type, int64_t* lo, int64_t* hi) {
-  static const std::map<std::string, std::pair<int64_t, int64_t>> ranges = {
-      {"BOOL", {0, 1}},          {"INT8", {INT8_MIN, INT8_MAX}},    {"UINT8", {0, UINT8_MAX}},
-      {"INT16", {INT16_MIN, INT16_MAX}}, {"UINT16", {0, UINT16_MAX}}, {"INT32", {INT32_MIN, INT32_MAX}},
-      {"UINT32", {0, UINT32_MAX}},       {"INT64", {INT64_MIN, INT64_MAX}}};
+  static const std::map<std::string, std::pair<int64_t, int64_t>> ranges = {{"BOOL", {0, 1}},
+                                                                            {"INT8", {INT8_MIN, INT8_MAX}},
+                                                                            {"UINT8", {0, UINT8_MAX}},
+                                                                            {"INT16", {INT16_MIN, INT16_MAX}},
+                                                                            {"UINT16", {0, UINT16_MAX}},
+                                                                            {"INT32", {INT32_MIN, INT32_MAX}},
+                                                                            {"UINT32", {0, UINT32_MAX}},
+                                                                            {"INT64", {INT64_MIN, INT64_MAX}}};
   auto it = ranges.find(type);
   if (it == ranges.end()) return false;
   *lo = it->second.first, *hi = it->second.second;

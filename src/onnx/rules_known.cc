@@ -121,8 +121,10 @@ Lowering ConstantOfShapeRule(const NodeView& v) {
     n *= d;
   }
   y.dims = s->i;
-  if (y.kind == OnnxTensor::Kind::kFloat) y.f.assign(n, y.f[0]);
-  else y.i.assign(n, y.i[0]);
+  if (y.kind == OnnxTensor::Kind::kFloat)
+    y.f.assign(n, y.f[0]);
+  else
+    y.i.assign(n, y.i[0]);
   return Folded(std::move(y));
 }
 
@@ -144,8 +146,10 @@ Lowering RangeRule(const NodeView& v) {
   const auto n = static_cast<int64_t>(count);
   y.dims = {n}, y.f.clear(), y.i.clear();
   for (int64_t k = 0; k < n; ++k) {
-    if (y.kind == OnnxTensor::Kind::kFloat) y.f.push_back(static_cast<float>(x[0] + k * x[2]));
-    else y.i.push_back(v.InputValue(0)->i[0] + k * v.InputValue(2)->i[0]);
+    if (y.kind == OnnxTensor::Kind::kFloat)
+      y.f.push_back(static_cast<float>(x[0] + k * x[2]));
+    else
+      y.i.push_back(v.InputValue(0)->i[0] + k * v.InputValue(2)->i[0]);
   }
   return Folded(std::move(y));
 }
@@ -369,8 +373,10 @@ Lowering TriluRule(const NodeView& v) {
     OnnxTensor y = *t;
     for (int64_t e = 0; e < x.Size(); ++e) {
       if (kept(e)) continue;
-      if (y.kind == OnnxTensor::Kind::kInt) y.i[e] = 0;
-      else y.f[e] = 0;
+      if (y.kind == OnnxTensor::Kind::kInt)
+        y.i[e] = 0;
+      else
+        y.f[e] = 0;
     }
     return Folded(std::move(y));
   }
@@ -396,11 +402,14 @@ Lowering TileRule(const NodeView& v) {
     dims[d] *= (*r)[d];
   }
   const std::vector<int64_t> sx = Strides(x.dims());
-  return TakeInput(x, MapPositions(dims, [&](const std::vector<int64_t>& c) {
-    int64_t at = 0;
-    for (int d = 0; d < x.ndim(); ++d) at += c[d] % x[d] * sx[d];
-    return at;
-  }), dims, 1);
+  return TakeInput(x,
+                   MapPositions(dims,
+                                [&](const std::vector<int64_t>& c) {
+                                  int64_t at = 0;
+                                  for (int d = 0; d < x.ndim(); ++d) at += c[d] % x[d] * sx[d];
+                                  return at;
+                                }),
+                   dims, 1);
 }
 
 // DepthToSpace(blocksize, mode DCR or CRD) and SpaceToDepth(blocksize) on NCHW.
@@ -420,15 +429,19 @@ Lowering DepthSpaceRule(const NodeView& v) {
   const std::vector<int64_t> dims = to_space ? std::vector<int64_t>{x[0], x[1] / (b * b), x[2] * b, x[3] * b}
                                              : std::vector<int64_t>{x[0], x[1] * b * b, x[2] / b, x[3] / b};
   const std::vector<int64_t> sx = Strides(x.dims());
-  return TakeInput(x, MapPositions(dims, [&](const std::vector<int64_t>& c) {
-    if (!to_space) {  // y[n, (i b + j) C + ch, h, w] = x[n, ch, h b + i, w b + j]
-      const int64_t ch = c[1] % x[1], ij = c[1] / x[1];
-      return c[0] * sx[0] + ch * sx[1] + (c[2] * b + ij / b) * sx[2] + (c[3] * b + ij % b) * sx[3];
-    }
-    const int64_t i = c[2] % b, j = c[3] % b, cout = dims[1];
-    const int64_t ch = mode == "DCR" ? (i * b + j) * cout + c[1] : c[1] * b * b + i * b + j;
-    return c[0] * sx[0] + ch * sx[1] + c[2] / b * sx[2] + c[3] / b * sx[3];
-  }), dims, 0);
+  return TakeInput(
+      x,
+      MapPositions(dims,
+                   [&](const std::vector<int64_t>& c) {
+                     if (!to_space) {  // y[n, (i b + j) C + ch, h, w] = x[n, ch, h b + i, w b + j]
+                       const int64_t ch = c[1] % x[1], ij = c[1] / x[1];
+                       return c[0] * sx[0] + ch * sx[1] + (c[2] * b + ij / b) * sx[2] + (c[3] * b + ij % b) * sx[3];
+                     }
+                     const int64_t i = c[2] % b, j = c[3] % b, cout = dims[1];
+                     const int64_t ch = mode == "DCR" ? (i * b + j) * cout + c[1] : c[1] * b * b + i * b + j;
+                     return c[0] * sx[0] + ch * sx[1] + c[2] / b * sx[2] + c[3] / b * sx[3];
+                   }),
+      dims, 0);
 }
 
 // ReverseSequence(x, sequence_lens known, batch_axis, time_axis).
@@ -444,12 +457,15 @@ Lowering ReverseSequenceRule(const NodeView& v) {
   for (int64_t n : *lens)
     if (n < 0 || n > x[static_cast<int>(ta)]) return Unsupported(Fmt("sequence length ", n, " out of range"));
   const std::vector<int64_t> sx = Strides(x.dims());
-  return TakeInput(x, MapPositions(x.dims(), [&](const std::vector<int64_t>& c) {
-    std::vector<int64_t> src = c;
-    const int64_t n = (*lens)[c[ba]];
-    if (c[ta] < n) src[ta] = n - 1 - c[ta];
-    return std::inner_product(src.begin(), src.end(), sx.begin(), int64_t{0});
-  }), x.dims(), 1);
+  return TakeInput(x,
+                   MapPositions(x.dims(),
+                                [&](const std::vector<int64_t>& c) {
+                                  std::vector<int64_t> src = c;
+                                  const int64_t n = (*lens)[c[ba]];
+                                  if (c[ta] < n) src[ta] = n - 1 - c[ta];
+                                  return std::inner_product(src.begin(), src.end(), sx.begin(), int64_t{0});
+                                }),
+                   x.dims(), 1);
 }
 
 // Compress(x, condition known, axis): the slices (or, with no axis, the
@@ -470,12 +486,15 @@ Lowering CompressRule(const NodeView& v) {
   std::vector<int64_t> dims = flat ? std::vector<int64_t>{1} : x.dims();
   dims[flat ? 0 : axis] = static_cast<int64_t>(kept.size());
   const std::vector<int64_t> sx = Strides(x.dims());
-  return TakeInput(x, MapPositions(dims, [&](const std::vector<int64_t>& c) {
-    if (flat) return kept[c[0]];
-    std::vector<int64_t> src = c;
-    src[axis] = kept[c[axis]];
-    return std::inner_product(src.begin(), src.end(), sx.begin(), int64_t{0});
-  }), dims, 1);
+  return TakeInput(x,
+                   MapPositions(dims,
+                                [&](const std::vector<int64_t>& c) {
+                                  if (flat) return kept[c[0]];
+                                  std::vector<int64_t> src = c;
+                                  src[axis] = kept[c[axis]];
+                                  return std::inner_product(src.begin(), src.end(), sx.begin(), int64_t{0});
+                                }),
+                   dims, 1);
 }
 
 // EyeLike(x, k, dtype float): ones on the k-th diagonal, a value known at
@@ -640,9 +659,12 @@ std::string AxisTaps(const NodeView& v, int64_t in, double scale, double roi0, d
   std::vector<double> w;
   if (mode == "nearest") {
     bool right = r == 1 || nearest == "ceil";
-    if (nearest == "round_prefer_floor") right = right || r > 0.5;
-    else if (nearest == "round_prefer_ceil") right = right || r >= 0.5;
-    else if (nearest != "floor" && nearest != "ceil") return "nearest_mode '" + nearest + "'";
+    if (nearest == "round_prefer_floor")
+      right = right || r > 0.5;
+    else if (nearest == "round_prefer_ceil")
+      right = right || r >= 0.5;
+    else if (nearest != "floor" && nearest != "ceil")
+      return "nearest_mode '" + nearest + "'";
     w = {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
   } else if (mode == "linear") {
     w = {1 - r, r};
@@ -676,9 +698,12 @@ std::string AxisTaps(const NodeView& v, int64_t in, double scale, double roi0, d
 Lowering ResizeRule(const NodeView& v) {
   const bool upsample = v.op_type() == "Upsample";
   const std::vector<std::string> known =
-      upsample ? std::vector<std::string>{"mode"}
-               : std::vector<std::string>{"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
-                                          "exclude_outside", "extrapolation_value"};
+      upsample ? std::vector<std::string>{"mode"} : std::vector<std::string>{"mode",
+                                                                             "coordinate_transformation_mode",
+                                                                             "nearest_mode",
+                                                                             "cubic_coeff_a",
+                                                                             "exclude_outside",
+                                                                             "extrapolation_value"};
   if (auto why = v.UnknownAttr(known); !why.empty()) return Unsupported(why);
   const Shape& x = v.InputShape(0);
   if (!x.known()) return Unsupported("needs the input's shape");
@@ -722,12 +747,15 @@ Lowering ResizeRule(const NodeView& v) {
   const int64_t n_out = Shape(out).Size(), n_in = x.Size();
   const std::vector<int64_t> sx = Strides(x.dims());
   if (v.Str("mode", "nearest") == "nearest" && roi.empty()) {  // one tap of weight 1 per axis: a copy
-    return TakeInput(x, MapPositions(out, [&](const std::vector<int64_t>& c) {
-      int64_t at = 0;
-      for (int d = 0; d < rank; ++d)
-        for (const Tap& t : taps[d][c[d]]) at += t.w == 1 ? t.at * sx[d] : 0;
-      return at;
-    }), out, 0);
+    return TakeInput(x,
+                     MapPositions(out,
+                                  [&](const std::vector<int64_t>& c) {
+                                    int64_t at = 0;
+                                    for (int d = 0; d < rank; ++d)
+                                      for (const Tap& t : taps[d][c[d]]) at += t.w == 1 ? t.at * sx[d] : 0;
+                                    return at;
+                                  }),
+                     out, 0);
   }
   if (n_out > kMaxFolded / n_in) return Unsupported(Fmt("a ", n_out, " x ", n_in, " interpolation is too large"));
   Tensor m = Tensor::Empty(Shape{n_out, n_in}, DType::kFloat32, {}, MemKind::kParam);

@@ -95,9 +95,14 @@ Lowering DeconvByCrop(const NodeView& v, std::vector<int64_t> kernel, std::vecto
     kernel.push_back(1), stride.push_back(1), dilate.push_back(1);
   }
   Operand y = Add(&l, "deconvolution",
-                  {{"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)}, {"pad", TupleStr({0, 0})},
-                   {"dilate", TupleStr(dilate)}, {"adj", TupleStr({0, 0})}, {"num_filter", IntStr(m)},
-                   {"num_group", IntStr(group)}, {"no_bias", "true"}},
+                  {{"kernel", TupleStr(kernel)},
+                   {"stride", TupleStr(stride)},
+                   {"pad", TupleStr({0, 0})},
+                   {"dilate", TupleStr(dilate)},
+                   {"adj", TupleStr({0, 0})},
+                   {"num_filter", IntStr(m)},
+                   {"num_group", IntStr(group)},
+                   {"no_bias", "true"}},
                   {in, weight});
   const std::vector<int64_t> sf = Strides(full);
   const int64_t n_full = Shape(full).Size();
@@ -140,20 +145,23 @@ Lowering ConvRule(const NodeView& v) {
   if (kernel.size() != nd) return Unsupported(Fmt("kernel_shape ", TupleStr(kernel), " does not match weight ", w));
   if (nd != 2) return Unsupported(Fmt("frugal's convolution is 2-D (NCHW); this one is ", nd, "-D"));
   std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), dilate = IntsOr(v, "dilations", nd, 1), pad;
-  if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty())
-    return Unsupported(why);
+  if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty()) return Unsupported(why);
   const bool bias = v.HasInput(2);
   return One("convolution",
-             {{"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)}, {"pad", TupleStr(pad)},
-              {"dilate", TupleStr(dilate)}, {"num_filter", IntStr(w[0])},
-              {"num_group", IntStr(v.Int("group", 1))}, {"no_bias", BoolStr(!bias)}},
+             {{"kernel", TupleStr(kernel)},
+              {"stride", TupleStr(stride)},
+              {"pad", TupleStr(pad)},
+              {"dilate", TupleStr(dilate)},
+              {"num_filter", IntStr(w[0])},
+              {"num_group", IntStr(v.Int("group", 1))},
+              {"no_bias", BoolStr(!bias)}},
              bias ? 3 : 2);
 }
 
 // ConvTranspose(X, W[, B]): W is (C, M/group, k1, k2, ...).
 Lowering ConvTransposeRule(const NodeView& v) {
-  if (auto why = v.UnknownAttr({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape",
-                                "pads", "strides"});
+  if (auto why = v.UnknownAttr(
+          {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
       !why.empty())
     return Unsupported(why);
   const std::string auto_pad = v.Str("auto_pad", "NOTSET");
@@ -174,9 +182,14 @@ Lowering ConvTransposeRule(const NodeView& v) {
   const int64_t group = v.Int("group", 1);
   const bool bias = v.HasInput(2);
   return One("deconvolution",
-             {{"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)}, {"pad", TupleStr(pad)},
-              {"dilate", TupleStr(dilate)}, {"adj", TupleStr(IntsOr(v, "output_padding", nd, 0))},
-              {"num_filter", IntStr(w[1] * group)}, {"num_group", IntStr(group)}, {"no_bias", BoolStr(!bias)}},
+             {{"kernel", TupleStr(kernel)},
+              {"stride", TupleStr(stride)},
+              {"pad", TupleStr(pad)},
+              {"dilate", TupleStr(dilate)},
+              {"adj", TupleStr(IntsOr(v, "output_padding", nd, 0))},
+              {"num_filter", IntStr(w[1] * group)},
+              {"num_group", IntStr(group)},
+              {"no_bias", BoolStr(!bias)}},
              bias ? 3 : 2);
 }
 
@@ -257,8 +270,8 @@ Lowering PoolByCopies(const NodeView& v, bool avg, const std::vector<int64_t>& k
 Lowering PoolRule(const NodeView& v, const std::string& pool_type) {
   const bool avg = pool_type == "avg";
   std::vector<std::string> known = {"auto_pad", "ceil_mode", "kernel_shape", "pads", "strides"};
-  for (const char* a : avg ? std::vector<const char*>{"count_include_pad"}
-                           : std::vector<const char*>{"dilations", "storage_order"})
+  for (const char* a :
+       avg ? std::vector<const char*>{"count_include_pad"} : std::vector<const char*>{"dilations", "storage_order"})
     known.push_back(a);
   if (auto why = v.UnknownAttr(known); !why.empty()) return Unsupported(why);
   if (v.num_outputs() > 1) return Unsupported("the Indices output is not supported");
@@ -277,8 +290,8 @@ Lowering PoolRule(const NodeView& v, const std::string& pool_type) {
     kernel.push_back(1), stride.push_back(1), pad.push_back(0);
     in = Add(&l, "reshape", {{"shape", "(0,0,-1,1)"}}, {in});
   }
-  AttrMap a{{"pool_type", pool_type}, {"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)},
-            {"pad", TupleStr(pad)}};
+  AttrMap a{
+      {"pool_type", pool_type}, {"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)}, {"pad", TupleStr(pad)}};
   if (avg) a["count_include_pad"] = BoolStr(v.Int("count_include_pad", 0) != 0);  // ONNX's default is 0
   Operand y = Add(&l, "pooling", std::move(a), {in});
   if (nd == 1) Add(&l, "reshape", {{"shape", "(0,0,-1)"}}, {y});
@@ -335,7 +348,8 @@ Lowering BatchNormRule(const NodeView& v) {
   if (v.Int("training_mode", 0) != 0 && v.opset() >= 14) return BatchNormTraining(v);
   if (v.num_outputs() > 1) return Unsupported("running statistics as outputs before opset 14 are not supported");
   return One("batch_norm",
-             {{"eps", FloatStr(v.Float("epsilon", 1e-5))}, {"momentum", FloatStr(v.Float("momentum", 0.9))},
+             {{"eps", FloatStr(v.Float("epsilon", 1e-5))},
+              {"momentum", FloatStr(v.Float("momentum", 0.9))},
               {"fix_gamma", "false"}},
              5);
 }
@@ -624,8 +638,13 @@ Lowering LrnRule(const NodeView& v) {
   l.constants.push_back({0, "beta", beta, false});
   Operand sq = Add(&l, "square", {}, {In(0)});
   sq = Add(&l, "reshape", {{"shape", "(0,1,0,-1)"}}, {sq});
-  Operand sum = Add(&l, "pooling", {{"pool_type", "avg"}, {"kernel", TupleStr({size, 1})}, {"stride", "(1,1)"},
-                                    {"pad", TupleStr({size / 2, 0})}, {"count_include_pad", "true"}}, {sq});
+  Operand sum = Add(&l, "pooling",
+                    {{"pool_type", "avg"},
+                     {"kernel", TupleStr({size, 1})},
+                     {"stride", "(1,1)"},
+                     {"pad", TupleStr({size / 2, 0})},
+                     {"count_include_pad", "true"}},
+                    {sq});
   sum = Add(&l, "reshape", {{"shape", TupleStr(x.dims())}}, {sum});
   Operand d = Add(&l, "mul_scalar", {{"scalar", FloatStr(v.Float("alpha", 1e-4))}}, {sum});  // alpha/size * sum
   d = Add(&l, "add_scalar", {{"scalar", FloatStr(v.Float("bias", 1))}}, {d});
@@ -702,8 +721,9 @@ Lowering RecurrentRule(const NodeView& v) {
   }
   std::vector<Operand> ys;
   for (int64_t t = 0; t < steps; ++t) {
-    Operand xt = Add(&l, "slice", {{"begin", TupleStr({t, 0, 0})}, {"end", TupleStr({t + 1, batch, gh})},
-                                   {"step", "(1,1,1)"}}, {xw});
+    Operand xt =
+        Add(&l, "slice", {{"begin", TupleStr({t, 0, 0})}, {"end", TupleStr({t + 1, batch, gh})}, {"step", "(1,1,1)"}},
+            {xw});
     xt = Add(&l, "reshape", {{"shape", TupleStr({batch, gh})}}, {xt});
     if (op == "RNN") {
       hid = act("tanh", Add(&l, "add", {}, {xt, product(hid, r, h)}));
@@ -715,8 +735,8 @@ Lowering RecurrentRule(const NodeView& v) {
         gf = Add(&l, "add", {}, {gf, Add(&l, "mul", {}, {peep[2], cell})});
       }
       Operand c_new = act("tanh", columns(g, 3 * h, 4 * h));
-      cell = Add(&l, "add", {}, {Add(&l, "mul", {}, {act("sigmoid", gf), cell}),
-                                 Add(&l, "mul", {}, {act("sigmoid", gi), c_new})});
+      cell = Add(&l, "add", {},
+                 {Add(&l, "mul", {}, {act("sigmoid", gf), cell}), Add(&l, "mul", {}, {act("sigmoid", gi), c_new})});
       if (!peep.empty()) go = Add(&l, "add", {}, {go, Add(&l, "mul", {}, {peep[1], cell})});
       hid = Add(&l, "mul", {}, {act("sigmoid", go), act("tanh", cell)});
     } else {  // GRU
@@ -730,8 +750,7 @@ Lowering RecurrentRule(const NodeView& v) {
     }
     ys.push_back(Add(&l, "reshape", {{"shape", TupleStr({1, batch, h})}}, {hid}));
   }
-  Operand y = ys.size() == 1 ? ys[0]
-                             : Add(&l, "concat", {{"dim", "0"}, {"num_args", IntStr(steps)}}, ys);  // (T, B, H)
+  Operand y = ys.size() == 1 ? ys[0] : Add(&l, "concat", {{"dim", "0"}, {"num_args", IntStr(steps)}}, ys);  // (T, B, H)
   if (batch_major) y = Add(&l, "transpose", {{"axes", "(1,0,2)"}}, {y});
   y = Add(&l, "reshape", {{"shape", batch_major ? TupleStr({batch, steps, 1, h}) : TupleStr({steps, 1, batch, h})}},
           {y});

@@ -242,7 +242,8 @@ Lowering SliceRule(const NodeView& v) {
     step[a] = s;
     if (KnownIntTensor(v, 0)) continue;  // folded below: an empty or open-ended slice is fine
     if (end[a] < 0) return Unsupported("a negative step running to the start needs an open end, which frugal lacks");
-    if ((end[a] - begin[a]) * s <= 0) return Unsupported(Fmt("the slice of axis ", a, " is empty (frugal has no empty tensors)"));
+    if ((end[a] - begin[a]) * s <= 0)
+      return Unsupported(Fmt("the slice of axis ", a, " is empty (frugal has no empty tensors)"));
   }
   if (const OnnxTensor* t = KnownIntTensor(v, 0)) {  // shape arithmetic
     std::vector<int64_t> dims(x.ndim());

@@ -97,10 +97,10 @@ Lowering SoftmaxCrossEntropyRule(const NodeView& v) {
 Lowering OptimizerRule(const NodeView& v) {
   const std::string& op = v.op_type();
   const std::vector<std::string> known =
-      op == "Adagrad"    ? std::vector<std::string>{"decay_factor", "epsilon", "norm_coefficient"}
-      : op == "Momentum" ? std::vector<std::string>{"alpha", "beta", "mode", "norm_coefficient"}
-                         : std::vector<std::string>{"alpha", "beta", "epsilon", "norm_coefficient",
-                                                    "norm_coefficient_post"};
+      op == "Adagrad" ? std::vector<std::string>{"decay_factor", "epsilon", "norm_coefficient"}
+      : op == "Momentum"
+          ? std::vector<std::string>{"alpha", "beta", "mode", "norm_coefficient"}
+          : std::vector<std::string>{"alpha", "beta", "epsilon", "norm_coefficient", "norm_coefficient_post"};
   if (auto why = v.UnknownAttr(known); !why.empty()) return Unsupported(why);
   const OnnxTensor* rate = KnownTensor(v, 0);
   const OnnxTensor* count = KnownIntTensor(v, 1);
@@ -132,13 +132,13 @@ Lowering OptimizerRule(const NodeView& v) {
       const Operand step = mode == "standard" ? vel : Add(&l, "add", {}, {greg, scaled(alpha, vel)});
       xs.push_back(Add(&l, "sub", {}, {x, scaled(r, step)}));
       states[0].push_back(vel);
-    } else {  // Adam
+    } else {                  // Adam
       if (!v.Has("epsilon"))  // ONNX's own test of two tensors expects 1e-2 where its node leaves it out
         return Unsupported("Adam without an explicit epsilon (its default is ambiguous)");
       const double alpha = v.Float("alpha", 0.9), beta = v.Float("beta", 0.999);
       const Operand vel = Add(&l, "add", {}, {scaled(alpha, In(2 + 2 * n + k)), scaled(1 - alpha, greg)});
-      const Operand h = Add(&l, "add", {}, {scaled(beta, In(2 + 3 * n + k)),
-                                            scaled(1 - beta, Add(&l, "square", {}, {greg}))});
+      const Operand h =
+          Add(&l, "add", {}, {scaled(beta, In(2 + 3 * n + k)), scaled(1 - beta, Add(&l, "square", {}, {greg}))});
       Operand d = Add(&l, "add_scalar", {{"scalar", FloatStr(v.Float("epsilon", 0))}}, {Add(&l, "sqrt", {}, {h})});
       const double ra = t > 0 ? r * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t)) : r;
       d = scaled(ra, Add(&l, "div", {}, {vel, d}));

@@ -27,10 +27,18 @@ void ActForward(const KernelCtx& c) {
   const int64_t n = c.in[0].size();
   void* ws = Workspace(c);
   switch (act) {
-    case Act::kRelu: cpu::Eltwise(dnnl::algorithm::eltwise_relu, 0, 0, x, y, n, c.req[0], ws); break;
-    case Act::kSigmoid: cpu::Eltwise(dnnl::algorithm::eltwise_logistic, 0, 0, x, y, n, c.req[0], ws); break;
-    case Act::kTanh: cpu::Eltwise(dnnl::algorithm::eltwise_tanh, 0, 0, x, y, n, c.req[0], ws); break;
-    case Act::kSoftRelu: cpu::Eltwise(dnnl::algorithm::eltwise_soft_relu, 0, 0, x, y, n, c.req[0], ws); break;
+    case Act::kRelu:
+      cpu::Eltwise(dnnl::algorithm::eltwise_relu, 0, 0, x, y, n, c.req[0], ws);
+      break;
+    case Act::kSigmoid:
+      cpu::Eltwise(dnnl::algorithm::eltwise_logistic, 0, 0, x, y, n, c.req[0], ws);
+      break;
+    case Act::kTanh:
+      cpu::Eltwise(dnnl::algorithm::eltwise_tanh, 0, 0, x, y, n, c.req[0], ws);
+      break;
+    case Act::kSoftRelu:
+      cpu::Eltwise(dnnl::algorithm::eltwise_soft_relu, 0, 0, x, y, n, c.req[0], ws);
+      break;
   }
 }
 
@@ -41,10 +49,18 @@ void ActBackward(const KernelCtx& c) {
   float* dx = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
   const int64_t n = c.in[0].size();
   switch (act) {
-    case Act::kRelu: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * static_cast<float>(y[i] > 0); }); break;
-    case Act::kSigmoid: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * y[i] * (1 - y[i]); }); break;
-    case Act::kTanh: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * (1 - y[i] * y[i]); }); break;
-    case Act::kSoftRelu: ForEach(n, dx, c.req[0], [=](int64_t i) { return -dy[i] * std::expm1(-y[i]); }); break;
+    case Act::kRelu:
+      ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * static_cast<float>(y[i] > 0); });
+      break;
+    case Act::kSigmoid:
+      ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * y[i] * (1 - y[i]); });
+      break;
+    case Act::kTanh:
+      ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * (1 - y[i] * y[i]); });
+      break;
+    case Act::kSoftRelu:
+      ForEach(n, dx, c.req[0], [=](int64_t i) { return -dy[i] * std::expm1(-y[i]); });
+      break;
   }
 }
 
@@ -52,20 +68,22 @@ void ActBackward(const KernelCtx& c) {
 
 void Register_activation(OpRegistry* r) {
   OpDef& fwd = r->Add("activation")
-      .Doc("Elementwise activation: act_type relu, sigmoid, tanh or softrelu.")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        const std::string t = a.Choice("act_type", "", {"relu", "sigmoid", "tanh", "softrelu"});
-        return std::any(t == "relu" ? Act::kRelu : t == "sigmoid" ? Act::kSigmoid : t == "tanh" ? Act::kTanh
-                                                                                                : Act::kSoftRelu);
-      })
-      .InferShape(InferSameShape)
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .Workspace([](const WorkspaceCtx&) { return cpu::EltwiseWorkspaceBytes(); })
-      .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
-      .CpuKernel(ActForward);
+                   .Doc("Elementwise activation: act_type relu, sigmoid, tanh or softrelu.")
+                   .Inputs({{"x"}})
+                   .Outputs({"y"})
+                   .Params([](AttrReader& a) {
+                     const std::string t = a.Choice("act_type", "", {"relu", "sigmoid", "tanh", "softrelu"});
+                     return std::any(t == "relu"      ? Act::kRelu
+                                     : t == "sigmoid" ? Act::kSigmoid
+                                     : t == "tanh"    ? Act::kTanh
+                                                      : Act::kSoftRelu);
+                   })
+                   .InferShape(InferSameShape)
+                   .Inplace({{0, 0}})
+                   .Recompute(Cost::kCheap)
+                   .Workspace([](const WorkspaceCtx&) { return cpu::EltwiseWorkspaceBytes(); })
+                   .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
+                   .CpuKernel(ActForward);
   AddBackward(r, fwd, {OutGrad(0), Output(0)}, "dx = dy f'(y).")
       .Inplace({{0, 0}})
       .ChannelsLast({0, 1}, {0}, /*tied=*/true)

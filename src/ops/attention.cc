@@ -48,7 +48,7 @@ namespace {
 struct AttentionParams {
   bool causal = false;
   bool masked = false;  // a fourth input, the additive mask
-  float scale = 0;  // 0: 1 / sqrt(D)
+  float scale = 0;      // 0: 1 / sqrt(D)
   float dropout = 0;
   static AttentionParams Parse(AttrReader& a);
 };
@@ -99,8 +99,10 @@ void AttentionInferShape(ShapeCtx& c) {
   const Shape &q = c.in[0], &k = c.in[1], &v = c.in[2];
   for (int i = 0; i < 3; ++i) {
     if (!c.in[i].known() || c.in[i].ndim() < 3) {
-      c.Fail(Fmt(i == 0 ? "q" : i == 1 ? "k" : "v", " has shape ", c.in[i],
-                 "; expected (batch..., T, features) with at least 3 dimensions"));
+      c.Fail(Fmt(i == 0   ? "q"
+                 : i == 1 ? "k"
+                          : "v",
+                 " has shape ", c.in[i], "; expected (batch..., T, features) with at least 3 dimensions"));
     }
   }
   const int r = q.ndim();
@@ -167,8 +169,8 @@ int64_t KeyEnd(const AttentionParams& p, const Dims& d, int64_t i1) { return p.c
 
 // s (nq x nk, row stride kBlockK) = scale q[i0..] k[j0..]^T, plus the
 // slice's mask (tq x tk) where there is one, -inf above the causal diagonal.
-void Scores(const AttentionParams& p, const Dims& d, float scale, const float* q, const float* k,
-            const float* mask, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* s) {
+void Scores(const AttentionParams& p, const Dims& d, float scale, const float* q, const float* k, const float* mask,
+            int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* s) {
   // Row-major c with ldc = kBlockK: Gemm wants contiguous rows, so compute
   // into a packed nq x nk block and spread it when nk < kBlockK.
   cpu::Gemm(false, true, nq, nk, d.d, scale, q + i0 * d.d, k + j0 * d.d, 0.f, s);
@@ -213,8 +215,8 @@ void AttentionForward(const KernelCtx& c) {
   const Mask mask(c, p, d);
   const SliceMask additive(c, p, d, 0, 3);
   const float *q = c.in[0].f(), *k = c.in[1].f(), *v = c.in[2].f();
-  float *y = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
-  float *lse = c.req[1] == OpReq::kNull ? nullptr : c.out[1].f();
+  float* y = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
+  float* lse = c.req[1] == OpReq::kNull ? nullptr : c.out[1].f();
   float* ws = static_cast<float*>(c.workspace.raw());
   const cpu::VecKernels& vec = cpu::Vec();
   const int threads = static_cast<int>(std::min<int64_t>(c.num_threads, Slots(d)));
@@ -349,26 +351,29 @@ AttentionParams AttentionParams::Parse(AttrReader& a) {
 }
 
 void Register_attention(OpRegistry* r) {
-  OpDef& fwd = r->Add("attention")
-      .Doc("Scaled dot-product attention softmax(scale q k^T + mask) v over (batch..., T, features), fused: "
-           "causal (false), scale (0: 1/sqrt(features)), dropout (0) on the attention weights, masked (false: "
-           "true takes an additive mask (..., Tq, Tk) as a fourth input).")
-      .Inputs({{"q"}, {"k"}, {"v"}, {"mask"}})
-      .Outputs({"y", "lse"})
-      .VisibleOutputs(1)
-      .NumInputsFn([](const std::any& p) { return std::any_cast<const AttentionParams&>(p).masked ? 4 : 3; })
-      .Params<AttentionParams>()
-      .InferShape(AttentionInferShape)
-      // The mask, read last, only where the node has one.
-      .Recompute(Cost::kExpensive)
-      .Random(Randomness::kCounterRng)
-      .WritesOutputsTogether()
-      .Workspace(AttentionWorkspace)
-      .Flops([](const Node& n, const std::vector<Shape>& in, const std::vector<Shape>&) {
-        return AttentionFlops(n, in[0], in[1], in[2], 2);
-      })
-      .CpuKernel(AttentionForward);
-  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1), Input(2), Output(0), Output(1), Input(3)}, "dq, dk, dv, each block's probabilities recomputed from the saved log-sum-exp.")
+  OpDef& fwd =
+      r->Add("attention")
+          .Doc(
+              "Scaled dot-product attention softmax(scale q k^T + mask) v over (batch..., T, features), fused: "
+              "causal (false), scale (0: 1/sqrt(features)), dropout (0) on the attention weights, masked (false: "
+              "true takes an additive mask (..., Tq, Tk) as a fourth input).")
+          .Inputs({{"q"}, {"k"}, {"v"}, {"mask"}})
+          .Outputs({"y", "lse"})
+          .VisibleOutputs(1)
+          .NumInputsFn([](const std::any& p) { return std::any_cast<const AttentionParams&>(p).masked ? 4 : 3; })
+          .Params<AttentionParams>()
+          .InferShape(AttentionInferShape)
+          // The mask, read last, only where the node has one.
+          .Recompute(Cost::kExpensive)
+          .Random(Randomness::kCounterRng)
+          .WritesOutputsTogether()
+          .Workspace(AttentionWorkspace)
+          .Flops([](const Node& n, const std::vector<Shape>& in, const std::vector<Shape>&) {
+            return AttentionFlops(n, in[0], in[1], in[2], 2);
+          })
+          .CpuKernel(AttentionForward);
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1), Input(2), Output(0), Output(1), Input(3)},
+              "dq, dk, dv, each block's probabilities recomputed from the saved log-sum-exp.")
       .Workspace(AttentionWorkspace)
       .Flops([](const Node& n, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return AttentionFlops(n, in[1], in[2], in[3], 5);

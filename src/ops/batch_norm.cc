@@ -380,8 +380,8 @@ bool IsNhwc(const KernelCtx& c, int in) {
   const Layout l = c.in[in].layout();
   FRUGAL_REQUIRE(c.req[0] == OpReq::kNull || c.out[0].layout() == l, c.node.Where(), ": input ", in, " is ",
                  LayoutName(l), " but output 0 ", LayoutName(c.out[0].layout()), " (batch_norm ties them)");
-  FRUGAL_REQUIRE(in == 0 || c.in[0].layout() == l, c.node.Where(), ": dy is ", LayoutName(c.in[0].layout()),
-                 " but x ", LayoutName(l), " (batch_norm ties them)");
+  FRUGAL_REQUIRE(in == 0 || c.in[0].layout() == l, c.node.Where(), ": dy is ", LayoutName(c.in[0].layout()), " but x ",
+                 LayoutName(l), " (batch_norm ties them)");
   return l == Layout::kNhwc;
 }
 
@@ -406,38 +406,38 @@ BnParams BnParams::Parse(AttrReader& a) {
   p.fix_gamma = a.Bool("fix_gamma", true);
   p.use_global_stats = a.Bool("use_global_stats", false);
   const std::string act = a.Str("act_type", "");
-  FRUGAL_REQUIRE(act.empty() || act == "relu", a.where(), ": act_type must be \"relu\" or left out, got \"",
-                 act, "\"");
+  FRUGAL_REQUIRE(act.empty() || act == "relu", a.where(), ": act_type must be \"relu\" or left out, got \"", act, "\"");
   p.relu = act == "relu";
   FRUGAL_REQUIRE(p.eps > 0, a.where(), ": eps must be positive, got ", p.eps);
-  FRUGAL_REQUIRE(p.momentum >= 0 && p.momentum <= 1, a.where(), ": momentum must be in [0, 1], got ",
-                 p.momentum);
+  FRUGAL_REQUIRE(p.momentum >= 0 && p.momentum <= 1, a.where(), ": momentum must be in [0, 1], got ", p.momentum);
   return p;
 }
 
 void Register_batch_norm(OpRegistry* r) {
-  OpDef& fwd = r->Add("batch_norm")
-      .Doc("Batch normalisation over axis 1: eps, momentum, fix_gamma, use_global_stats (MXNet's defaults).")
-      .Inputs({{"x"},
-               {"gamma", VarKind::kParam, "one"},
-               {"beta", VarKind::kParam, "zero"},
-               {"moving_mean", VarKind::kAux, "zero"},
-               {"moving_var", VarKind::kAux, "one"}})
-      .Outputs({"y", "mean", "var"})
-      .VisibleOutputs(1)
-      .Params<BnParams>()
-      .InferShape(BnInferShape)
-      .Mutates({3, 4})
-      .MirrorReads({{3, 1}, {4, 2}})
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
-        return 8.0 * in[0].Size();  // statistics (3 per element) and normalise-scale-shift (5; the ReLU too)
-      })
-      .Bf16()
-      .ChannelsLast({0}, {0}, /*tied=*/true)
-      .CpuKernel(BnForward);
-  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1), Input(2), Output(1), Output(2)}, "dx, dgamma (0 with fix_gamma), dbeta; none for the moving statistics.")
+  OpDef& fwd =
+      r->Add("batch_norm")
+          .Doc("Batch normalisation over axis 1: eps, momentum, fix_gamma, use_global_stats (MXNet's defaults).")
+          .Inputs({{"x"},
+                   {"gamma", VarKind::kParam, "one"},
+                   {"beta", VarKind::kParam, "zero"},
+                   {"moving_mean", VarKind::kAux, "zero"},
+                   {"moving_var", VarKind::kAux, "one"}})
+          .Outputs({"y", "mean", "var"})
+          .VisibleOutputs(1)
+          .Params<BnParams>()
+          .InferShape(BnInferShape)
+          .Mutates({3, 4})
+          .MirrorReads({{3, 1}, {4, 2}})
+          .Inplace({{0, 0}})
+          .Recompute(Cost::kCheap)
+          .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+            return 8.0 * in[0].Size();  // statistics (3 per element) and normalise-scale-shift (5; the ReLU too)
+          })
+          .Bf16()
+          .ChannelsLast({0}, {0}, /*tied=*/true)
+          .CpuKernel(BnForward);
+  AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1), Input(2), Output(1), Output(2)},
+              "dx, dgamma (0 with fix_gamma), dbeta; none for the moving statistics.")
       .Inplace({{0, 0}})
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 12.0 * in[0].Size();  // two reductions over dy and dy*xhat, then dx

@@ -17,9 +17,7 @@ struct CastParams {
   static CastParams Parse(AttrReader& a) {
     try {
       return {ParseComputeDType(a.Str("dtype", ""))};
-    } catch (const Error& e) {
-      throw Error(Fmt(a.where(), ": ", e.what()));
-    }
+    } catch (const Error& e) { throw Error(Fmt(a.where(), ": ", e.what())); }
   }
 };
 
@@ -61,16 +59,15 @@ void CastKernel(const KernelCtx& c) {
 
 void Register_cast(OpRegistry* r) {
   OpDef& fwd = r->Add("cast")
-      .Doc("y = x in another element type: dtype float32 or bfloat16 (rounded to nearest even).")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params<CastParams>()
-      .InferShape(InferSameShape)
-      .InferDType([](DTypeCtx& c) { c.out[0] = c.params<CastParams>().dtype; })  // any input type
-      .Recompute(Cost::kCheap)
-      .CpuKernel(CastKernel);
-  AddBackward(r, fwd, {OutGrad(0)}, "dx = dy in x's element type.")
-      .CpuKernel(CastKernel);
+                   .Doc("y = x in another element type: dtype float32 or bfloat16 (rounded to nearest even).")
+                   .Inputs({{"x"}})
+                   .Outputs({"y"})
+                   .Params<CastParams>()
+                   .InferShape(InferSameShape)
+                   .InferDType([](DTypeCtx& c) { c.out[0] = c.params<CastParams>().dtype; })  // any input type
+                   .Recompute(Cost::kCheap)
+                   .CpuKernel(CastKernel);
+  AddBackward(r, fwd, {OutGrad(0)}, "dx = dy in x's element type.").CpuKernel(CastKernel);
 }
 
 }  // namespace frugal

@@ -142,14 +142,14 @@ ConcatParams ConcatParams::Parse(AttrReader& a) {
 void Register_concat_split(OpRegistry* r) {
   auto num_args = [](const std::any& p) { return static_cast<int>(std::any_cast<const ConcatParams&>(p).num_args); };
   OpDef& concat = r->Add("concat")
-      .Doc("Joins num_args inputs (default 2) along dim (default 1).")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params<ConcatParams>()
-      .NumInputsFn(num_args)
-      .InferShape(ConcatInferShape)
-      .Recompute(Cost::kFree)
-      .CpuKernel(ConcatForward);
+                      .Doc("Joins num_args inputs (default 2) along dim (default 1).")
+                      .Inputs({{"x"}})
+                      .Outputs({"y"})
+                      .Params<ConcatParams>()
+                      .NumInputsFn(num_args)
+                      .InferShape(ConcatInferShape)
+                      .Recompute(Cost::kFree)
+                      .CpuKernel(ConcatForward);
   AddBackward(r, concat, {OutGrad(0)}, "dx_k = the part of dy that x_k filled.").CpuKernel(ConcatBackward);
   // Its gradient node reads every output's gradient (SplitGradient).
   OpDef& split = RegisterSplit(r, "split");

@@ -15,8 +15,8 @@ Pair ReadPair(AttrReader& a, const std::string& key, Pair dflt, int64_t min, boo
     AttrReader r([&a] { return a.where(); }, one);
     v = r.Ints(key);
   }
-  FRUGAL_REQUIRE(v.size() == 1 || v.size() == 2, a.where(), ": attribute '", key,
-                 "' must be 2-D like (3,3), got ", v.size(), " values");
+  FRUGAL_REQUIRE(v.size() == 1 || v.size() == 2, a.where(), ": attribute '", key, "' must be 2-D like (3,3), got ",
+                 v.size(), " values");
   Pair p{v[0], v.size() == 2 ? v[1] : v[0]};
   FRUGAL_REQUIRE(p[0] >= min && p[1] >= min, a.where(), ": attribute '", key, "' is ", PairStr(p),
                  "; entries must be at least ", min);

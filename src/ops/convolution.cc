@@ -30,9 +30,9 @@
 namespace frugal {
 namespace {
 
-using dnnl::memory;
 using cpu::AnyDesc;
 using cpu::PlainDesc;
+using dnnl::memory;
 
 void ConvInferShape(ShapeCtx& c) {
   const auto& p = c.params<ConvParams>();
@@ -92,8 +92,8 @@ ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t, ConvLayou
   const memory::desc ux = cpu::LayoutDesc(x, t, l.x), uy = cpu::LayoutDesc(y, t, l.y);
   auto fwd_desc = [&](const memory::desc& xd, const memory::desc& wd, const memory::desc& yd) {
     return p.no_bias ? convolution_forward::desc(prop_kind::forward_training, alg, xd, wd, yd, stride, dil, pad, pad)
-                     : convolution_forward::desc(prop_kind::forward_training, alg, xd, wd, AnyDesc(b), yd, stride,
-                                                 dil, pad, pad);
+                     : convolution_forward::desc(prop_kind::forward_training, alg, xd, wd, AnyDesc(b), yd, stride, dil,
+                                                 pad, pad);
   };
   convolution_forward::primitive_desc fpd(fwd_desc(act(x), AnyDesc(w, t), act(y)), cpu::Attr(), eng);
   // A post-op sum variant with the same layouts, for kAdd straight into the user's y.
@@ -110,22 +110,19 @@ ConvPrims MakeConvPrims(const ConvParams& p, const Shape& xs, DType t, ConvLayou
   convolution_backward_data::primitive_desc dpd(
       convolution_backward_data::desc(alg, act(x), AnyDesc(w, t), act(y), stride, dil, pad, pad), cpu::Attr(), eng,
       fpd);
-  auto wdesc = p.no_bias
-                   ? convolution_backward_weights::desc(alg, act(x), AnyDesc(w), act(y), stride, dil, pad, pad)
-                   : convolution_backward_weights::desc(alg, act(x), AnyDesc(w), AnyDesc(b), act(y), stride, dil, pad,
-                                                        pad);
+  auto wdesc = p.no_bias ? convolution_backward_weights::desc(alg, act(x), AnyDesc(w), act(y), stride, dil, pad, pad)
+                         : convolution_backward_weights::desc(alg, act(x), AnyDesc(w), AnyDesc(b), act(y), stride, dil,
+                                                              pad, pad);
   convolution_backward_weights::primitive_desc wpd(wdesc, cpu::Attr(), eng, fpd);
   const bool share_dy = dpd.diff_dst_desc() == wpd.diff_dst_desc() && dpd.diff_dst_desc() != uy;
   const memory::desc dy = share_dy ? dpd.diff_dst_desc() : uy;  // what the backward calls are given
-  std::vector<cpu::PlainArg> wargs{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, ux},
-                                   {DNNL_ARG_DIFF_WEIGHTS, PlainDesc(w), true}};
+  std::vector<cpu::PlainArg> wargs{
+      {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_SRC, ux}, {DNNL_ARG_DIFF_WEIGHTS, PlainDesc(w), true}};
   if (!p.no_bias) wargs.push_back({DNNL_ARG_DIFF_BIAS, PlainDesc(b), true});
   ConvPrims k{
       cpu::PlainCall(fpd, convolution_forward(fpd), fargs, fwd_sum),
       cpu::PlainCall(dpd, convolution_backward_data(dpd),
-                     {{DNNL_ARG_DIFF_DST, dy},
-                      {DNNL_ARG_WEIGHTS, PlainDesc(w)},
-                      {DNNL_ARG_DIFF_SRC, ux, true}}),
+                     {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, PlainDesc(w)}, {DNNL_ARG_DIFF_SRC, ux, true}}),
       cpu::PlainCall(wpd, convolution_backward_weights(wpd), wargs),
   };
   if (share_dy) {
@@ -157,7 +154,6 @@ int64_t ConvBackwardWorkspace(const WorkspaceCtx& c) {
   return k.dy_bytes + std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 
-
 // inputs: dy, x, W   outputs: dx, dW[, db]
 void ConvBackward(const KernelCtx& c) {
   const auto& p = c.params<ConvParams>();
@@ -178,20 +174,20 @@ void ConvBackward(const KernelCtx& c) {
 
 void Register_convolution(OpRegistry* r) {
   OpDef& fwd = r->Add("convolution")
-      .Doc("2-D convolution over NCHW: kernel, stride, dilate, pad, num_filter, num_group, no_bias.")
-      .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
-      .Outputs({"y"})
-      .Params([](AttrReader& a) { return std::any(ReadConvParams(a)); })
-      .NumInputsFn(ConvNumInputs)
-      .InferShape(ConvInferShape)
-      .Recompute(Cost::kExpensive)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
-        return 2.0 * out[0].Size() * (in[1].Size() / in[1][0]);  // per output: (C/g)*kh*kw multiply-adds
-      })
-      .Workspace(ConvForwardWorkspace)
-      .Bf16()
-      .ChannelsLast({0}, {0}, /*tied=*/false)
-      .CpuKernel(ConvForward);
+                   .Doc("2-D convolution over NCHW: kernel, stride, dilate, pad, num_filter, num_group, no_bias.")
+                   .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
+                   .Outputs({"y"})
+                   .Params([](AttrReader& a) { return std::any(ReadConvParams(a)); })
+                   .NumInputsFn(ConvNumInputs)
+                   .InferShape(ConvInferShape)
+                   .Recompute(Cost::kExpensive)
+                   .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
+                     return 2.0 * out[0].Size() * (in[1].Size() / in[1][0]);  // per output: (C/g)*kh*kw multiply-adds
+                   })
+                   .Workspace(ConvForwardWorkspace)
+                   .Bf16()
+                   .ChannelsLast({0}, {0}, /*tied=*/false)
+                   .CpuKernel(ConvForward);
   AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1)}, "dx = conv_transpose(dy, W), dW = corr(x, dy), db = sum(dy).")
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[0].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward

@@ -17,9 +17,9 @@
 namespace frugal {
 namespace {
 
-using dnnl::memory;
 using cpu::AnyDesc;
 using cpu::PlainDesc;
+using dnnl::memory;
 
 }  // namespace
 
@@ -86,10 +86,10 @@ DeconvPrims MakeDeconvPrims(const ConvParams& p, const Shape& xs) {
   const memory::dims dil{p.dilate[0] - 1, p.dilate[1] - 1};
   const auto alg = algorithm::deconvolution_direct;
   const engine& eng = cpu::DnnlEngine();
-  auto fdesc = p.no_bias ? deconvolution_forward::desc(prop_kind::forward_training, alg, AnyDesc(x), w_any,
-                                                       AnyDesc(y), stride, dil, pad_l, pad_r)
-                         : deconvolution_forward::desc(prop_kind::forward_training, alg, AnyDesc(x), w_any,
-                                                       AnyDesc(b), AnyDesc(y), stride, dil, pad_l, pad_r);
+  auto fdesc = p.no_bias ? deconvolution_forward::desc(prop_kind::forward_training, alg, AnyDesc(x), w_any, AnyDesc(y),
+                                                       stride, dil, pad_l, pad_r)
+                         : deconvolution_forward::desc(prop_kind::forward_training, alg, AnyDesc(x), w_any, AnyDesc(b),
+                                                       AnyDesc(y), stride, dil, pad_l, pad_r);
   deconvolution_forward::primitive_desc fpd(fdesc, cpu::Attr(), eng);
   std::vector<cpu::PlainArg> fargs{{DNNL_ARG_SRC, PlainDesc(x)}, {DNNL_ARG_WEIGHTS, w_user}};
   if (!p.no_bias) fargs.push_back({DNNL_ARG_BIAS, PlainDesc(b)});
@@ -97,18 +97,19 @@ DeconvPrims MakeDeconvPrims(const ConvParams& p, const Shape& xs) {
   deconvolution_backward_data::primitive_desc dpd(
       deconvolution_backward_data::desc(alg, AnyDesc(x), w_any, AnyDesc(y), stride, dil, pad_l, pad_r), cpu::Attr(),
       eng, fpd);
-  auto wdesc = p.no_bias ? deconvolution_backward_weights::desc(alg, AnyDesc(x), w_any, AnyDesc(y), stride, dil,
-                                                                pad_l, pad_r)
-                         : deconvolution_backward_weights::desc(alg, AnyDesc(x), w_any, AnyDesc(b), AnyDesc(y),
-                                                                stride, dil, pad_l, pad_r);
+  auto wdesc = p.no_bias
+                   ? deconvolution_backward_weights::desc(alg, AnyDesc(x), w_any, AnyDesc(y), stride, dil, pad_l, pad_r)
+                   : deconvolution_backward_weights::desc(alg, AnyDesc(x), w_any, AnyDesc(b), AnyDesc(y), stride, dil,
+                                                          pad_l, pad_r);
   deconvolution_backward_weights::primitive_desc wpd(wdesc, cpu::Attr(), eng, fpd);
-  std::vector<cpu::PlainArg> wargs{{DNNL_ARG_DIFF_DST, PlainDesc(y)}, {DNNL_ARG_SRC, PlainDesc(x)},
-                                   {DNNL_ARG_DIFF_WEIGHTS, w_user, true}};
+  std::vector<cpu::PlainArg> wargs{
+      {DNNL_ARG_DIFF_DST, PlainDesc(y)}, {DNNL_ARG_SRC, PlainDesc(x)}, {DNNL_ARG_DIFF_WEIGHTS, w_user, true}};
   if (!p.no_bias) wargs.push_back({DNNL_ARG_DIFF_BIAS, PlainDesc(b), true});
   return DeconvPrims{
       cpu::PlainCall(fpd, deconvolution_forward(fpd), fargs),
-      cpu::PlainCall(dpd, deconvolution_backward_data(dpd),
-                     {{DNNL_ARG_DIFF_DST, PlainDesc(y)}, {DNNL_ARG_WEIGHTS, w_user}, {DNNL_ARG_DIFF_SRC, PlainDesc(x), true}}),
+      cpu::PlainCall(
+          dpd, deconvolution_backward_data(dpd),
+          {{DNNL_ARG_DIFF_DST, PlainDesc(y)}, {DNNL_ARG_WEIGHTS, w_user}, {DNNL_ARG_DIFF_SRC, PlainDesc(x), true}}),
       cpu::PlainCall(wpd, deconvolution_backward_weights(wpd), wargs),
   };
 }
@@ -116,7 +117,6 @@ DeconvPrims MakeDeconvPrims(const ConvParams& p, const Shape& xs) {
 const DeconvPrims& Prims(const ConvParams& p, const Shape& x) {
   return cpu::Cached<DeconvPrims>(Fmt("deconvolution", x, p.Key()), [&] { return MakeDeconvPrims(p, x); });
 }
-
 
 // inputs: x, W[, b]   output: y
 void DeconvForward(const KernelCtx& c) {
@@ -135,30 +135,30 @@ void DeconvBackward(const KernelCtx& c) {
 }  // namespace
 
 void Register_deconvolution(OpRegistry* r) {
-  OpDef& fwd = r->Add("deconvolution")
-      .Doc("2-D transposed convolution over NCHW: kernel, stride, dilate, pad, adj, target_shape, num_filter, "
-           "num_group, no_bias; weight (C, num_filter/num_group, kh, kw).")
-      .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
-      .Outputs({"y"})
-      .Params([](AttrReader& a) {
-        ConvParams p = ReadConvParams(a);
-        p.adj = ReadPair(a, "adj", {0, 0}, 0);
-        p.target_shape = ReadPair(a, "target_shape", {0, 0}, 0);
-        p.has_target_shape = p.target_shape[0] > 0 || p.target_shape[1] > 0;
-        FRUGAL_REQUIRE(!p.has_target_shape || (p.target_shape[0] > 0 && p.target_shape[1] > 0), a.where(),
-                       ": target_shape ", PairStr(p.target_shape), " must give both sizes");
-        return std::any(p);
-      })
-      .NumInputsFn(ConvNumInputs)
-      .InferShape(DeconvInferShape)
-      .Recompute(Cost::kExpensive)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
-        return 2.0 * in[0].Size() * (in[1].Size() / in[1][0]);  // per input: (O/g)*kh*kw multiply-adds
-      })
-      .Workspace([](const WorkspaceCtx& c) {
-        return Prims(c.params<ConvParams>(), c.in[0]).fwd.WorkspaceBytes();
-      })
-      .CpuKernel(DeconvForward);
+  OpDef& fwd =
+      r->Add("deconvolution")
+          .Doc(
+              "2-D transposed convolution over NCHW: kernel, stride, dilate, pad, adj, target_shape, num_filter, "
+              "num_group, no_bias; weight (C, num_filter/num_group, kh, kw).")
+          .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
+          .Outputs({"y"})
+          .Params([](AttrReader& a) {
+            ConvParams p = ReadConvParams(a);
+            p.adj = ReadPair(a, "adj", {0, 0}, 0);
+            p.target_shape = ReadPair(a, "target_shape", {0, 0}, 0);
+            p.has_target_shape = p.target_shape[0] > 0 || p.target_shape[1] > 0;
+            FRUGAL_REQUIRE(!p.has_target_shape || (p.target_shape[0] > 0 && p.target_shape[1] > 0), a.where(),
+                           ": target_shape ", PairStr(p.target_shape), " must give both sizes");
+            return std::any(p);
+          })
+          .NumInputsFn(ConvNumInputs)
+          .InferShape(DeconvInferShape)
+          .Recompute(Cost::kExpensive)
+          .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+            return 2.0 * in[0].Size() * (in[1].Size() / in[1][0]);  // per input: (O/g)*kh*kw multiply-adds
+          })
+          .Workspace([](const WorkspaceCtx& c) { return Prims(c.params<ConvParams>(), c.in[0]).fwd.WorkspaceBytes(); })
+          .CpuKernel(DeconvForward);
   AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1)}, "dx = conv(dy, W), dW, db = sum(dy).")
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[1].Size() * (in[2].Size() / in[2][0]);  // dx and dW: each as much as the forward

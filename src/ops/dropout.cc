@@ -71,16 +71,17 @@ DropoutParams DropoutParams::Parse(AttrReader& a) {
 }
 
 void Register_dropout(OpRegistry* r) {
-  OpDef& fwd = r->Add("dropout")
-      .Doc("Inverted dropout when training: y = x * mask / (1 - p); the mask comes from a counter-based RNG.")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params<DropoutParams>()
-      .InferShape(InferSameShape)
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .Random(Randomness::kCounterRng)
-      .CpuKernel(ApplyMask);
+  OpDef& fwd =
+      r->Add("dropout")
+          .Doc("Inverted dropout when training: y = x * mask / (1 - p); the mask comes from a counter-based RNG.")
+          .Inputs({{"x"}})
+          .Outputs({"y"})
+          .Params<DropoutParams>()
+          .InferShape(InferSameShape)
+          .Inplace({{0, 0}})
+          .Recompute(Cost::kCheap)
+          .Random(Randomness::kCounterRng)
+          .CpuKernel(ApplyMask);
   AddBackward(r, fwd, {OutGrad(0)}, "dx = dy * mask / (1 - p), the mask regenerated from the counter-based RNG.")
       .Inplace({{0, 0}})
       .CpuKernel(ApplyMask);

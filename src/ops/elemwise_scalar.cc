@@ -15,12 +15,24 @@
 namespace frugal {
 namespace {
 
-struct AddS { static float F(float x, float s) { return x + s; } };
-struct SubS { static float F(float x, float s) { return x - s; } };
-struct RSubS { static float F(float x, float s) { return s - x; } };
-struct MulS { static float F(float x, float s) { return x * s; } };
-struct DivS { static float F(float x, float s) { return x / s; } };
-struct RDivS { static float F(float x, float s) { return s / x; } };
+struct AddS {
+  static float F(float x, float s) { return x + s; }
+};
+struct SubS {
+  static float F(float x, float s) { return x - s; }
+};
+struct RSubS {
+  static float F(float x, float s) { return s - x; }
+};
+struct MulS {
+  static float F(float x, float s) { return x * s; }
+};
+struct DivS {
+  static float F(float x, float s) { return x / s; }
+};
+struct RDivS {
+  static float F(float x, float s) { return s / x; }
+};
 
 template <typename Op>
 void ScalarForward(const KernelCtx& c) {

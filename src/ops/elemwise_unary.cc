@@ -145,8 +145,7 @@ void Register_elemwise_unary(OpRegistry* r) {
   RegisterUnary<Ceil>(r, "ceil", "Elementwise ceiling, the smallest integer >= x.", "dx = 0");
   RegisterUnary<Round>(r, "round", "Elementwise rounding to the nearest integer, halves to even.", "dx = 0");
   RegisterUnary<Sign>(r, "sign", "Elementwise sign: 1, -1, or x itself for 0 and NaN.", "dx = 0");
-  RegisterUnary<Gelu>(r, "gelu",
-                      "Gaussian error linear unit y = x Phi(x) (approximate: none, the erf form, or tanh).",
+  RegisterUnary<Gelu>(r, "gelu", "Gaussian error linear unit y = x Phi(x) (approximate: none, the erf form, or tanh).",
                       "dx = dy d/dx (x Phi(x)), in the node's form", GeluForward, GeluBackward)
       .Params<GeluParams>();
 }

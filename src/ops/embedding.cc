@@ -21,8 +21,8 @@ void EmbeddingInferShape(ShapeCtx& c) {
   const Shape w{p.input_dim, p.output_dim};
   if (!c.in[1].known()) c.in[1] = w;
   if (c.in[1] != w) {
-    c.Fail(Fmt("weight has shape ", c.in[1], " but input_dim=", p.input_dim, ", output_dim=", p.output_dim,
-               " need ", w));
+    c.Fail(
+        Fmt("weight has shape ", c.in[1], " but input_dim=", p.input_dim, ", output_dim=", p.output_dim, " need ", w));
   }
   std::vector<int64_t> y = data.dims();
   y.push_back(p.output_dim);
@@ -85,13 +85,13 @@ EmbeddingParams EmbeddingParams::Parse(AttrReader& a) {
 
 void Register_embedding(OpRegistry* r) {
   OpDef& fwd = r->Add("embedding")
-      .Doc("Looks up rows of weight (input_dim, output_dim) by the float indices in data.")
-      .Inputs({{"data"}, {"weight", VarKind::kParam, "xavier"}})
-      .Outputs({"y"})
-      .Params<EmbeddingParams>()
-      .InferShape(EmbeddingInferShape)
-      .Recompute(Cost::kCheap)
-      .CpuKernel(EmbeddingForward);
+                   .Doc("Looks up rows of weight (input_dim, output_dim) by the float indices in data.")
+                   .Inputs({{"data"}, {"weight", VarKind::kParam, "xavier"}})
+                   .Outputs({"y"})
+                   .Params<EmbeddingParams>()
+                   .InferShape(EmbeddingInferShape)
+                   .Recompute(Cost::kCheap)
+                   .CpuKernel(EmbeddingForward);
   AddBackward(r, fwd, {OutGrad(0), Input(0)}, "dweight[k] = sum of dy over the positions holding index k; ddata = 0.")
       .CpuKernel(EmbeddingBackward);
 }

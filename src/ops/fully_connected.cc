@@ -40,14 +40,15 @@ void FcInferShape(ShapeCtx& c) {
   Shape w{p.num_hidden, k};
   if (!c.in[1].known()) c.in[1] = w;
   if (c.in[1] != w) {
-    c.Fail(Fmt("weight has shape ", c.in[1], " but x ", x, " needs ", w, " (num_hidden=", p.num_hidden,
-               ", ", k, " input features)"));
+    c.Fail(Fmt("weight has shape ", c.in[1], " but x ", x, " needs ", w, " (num_hidden=", p.num_hidden, ", ", k,
+               " input features)"));
   }
   if (!p.no_bias) {
     if (!c.in[2].known()) c.in[2] = Shape{p.num_hidden};
     if (c.in[2] != Shape{p.num_hidden}) c.Fail(Fmt("bias has shape ", c.in[2], " but num_hidden is ", p.num_hidden));
   }
-  std::vector<int64_t> y = p.flatten ? std::vector<int64_t>{x[0]} : std::vector<int64_t>(x.dims().begin(), x.dims().end() - 1);
+  std::vector<int64_t> y =
+      p.flatten ? std::vector<int64_t>{x[0]} : std::vector<int64_t>(x.dims().begin(), x.dims().end() - 1);
   y.push_back(p.num_hidden);
   c.out[0] = Shape(y);
 }
@@ -103,13 +104,10 @@ int64_t FcBackwardWorkspace(const WorkspaceCtx& c) {
   return std::max(k.bwd_data.WorkspaceBytes(), k.bwd_weights.WorkspaceBytes());
 }
 
-
 void FcForward(const KernelCtx& c) {
   const auto& p = c.params<FcParams>();
   if (c.req[0] == OpReq::kNull) return;
-  if (c.in[0].dtype() == DType::kBFloat16) {
-    return Prims(p, c.in[0].shape()).fwd.RunForward(c, !p.no_bias);
-  }
+  if (c.in[0].dtype() == DType::kBFloat16) { return Prims(p, c.in[0].shape()).fwd.RunForward(c, !p.no_bias); }
   int64_t n, k;
   RowsCols(p, c.in[0].shape(), &n, &k);
   const int64_t m = p.num_hidden;
@@ -175,19 +173,20 @@ FcParams FcParams::Parse(AttrReader& a) {
 
 void Register_fully_connected(OpRegistry* r) {
   auto num_inputs = [](const std::any& p) { return std::any_cast<const FcParams&>(p).no_bias ? 2 : 3; };
-  OpDef& fwd = r->Add("fully_connected")
-      .Doc("Affine layer y = x W^T + b; num_hidden outputs, optional bias, flatten=true folds all but dim 0.")
-      .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
-      .Outputs({"y"})
-      .Params<FcParams>()
-      .NumInputsFn(num_inputs)
-      .InferShape(FcInferShape)
-      .Recompute(Cost::kExpensive)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
-        return 2.0 * out[0].Size() * in[1][1];  // N*M outputs, K multiply-adds each
-      })
-      .Workspace(FcForwardWorkspace)
-      .CpuKernel(FcForward);
+  OpDef& fwd =
+      r->Add("fully_connected")
+          .Doc("Affine layer y = x W^T + b; num_hidden outputs, optional bias, flatten=true folds all but dim 0.")
+          .Inputs({{"x"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
+          .Outputs({"y"})
+          .Params<FcParams>()
+          .NumInputsFn(num_inputs)
+          .InferShape(FcInferShape)
+          .Recompute(Cost::kExpensive)
+          .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
+            return 2.0 * out[0].Size() * in[1][1];  // N*M outputs, K multiply-adds each
+          })
+          .Workspace(FcForwardWorkspace)
+          .CpuKernel(FcForward);
   AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1)}, "dx = dy W, dW = dy^T x, db = sum(dy).")
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
         return 4.0 * in[0].Size() * in[2][1];  // dx and dW: two products of N*M*K

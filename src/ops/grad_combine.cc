@@ -102,8 +102,9 @@ RescaleClipParams RescaleClipParams::Parse(AttrReader& a) {
 
 void Register_grad_combine(OpRegistry* r) {
   r->Add("grad_accumulate")
-      .Doc("The sum of iter_size micro-batches' gradients: sum = grad, sum += grad, then grad = sum + grad "
-           "on the last (micro-batch step % iter_size).")
+      .Doc(
+          "The sum of iter_size micro-batches' gradients: sum = grad, sum += grad, then grad = sum + grad "
+          "on the last (micro-batch step % iter_size).")
       .Inputs({{"sum"}, {"grad"}})
       .Params<GradAccumulateParams>()
       .InferShape([](ShapeCtx& c) {
@@ -116,9 +117,8 @@ void Register_grad_combine(OpRegistry* r) {
       .Doc("Every gradient times rescale, then all clipped to a global L2 norm of max_norm (0: no clipping).")
       .Inputs({{"grad"}})
       .Params<RescaleClipParams>()
-      .NumInputsFn([](const std::any& p) {
-        return static_cast<int>(std::any_cast<const RescaleClipParams&>(p).num_args);
-      })
+      .NumInputsFn(
+          [](const std::any& p) { return static_cast<int>(std::any_cast<const RescaleClipParams&>(p).num_args); })
       .InferShape([](ShapeCtx&) {})
       .MutatesAll()
       .Workspace([](const WorkspaceCtx& c) -> int64_t {

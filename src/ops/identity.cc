@@ -39,7 +39,7 @@ void ZerosInferShape(ShapeCtx& c) {
 }
 
 void ZerosForward(const KernelCtx& c) {
-  if (c.req[0] != OpReq::kWrite) return;  // kAdd: adding zero
+  if (c.req[0] != OpReq::kWrite) return;             // kAdd: adding zero
   std::memset(c.out[0].raw(), 0, c.out[0].bytes());  // zero bits are zero in every dtype
 }
 

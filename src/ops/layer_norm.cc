@@ -24,7 +24,6 @@
 namespace frugal {
 namespace {
 
-
 void LayerNormInferShape(ShapeCtx& c) {
   const auto& p = c.params<LayerNormParams>();
   const Shape& x = c.in[0];
@@ -43,8 +42,8 @@ void LayerNormInferShape(ShapeCtx& c) {
   for (int k = 1; k < static_cast<int>(c.in.size()); ++k) {
     if (!c.in[k].known()) c.in[k] = Shape(normalized);
     if (c.in[k] != Shape(normalized)) {
-      c.Fail(Fmt(names[k], " has shape ", c.in[k], " but x ", x, " normalises over ", Shape(normalized),
-                 " (axis ", p.axis, ")"));
+      c.Fail(Fmt(names[k], " has shape ", c.in[k], " but x ", x, " normalises over ", Shape(normalized), " (axis ",
+                 p.axis, ")"));
     }
   }
   c.out[0] = x;
@@ -144,19 +143,19 @@ LayerNormParams LayerNormParams::Parse(AttrReader& a) {
 
 void Register_layer_norm(OpRegistry* r) {
   OpDef& fwd = r->Add("layer_norm")
-      .Doc("Layer normalisation over the axes from axis on: axis (default -1), eps (1e-5), no_bias.")
-      .Inputs({{"x"}, {"gamma", VarKind::kParam, "one"}, {"beta", VarKind::kParam, "zero"}})
-      .Outputs({"y", "mean", "inv_std"})
-      .VisibleOutputs(1)
-      .Params<LayerNormParams>()
-      .NumInputsFn(NumInputs)
-      .InferShape(LayerNormInferShape)
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
-        return 8.0 * in[0].Size();  // statistics (3 per element), normalise, scale and shift (5)
-      })
-      .CpuKernel(LayerNormForward);
+                   .Doc("Layer normalisation over the axes from axis on: axis (default -1), eps (1e-5), no_bias.")
+                   .Inputs({{"x"}, {"gamma", VarKind::kParam, "one"}, {"beta", VarKind::kParam, "zero"}})
+                   .Outputs({"y", "mean", "inv_std"})
+                   .VisibleOutputs(1)
+                   .Params<LayerNormParams>()
+                   .NumInputsFn(NumInputs)
+                   .InferShape(LayerNormInferShape)
+                   .Inplace({{0, 0}})
+                   .Recompute(Cost::kCheap)
+                   .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {
+                     return 8.0 * in[0].Size();  // statistics (3 per element), normalise, scale and shift (5)
+                   })
+                   .CpuKernel(LayerNormForward);
   AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1), Output(1), Output(2)}, "dx, dgamma, dbeta.")
       .Inplace({{0, 0}})
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {

@@ -198,20 +198,22 @@ LceParams LceParams::Parse(AttrReader& a) {
 }
 
 void Register_linear_cross_entropy(OpRegistry* r) {
-  OpDef& fwd = r->Add("linear_cross_entropy")
-      .Doc("A fully connected layer of num_hidden classes with a softmax cross-entropy loss, computed chunk rows "
-           "at a time so the logits never exist in full; outputs per row the loss and the label's rank.")
-      .Inputs({{"x"}, {"label"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
-      .Outputs({"score", "dx", "dweight", "dbias"})
-      .VisibleOutputs(1)
-      .Params<LceParams>()
-      .InferShape(LceInferShape)
-      .Loss()
-      .OutputsLossAndRank()
-      .Recompute(Cost::kExpensive)
-      .Workspace(LceWorkspace)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in); })
-      .CpuKernel(LceForward);
+  OpDef& fwd =
+      r->Add("linear_cross_entropy")
+          .Doc(
+              "A fully connected layer of num_hidden classes with a softmax cross-entropy loss, computed chunk rows "
+              "at a time so the logits never exist in full; outputs per row the loss and the label's rank.")
+          .Inputs({{"x"}, {"label"}, {"weight", VarKind::kParam, "xavier"}, {"bias", VarKind::kParam, "zero"}})
+          .Outputs({"score", "dx", "dweight", "dbias"})
+          .VisibleOutputs(1)
+          .Params<LceParams>()
+          .InferShape(LceInferShape)
+          .Loss()
+          .OutputsLossAndRank()
+          .Recompute(Cost::kExpensive)
+          .Workspace(LceWorkspace)
+          .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in); })
+          .CpuKernel(LceForward);
   AddBackward(r, fwd, {Output(1), Output(2), Output(3)},
               "the gradients its forward computed (dx, dW, db), handed on; dlabel = 0.")
       .Inplace({{0, 0}, {1, 2}, {2, 3}})

@@ -45,8 +45,8 @@
 namespace frugal {
 namespace {
 
-using cpu::LstmColumns;
 using cpu::kLstmChunk;
+using cpu::LstmColumns;
 
 // The view moved to (row b, column j): the gates' tensors are (B, 4H), the state's (B, H).
 LstmColumns At(const LstmColumns& v, int64_t b, int64_t j) {
@@ -87,8 +87,7 @@ void LstmShape(ShapeCtx& c) {
   if (y != x) c.Fail(Fmt("h2h has shape ", y, " but i2h has ", x, "; both are (batch, 4 hidden)"));
   const Shape state{x[0], x[1] / 4};
   if (!c.in[2].known()) c.in[2] = state;
-  if (c.in[2] != state)
-    c.Fail(Fmt("c_prev has shape ", c.in[2], " but i2h ", x, " needs (batch, hidden) = ", state));
+  if (c.in[2] != state) c.Fail(Fmt("c_prev has shape ", c.in[2], " but i2h ", x, " needs (batch, hidden) = ", state));
   c.out[0] = c.out[1] = state;
   c.out[2] = x;
 }
@@ -136,13 +135,13 @@ std::vector<Entry> LstmGradient(Graph& g, const GradCtx& c) {
   return {Entry{id, 0}, Entry{id, 0}, Entry{id, 1}};
 }
 
-
 }  // namespace
 
 void Register_lstm_cell(OpRegistry* r) {
   r->Add("lstm_cell")
-      .Doc("Fused LSTM cell: gates sigmoid/sigmoid/tanh/sigmoid of i2h + h2h (in, forget, transform, out); "
-           "c = f c_prev + i g, h = o tanh(c). Outputs h, c (and the gates, hidden, for the backward pass).")
+      .Doc(
+          "Fused LSTM cell: gates sigmoid/sigmoid/tanh/sigmoid of i2h + h2h (in, forget, transform, out); "
+          "c = f c_prev + i g, h = o tanh(c). Outputs h, c (and the gates, hidden, for the backward pass).")
       .Inputs({{"i2h"}, {"h2h"}, {"c_prev"}})
       .Outputs({"h", "c", "gates"})
       .VisibleOutputs(2)

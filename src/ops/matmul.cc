@@ -54,13 +54,17 @@ void MatmulBackward(const KernelCtx& c) {
     const float* b = c.in[2].f() + i * d.k * d.n;
     if (c.req[0] != OpReq::kNull) {
       float* da = Out(c, 0) + i * d.m * d.k;
-      if (!ta) cpu::Gemm(false, !tb, d.m, d.k, d.n, 1.f, dy, b, Beta(c.req[0]), da);  // (M,N) x (N,K)
-      else cpu::Gemm(tb, true, d.k, d.m, d.n, 1.f, b, dy, Beta(c.req[0]), da);        // (K,N) x (N,M)
+      if (!ta)
+        cpu::Gemm(false, !tb, d.m, d.k, d.n, 1.f, dy, b, Beta(c.req[0]), da);  // (M,N) x (N,K)
+      else
+        cpu::Gemm(tb, true, d.k, d.m, d.n, 1.f, b, dy, Beta(c.req[0]), da);  // (K,N) x (N,M)
     }
     if (c.req[1] != OpReq::kNull) {
       float* db = Out(c, 1) + i * d.k * d.n;
-      if (!tb) cpu::Gemm(!ta, false, d.k, d.n, d.m, 1.f, a, dy, Beta(c.req[1]), db);  // (K,M) x (M,N)
-      else cpu::Gemm(true, ta, d.n, d.k, d.m, 1.f, dy, a, Beta(c.req[1]), db);        // (N,M) x (M,K)
+      if (!tb)
+        cpu::Gemm(!ta, false, d.k, d.n, d.m, 1.f, a, dy, Beta(c.req[1]), db);  // (K,M) x (M,N)
+      else
+        cpu::Gemm(true, ta, d.n, d.k, d.m, 1.f, dy, a, Beta(c.req[1]), db);  // (N,M) x (M,K)
     }
   }
 }
@@ -68,16 +72,16 @@ void MatmulBackward(const KernelCtx& c) {
 template <int kRank>
 void RegisterMatmul(OpRegistry* r, const std::string& name, const std::string& doc) {
   OpDef& fwd = r->Add(name)
-      .Doc(doc)
-      .Inputs({{"a"}, {"b"}})
-      .Outputs({"y"})
-      .Params<MatmulParams>()
-      .InferShape(MatmulInferShape<kRank>)
-      .Recompute(Cost::kExpensive)
-      .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
-        return 2.0 * in[0].Size() * out[0][out[0].ndim() - 1];  // batch*M*K*N multiply-adds
-      })
-      .CpuKernel(MatmulForward);
+                   .Doc(doc)
+                   .Inputs({{"a"}, {"b"}})
+                   .Outputs({"y"})
+                   .Params<MatmulParams>()
+                   .InferShape(MatmulInferShape<kRank>)
+                   .Recompute(Cost::kExpensive)
+                   .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
+                     return 2.0 * in[0].Size() * out[0][out[0].ndim() - 1];  // batch*M*K*N multiply-adds
+                   })
+                   .CpuKernel(MatmulForward);
   AddBackward(r, fwd, {OutGrad(0), Input(0), Input(1)},
               "da = dy op(b)^T, db = op(a)^T dy (transposed back where asked).")
       .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {

@@ -120,8 +120,8 @@ struct PoolParams {
   bool max = true, global = false, count_include_pad = true, full = false;
   Pair kernel{}, stride{1, 1}, pad{0, 0};
   std::string Key() const {
-    return Fmt(max ? "max" : "avg", global ? "g" : "", count_include_pad ? "i" : "e", full ? "f" : "v",
-               PairStr(kernel), PairStr(stride), PairStr(pad));
+    return Fmt(max ? "max" : "avg", global ? "g" : "", count_include_pad ? "i" : "e", full ? "f" : "v", PairStr(kernel),
+               PairStr(stride), PairStr(pad));
   }
   static PoolParams Parse(AttrReader& a);
 };

@@ -90,7 +90,7 @@ void ForEachRange(int64_t n, F f) {
   const int64_t threads = cpu::KernelThreads();
   const int64_t ranges = std::min<int64_t>(threads, (n + kRangeGrain - 1) / kRangeGrain);
   if (ranges <= 1) return f(int64_t{0}, n);
-#pragma omp parallel for num_threads(static_cast<int>(ranges)) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(ranges)) schedule(static)
   for (int64_t r = 0; r < ranges; ++r) {
     const int64_t begin = r == 0 ? 0 : (n * r / ranges) & ~int64_t{15};
     const int64_t end = r == ranges - 1 ? n : (n * (r + 1) / ranges) & ~int64_t{15};

@@ -48,9 +48,8 @@ void UpdateCpu(const KernelCtx& c) {
   const float* g = c.in[1].f();
   float* s0 = c.in[2].f();
   float* s1 = c.in.size() > 3 ? c.in[3].f() : nullptr;
-  ForEachRange(c.in[0].size(), [&](int64_t b, int64_t e) {
-    cpu::Vec().update(a, w + b, g + b, s0 + b, s1 ? s1 + b : nullptr, e - b);
-  });
+  ForEachRange(c.in[0].size(),
+               [&](int64_t b, int64_t e) { cpu::Vec().update(a, w + b, g + b, s0 + b, s1 ? s1 + b : nullptr, e - b); });
 }
 
 // Every input has the weight's shape.

@@ -53,8 +53,8 @@ Window WindowFor(const PoolParams& p, const Shape& x) {
 
 namespace {
 
-using dnnl::memory;
 using cpu::PlainDesc;
+using dnnl::memory;
 
 struct PoolPrims {
   cpu::PlainCall train, infer, bwd;
@@ -71,9 +71,9 @@ PoolPrims MakePoolPrims(const PoolParams& p, const Shape& xs, DType t, Layout xl
   const memory::desc ux = cpu::LayoutDesc(xs.dims(), t, xl), uy = cpu::LayoutDesc(ys.dims(), t, yl);  // the user's
   const memory::dims stride{w.stride[0], w.stride[1]}, kernel{w.kernel[0], w.kernel[1]};
   const memory::dims pad_l{w.pad_l[0], w.pad_l[1]}, pad_r{w.pad_r[0], w.pad_r[1]};
-  const algorithm alg = p.max ? algorithm::pooling_max
-                              : p.count_include_pad ? algorithm::pooling_avg_include_padding
-                                                    : algorithm::pooling_avg_exclude_padding;
+  const algorithm alg = p.max                 ? algorithm::pooling_max
+                        : p.count_include_pad ? algorithm::pooling_avg_include_padding
+                                              : algorithm::pooling_avg_exclude_padding;
   const engine& eng = cpu::DnnlEngine();
   auto fwd = [&](prop_kind k) {
     return pooling_forward::primitive_desc(pooling_forward::desc(k, alg, x, y, stride, kernel, pad_l, pad_r),
@@ -170,20 +170,22 @@ PoolParams PoolParams::Parse(AttrReader& a) {
 }
 
 void Register_pooling(OpRegistry* r) {
-  OpDef& fwd = r->Add("pooling")
-      .Doc("2-D max or average pooling over NCHW: pool_type, kernel, stride, pad, global_pool, count_include_pad, "
-           "pooling_convention valid|full.")
-      .Inputs({{"x"}})
-      .Outputs({"y", "argmax"})
-      .VisibleOutputs(1)
-      .WritesOutputsTogether()
-      .Params<PoolParams>()
-      .InferShape(PoolInferShape)
-      .Recompute(Cost::kCheap)
-      .Workspace(PoolForwardWorkspace)
-      .Bf16()
-      .ChannelsLast({0}, {0}, /*tied=*/false)
-      .CpuKernel(PoolForward);
+  OpDef& fwd =
+      r->Add("pooling")
+          .Doc(
+              "2-D max or average pooling over NCHW: pool_type, kernel, stride, pad, global_pool, count_include_pad, "
+              "pooling_convention valid|full.")
+          .Inputs({{"x"}})
+          .Outputs({"y", "argmax"})
+          .VisibleOutputs(1)
+          .WritesOutputsTogether()
+          .Params<PoolParams>()
+          .InferShape(PoolInferShape)
+          .Recompute(Cost::kCheap)
+          .Workspace(PoolForwardWorkspace)
+          .Bf16()
+          .ChannelsLast({0}, {0}, /*tied=*/false)
+          .CpuKernel(PoolForward);
   AddBackward(r, fwd, {OutGrad(0), Output(1)}, "dy to the argmax of each window (max) or spread over it (avg).")
       .Workspace(PoolBackwardWorkspace)
       .ChannelsLast({0}, {0}, /*tied=*/false)

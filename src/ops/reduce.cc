@@ -30,8 +30,10 @@ void ReduceInferShape(ShapeCtx& c) {
   const std::vector<bool> fold = p.Folds(x.ndim());
   std::vector<int64_t> dims;
   for (int d = 0; d < x.ndim(); ++d) {
-    if (!fold[d]) dims.push_back(x[d]);
-    else if (p.keepdims) dims.push_back(1);
+    if (!fold[d])
+      dims.push_back(x[d]);
+    else if (p.keepdims)
+      dims.push_back(1);
   }
   if (dims.empty()) dims.push_back(1);
   c.out[0] = Shape(dims);
@@ -106,13 +108,13 @@ void MaxBackward(const KernelCtx& c) {
 void RegisterReduce(OpRegistry* r, const std::string& name, const std::string& doc, Kernel fwd,
                     std::vector<BackwardRead> reads, Kernel bwd, const std::string& grad_doc) {
   OpDef& op = r->Add(name)
-      .Doc(doc + " over `axis` (a list; default all), keepdims keeps them as size 1.")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params<ReduceParams>()
-      .InferShape(ReduceInferShape)
-      .Recompute(Cost::kCheap)
-      .CpuKernel(fwd);
+                  .Doc(doc + " over `axis` (a list; default all), keepdims keeps them as size 1.")
+                  .Inputs({{"x"}})
+                  .Outputs({"y"})
+                  .Params<ReduceParams>()
+                  .InferShape(ReduceInferShape)
+                  .Recompute(Cost::kCheap)
+                  .CpuKernel(fwd);
   AddBackward(r, op, std::move(reads), grad_doc + ".").CpuKernel(bwd);
 }
 

@@ -30,9 +30,8 @@ void RegressionInferShape(ShapeCtx& c) {
 template <bool kLogistic>
 void RegressionForward(const KernelCtx& c) {
   const float* x = c.in[0].f();
-  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) {
-    return kLogistic ? 1.f / (1.f + std::exp(-x[i])) : x[i];
-  });
+  ForEach(c.out[0].size(), Out(c, 0), c.req[0],
+          [=](int64_t i) { return kLogistic ? 1.f / (1.f + std::exp(-x[i])) : x[i]; });
 }
 
 // inputs: y, label    outputs: dx, dlabel (zeros)
@@ -48,15 +47,15 @@ void RegressionBackward(const KernelCtx& c) {
 template <bool kLogistic>
 void RegisterRegression(OpRegistry* r, const std::string& name, const std::string& doc) {
   OpDef& fwd = r->Add(name)
-      .Doc(doc)
-      .Inputs({{"x"}, {"label"}})
-      .Outputs({"y"})
-      .Params([](AttrReader& a) { return std::any(RegressionParams{a.Float("grad_scale", 1.0)}); })
-      .InferShape(RegressionInferShape)
-      .Loss()
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .CpuKernel(RegressionForward<kLogistic>);
+                   .Doc(doc)
+                   .Inputs({{"x"}, {"label"}})
+                   .Outputs({"y"})
+                   .Params([](AttrReader& a) { return std::any(RegressionParams{a.Float("grad_scale", 1.0)}); })
+                   .InferShape(RegressionInferShape)
+                   .Loss()
+                   .Inplace({{0, 0}})
+                   .Recompute(Cost::kCheap)
+                   .CpuKernel(RegressionForward<kLogistic>);
   AddBackward(r, fwd, {Output(0), Input(1)}, "dx = (y - label) * grad_scale / (outputs per sample).")
       .Inplace({{0, 0}})
       .CpuKernel(RegressionBackward);

@@ -43,15 +43,15 @@ void ReluBackward(const KernelCtx& c) {
 
 void Register_relu(OpRegistry* r) {
   OpDef& fwd = r->Add("relu")
-      .Doc("Rectified linear unit: y = max(x, 0).")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .InferShape(InferSameShape)
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .Bf16()
-      .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
-      .CpuKernel(ReluForward);
+                   .Doc("Rectified linear unit: y = max(x, 0).")
+                   .Inputs({{"x"}})
+                   .Outputs({"y"})
+                   .InferShape(InferSameShape)
+                   .Inplace({{0, 0}})
+                   .Recompute(Cost::kCheap)
+                   .Bf16()
+                   .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes
+                   .CpuKernel(ReluForward);
   AddBackward(r, fwd, {OutGrad(0), Output(0)}, "dx = dy * (y > 0).")
       .ChannelsLast({0, 1}, {0}, /*tied=*/true)
       .Inplace({{0, 0}})

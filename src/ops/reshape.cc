@@ -79,9 +79,9 @@ void Register_reshape(OpRegistry* r) {
         .Bf16()
         .CpuKernel(CopyKernel);
   };
-  OpDef& reshape = view("reshape", "View x with another shape: 0 copies the input dim, -1 is inferred.",
-                        ReshapeInferShape)
-                       .Params([](AttrReader& a) { return std::any(ReshapeParams{a.Ints("shape")}); });
+  OpDef& reshape =
+      view("reshape", "View x with another shape: 0 copies the input dim, -1 is inferred.", ReshapeInferShape)
+          .Params([](AttrReader& a) { return std::any(ReshapeParams{a.Ints("shape")}); });
   view("flatten", "Collapse all dims but the first: (N, d1, d2, ...) -> (N, d1*d2*...).", FlattenInferShape);
   view("expand_dims", "Inserts a dim of size 1 at axis (negative counts from the end).", ExpandDimsInferShape)
       .Params([](AttrReader& a) { return std::any(ExpandDimsParams{a.Int("axis")}); });

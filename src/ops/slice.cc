@@ -19,7 +19,8 @@ namespace {
 // "(0,None,-1)" -> {0, none, -1}.
 OptInts ParseOptInts(AttrReader& a, const std::string& key, bool required) {
   std::string text = a.Str(key, "");
-  FRUGAL_REQUIRE(!required || !text.empty(), a.where(), ": attribute '", key, "' is required (a tuple like (0,None,2))");
+  FRUGAL_REQUIRE(!required || !text.empty(), a.where(), ": attribute '", key,
+                 "' is required (a tuple like (0,None,2))");
   for (char& ch : text)
     if (ch == '(' || ch == ')' || ch == '[' || ch == ']') ch = ' ';
   OptInts out;
@@ -147,15 +148,14 @@ SliceParams SliceParams::Parse(AttrReader& a) {
 
 void Register_slice(OpRegistry* r) {
   OpDef& fwd = r->Add("slice")
-      .Doc("MXNet slice: x[begin:end:step] per leading axis; tuples may hold None.")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params<SliceParams>()
-      .InferShape(SliceInferShape)
-      .Recompute(Cost::kFree)
-      .CpuKernel(SliceForward);
-  AddBackward(r, fwd, {OutGrad(0)}, "dx = dy at the sliced positions, 0 elsewhere.")
-      .CpuKernel(SliceBackward);
+                   .Doc("MXNet slice: x[begin:end:step] per leading axis; tuples may hold None.")
+                   .Inputs({{"x"}})
+                   .Outputs({"y"})
+                   .Params<SliceParams>()
+                   .InferShape(SliceInferShape)
+                   .Recompute(Cost::kFree)
+                   .CpuKernel(SliceForward);
+  AddBackward(r, fwd, {OutGrad(0)}, "dx = dy at the sliced positions, 0 elsewhere.").CpuKernel(SliceBackward);
 }
 
 }  // namespace frugal

@@ -54,7 +54,6 @@ void SoftmaxInferShape(ShapeCtx& c) {
   c.out[0] = x;
 }
 
-
 void SoftmaxForward(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   Prims(c.params<SoftmaxParams>(), c.in[0].shape())
@@ -70,27 +69,25 @@ void SoftmaxBackward(const KernelCtx& c) {
 
 void Register(OpRegistry* r, const std::string& name, bool log) {
   OpDef& fwd = r->Add(name)
-      .Doc(log ? "log(softmax(x)) along axis (default -1)." : "Softmax along axis (default -1).")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .Params([log](AttrReader& a) {
-        SoftmaxParams p;
-        p.axis = a.Int("axis", -1);
-        p.log = log;
-        return std::any(p);
-      })
-      .InferShape(SoftmaxInferShape)
-      .Inplace({{0, 0}})
-      .Recompute(Cost::kCheap)
-      .Workspace([](const WorkspaceCtx& c) {
-        return Prims(c.params<SoftmaxParams>(), c.in[0]).fwd.WorkspaceBytes();
-      })
-      .CpuKernel(SoftmaxForward);
+                   .Doc(log ? "log(softmax(x)) along axis (default -1)." : "Softmax along axis (default -1).")
+                   .Inputs({{"x"}})
+                   .Outputs({"y"})
+                   .Params([log](AttrReader& a) {
+                     SoftmaxParams p;
+                     p.axis = a.Int("axis", -1);
+                     p.log = log;
+                     return std::any(p);
+                   })
+                   .InferShape(SoftmaxInferShape)
+                   .Inplace({{0, 0}})
+                   .Recompute(Cost::kCheap)
+                   .Workspace([](const WorkspaceCtx& c) {
+                     return Prims(c.params<SoftmaxParams>(), c.in[0]).fwd.WorkspaceBytes();
+                   })
+                   .CpuKernel(SoftmaxForward);
   AddBackward(r, fwd, {OutGrad(0), Output(0)}, log ? "dx = dy - exp(y) sum(dy)." : "dx = y (dy - sum(dy y)).")
       .Inplace({{0, 0}})
-      .Workspace([](const WorkspaceCtx& c) {
-        return Prims(c.params<SoftmaxParams>(), c.in[0]).bwd.WorkspaceBytes();
-      })
+      .Workspace([](const WorkspaceCtx& c) { return Prims(c.params<SoftmaxParams>(), c.in[0]).bwd.WorkspaceBytes(); })
       .CpuKernel(SoftmaxBackward);
 }
 

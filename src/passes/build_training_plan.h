@@ -16,7 +16,6 @@ namespace frugal {
 // estimate, not placed: arena_bytes is the lower bound, which the placed
 // arena never undercuts).
 TrainingPlan BuildTrainingPlan(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
-                               const MemoryStrategy& strategy, KeepLevels keep, Device dev = {},
-                               bool estimate = false);
+                               const MemoryStrategy& strategy, KeepLevels keep, Device dev = {}, bool estimate = false);
 
 }  // namespace frugal

@@ -95,7 +95,8 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
         if (q + slots(b.all_bytes) <= kSlots) {
           const Step stored{static_cast<int>(i), c, q, false};
           relax(1, i + 1, q + slots(b.kept_bytes) + slots(b.boundary_bytes), f + b.cheap_cost, stored);
-          if (!b.cheap_keeps_boundary) relax(0, i + 1, q + slots(b.kept_bytes), f + b.cheap_cost + b.boundary_cost, stored);
+          if (!b.cheap_keeps_boundary)
+            relax(0, i + 1, q + slots(b.kept_bytes), f + b.cheap_cost + b.boundary_cost, stored);
         }
         // Blocks i..k dropped, as one run between kept boundaries.
         if (c == 0) continue;

@@ -53,7 +53,8 @@ void AddPart(Graph& g, const std::string& name, Entry* sum, Entry part) {
 // output nobody differentiates. It reads nothing, so the unused output is not
 // kept alive for its shape.
 Entry ZerosLike(Graph& g, int i, int k) {
-  int id = g.AddOp("zeros_like", Fmt(g.node(i).name, "_out", k, "_zero_grad"), {{"like_output", std::to_string(k)}}, {});
+  int id =
+      g.AddOp("zeros_like", Fmt(g.node(i).name, "_out", k, "_zero_grad"), {{"like_output", std::to_string(k)}}, {});
   g.mutable_node(id).fwd = i;
   return {id, 0};
 }

@@ -54,8 +54,8 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
       tctx.fwd_out = &fwd_out_t;
     }
     CHECK(n.op->infer_shape()) << n.op->name() << " has no shape inference";
-    FRUGAL_REQUIRE(static_cast<int>(n.inputs.size()) == n.op->NumInputs(n.params), n.Where(), ": has ",
-                   n.inputs.size(), " inputs but the op takes ", n.op->NumInputs(n.params));
+    FRUGAL_REQUIRE(static_cast<int>(n.inputs.size()) == n.op->NumInputs(n.params), n.Where(), ": has ", n.inputs.size(),
+                   " inputs but the op takes ", n.op->NumInputs(n.params));
     try {
       n.op->infer_shape()(ctx);
       n.op->InferDTypes(tctx);
@@ -66,9 +66,9 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
           const Shape& sh = (*shapes)[k];
           if (!sh.known()) continue;
           const int64_t bytes = sh.Size() * DTypeBytes(shapes == &in ? in_t[k] : out_t[k]);
-          FRUGAL_REQUIRE(bytes <= kMaxTensorBytes, n.Where(), ": ", shapes == &in ? "input " : "output ", k, " ",
-                         sh, " would hold ", HumanBytes(bytes), ", more than one tensor may (",
-                         HumanBytes(kMaxTensorBytes), "); use a smaller batch or input size");
+          FRUGAL_REQUIRE(bytes <= kMaxTensorBytes, n.Where(), ": ", shapes == &in ? "input " : "output ", k, " ", sh,
+                         " would hold ", HumanBytes(bytes), ", more than one tensor may (", HumanBytes(kMaxTensorBytes),
+                         "); use a smaller batch or input size");
         }
     } catch (const Error& e) {  // one that does not name the node yet (a shape too large to count)
       const std::string where = n.Where();
@@ -79,12 +79,12 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       Shape& s = g.shapes[g.EntryId(n.inputs[k])];
       if (!s.known()) {
-        FRUGAL_REQUIRE(in[k].known(), n.Where(), ": cannot infer the shape of input '",
-                       g.node(n.inputs[k].node).name, "'");
+        FRUGAL_REQUIRE(in[k].known(), n.Where(), ": cannot infer the shape of input '", g.node(n.inputs[k].node).name,
+                       "'");
         s = in[k];
       } else if (s != in[k]) {
-        throw Error(Fmt(n.Where(), ": input '", g.node(n.inputs[k].node).name, "' has shape ", s,
-                        " but the op needs ", in[k]));
+        throw Error(
+            Fmt(n.Where(), ": input '", g.node(n.inputs[k].node).name, "' has shape ", s, " but the op needs ", in[k]));
       }
     }
     for (int k = 0; k < g.NumOutputs(i); ++k) {

@@ -25,9 +25,9 @@ Graph ToMixedPrecision(const Graph& g, DType compute) {
   if (compute == DType::kFloat32) return g;
   FRUGAL_REQUIRE(compute == DType::kBFloat16, "mixed precision computes in bfloat16, not ", DTypeName(compute));
   Graph out;
-  std::vector<Entry> to(g.num_entries());                    // old entry id -> entry of the new graph
+  std::vector<Entry> to(g.num_entries());                     // old entry id -> entry of the new graph
   std::vector<DType> type(g.num_entries(), DType::kFloat32);  // and its type there
-  std::map<std::pair<int, DType>, Entry> casts;              // (old entry id, type) -> its cast
+  std::map<std::pair<int, DType>, Entry> casts;               // (old entry id, type) -> its cast
   // Old entry id as type t in the new graph: itself, or its cast.
   auto as = [&](int id, DType t) -> Entry {
     if (type[id] == t) return to[id];

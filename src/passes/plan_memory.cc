@@ -112,7 +112,10 @@ bool TryInplace(const Graph& g, int i, int out, const std::vector<int64_t>& byte
 
 void PlaceEndToEnd(std::vector<Block>* blocks) {
   int64_t off = 0;
-  for (Block& b : *blocks) { b.offset = off; off += b.size; }
+  for (Block& b : *blocks) {
+    b.offset = off;
+    off += b.size;
+  }
 }
 
 // Places blocks in the given order, each at the lowest offset (first fit)
@@ -131,7 +134,10 @@ int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, std::vector<B
       int64_t gap = c->offset - off;
       if (gap >= b.size) {
         if (!best_fit) break;
-        if (gap < best_gap) { best_gap = gap; best = off; }
+        if (gap < best_gap) {
+          best_gap = gap;
+          best = off;
+        }
       }
       off = std::max(off, c->offset + c->size);
     }
@@ -153,12 +159,15 @@ int64_t PlaceOnline(std::vector<Block>* blocks) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   std::vector<int> by_end = order;
   std::stable_sort(by_end.begin(), by_end.end(), [&](int a, int b) { return (*blocks)[a].end < (*blocks)[b].end; });
-  std::map<int64_t, int64_t> free_at;        // offset -> size
-  std::multimap<int64_t, int64_t> by_size;   // size -> offset
+  std::map<int64_t, int64_t> free_at;       // offset -> size
+  std::multimap<int64_t, int64_t> by_size;  // size -> offset
   auto erase_sized = [&](int64_t off, int64_t size) {
     auto range = by_size.equal_range(size);
     for (auto it = range.first; it != range.second; ++it)
-      if (it->second == off) { by_size.erase(it); return; }
+      if (it->second == off) {
+        by_size.erase(it);
+        return;
+      }
   };
   auto release = [&](int64_t off, int64_t size) {
     auto next = free_at.lower_bound(off);
@@ -193,7 +202,10 @@ int64_t PlaceOnline(std::vector<Block>* blocks) {
       by_size.erase(fit);
       free_at.erase(off);
       b.offset = off;
-      if (size > b.size) { free_at[off + b.size] = size - b.size; by_size.emplace(size - b.size, off + b.size); }
+      if (size > b.size) {
+        free_at[off + b.size] = size - b.size;
+        by_size.emplace(size - b.size, off + b.size);
+      }
     } else if (!free_at.empty() && free_at.rbegin()->first + free_at.rbegin()->second == top) {
       auto last = std::prev(free_at.end());  // grow the free range at the top
       b.offset = last->first;
@@ -237,8 +249,9 @@ void PlaceShared(std::vector<Block>* blocks, int64_t lower_bound) {
   std::vector<int> by_start = by_size, by_life = by_size, by_area = by_size;  // blocks are made in start order
   auto life = [&](int a) { return bl[a].end - bl[a].start + 1; };
   auto area = [&](int a) { return static_cast<double>(bl[a].size) * life(a); };
-  std::stable_sort(by_size.begin(), by_size.end(),
-                   [&](int a, int b) { return bl[a].size != bl[b].size ? bl[a].size > bl[b].size : bl[a].start < bl[b].start; });
+  std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) {
+    return bl[a].size != bl[b].size ? bl[a].size > bl[b].size : bl[a].start < bl[b].start;
+  });
   std::stable_sort(by_life.begin(), by_life.end(),
                    [&](int a, int b) { return life(a) != life(b) ? life(a) > life(b) : bl[a].size > bl[b].size; });
   std::stable_sort(by_area.begin(), by_area.end(), [&](int a, int b) { return area(a) > area(b); });
@@ -269,8 +282,10 @@ void PlaceShared(std::vector<Block>* blocks, int64_t lower_bound) {
     for (size_t t = 0; t < trials && best_arena > lower_bound; ++t) {
       std::vector<int> order = best_order;
       const size_t i = gen() % n, j = gen() % n;
-      if (t % 2 == 0) std::rotate(order.begin(), order.begin() + i, order.begin() + i + 1);  // block i to the front
-      else std::swap(order[i], order[j]);
+      if (t % 2 == 0)
+        std::rotate(order.begin(), order.begin() + i, order.begin() + i + 1);  // block i to the front
+      else
+        std::swap(order[i], order[j]);
       consider(std::move(order), best_fit);
     }
   }
@@ -301,12 +316,12 @@ std::string MemoryStrategy::Name() const {
   const char* units[] = {"GB", "MB", "KB"};
   double mult = 1e9;
   for (const char* u : units) {
-    if (budget_bytes % static_cast<int64_t>(mult) == 0) return Fmt("budget=", budget_bytes / static_cast<int64_t>(mult), u);
+    if (budget_bytes % static_cast<int64_t>(mult) == 0)
+      return Fmt("budget=", budget_bytes / static_cast<int64_t>(mult), u);
     mult /= 1e3;
   }
   return Fmt("budget=", budget_bytes);
 }
-
 
 MemoryStrategy ParseMemoryStrategy(const std::string& text) {
   if (text == "budget=auto") return {MemoryStrategy::kBudget, MemoryStrategy::kAutoBudget};
@@ -400,7 +415,10 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       int e = g.EntryId({i, k});
       if (ext[e]) continue;
-      if (last[e] < 0 && !made_unread) { plan.entry_req[e] = OpReq::kNull; continue; }
+      if (last[e] < 0 && !made_unread) {
+        plan.entry_req[e] = OpReq::kNull;
+        continue;
+      }
       const int fold_into = into[e] >= 0 ? into[e] : folded_add[i] ? g.EntryId(n.inputs[0]) : -1;
       if (fold_into >= 0) {  // a part added into its sum, or the sum's add_n, which does nothing
         const int b = plan.entry_block[fold_into];
@@ -429,9 +447,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     try {
       const DType t = n.inputs.empty() ? DType::kFloat32 : g.dtype(n.inputs[0]);
       ws = n.op->WorkspaceBytes({n, in_shapes, out_shapes, t, in_layouts, out_layouts});
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {  // a library's (oneDNN refusing the sizes)
+    } catch (const Error&) { throw; } catch (const std::exception& e) {  // a library's (oneDNN refusing the sizes)
       std::string shapes;
       for (const Shape& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + sh.ToString();
       throw Error(Fmt(n.Where(), ": the kernel library refuses inputs ", shapes, " (", e.what(),
@@ -451,7 +467,10 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     CountCosts(g, strategy.costs.get(), &plan);
     return plan;
   }
-  if (strategy.shares()) PlaceShared(&blocks, plan.lower_bound_bytes); else PlaceEndToEnd(&blocks);
+  if (strategy.shares())
+    PlaceShared(&blocks, plan.lower_bound_bytes);
+  else
+    PlaceEndToEnd(&blocks);
   for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
   plan.num_blocks = static_cast<int>(blocks.size());
   plan.entry_offset.assign(num_entries, -1);
@@ -468,7 +487,10 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
 
 std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
   std::vector<int> last = LastUse(g);
-  struct Item { int entry, start, end; int64_t off, size; };
+  struct Item {
+    int entry, start, end;
+    int64_t off, size;
+  };
   std::vector<Item> items;
   for (int e = 0; e < g.num_entries(); ++e) {
     if (plan.entry_offset[e] < 0) continue;
@@ -488,7 +510,10 @@ std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
       bool handoff = same_block && (x.end == y.start || y.end == x.start || plan.entry_req[x.entry] == OpReq::kAdd ||
                                     plan.entry_req[y.entry] == OpReq::kAdd);
       if (mem && time && !handoff) {
-        auto name = [&](int e) { Entry en = g.EntryOf(e); return Fmt(g.node(en.node).name, ":", en.index); };
+        auto name = [&](int e) {
+          Entry en = g.EntryOf(e);
+          return Fmt(g.node(en.node).name, ":", en.index);
+        };
         return Fmt("entries ", name(x.entry), " and ", name(y.entry), " are live together in overlapping memory");
       }
     }
@@ -497,11 +522,11 @@ std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
 }
 
 std::string PlanToJson(const MemoryPlan& p, int64_t batch) {
-  return Fmt("{\"strategy\":\"", p.strategy.Name(), "\",\"batch\":", batch,
-             ",\"arena_bytes\":", p.arena_bytes, ",\"lower_bound_bytes\":", p.lower_bound_bytes,
-             ",\"param_bytes\":", p.param_bytes, ",\"param_grad_bytes\":", p.param_grad_bytes,
-             ",\"input_bytes\":", p.input_bytes, ",\"no_sharing_bytes\":", p.no_sharing_bytes,
-             ",\"num_nodes\":", p.num_nodes, ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
+  return Fmt("{\"strategy\":\"", p.strategy.Name(), "\",\"batch\":", batch, ",\"arena_bytes\":", p.arena_bytes,
+             ",\"lower_bound_bytes\":", p.lower_bound_bytes, ",\"param_bytes\":", p.param_bytes,
+             ",\"param_grad_bytes\":", p.param_grad_bytes, ",\"input_bytes\":", p.input_bytes,
+             ",\"no_sharing_bytes\":", p.no_sharing_bytes, ",\"num_nodes\":", p.num_nodes,
+             ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
              ",\"num_recomputed\":", p.num_recomputed, ",\"extra_flops_ratio\":", p.extra_flops_ratio(),
              ",\"step_flops\":", p.step_flops, ",\"plan_ms\":", p.plan_ms, ",\"num_builds\":", p.num_builds,
              p.priced() ? Fmt(",\"predicted_step_ms\":", p.step_ms, ",\"predicted_extra_ms\":", p.extra_ms) : "", "}");

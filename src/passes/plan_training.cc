@@ -90,8 +90,10 @@ TrainingPlan BestSqrt(Search& q, int64_t* best_b = nullptr) {
   if (dir > 0) best = std::move(next), j_best = 1;
   for (int j = j_best + dir, worse = 0; j >= kLo && j <= kHi && worse < 2; j += dir) {
     TrainingPlan t = build(j);
-    if (Better(t, best)) best = std::move(t), j_best = j, worse = 0;
-    else ++worse;
+    if (Better(t, best))
+      best = std::move(t), j_best = j, worse = 0;
+    else
+      ++worse;
   }
   if (best_b) *best_b = budget(j_best);
   return best;
@@ -224,8 +226,10 @@ TrainingPlan PlanBudget(Search& q) {
   if (chain.size() > 1) {
     int64_t lo = 0, hi = 0;  // model memories that fit or had no plan / too big (0: none yet)
     for (int64_t m = budget; (lo == 0 || hi == 0) && m > 0 && m < budget * 64;) {
-      if (consider(chain_plan(m), "the chain program") >= 0) lo = m, m *= 2;
-      else hi = m, m /= 2;
+      if (consider(chain_plan(m), "the chain program") >= 0)
+        lo = m, m *= 2;
+      else
+        hi = m, m /= 2;
     }
     for (int k = 0; k < 4 && lo > 0 && hi > 0 && std::abs(hi - lo) > budget / 50; ++k) {
       const int64_t mid = lo + (hi - lo) / 2;
@@ -241,8 +245,10 @@ TrainingPlan PlanBudget(Search& q) {
   size_t lo = 1, hi = segs.size();
   while (lo <= hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (q.Build(DropSegments(cheap, segs, mid)).plan.arena_bytes <= budget) hi = mid - 1;
-    else lo = mid + 1;
+    if (q.Build(DropSegments(cheap, segs, mid)).plan.arena_bytes <= budget)
+      hi = mid - 1;
+    else
+      lo = mid + 1;
   }
   for (size_t k = lo; k <= segs.size(); ++k) {
     TrainingPlan m = q.Build(DropSegments(cheap, segs, k));
@@ -283,11 +289,21 @@ TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemorySt
   switch (s.kind) {
     case MemoryStrategy::kNone:
     case MemoryStrategy::kInplace:
-    case MemoryStrategy::kShare: t = q.Build(ApplyAnnotations(fwd, {})); break;
-    case MemoryStrategy::kDropCheap: t = q.Build(DropCheapLevels(fwd)); break;
-    case MemoryStrategy::kSqrt: t = BestSqrt(q); break;
-    case MemoryStrategy::kLogn: t = q.Build(LognLevels(fwd)); break;
-    case MemoryStrategy::kBudget: t = PlanBudget(q); break;
+    case MemoryStrategy::kShare:
+      t = q.Build(ApplyAnnotations(fwd, {}));
+      break;
+    case MemoryStrategy::kDropCheap:
+      t = q.Build(DropCheapLevels(fwd));
+      break;
+    case MemoryStrategy::kSqrt:
+      t = BestSqrt(q);
+      break;
+    case MemoryStrategy::kLogn:
+      t = q.Build(LognLevels(fwd));
+      break;
+    case MemoryStrategy::kBudget:
+      t = PlanBudget(q);
+      break;
   }
   if (s.shares() && t.plan.entry_offset.empty()) t = Finish(std::move(t), s);  // searched on estimates
   t.plan.strategy = s;

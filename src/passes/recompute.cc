@@ -38,8 +38,10 @@ KeepLevels ApplyAnnotations(const Graph& g, KeepLevels levels) {
   levels.resize(g.num_nodes(), 0);
   std::vector<bool> prot = Protected(g);
   for (int i = 0; i < g.num_nodes(); ++i) {
-    if (prot[i]) levels[i] = 0;
-    else if (g.node(i).keep == Node::Keep::kMirror) levels[i] = kDropped;
+    if (prot[i])
+      levels[i] = 0;
+    else if (g.node(i).keep == Node::Keep::kMirror)
+      levels[i] = kDropped;
   }
   return levels;
 }
@@ -83,8 +85,10 @@ KeepLevels DropCheapLevels(const Graph& g) {
     bool through = false;
     for (const Entry& e : g.node(i).inputs)
       through = through || (levels[e.node] != 0 && (is_cand[e.node] || reach[e.node]));
-    if (is_cand[i] && through) levels[i] = 0;  // keep: a chain would start here
-    else reach[i] = through;
+    if (is_cand[i] && through)
+      levels[i] = 0;  // keep: a chain would start here
+    else
+      reach[i] = through;
   }
   return levels;
 }
@@ -104,7 +108,7 @@ std::vector<int> SplitCandidates(const Graph& g) {
   for (int e = 0; e < g.num_entries(); ++e) {
     Entry en = g.EntryOf(e);
     if (g.node(en.node).is_variable() || last_read[e] < 0) continue;
-    delta[en.node] += 1;        // crosses boundaries en.node .. last_read-1
+    delta[en.node] += 1;  // crosses boundaries en.node .. last_read-1
     delta[last_read[e]] -= 1;
   }
   std::vector<int> cands;
@@ -231,8 +235,10 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const Cos
         b.inner_cost += cost;
         for (int k = 0; k < g.NumOutputs(i); ++k)
           if (read[g.EntryId({i, k})]) b.read_bytes += g.EntryBytes({i, k});
-        if (cheap[i] == 0) b.kept_bytes += bytes;
-        else b.cheap_cost += cost;
+        if (cheap[i] == 0)
+          b.kept_bytes += bytes;
+        else
+          b.cheap_cost += cost;
       }
     }
   }

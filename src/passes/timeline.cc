@@ -59,7 +59,8 @@ MemoryTimeline Timeline(const Graph& g, const MemoryPlan& plan, int max_points, 
   std::vector<const ArenaBlock*> alive;
   for (const ArenaBlock& b : plan.blocks)
     if (b.start <= t.peak_step && t.peak_step <= b.end) alive.push_back(&b);
-  std::stable_sort(alive.begin(), alive.end(), [](const ArenaBlock* a, const ArenaBlock* b) { return a->size > b->size; });
+  std::stable_sort(alive.begin(), alive.end(),
+                   [](const ArenaBlock* a, const ArenaBlock* b) { return a->size > b->size; });
   for (int i = 0; i < std::min<int>(peak_names, static_cast<int>(alive.size())); ++i) {
     const ArenaBlock& b = *alive[i];
     const Node& n = g.node(b.node);

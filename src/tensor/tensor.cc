@@ -15,11 +15,16 @@ namespace frugal {
 
 const char* MemKindName(MemKind k) {
   switch (k) {
-    case MemKind::kArena: return "arena";
-    case MemKind::kParam: return "param";
-    case MemKind::kInput: return "input";
-    case MemKind::kOther: return "other";
-    case MemKind::kNumKinds: break;
+    case MemKind::kArena:
+      return "arena";
+    case MemKind::kParam:
+      return "param";
+    case MemKind::kInput:
+      return "input";
+    case MemKind::kOther:
+      return "other";
+    case MemKind::kNumKinds:
+      break;
   }
   return "?";
 }
@@ -37,8 +42,7 @@ int MemoryAccounting::Slot(Device dev) const {
 void MemoryAccounting::Bump(Counters* c, int64_t delta) {
   int64_t now = c->current.fetch_add(delta) + delta;
   int64_t peak = c->peak.load();
-  while (now > peak && !c->peak.compare_exchange_weak(peak, now)) {
-  }
+  while (now > peak && !c->peak.compare_exchange_weak(peak, now)) {}
 }
 
 void MemoryAccounting::Add(Device dev, MemKind kind, int64_t bytes) {
@@ -58,9 +62,7 @@ int64_t MemoryAccounting::Peak(Device dev) const { return c_[Slot(dev)][kKinds].
 int64_t MemoryAccounting::Current(Device dev, MemKind kind) const {
   return c_[Slot(dev)][static_cast<int>(kind)].current;
 }
-int64_t MemoryAccounting::Peak(Device dev, MemKind kind) const {
-  return c_[Slot(dev)][static_cast<int>(kind)].peak;
-}
+int64_t MemoryAccounting::Peak(Device dev, MemKind kind) const { return c_[Slot(dev)][static_cast<int>(kind)].peak; }
 
 void MemoryAccounting::ResetPeaks() {
   for (auto& row : c_)

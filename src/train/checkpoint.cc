@@ -59,7 +59,8 @@ void RestoreTensors(const std::map<std::string, Tensor>& src, const std::map<std
   std::vector<std::string> missing, unexpected, wrong;
   for (const auto& [name, t] : dst) {
     auto it = src.find(name);
-    if (it == src.end()) missing.push_back(name);
+    if (it == src.end())
+      missing.push_back(name);
     else if (it->second.shape() != t.shape())
       wrong.push_back(Fmt(name, " (file ", it->second.shape(), ", model ", t.shape(), ")"));
   }

@@ -50,7 +50,9 @@ class PayloadWriter {
     Raw(p, n);
   }
   template <typename T>
-  void Pod(T v) { Bytes(&v, sizeof(v)); }
+  void Pod(T v) {
+    Bytes(&v, sizeof(v));
+  }
   void Str(const std::string& s) {
     Pod<uint64_t>(s.size());
     Bytes(s.data(), static_cast<int64_t>(s.size()));
@@ -93,8 +95,7 @@ void WritePayload(PayloadWriter* w, const CheckpointState& s) {
   w->Pod<int64_t>(s.data_position);
   w->Str(s.rng_state);
   w->Str(s.optimizer);
-  w->Pod<uint32_t>(
-      static_cast<uint32_t>(s.params.size() + s.aux.size() + s.opt_state.size() + s.grad_sums.size()));
+  w->Pod<uint32_t>(static_cast<uint32_t>(s.params.size() + s.aux.size() + s.opt_state.size() + s.grad_sums.size()));
   WriteTensors(w, kParams, s.params);
   WriteTensors(w, kAux, s.aux);
   WriteTensors(w, kOptState, s.opt_state);
@@ -154,10 +155,10 @@ void ReadTensor(PayloadReader* r, CheckpointState* s, const std::string& path) {
   std::string name = r->Str();
   uint8_t dtype = r->Pod<uint8_t>();
   uint32_t ndim = r->Pod<uint32_t>();
-  FRUGAL_REQUIRE(section >= kParams && section <= kGradSums && dtype == static_cast<uint8_t>(DType::kFloat32) &&
-                     ndim <= 16,
-                 "checkpoint ", path, ": malformed tensor '", name, "' (section ", int(section), ", dtype ",
-                 int(dtype), ", ", ndim, " dims)");
+  FRUGAL_REQUIRE(
+      section >= kParams && section <= kGradSums && dtype == static_cast<uint8_t>(DType::kFloat32) && ndim <= 16,
+      "checkpoint ", path, ": malformed tensor '", name, "' (section ", int(section), ", dtype ", int(dtype), ", ",
+      ndim, " dims)");
   std::vector<int64_t> dims(ndim);
   int64_t size = 1;
   for (int64_t& d : dims) {
@@ -169,8 +170,10 @@ void ReadTensor(PayloadReader* r, CheckpointState* s, const std::string& path) {
   r->Need(size * 4, "tensor data");
   Tensor t = Tensor::Empty(Shape(dims), DType::kFloat32);
   r->Bytes(t.raw(), t.bytes());
-  auto& dst = section == kParams ? s->params : section == kAux ? s->aux : section == kOptState ? s->opt_state
-                                                                                                : s->grad_sums;
+  auto& dst = section == kParams     ? s->params
+              : section == kAux      ? s->aux
+              : section == kOptState ? s->opt_state
+                                     : s->grad_sums;
   FRUGAL_REQUIRE(dst.emplace(name, t).second, "checkpoint ", path, ": tensor '", name, "' appears twice");
 }
 
@@ -179,8 +182,8 @@ void ReadTensor(PayloadReader* r, CheckpointState* s, const std::string& path) {
 void SaveCheckpoint(const std::string& path, const CheckpointState& s, const CheckpointFault& fault) {
   size_t slash = path.rfind('/');
   const std::string dir = DirOf(path);
-  const std::string tmp = dir + "/." + path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp-" +
-                          std::to_string(::getpid());
+  const std::string tmp =
+      dir + "/." + path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp-" + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   FRUGAL_REQUIRE(fd >= 0, "cannot write checkpoint ", path, ": cannot create ", tmp, ": ", ErrnoText());
   PayloadWriter w(fd, tmp, fault.crash_after_bytes);
@@ -246,8 +249,8 @@ CheckpointState LoadCheckpoint(const std::string& path) {
     computed = Crc32(computed, buf.data(), n);
     left -= n;
   }
-  FRUGAL_REQUIRE(computed == crc, "checkpoint ", path, ": checksum mismatch (stored 0x", std::hex, crc,
-                 ", computed 0x", computed, "): the file is corrupted");
+  FRUGAL_REQUIRE(computed == crc, "checkpoint ", path, ": checksum mismatch (stored 0x", std::hex, crc, ", computed 0x",
+                 computed, "): the file is corrupted");
 
   // Pass 2: parse.
   in.seekg(kHeaderBytes);

@@ -20,11 +20,11 @@ std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSo
   o.where = cfg.path + ": data." + what;
   std::unique_ptr<DataIter> it = MakeDataIter(src, o);
   Shape want(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
-  FRUGAL_REQUIRE(it->sample_shape() == want, cfg.path, ": data.sample_shape is ", want,
-                 " but the data has samples of ", it->sample_shape());
+  FRUGAL_REQUIRE(it->sample_shape() == want, cfg.path, ": data.sample_shape is ", want, " but the data has samples of ",
+                 it->sample_shape());
   Shape label(std::vector<int64_t>(m.label_shape.dims().begin() + 1, m.label_shape.dims().end()));
-  FRUGAL_REQUIRE(it->label_shape() == label, cfg.path, ": data.label_shape is ", label,
-                 " but the data has labels of ", it->label_shape(), " (set data.label_shape)");
+  FRUGAL_REQUIRE(it->label_shape() == label, cfg.path, ": data.label_shape is ", label, " but the data has labels of ",
+                 it->label_shape(), " (set data.label_shape)");
   return it;
 }
 

@@ -27,10 +27,14 @@ bool ParseNumber(const std::string& s, double* v) {
 }
 
 bool ParseFactor(const std::string& s, InitSpec::Factor* f) {
-  if (s == "in") *f = InitSpec::Factor::kIn;
-  else if (s == "out") *f = InitSpec::Factor::kOut;
-  else if (s == "avg") *f = InitSpec::Factor::kAvg;
-  else return false;
+  if (s == "in")
+    *f = InitSpec::Factor::kIn;
+  else if (s == "out")
+    *f = InitSpec::Factor::kOut;
+  else if (s == "avg")
+    *f = InitSpec::Factor::kAvg;
+  else
+    return false;
   return true;
 }
 
@@ -46,7 +50,10 @@ bool SplitCall(const std::string& text, std::string* name, std::vector<std::stri
     *name = t;
     return true;
   }
-  if (t.back() != ')') { *why = "missing ')'"; return false; }
+  if (t.back() != ')') {
+    *why = "missing ')'";
+    return false;
+  }
   *name = Trim(t.substr(0, open));
   std::string inner = t.substr(open + 1, t.size() - open - 2);
   if (Trim(inner).empty()) return true;
@@ -54,7 +61,10 @@ bool SplitCall(const std::string& text, std::string* name, std::vector<std::stri
   for (;;) {
     size_t comma = inner.find(',', start);
     args->push_back(Trim(inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-    if (args->back().empty()) { *why = "empty argument"; return false; }
+    if (args->back().empty()) {
+      *why = "empty argument";
+      return false;
+    }
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -66,15 +76,27 @@ bool ParseXavierArgs(const std::vector<std::string>& args, InitSpec* s, std::str
   bool rnd = false, factor = false, magnitude = false;
   for (const std::string& a : args) {
     if (a == "uniform" || a == "gaussian") {
-      if (rnd) { *why = "the random type is given twice"; return false; }
+      if (rnd) {
+        *why = "the random type is given twice";
+        return false;
+      }
       s->rnd = a == "uniform" ? InitSpec::Rnd::kUniform : InitSpec::Rnd::kGaussian;
       rnd = true;
     } else if (ParseFactor(a, &s->factor)) {
-      if (factor) { *why = "the factor type is given twice"; return false; }
+      if (factor) {
+        *why = "the factor type is given twice";
+        return false;
+      }
       factor = true;
     } else if (ParseNumber(a, &s->magnitude)) {
-      if (magnitude) { *why = "the magnitude is given twice"; return false; }
-      if (s->magnitude <= 0) { *why = "the magnitude must be positive"; return false; }
+      if (magnitude) {
+        *why = "the magnitude is given twice";
+        return false;
+      }
+      if (s->magnitude <= 0) {
+        *why = "the magnitude must be positive";
+        return false;
+      }
       magnitude = true;
     } else {
       *why = "'" + a + "' is not uniform, gaussian, in, out, avg or a number";
@@ -89,32 +111,53 @@ bool ParseValues(const std::string& name, const std::vector<std::string>& args, 
   std::vector<double> v;
   for (const std::string& a : args) {
     double x;
-    if (!ParseNumber(a, &x)) { *why = "'" + a + "' is not a finite number"; return false; }
+    if (!ParseNumber(a, &x)) {
+      *why = "'" + a + "' is not a finite number";
+      return false;
+    }
     v.push_back(x);
   }
   if (name == "constant") {
-    if (v.size() != 1) { *why = "constant takes one value"; return false; }
+    if (v.size() != 1) {
+      *why = "constant takes one value";
+      return false;
+    }
     s->kind = InitSpec::Kind::kConstant;
     s->a = v[0];
   } else if (name == "uniform") {
-    if (v.size() != 1 && v.size() != 2) { *why = "uniform takes (scale) or (low,high)"; return false; }
+    if (v.size() != 1 && v.size() != 2) {
+      *why = "uniform takes (scale) or (low,high)";
+      return false;
+    }
     s->kind = InitSpec::Kind::kUniform;
     s->a = v.size() == 1 ? -v[0] : v[0];
     s->b = v.size() == 1 ? v[0] : v[1];
-    if (s->a > s->b) { *why = "the range is empty (low > high, or a negative scale)"; return false; }
+    if (s->a > s->b) {
+      *why = "the range is empty (low > high, or a negative scale)";
+      return false;
+    }
   } else {
-    if (v.size() != 1 && v.size() != 2) { *why = "normal takes (sigma) or (mean,sigma)"; return false; }
+    if (v.size() != 1 && v.size() != 2) {
+      *why = "normal takes (sigma) or (mean,sigma)";
+      return false;
+    }
     s->kind = InitSpec::Kind::kNormal;
     s->a = v.size() == 1 ? 0 : v[0];
     s->b = v.back();
-    if (s->b < 0) { *why = "sigma must not be negative"; return false; }
+    if (s->b < 0) {
+      *why = "sigma must not be negative";
+      return false;
+    }
   }
   return true;
 }
 
 // fan_in and fan_out of a weight (out, in, k...) or a vector.
 void Fans(const Shape& s, double* fan_in, double* fan_out) {
-  if (s.ndim() == 0) { *fan_in = *fan_out = 1; return; }
+  if (s.ndim() == 0) {
+    *fan_in = *fan_out = 1;
+    return;
+  }
   double receptive = s.ndim() > 2 ? static_cast<double>(s.Prod(2, s.ndim())) : 1.0;
   *fan_in = s.ndim() > 1 ? s[1] * receptive : s[0];
   *fan_out = s[0] * receptive;
@@ -127,10 +170,14 @@ std::string InitSpec::ToString() const {
     case Kind::kXavier:
       return Fmt("xavier(", rnd == Rnd::kUniform ? "uniform" : "gaussian", ",", FactorName(factor), ",", magnitude,
                  ")");
-    case Kind::kMsra: return Fmt("msra(", FactorName(factor), ")");
-    case Kind::kUniform: return Fmt("uniform(", a, ",", b, ")");
-    case Kind::kNormal: return Fmt("normal(", a, ",", b, ")");
-    case Kind::kConstant: return Fmt("constant(", a, ")");
+    case Kind::kMsra:
+      return Fmt("msra(", FactorName(factor), ")");
+    case Kind::kUniform:
+      return Fmt("uniform(", a, ",", b, ")");
+    case Kind::kNormal:
+      return Fmt("normal(", a, ",", b, ")");
+    case Kind::kConstant:
+      return Fmt("constant(", a, ")");
   }
   return "?";
 }
@@ -183,8 +230,9 @@ void InitTensor(const InitSpec& spec, Tensor* t, Rng* rng) {
     case InitSpec::Kind::kMsra: {
       double fan_in, fan_out;
       Fans(t->shape(), &fan_in, &fan_out);
-      double fan = spec.factor == InitSpec::Factor::kIn ? fan_in
-                   : spec.factor == InitSpec::Factor::kOut ? fan_out : (fan_in + fan_out) / 2.0;
+      double fan = spec.factor == InitSpec::Factor::kIn    ? fan_in
+                   : spec.factor == InitSpec::Factor::kOut ? fan_out
+                                                           : (fan_in + fan_out) / 2.0;
       double scale = std::sqrt(spec.magnitude / fan);
       if (spec.rnd == InitSpec::Rnd::kUniform) {
         for (int64_t i = 0; i < n; ++i) w[i] = static_cast<float>((2.0 * rng->Uniform() - 1.0) * scale);

@@ -81,7 +81,10 @@ class CrossEntropy : public Metric {
  public:
   explicit CrossEntropy(bool perplexity) : perplexity_(perplexity) {}
   std::string name() const override { return perplexity_ ? "perplexity" : "cross_entropy"; }
-  void Reset() override { n_ = 0; ce_ = 0; }
+  void Reset() override {
+    n_ = 0;
+    ce_ = 0;
+  }
   void Update(const Prediction& pred, const Tensor& label, int64_t num_valid) override {
     const Tensor& out = pred.values;
     const int64_t valid = ValidRows(name(), out, label, num_valid);
@@ -110,10 +113,14 @@ class CrossEntropy : public Metric {
 class Mse : public Metric {
  public:
   std::string name() const override { return "mse"; }
-  void Reset() override { n_ = values_ = 0; sum_ = 0; }
+  void Reset() override {
+    n_ = values_ = 0;
+    sum_ = 0;
+  }
   void Update(const Prediction& pred, const Tensor& label, int64_t num_valid) override {
     const Tensor& out = pred.values;
-    FRUGAL_REQUIRE(pred.kind == OutputKind::kValues, "metric mse: the output holds each row's loss and rank"
+    FRUGAL_REQUIRE(pred.kind == OutputKind::kValues,
+                   "metric mse: the output holds each row's loss and rank"
                    " (linear_cross_entropy), not values to compare with the labels");
     const int64_t rows = out.shape().ndim() ? out.shape()[0] : 1;
     FRUGAL_REQUIRE(label.size() == out.size(), "metric mse: outputs ", out.shape(), " and labels ", label.shape(),
@@ -180,8 +187,10 @@ void MetricSet::Update(const std::vector<Prediction>& outputs, const Tensor& lab
   const int64_t k = static_cast<int64_t>(outputs.size());
   const int64_t n = labels.shape().ndim() ? labels.shape()[0] : 1;
   FRUGAL_REQUIRE(labels.size() == n * k, "metrics: the graph has ", k, " outputs but the labels ", labels.shape(),
-                 " hold ", labels.size() / n, " values per row; output k is scored against label column k, so"
-                 " each row needs one label per output (data.label_shape: [", k, "])");
+                 " hold ", labels.size() / n,
+                 " values per row; output k is scored against label column k, so"
+                 " each row needs one label per output (data.label_shape: [",
+                 k, "])");
   if (!column_.defined() || column_.size() != n) column_ = Tensor::Empty(Shape{n});
   for (int64_t j = 0; j < k; ++j) {
     for (int64_t i = 0; i < n; ++i) column_.f()[i] = labels.f()[i * k + j];

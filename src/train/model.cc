@@ -39,8 +39,8 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev)
   for (int64_t d : data.sample_shape()) {
     const bool overflow = __builtin_mul_overflow(elements, d, &elements);
     FRUGAL_REQUIRE(!overflow && elements < (int64_t{1} << 57), cfg.path, ": a batch of ", data.batch_size(),
-                   " samples of data.sample_shape ", Shape(std::vector<int64_t>(data.sample_shape().begin(),
-                                                                                data.sample_shape().end())),
+                   " samples of data.sample_shape ",
+                   Shape(std::vector<int64_t>(data.sample_shape().begin(), data.sample_shape().end())),
                    " is more than 2^57 values; check the shape and the batch size");
   }
   Model m;
@@ -161,8 +161,10 @@ std::string GraphSummary(const Graph& g) {
 }
 
 std::string PlanSummary(const MemoryPlan& p, int64_t batch) {
-  std::string recompute = p.num_recomputed == 0 ? "" : Fmt(", ", p.num_recomputed, " nodes recomputed (+",
-      static_cast<int>(std::lround(100 * p.extra_flops_ratio())), "% FLOPs)");
+  std::string recompute = p.num_recomputed == 0
+                              ? ""
+                              : Fmt(", ", p.num_recomputed, " nodes recomputed (+",
+                                    static_cast<int>(std::lround(100 * p.extra_flops_ratio())), "% FLOPs)");
   return Fmt("memory plan (", p.strategy.Name(), ", batch ", batch, "): arena ", HumanBytes(p.arena_bytes),
              " (lower bound ", HumanBytes(p.lower_bound_bytes), ", without sharing ", HumanBytes(p.no_sharing_bytes),
              "), parameters ", HumanBytes(p.param_bytes), ", gradients ", HumanBytes(p.param_grad_bytes), ", inputs ",

@@ -29,8 +29,8 @@ class Checkpoints : public Observer {
     fs::path from = fs::is_directory(resume, ec) ? fs::path(resume) : fs::path(resume).parent_path();
     if (from.empty()) from = ".";  // a file in the working directory
     const bool continues = !resume.empty() && fs::equivalent(from, sc.checkpoint_dir(), ec);
-    FRUGAL_REQUIRE(continues, sc.checkpoint_dir(), " holds the checkpoints of another run (the latest ", latest,
-                   ")", resume.empty() ? "" : Fmt(", not the run resumed from ", resume),
+    FRUGAL_REQUIRE(continues, sc.checkpoint_dir(), " holds the checkpoints of another run (the latest ", latest, ")",
+                   resume.empty() ? "" : Fmt(", not the run resumed from ", resume),
                    ": a run there would rotate them away and mix with them. Continue it with --resume ",
                    sc.checkpoint_dir(), ", or give another --checkpoint-dir (or remove them)");
   }
@@ -45,8 +45,10 @@ class Checkpoints : public Observer {
 
   void OnStop(Run& r) override {
     r.AverageAcrossRanks();  // every rank stops at the same update
-    if (ckpt_) Save(r);
-    else LOG_IF(WARNING, !r.opts.quiet) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
+    if (ckpt_)
+      Save(r);
+    else
+      LOG_IF(WARNING, !r.opts.quiet) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
   }
 
   void OnEpochEnd(Run& r, const MetricValues&, double) override {
@@ -77,8 +79,8 @@ class Checkpoints : public Observer {
     for (const auto* part : {&state.params, &state.aux, &state.opt_state, &state.grad_sums}) {
       const std::string bad = FirstNonFinite(*part);
       FRUGAL_REQUIRE(bad.empty(), "update ", r.updates(), ": the state is not a number (", bad,
-                     ") and is not checkpointed (what ", r.sc.checkpoint_dir(),
-                     " holds is from before it). ", r.NonFiniteAdvice());
+                     ") and is not checkpointed (what ", r.sc.checkpoint_dir(), " holds is from before it). ",
+                     r.NonFiniteAdvice());
     }
     const std::string path = ckpt_->Save(state);
     LOG_IF(INFO, !r.opts.quiet) << "checkpoint " << path;

@@ -21,8 +21,8 @@ std::string JsonMetrics(const std::string& prefix, const MetricValues& m) {
 std::string MemoryNow(Device dev) {
   std::string out = ",\"bytes\":{";
   for (int k = 0; k < static_cast<int>(MemKind::kNumKinds); ++k)
-    out += Fmt(k ? "," : "", "\"", MemKindName(static_cast<MemKind>(k)), "\":",
-               MemoryAccounting::Get().Current(dev, static_cast<MemKind>(k)));
+    out += Fmt(k ? "," : "", "\"", MemKindName(static_cast<MemKind>(k)),
+               "\":", MemoryAccounting::Get().Current(dev, static_cast<MemKind>(k)));
   return out + Fmt("},\"process_peak_bytes\":", ProcessPeakBytes());
 }
 
@@ -49,8 +49,7 @@ class JsonLog : public Observer {
     out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("train_", train);
     if (r.val.count > 0) out_ << JsonMetrics("val_", r.val);
     out_ << ",\"samples_per_s\":" << train.count / secs << ",\"time_s\":" << secs
-         << ",\"arena_bytes\":" << ArenaBytes(r.s)
-         << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
+         << ",\"arena_bytes\":" << ArenaBytes(r.s) << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
          << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
     Flush();
   }

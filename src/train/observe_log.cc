@@ -16,8 +16,8 @@ class LogLines : public Observer {
     const int display = std::max(1, r.sc.display());
     std::ostringstream rate;
     if (speed >= 0) rate << std::fixed << std::setprecision(2) << speed;
-    LOG(INFO) << Fmt("Epoch[", r.epoch, "] Batch [", r.batch - display, "-", r.batch, "]  Speed: ",
-                     speed >= 0 ? rate.str() : "-", " samples/sec  ", m.ToString(), " lr=")
+    LOG(INFO) << Fmt("Epoch[", r.epoch, "] Batch [", r.batch - display, "-", r.batch,
+                     "]  Speed: ", speed >= 0 ? rate.str() : "-", " samples/sec  ", m.ToString(), " lr=")
               << std::setprecision(6) << r.rate;
   }
 

@@ -42,8 +42,6 @@ class Validation : public Observer {
 
 }  // namespace
 
-std::unique_ptr<Observer> MakeValidation(Feed* feed, DataIter* val) {
-  return std::make_unique<Validation>(feed, val);
-}
+std::unique_ptr<Observer> MakeValidation(Feed* feed, DataIter* val) { return std::make_unique<Validation>(feed, val); }
 
 }  // namespace frugal

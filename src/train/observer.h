@@ -20,9 +20,7 @@
 namespace frugal {
 
 using Clock = std::chrono::steady_clock;
-inline double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
+inline double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
 class Observer;
 
@@ -35,11 +33,11 @@ struct Run {
   const config::Solver& sc;
   const TrainOptions& opts;
   Session& s;
-  DataParallel* dp;        // null unless data-parallel
+  DataParallel* dp;  // null unless data-parallel
   const int iter_size;
-  const int64_t batches;   // per epoch, the same on every rank
+  const int64_t batches;                   // per epoch, the same on every rank
   const std::vector<std::string> metrics;  // the solver's, by name
-  ProgressLine progress;   // erased before every log line
+  ProgressLine progress;                   // erased before every log line
   std::vector<std::unique_ptr<Observer>> observers;
 
   int64_t epoch = 0;
@@ -48,11 +46,11 @@ struct Run {
   int64_t iter = 0;         // batches done in all: iter_size per update
   float rate = 0;           // the learning rate of the last update
   Clock::time_point epoch_start;
-  MetricSet epoch_m;        // filled by pushed functions: read after the loop's wait
-  MetricValues val;         // the validation at the end of this epoch, if any
-  double last_acc = 0;      // the last validation's accuracy (or training's)
-  bool done = false;        // max_iters reached
-  bool stop = false;        // set by an observer: the run ends after this batch
+  MetricSet epoch_m;    // filled by pushed functions: read after the loop's wait
+  MetricValues val;     // the validation at the end of this epoch, if any
+  double last_acc = 0;  // the last validation's accuracy (or training's)
+  bool done = false;    // max_iters reached
+  bool stop = false;    // set by an observer: the run ends after this batch
 
   int64_t updates() const { return iter / iter_size; }
   bool updated() const { return iter % iter_size == 0; }

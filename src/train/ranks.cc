@@ -16,7 +16,8 @@ void QuietRank(ConfigFile* cfg, TrainOptions* opts) {
 }
 
 void TrainRanksInThreads(const ConfigFile& cfg, const TrainOptions& opts, const std::vector<Communicator*>& comms,
-                         const std::vector<Device>& devices, std::vector<std::map<std::string, std::vector<float>>>* params) {
+                         const std::vector<Device>& devices,
+                         std::vector<std::map<std::string, std::vector<float>>>* params) {
   CHECK_EQ(comms.size(), devices.size());
   if (params) params->assign(comms.size(), {});
   // Each rank's config and options are copied here, on one thread: copying
@@ -35,9 +36,7 @@ void TrainRanksInThreads(const ConfigFile& cfg, const TrainOptions& opts, const 
     ranks.emplace_back([&, r] {
       try {
         Train(cfgs[r], options[r]);
-      } catch (const Error& e) {
-        comms[r]->Abort(e.what());
-      }
+      } catch (const Error& e) { comms[r]->Abort(e.what()); }
     });
   }
   for (std::thread& t : ranks) t.join();

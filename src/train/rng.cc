@@ -27,8 +27,8 @@ void Rng::Load(const std::string& state) {
   // A complete state is 312 words and a position; anything left over or
   // missing means the text is not one Save wrote.
   std::string rest;
-  FRUGAL_REQUIRE(!is.fail() && !(is >> rest), "random generator state is malformed (",
-                 state.size(), " characters; expected the text Rng::Save writes)");
+  FRUGAL_REQUIRE(!is.fail() && !(is >> rest), "random generator state is malformed (", state.size(),
+                 " characters; expected the text Rng::Save writes)");
   gen_ = gen;
 }
 

@@ -40,7 +40,7 @@ struct Session {
   Device dev;  // where the model runs
   ParamSet params;
   std::map<std::string, Tensor> aux;  // BatchNorm moving statistics
-  Tensor data, label;  // the batch, on dev
+  Tensor data, label;                 // the batch, on dev
   Var data_var = -1, label_var = -1;
   Var metrics_var = -1;  // the metrics being filled by pushed functions
   std::unique_ptr<Executor> train;

@@ -35,9 +35,7 @@ std::string HostName() {
   return buf;
 }
 
-double WallTime() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double WallTime() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -73,8 +71,8 @@ bool EventRecordReader::Next(std::string* data) {
   uint32_t len_crc, data_crc;
   std::memcpy(&len, head, 8);
   std::memcpy(&len_crc, head + 8, 4);
-  FRUGAL_REQUIRE(len_crc == MaskCrc32c(Crc32c(head, 8)), "event file ", path_,
-                 ": length CRC mismatch at offset ", offset_);
+  FRUGAL_REQUIRE(len_crc == MaskCrc32c(Crc32c(head, 8)), "event file ", path_, ": length CRC mismatch at offset ",
+                 offset_);
   data->resize(len);
   in_.read(data->data(), static_cast<std::streamsize>(len));
   char tail[4];

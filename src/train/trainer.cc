@@ -138,7 +138,12 @@ std::vector<std::unique_ptr<Observer>> Observers(Run& r, Feed* feed, DataIter* v
 class Fit {
  public:
   Fit(Run* r, Feed* feed, Step* step, DataIter* train, const LrSchedule& lr)
-      : r_(*r), feed_(*feed), step_(*step), train_(train), lr_(lr), window_m_(r->metrics),
+      : r_(*r),
+        feed_(*feed),
+        step_(*step),
+        train_(train),
+        lr_(lr),
+        window_m_(r->metrics),
         display_(std::max(1, r->sc.display())) {}
 
   void Epochs(int64_t skip) {
@@ -256,15 +261,15 @@ void LogMemory(const Session& s) {
   const int64_t planned = m.train_plan.arena_bytes + eval + update;
   const int64_t measured = MemoryAccounting::Get().Current(s.dev, MemKind::kArena);
   const int64_t sums = m.accumulate_plan.state_bytes;
-  LOG(INFO) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned)
-            << ": train " << HumanBytes(m.train_plan.arena_bytes)
-            << (eval > 0 ? " + eval " + HumanBytes(eval) : Fmt(" (eval ", HumanBytes(m.eval_plan.arena_bytes),
-                                                                 " not allocated: no validation ran)"))
+  LOG(INFO) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned) << ": train "
+            << HumanBytes(m.train_plan.arena_bytes)
+            << (eval > 0 ? " + eval " + HumanBytes(eval)
+                         : Fmt(" (eval ", HumanBytes(m.eval_plan.arena_bytes), " not allocated: no validation ran)"))
             << (update > 0 ? " + update " + HumanBytes(update) : "") << "), " << m.optimizer << " state "
             << HumanBytes(m.update_plan.state_bytes) << (sums > 0 ? " + gradient sums " + HumanBytes(sums) : "")
             << ", peak of all tensors " << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak "
-            << HumanBytes(ProcessPeakBytes())
-            << " (" << HumanBytes(ProcessPeakBytes() - MemoryAccounting::Get().Peak(Device{}))
+            << HumanBytes(ProcessPeakBytes()) << " ("
+            << HumanBytes(ProcessPeakBytes() - MemoryAccounting::Get().Peak(Device{}))
             << " beyond the host tensors: code, libraries, graphs)";
 }
 

@@ -17,7 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (static_cast<int64_t>(ds.pixels.size()) != ds.num_samples * 3072) std::abort();
     for (float y : ds.y)
       if (y < 0 || y >= 100) std::abort();
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

@@ -18,7 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     frugal::ConfigFile cfg = frugal::ParseConfig(text, "fuzz.prototxt", {});
     cfg.net.set_max_nodes(std::min<int64_t>(cfg.net.max_nodes(), 10000));
     frugal::ExpandBlocks(cfg);
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

@@ -13,11 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const int64_t v = frugal::EvalExpr(text, "fuzz");
     if (v != INT64_MIN && frugal::EvalExpr(std::to_string(v), "fuzz") != v) std::abort();
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   try {
     frugal::ExpandExprs(text, "fuzz");
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

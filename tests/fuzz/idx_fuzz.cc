@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t total = 1;
     for (int64_t d : f.dims) total *= static_cast<size_t>(d);
     if (f.dims.empty() || total != f.bytes.size()) std::abort();  // the contract: bytes = prod(dims)
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

@@ -23,19 +23,16 @@ void ReadAsRecordFile(const std::string& path) {
       ++n;
       try {
         frugal::UnpackImageRecord(rec, path);
-      } catch (const frugal::Error&) {
-      }
+      } catch (const frugal::Error&) {}
     }
     if (n != offsets.size()) std::abort();
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
 }
 
 void ReadAsIndexFile(const std::string& path) {
   try {
     frugal::ReadRecordIndex(path);
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
 }
 
 void RoundTrip(const uint8_t* data, size_t size, const std::string& path) {

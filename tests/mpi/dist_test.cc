@@ -37,11 +37,10 @@ constexpr double kParamTol = 1e-6;  // absolute, per parameter value (measured: 
 // process's (both in float, the same linear recursion; pixels in [0, 1]).
 constexpr double kMovingMeanTol = 1e-5;
 
-const char* kMpirunEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
+const char* kMpirunEnv =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 ";
 
-std::string Mpirun(int n) {
-  return Fmt(kMpirunEnv, FRUGAL_MPIEXEC, " --oversubscribe --bind-to none -np ", n, " ");
-}
+std::string Mpirun(int n) { return Fmt(kMpirunEnv, FRUGAL_MPIEXEC, " --oversubscribe --bind-to none -np ", n, " "); }
 
 std::string Config(const TempDir& dir, const std::string& prefix, int batch, const std::string& solver,
                    bool shuffle = false) {
@@ -51,10 +50,14 @@ std::string Config(const TempDir& dir, const std::string& prefix, int batch, con
       "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
       "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
       "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-      "data { train { idx { images: \"", dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"),
+      "data { train { idx { images: \"",
+      dir.File(prefix + "-images"), "\" labels: \"", dir.File(prefix + "-labels"),
       "\" } }\n"
-      "       batch_size: ", batch, " sample_shape: [1, 4, 4] shuffle: ", shuffle ? "true" : "false", " }\n"
-      "solver { optimizer: SGD lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 display: 1 ", solver, " }\n");
+      "       batch_size: ",
+      batch, " sample_shape: [1, 4, 4] shuffle: ", shuffle ? "true" : "false",
+      " }\n"
+      "solver { optimizer: SGD lr: 0.2 momentum: 0.9 weight_decay: 0.001 seed: 5 display: 1 ",
+      solver, " }\n");
 }
 
 // The train_cross_entropy of every per-batch line of a --log-json file.
@@ -99,8 +102,8 @@ void ExpectMatchesOneProcess(int ranks, const std::string& dist_flags, const std
   std::string dist_cfg = dir.Write("dist.prototxt", Config(dir, "toy", per_rank, solver, /*shuffle=*/true));
   std::string ref_cfg = dir.Write("ref.prototxt", Config(dir, "toy", ranks * per_rank, solver, /*shuffle=*/true));
 
-  RunResult ref = RunFrugal("train --config " + ref_cfg + " --checkpoint-dir " + dir.File("ref_ckpt") +
-                            " --log-json " + dir.File("ref.json") + " " + engine_flags);
+  RunResult ref = RunFrugal("train --config " + ref_cfg + " --checkpoint-dir " + dir.File("ref_ckpt") + " --log-json " +
+                            dir.File("ref.json") + " " + engine_flags);
   ASSERT_EQ(ref.exit_code, 0) << ref.output;
   RunResult dist = RunShell(Mpirun(ranks) + FRUGAL_BIN + " train --config " + dist_cfg + " --dist mpi " + dist_flags +
                             " --checkpoint-dir " + dir.File("dist_ckpt") + " --log-json " + dir.File("dist.json") +
@@ -130,8 +133,8 @@ void ExpectMatchesOneProcess(int ranks, const std::string& dist_flags, const std
     EXPECT_LE(worst, kParamTol) << name;
     worst_param = std::max(worst_param, worst);
   }
-  std::printf("%d ranks against one process: largest relative loss difference %.3g, parameter difference %.3g\n",
-              ranks, worst_loss, worst_param);
+  std::printf("%d ranks against one process: largest relative loss difference %.3g, parameter difference %.3g\n", ranks,
+              worst_loss, worst_param);
 }
 
 TEST(DistMpi, TwoRanksMatchOneProcessThreadedEngine) {
@@ -154,10 +157,12 @@ std::string FashionConfig(bool bn_dropout) {
       "version: 1\n"
       "node { name: \"flat\" op: \"flatten\" input: \"data\" }\n",
       bn_dropout ? "node { name: \"bn\" op: \"batch_norm\" input: \"flat\" }\n" : "",
-      "node { name: \"fc1\" op: \"fully_connected\" input: \"", in, "\" attr { key: \"num_hidden\" value: \"64\" } }\n"
+      "node { name: \"fc1\" op: \"fully_connected\" input: \"", in,
+      "\" attr { key: \"num_hidden\" value: \"64\" } }\n"
       "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n",
       bn_dropout ? "node { name: \"drop\" op: \"dropout\" input: \"relu1\" attr { key: \"p\" value: \"0.2\" } }\n" : "",
-      "node { name: \"fc2\" op: \"fully_connected\" input: \"", hidden, "\" attr { key: \"num_hidden\" value: \"10\" } }\n"
+      "node { name: \"fc2\" op: \"fully_connected\" input: \"", hidden,
+      "\" attr { key: \"num_hidden\" value: \"10\" } }\n"
       "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
       "data { train { idx { images: \"data/fashion-mnist/train-images-idx3-ubyte.gz\"\n"
       "                     labels: \"data/fashion-mnist/train-labels-idx1-ubyte.gz\" } }\n"
@@ -178,13 +183,13 @@ FashionRun TrainFashion(const TempDir& dir, const std::string& name, int ranks, 
   const std::string cfg = dir.Write(name + ".prototxt", FashionConfig(bn_dropout));
   const std::string args = Fmt(" train --config ", cfg, " --batch ", batch, " --deterministic --checkpoint-dir ",
                                dir.File(name), " --log-json ", dir.File(name + ".json"));
-  RunResult r = ranks == 1 ? RunFrugal(args)
-                           : RunShell(Mpirun(ranks) + FRUGAL_BIN + args + " --dist mpi --dist-check-every 1");
+  RunResult r =
+      ranks == 1 ? RunFrugal(args) : RunShell(Mpirun(ranks) + FRUGAL_BIN + args + " --dist mpi --dist-check-every 1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   if (r.exit_code != 0) return run;
   if (ranks > 1) {
-    EXPECT_NE(r.output.find(Fmt("(part 0 of ", ranks, ": rows 0-", batch - 1, " of every global batch of ",
-                                ranks * batch, ")")),
+    EXPECT_NE(r.output.find(
+                  Fmt("(part 0 of ", ranks, ": rows 0-", batch - 1, " of every global batch of ", ranks * batch, ")")),
               std::string::npos)
         << r.output;
   }
@@ -204,7 +209,8 @@ double WorstRelative(const std::vector<double>& a, const std::vector<double>& b)
 double WorstAbs(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.size(), b.size());
   double worst = 0;
-  for (int64_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(double(a.f()[i]) - b.f()[i]));
+  for (int64_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    worst = std::max(worst, std::abs(double(a.f()[i]) - b.f()[i]));
   return worst;
 }
 
@@ -226,7 +232,8 @@ TEST(DistMpi, TwoRanksMatchOneProcessOnShuffledFashionMnist) {
   EXPECT_LT(worst, kLossTol);
   EXPECT_LT(one.loss.back(), one.loss.front() * 0.8) << "the model should learn";
   double worst_param = 0;
-  for (const auto& [name, w] : one.last.params) worst_param = std::max(worst_param, WorstAbs(w, two.last.params.at(name)));
+  for (const auto& [name, w] : one.last.params)
+    worst_param = std::max(worst_param, WorstAbs(w, two.last.params.at(name)));
   std::printf("largest parameter difference %.3g\n", worst_param);
   EXPECT_LE(worst_param, kParamTol);
 }
@@ -328,8 +335,8 @@ TEST(DistMpi, ConsistencyCheckNamesTheDivergingRank) {
   std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", 4, "epochs: 1"));
   // MPMD: rank 1 trains with another learning rate, so its parameters drift.
   const std::string args = std::string(FRUGAL_BIN) + " train --config " + cfg + " --dist mpi --dist-check-every 2";
-  RunResult r = RunShell(Fmt(kMpirunEnv, FRUGAL_MPIEXEC, " --oversubscribe --bind-to none -np 1 ", args, " : -np 1 ",
-                             args, " --lr 0.05"));
+  RunResult r = RunShell(
+      Fmt(kMpirunEnv, FRUGAL_MPIEXEC, " --oversubscribe --bind-to none -np 1 ", args, " : -np 1 ", args, " --lr 0.05"));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("frugal: error: rank [01]: --dist-check-every: after update 2 "
                                                      "the parameters of rank 1 \\(checksum [0-9]+\\) differ")))
@@ -425,8 +432,9 @@ void ExpectStopsWhenRankGets(int sig, const std::string& needle_regex) {
 TEST(DistMpi, HungRankStopsTheOthersWithinTheTimeout) {
   // Rank 0 may be in a gradient all-reduce, a metric reduction or the
   // checksum gather (every 100 updates by default) when rank 1 stops.
-  ExpectStopsWhenRankGets(SIGSTOP, "frugal: error: rank 0: all(reduce|gather)\\([^\n]* did not complete within 3 s "
-                                   "\\(--dist-timeout\\): rank 1 did not reach it \\(dead or hung\\)");
+  ExpectStopsWhenRankGets(SIGSTOP,
+                          "frugal: error: rank 0: all(reduce|gather)\\([^\n]* did not complete within 3 s "
+                          "\\(--dist-timeout\\): rank 1 did not reach it \\(dead or hung\\)");
 }
 
 TEST(DistMpi, KilledRankStopsTheOthersWithinTheTimeout) {

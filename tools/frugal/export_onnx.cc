@@ -21,10 +21,9 @@ int ExportOnnx() {
   const onnx::ModelProto m = frugal::ExportOnnx(cfg, FLAGS_checkpoint);
   WriteOnnxModel(m, FLAGS_out);
   const onnx::GraphProto& g = m.graph();
-  std::printf("%s + %s -> %s: opset %lld, %d nodes, %d initializers, %d input(s), %d output(s)\n",
-              cfg.path.c_str(), FLAGS_checkpoint.c_str(), FLAGS_out.c_str(),
-              static_cast<long long>(m.opset_import(0).version()), g.node_size(), g.initializer_size(),
-              g.input_size(), g.output_size());
+  std::printf("%s + %s -> %s: opset %lld, %d nodes, %d initializers, %d input(s), %d output(s)\n", cfg.path.c_str(),
+              FLAGS_checkpoint.c_str(), FLAGS_out.c_str(), static_cast<long long>(m.opset_import(0).version()),
+              g.node_size(), g.initializer_size(), g.input_size(), g.output_size());
   return 0;
 }
 

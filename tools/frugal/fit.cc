@@ -28,22 +28,24 @@ int PlanFit(const ConfigFile& cfg, const std::vector<MemoryStrategy>& strategies
     return c;
   };
   for (const MemoryStrategy& s : strategies)
-    FRUGAL_REQUIRE(!s.auto_budget(), "--fit with --memory budget=auto: the first sizes the batch to a memory, the "
+    FRUGAL_REQUIRE(!s.auto_budget(),
+                   "--fit with --memory budget=auto: the first sizes the batch to a memory, the "
                    "second the plan to the device's; give one");
   for (const MemoryStrategy& s : strategies) {
     const BatchFit f = FitBatch(config_at, cfg.net.data().batch_size(), s, bytes);
     if (FLAGS_json) {
-      std::printf("{\"strategy\":\"%s\",\"fit_bytes\":%lld,\"batch\":%lld,\"footprint_bytes\":%lld,\"plans\":%d,"
-                  "\"search_ms\":%.2f}\n",
-                  s.Name().c_str(), static_cast<long long>(bytes), static_cast<long long>(f.batch),
-                  static_cast<long long>(f.footprint), f.plans, f.ms);
+      std::printf(
+          "{\"strategy\":\"%s\",\"fit_bytes\":%lld,\"batch\":%lld,\"footprint_bytes\":%lld,\"plans\":%d,"
+          "\"search_ms\":%.2f}\n",
+          s.Name().c_str(), static_cast<long long>(bytes), static_cast<long long>(f.batch),
+          static_cast<long long>(f.footprint), f.plans, f.ms);
     } else if (f.batch == 0) {
       std::printf("%-12s does not fit: batch 1 needs %s, more than %s  (%d plans in %.2f s)\n", s.Name().c_str(),
                   HumanBytes(f.footprint).c_str(), HumanBytes(bytes).c_str(), f.plans, f.ms / 1e3);
     } else {
       std::printf("%-12s batch %8lld  footprint %10s of %10s  (%d plans in %.2f s)\n", s.Name().c_str(),
-                  static_cast<long long>(f.batch), HumanBytes(f.footprint).c_str(), HumanBytes(bytes).c_str(),
-                  f.plans, f.ms / 1e3);
+                  static_cast<long long>(f.batch), HumanBytes(f.footprint).c_str(), HumanBytes(bytes).c_str(), f.plans,
+                  f.ms / 1e3);
     }
   }
   return 0;

@@ -193,9 +193,7 @@ int Im2Rec() {
           const Item& it = items[first + i];
           try {
             encoded[i] = Encode(root.empty() ? it.path : (fs::path(root) / it.path).string());
-          } catch (const std::exception& e) {
-            errors[i] = e.what();
-          }
+          } catch (const std::exception& e) { errors[i] = e.what(); }
         }
       });
     }
@@ -203,8 +201,8 @@ int Im2Rec() {
     for (size_t i = 0; i < n; ++i) {
       if (!errors[i].empty()) throw Error(errors[i]);
       const Item& it = items[first + i];
-      const std::string rec = PackImageRecord(it.labels, static_cast<uint64_t>(it.index), 0, encoded[i].data(),
-                                              encoded[i].size());
+      const std::string rec =
+          PackImageRecord(it.labels, static_cast<uint64_t>(it.index), 0, encoded[i].data(), encoded[i].size());
       index.push_back({it.index, writer.Write(rec)});
     }
   }

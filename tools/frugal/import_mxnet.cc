@@ -69,9 +69,9 @@ int ImportMxnet() {
   SaveCheckpoint(checkpoint_path, state);
   int ops = 0;
   for (const Node& n : g.nodes()) ops += !n.is_variable();
-  std::printf("%s: %zu nodes -> %s (%d op nodes); %s: %zu arrays -> %s (%zu params, %zu aux)%s\n",
-              symbol_path.c_str(), sym.nodes.size(), config_path.c_str(), ops, params_path.c_str(), arrays.size(),
-              checkpoint_path.c_str(), imp.params.size(), imp.aux.size(),
+  std::printf("%s: %zu nodes -> %s (%d op nodes); %s: %zu arrays -> %s (%zu params, %zu aux)%s\n", symbol_path.c_str(),
+              sym.nodes.size(), config_path.c_str(), ops, params_path.c_str(), arrays.size(), checkpoint_path.c_str(),
+              imp.params.size(), imp.aux.size(),
               imp.unused.empty() ? "" : Fmt("; unused: ", imp.unused.size(), " (", imp.unused[0], ", ...)").c_str());
   return 0;
 }

@@ -23,15 +23,13 @@ int ImportOnnx() {
   FRUGAL_REQUIRE(!FLAGS_out.empty(), "import-onnx needs --out PREFIX (writes PREFIX.prototxt and PREFIX.params)");
   const std::string& path = g_args[0];
   OnnxImport imp = ImportOnnxFile(path);
-  FRUGAL_REQUIRE(imp.unsupported.empty(), path, ": ", imp.unsupported.size(), " node(s) cannot be imported: ",
-                 DescribeUnsupported(imp.unsupported, 5));
+  FRUGAL_REQUIRE(imp.unsupported.empty(), path, ": ", imp.unsupported.size(),
+                 " node(s) cannot be imported: ", DescribeUnsupported(imp.unsupported, 5));
   const std::string name = std::filesystem::path(path).stem().string();
   FrugalExport ex;
   try {
     ex = ExportFrugalConfig(imp, name);
-  } catch (const Error& e) {
-    throw Error(Fmt(path, ": ", e.what()));
-  }
+  } catch (const Error& e) { throw Error(Fmt(path, ": ", e.what())); }
   const std::string config_path = FLAGS_out + ".prototxt", params_path = FLAGS_out + ".params";
   // The config must load back into a graph of the same size.
   Graph back = BuildGraph(ParseConfig(ex.config_text, config_path, {}));
@@ -45,8 +43,8 @@ int ImportOnnx() {
   int ops = 0;
   for (const Node& n : imp.graph.nodes()) ops += !n.is_variable();
   std::printf("%s: opset %lld, %d nodes -> %s (%d op nodes), %s (%zu tensors, %lld values)\n", path.c_str(),
-              static_cast<long long>(imp.opset), imp.graph.num_nodes(), config_path.c_str(), ops,
-              params_path.c_str(), ex.params.size(), static_cast<long long>(values));
+              static_cast<long long>(imp.opset), imp.graph.num_nodes(), config_path.c_str(), ops, params_path.c_str(),
+              ex.params.size(), static_cast<long long>(values));
   return 0;
 }
 

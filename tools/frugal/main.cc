@@ -44,7 +44,8 @@ DEFINE_string(memory, "",
 DEFINE_double(lr, -1, "override solver.lr");
 DEFINE_string(checkpoint_dir, "", "override solver.checkpoint_dir (checkpoints every epoch or checkpoint_interval)");
 DEFINE_int64(val_interval, -1, "override solver.val_interval (updates between validations; 0: every epoch)");
-DEFINE_int64(checkpoint_interval, -1, "override solver.checkpoint_interval (updates between checkpoints; 0: every epoch)");
+DEFINE_int64(checkpoint_interval, -1,
+             "override solver.checkpoint_interval (updates between checkpoints; 0: every epoch)");
 DEFINE_int64(max_nodes, -1, "override max_nodes (the most nodes the config's blocks may expand to)");
 DEFINE_string(dtype, "", "override dtype: float32, or bfloat16 (bf16) for mixed precision");
 DEFINE_bool(fuse, true, "override fuse: batch_norm + relu pairs run as one op (--nofuse keeps them apart)");
@@ -102,10 +103,24 @@ using frugal::Fmt;
 constexpr char kConfig[] = "<config flags>";
 
 // main.cc's flags, taken by every command whose list holds kConfig (with --define).
-const std::vector<std::string> kConfigFlags = {
-    "batch", "checkpoint_dir", "checkpoint_interval", "config", "costs", "deterministic", "dtype", "engine",
-    "engine_kernel_threads", "engine_workers", "epochs", "fuse", "lr", "max_iters", "max_nodes", "memory", "seed",
-    "val_interval"};
+const std::vector<std::string> kConfigFlags = {"batch",
+                                               "checkpoint_dir",
+                                               "checkpoint_interval",
+                                               "config",
+                                               "costs",
+                                               "deterministic",
+                                               "dtype",
+                                               "engine",
+                                               "engine_kernel_threads",
+                                               "engine_workers",
+                                               "epochs",
+                                               "fuse",
+                                               "lr",
+                                               "max_iters",
+                                               "max_nodes",
+                                               "memory",
+                                               "seed",
+                                               "val_interval"};
 
 struct Command {
   int (*run)();
@@ -118,33 +133,42 @@ const std::map<std::string, Command>& Commands() {
   using namespace frugal::cli;
   static const std::map<std::string, Command> commands = {
       {"train",
-       {Train, "train the config's model on its data",
+       {Train,
+        "train the config's model on its data",
         {"gpus", kConfig, "dist", "dist_bucket", "dist_check_every", "dist_scale_lr", "dist_timeout", "log_json",
          "poison_arena", "profile", "profile_steps", "progress", "resume", "tensorboard", "weights"}}},
       {"plan",
-       {Plan, "print the memory plan without training (--fit SIZE: the largest batch that fits)",
+       {Plan,
+        "print the memory plan without training (--fit SIZE: the largest batch that fits)",
         {"fit", kConfig, "json", "timeline"}}},
       {"test",
        {Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE", {kConfig, "checkpoint"}}},
       {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {kConfig}}},
       {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {kConfig}}},
       {"time",
-       {Time, "time each op's forward and backward pass and the whole step",
+       {Time,
+        "time each op's forward and backward pass and the whole step",
         {"gpus", kConfig, "data_grad", "iters", "save_costs", "token_data", "warmup"}}},
       // ops accepts plan's --timeline and ignores it.
       {"ops", {Ops, "list the registered ops and what each declares", {"json", "timeline"}}},
       {"onnx-test",
-       {OnnxTest, "run ONNX backend tests: frugal onnx-test DIR...",
-        {"expect_passed", "list_passed", "list_unsupported", "summary"}, true}},
+       {OnnxTest,
+        "run ONNX backend tests: frugal onnx-test DIR...",
+        {"expect_passed", "list_passed", "list_unsupported", "summary"},
+        true}},
       {"import-onnx", {ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", {"out"}, true}},
       {"export-onnx",
-       {ExportOnnx, "a checkpoint's inference graph as an ONNX model: --checkpoint CKPT --out MODEL.onnx",
+       {ExportOnnx,
+        "a checkpoint's inference graph as an ONNX model: --checkpoint CKPT --out MODEL.onnx",
         {"out", kConfig, "checkpoint"}}},
       {"import-mxnet",
-       {ImportMxnet, "MXNet model to config + checkpoint: PREFIX-symbol.json PREFIX-0000.params --out PREFIX",
-        {"data_shape", "out"}, true}},
+       {ImportMxnet,
+        "MXNet model to config + checkpoint: PREFIX-symbol.json PREFIX-0000.params --out PREFIX",
+        {"data_shape", "out"},
+        true}},
       {"im2rec",
-       {Im2Rec, "pack images (class folders or a .lst) into a RecordIO .rec and .idx",
+       {Im2Rec,
+        "pack images (class folders or a .lst) into a RecordIO .rec and .idx",
         {"center_crop", "encoding", "input", "output", "pass_through", "quality", "resize", "root", "threads"}}},
   };
   return commands;
@@ -161,8 +185,10 @@ bool UsesConfig(const Command& c) { return Contains(c.flags, kConfig); }
 std::vector<std::string> FlagsOf(const Command& c) {
   std::vector<std::string> flags;
   for (const std::string& f : c.flags) {
-    if (f == kConfig) flags.insert(flags.end(), kConfigFlags.begin(), kConfigFlags.end());
-    else flags.push_back(f);
+    if (f == kConfig)
+      flags.insert(flags.end(), kConfigFlags.begin(), kConfigFlags.end());
+    else
+      flags.push_back(f);
   }
   return flags;
 }
@@ -191,7 +217,8 @@ std::string Dashed(std::string name) {
 void Usage(FILE* out) {
   std::fprintf(out, "usage: frugal COMMAND [ARGS] [flags]\n\ncommands:\n");
   for (const auto& [name, c] : Commands()) std::fprintf(out, "  %-12s %s\n", name.c_str(), c.help);
-  std::fprintf(out, "\n'frugal COMMAND --help' (or 'frugal help COMMAND') lists the command's flags with their defaults.\n");
+  std::fprintf(out,
+               "\n'frugal COMMAND --help' (or 'frugal help COMMAND') lists the command's flags with their defaults.\n");
 }
 
 // Every flag the command takes, with its default.
@@ -216,7 +243,8 @@ void CheckNumber(const gflags::CommandLineFlagInfo& f, const std::string& value)
   if (!whole && f.type != "double") return;
   errno = 0;
   char* end = nullptr;
-  const double v = whole ? static_cast<double>(std::strtoll(value.c_str(), &end, 10)) : std::strtod(value.c_str(), &end);
+  const double v =
+      whole ? static_cast<double>(std::strtoll(value.c_str(), &end, 10)) : std::strtod(value.c_str(), &end);
   const bool fits = errno == 0 && (f.type != "int32" || (v >= INT32_MIN && v <= INT32_MAX));
   FRUGAL_REQUIRE(!value.empty() && *end == '\0' && fits, Dashed(f.name), " '", value, "' is not ",
                  whole ? "a whole number" : "a number", f.type == "int32" ? " of at most 2147483647" : "");
@@ -230,12 +258,24 @@ struct Range {
 };
 constexpr double kAny = 9.2e18;  // no bound but int64's
 constexpr Range kRanges[] = {
-    {"epochs", 1, 1e9},          {"max_iters", 0, kAny},         {"batch", 1, 1 << 30},
-    {"seed", 0, kAny},           {"engine_workers", 0, 256},     {"engine_kernel_threads", 0, 1024},
-    {"lr", 0, 1e30},             {"val_interval", 0, kAny},      {"checkpoint_interval", 0, kAny},
-    {"profile_steps", 1, 1e6},   {"iters", 1, 1e9},              {"warmup", 0, 1e9},
-    {"token_data", 0, 1 << 30},  {"dist_timeout", 1e-3, 1e7},    {"dist_check_every", 0, kAny},
-    {"resize", 0, 1 << 20},      {"threads", 1, 256},            {"max_nodes", 1, kAny},
+    {"epochs", 1, 1e9},
+    {"max_iters", 0, kAny},
+    {"batch", 1, 1 << 30},
+    {"seed", 0, kAny},
+    {"engine_workers", 0, 256},
+    {"engine_kernel_threads", 0, 1024},
+    {"lr", 0, 1e30},
+    {"val_interval", 0, kAny},
+    {"checkpoint_interval", 0, kAny},
+    {"profile_steps", 1, 1e6},
+    {"iters", 1, 1e9},
+    {"warmup", 0, 1e9},
+    {"token_data", 0, 1 << 30},
+    {"dist_timeout", 1e-3, 1e7},
+    {"dist_check_every", 0, kAny},
+    {"resize", 0, 1 << 20},
+    {"threads", 1, 256},
+    {"max_nodes", 1, kAny},
 };
 
 void CheckRanges() {
@@ -243,7 +283,9 @@ void CheckRanges() {
     gflags::CommandLineFlagInfo f;
     if (!gflags::GetCommandLineFlagInfo(r.flag, &f) || f.is_default) continue;
     const double v = std::strtod(f.current_value.c_str(), nullptr);
-    auto num = [](double x) { return x == std::floor(x) && x < 1e15 ? std::to_string(static_cast<int64_t>(x)) : Fmt(x); };
+    auto num = [](double x) {
+      return x == std::floor(x) && x < 1e15 ? std::to_string(static_cast<int64_t>(x)) : Fmt(x);
+    };
     FRUGAL_REQUIRE(v >= r.min && v <= r.max, Dashed(f.name), " ", f.current_value, ": must be ",
                    r.max == kAny ? "at least " + num(r.min) : num(r.min) + " to " + num(r.max));
   }
@@ -280,10 +322,12 @@ std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** 
     if (!known || !FlagApplies(f.name, cmd)) {
       const std::string best = frugal::Nearest(name, FlagsOf(Commands().at(cmd)));
       std::string why = " is not a flag of 'frugal " + cmd + "'";
-      if (known && FlagOwner(f.name)->empty()) why = " does not apply to 'frugal " + cmd + "'";
-      else if (known) why = " is a flag of " + *FlagOwner(f.name) + ", not of 'frugal " + cmd + "'";
-      throw Error(Fmt(Dashed(name), why, best.empty() ? "" : " (did you mean " + Dashed(best) + "?)", "; 'frugal ",
-                      cmd, " --help' lists its flags"));
+      if (known && FlagOwner(f.name)->empty())
+        why = " does not apply to 'frugal " + cmd + "'";
+      else if (known)
+        why = " is a flag of " + *FlagOwner(f.name) + ", not of 'frugal " + cmd + "'";
+      throw Error(Fmt(Dashed(name), why, best.empty() ? "" : " (did you mean " + Dashed(best) + "?)", "; 'frugal ", cmd,
+                      " --help' lists its flags"));
     }
     if (f.type == "bool") continue;
     if (eq != std::string::npos) {
@@ -324,9 +368,12 @@ int main(int argc, char** argv) {
   const std::string first = argv[1];
   try {
     if (first == "help" || first == "--help" || first == "-h") {
-      if (argc < 3) Usage(stdout);
-      else if (Commands().count(argv[2])) CommandHelp(argv[2]);
-      else throw Error(Fmt("no command '", argv[2], "' to help with ('frugal help' lists the commands)"));
+      if (argc < 3)
+        Usage(stdout);
+      else if (Commands().count(argv[2]))
+        CommandHelp(argv[2]);
+      else
+        throw Error(Fmt("no command '", argv[2], "' to help with ('frugal help' lists the commands)"));
       return 0;
     }
     auto cmd = Commands().find(first);

@@ -50,7 +50,7 @@ int OnnxTest() {
   std::set<std::string> expected;
   if (!FLAGS_expect_passed.empty()) expected = ExpectedPasses(FLAGS_expect_passed);
   std::map<std::string, std::string> regressed;  // listed name -> what it did instead
-  std::map<std::string, int> why;  // "Conv: maps to frugal op 'convolution'..." -> tests
+  std::map<std::string, int> why;                // "Conv: maps to frugal op 'convolution'..." -> tests
   for (const std::string& dir : FindOnnxTests(g_args)) {
     OnnxTestResult r = RunOnnxBackendTest(dir);
     const std::string name = std::filesystem::path(dir).filename().string();

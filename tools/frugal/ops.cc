@@ -19,19 +19,26 @@ namespace {
 std::string JsonStr(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (c == '\n') out += "\\n";
-    else if (static_cast<unsigned char>(c) < 0x20) out += Fmt("\\u00", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
-    else out += c;
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (c == '\n')
+      out += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += Fmt("\\u00", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+    else
+      out += c;
   }
   return out + "\"";
 }
 
 const char* KindName(VarKind k) {
   switch (k) {
-    case VarKind::kParam: return "param";
-    case VarKind::kAux: return "aux";
-    default: return "";
+    case VarKind::kParam:
+      return "param";
+    case VarKind::kAux:
+      return "aux";
+    default:
+      return "";
   }
 }
 
@@ -88,14 +95,13 @@ std::string Text(const OpDef& op) {
   for (int i : op.mutates()) mutates.push_back(Fmt(i));
   if (op.mutates_all()) mutates.push_back("all");
   std::string devices = Joined(Devices(op), ",");
-  return Fmt(op.name(), "\n    inputs: ", Joined(in, ", "), "  outputs: ",
-             op.outputs().empty() ? "none (updates inputs)" : Joined(op.outputs(), ", "),
+  return Fmt(op.name(), "\n    inputs: ", Joined(in, ", "),
+             "  outputs: ", op.outputs().empty() ? "none (updates inputs)" : Joined(op.outputs(), ", "),
              "\n    devices: ", devices.empty() ? "none" : devices,
              "  in-place: ", inplace.empty() ? "-" : Joined(inplace, ","),
              mutates.empty() ? "" : "  updates inputs: " + Joined(mutates, ","), "  recompute: ", CostName(op.cost()),
-             "  random: ", op.randomness() == Randomness::kCounterRng ? "yes" : "no",
-             op.is_loss() ? "  loss" : "", "  gradient: ", GradientOf(op),
-             op.doc().empty() ? "" : "\n    " + op.doc());
+             "  random: ", op.randomness() == Randomness::kCounterRng ? "yes" : "no", op.is_loss() ? "  loss" : "",
+             "  gradient: ", GradientOf(op), op.doc().empty() ? "" : "\n    " + op.doc());
 }
 
 }  // namespace
@@ -108,7 +114,8 @@ int Ops() {
       for (const OpDef* op : *list) std::printf("%s\n", Json(*op).c_str());
     return 0;
   }
-  std::printf("%zu ops (param/aux inputs may be left out of a config: they are made with the init shown)\n\n", forward.size());
+  std::printf("%zu ops (param/aux inputs may be left out of a config: they are made with the init shown)\n\n",
+              forward.size());
   for (const OpDef* op : forward) std::printf("%s\n", Text(*op).c_str());
   std::printf("\n%zu backward ops (made by the gradient pass, never named in configs)\n\n", backward.size());
   for (const OpDef* op : backward) std::printf("%s\n", Text(*op).c_str());

@@ -32,8 +32,8 @@ int Plan() {
     batch = m.batch;
     const MemoryPlan& p = m.train_plan;
     if (!FLAGS_timeline.empty()) {
-      panels.push_back({s.Name(), Timeline(m.train, p, kTimelinePoints), p.arena_bytes, p.lower_bound_bytes, p.num_recomputed,
-                        100 * p.extra_flops_ratio()});
+      panels.push_back({s.Name(), Timeline(m.train, p, kTimelinePoints), p.arena_bytes, p.lower_bound_bytes,
+                        p.num_recomputed, 100 * p.extra_flops_ratio()});
     }
     // The optimizer's state (and the iter_size sums) live beside the
     // parameters, outside the arena: the update graphs' kState variables.
@@ -42,23 +42,25 @@ int Plan() {
     if (FLAGS_json) {
       std::string json = PlanToJson(p, m.batch);
       json.pop_back();
-      std::printf("%s,\"optimizer\":\"%s\",\"optimizer_state_bytes\":%lld,\"grad_sum_bytes\":%lld,"
-                  "\"update_arena_bytes\":%lld}\n",
-                  json.c_str(), m.optimizer.c_str(), static_cast<long long>(state), static_cast<long long>(sums),
-                  static_cast<long long>(update));
+      std::printf(
+          "%s,\"optimizer\":\"%s\",\"optimizer_state_bytes\":%lld,\"grad_sum_bytes\":%lld,"
+          "\"update_arena_bytes\":%lld}\n",
+          json.c_str(), m.optimizer.c_str(), static_cast<long long>(state), static_cast<long long>(sums),
+          static_cast<long long>(update));
     } else {
-      const std::string opt = Fmt(m.optimizer, " state ", HumanBytes(state),
-                                  sums > 0 ? " + sums " + HumanBytes(sums) : std::string(),
-                                  update > 0 ? " + update arena " + HumanBytes(update) : std::string());
+      const std::string opt =
+          Fmt(m.optimizer, " state ", HumanBytes(state), sums > 0 ? " + sums " + HumanBytes(sums) : std::string(),
+              update > 0 ? " + update arena " + HumanBytes(update) : std::string());
       char predicted[96] = "";
       if (p.priced())
         std::snprintf(predicted, sizeof predicted, "  predicted step %.1f ms (recompute %.1f ms)",
                       p.step_ms + p.extra_ms, p.extra_ms);
-      std::printf("%-12s arena %10s  lower bound %10s  params %10s  %s  recompute %5d nodes, +%5.1f%% FLOPs  "
-                  "plan %8.2f ms%s\n",
-                  s.Name().c_str(), HumanBytes(p.arena_bytes).c_str(), HumanBytes(p.lower_bound_bytes).c_str(),
-                  HumanBytes(p.param_bytes).c_str(), opt.c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(),
-                  p.plan_ms, predicted);
+      std::printf(
+          "%-12s arena %10s  lower bound %10s  params %10s  %s  recompute %5d nodes, +%5.1f%% FLOPs  "
+          "plan %8.2f ms%s\n",
+          s.Name().c_str(), HumanBytes(p.arena_bytes).c_str(), HumanBytes(p.lower_bound_bytes).c_str(),
+          HumanBytes(p.param_bytes).c_str(), opt.c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(), p.plan_ms,
+          predicted);
     }
   }
   if (!FLAGS_timeline.empty()) {

@@ -134,14 +134,14 @@ int ReportGpu(const ConfigFile& cfg, const Timed& t, Device dev, const StepTimes
   const int batch = cfg.net.data().batch_size();
   std::printf("step on %s (forward + backward, batch %d): %.3f ms, %.1f samples/s (%s)\n", dev.ToString().c_str(),
               batch, steps.median(), batch * 1e3 / steps.median(), steps.Describe().c_str());
-  std::printf("device memory (%s): arena planned %s, allocated %s; parameters, inputs and gradients %s; "
-              "peak of frugal's allocations %s; pool holds %s; device in use %s (with the CUDA context and "
-              "cuDNN/cuBLAS); %d nodes recomputed (+%.1f%% FLOPs)\n",
-              t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(),
-              HumanBytes(arena_allocated).c_str(), HumanBytes(acc.Current(dev, MemKind::kParam)).c_str(),
-              HumanBytes(acc.Peak(dev)).c_str(), HumanBytes(backend::PoolReservedBytes(dev.id)).c_str(),
-              HumanBytes(backend::DeviceUsedBytes(dev.id)).c_str(), t.plan.num_recomputed,
-              100 * t.plan.extra_flops_ratio());
+  std::printf(
+      "device memory (%s): arena planned %s, allocated %s; parameters, inputs and gradients %s; "
+      "peak of frugal's allocations %s; pool holds %s; device in use %s (with the CUDA context and "
+      "cuDNN/cuBLAS); %d nodes recomputed (+%.1f%% FLOPs)\n",
+      t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(), HumanBytes(arena_allocated).c_str(),
+      HumanBytes(acc.Current(dev, MemKind::kParam)).c_str(), HumanBytes(acc.Peak(dev)).c_str(),
+      HumanBytes(backend::PoolReservedBytes(dev.id)).c_str(), HumanBytes(backend::DeviceUsedBytes(dev.id)).c_str(),
+      t.plan.num_recomputed, 100 * t.plan.extra_flops_ratio());
   return 0;
 }
 
@@ -181,10 +181,14 @@ int Time() {
   for (int i = 0; i < g.num_nodes(); ++i) {
     const double ms = exec.node_seconds()[i] * 1e3 / FLAGS_iters;
     const Node& n = g.node(i);
-    if (i < g.num_forward()) fwd[i] += ms;
-    else if (n.fwd >= 0) bwd[n.fwd] += ms;
-    else if (n.mirror_of >= 0) rec[n.mirror_of] += ms;
-    else other += ms;  // gradient sums (add_n)
+    if (i < g.num_forward())
+      fwd[i] += ms;
+    else if (n.fwd >= 0)
+      bwd[n.fwd] += ms;
+    else if (n.mirror_of >= 0)
+      rec[n.mirror_of] += ms;
+    else
+      other += ms;  // gradient sums (add_n)
   }
   std::printf("%-20s %-24s %-20s %12s %12s\n", "node", "op", "output", "forward ms", "backward ms");
   double sum_f = 0, sum_b = 0, flops = 0;
@@ -208,16 +212,17 @@ int Time() {
   // time slow the least.
   if (t.plan.priced()) {
     const double predicted = t.plan.step_ms + t.plan.extra_ms, fastest = steps.ms.front();
-    std::printf("predicted by the cost table %s: step %.3f ms (recomputation %.3f ms), measured %.3f ms fastest "
-                "(%+.1f%%)\n",
-                cfg.net.memory().costs().c_str(), predicted, t.plan.extra_ms, fastest,
-                100 * (predicted - fastest) / fastest);
+    std::printf(
+        "predicted by the cost table %s: step %.3f ms (recomputation %.3f ms), measured %.3f ms fastest "
+        "(%+.1f%%)\n",
+        cfg.net.memory().costs().c_str(), predicted, t.plan.extra_ms, fastest, 100 * (predicted - fastest) / fastest);
   }
-  std::printf("memory (%s): arena planned %s, allocated %s; %d nodes recomputed (+%.1f%% FLOPs); process peak %s; "
-              "data gradient %s\n",
-              t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(),
-              HumanBytes(arena_allocated).c_str(), t.plan.num_recomputed, 100 * t.plan.extra_flops_ratio(),
-              HumanBytes(ProcessPeakBytes()).c_str(), FLAGS_data_grad ? "on" : "off");
+  std::printf(
+      "memory (%s): arena planned %s, allocated %s; %d nodes recomputed (+%.1f%% FLOPs); process peak %s; "
+      "data gradient %s\n",
+      t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(), HumanBytes(arena_allocated).c_str(),
+      t.plan.num_recomputed, 100 * t.plan.extra_flops_ratio(), HumanBytes(ProcessPeakBytes()).c_str(),
+      FLAGS_data_grad ? "on" : "off");
   if (!FLAGS_save_costs.empty()) {
     double bwd_only = 0;
     for (int i = 0; i < g.num_forward(); ++i) bwd_only += bwd[i];

@@ -18,10 +18,14 @@ const char* const kColors[] = {"#4c72b0", "#dd8452", "#55a868", "#c44e52"};
 std::string Escaped(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -39,11 +43,12 @@ std::string Shortened(const std::string& s) { return s.size() <= 44 ? s : "..." 
 }  // namespace
 
 void WriteTimelineSvg(const std::string& path, const std::string& title, const std::vector<TimelinePanel>& panels) {
-  std::string svg = Fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", kWidth, "\" height=\"",
-                        kTop + kPanelHeight * static_cast<int>(panels.size()) + 10,
-                        "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-                        "fill=\"white\"/>\n<text x=\"", kLeft, "\" y=\"20\" font-size=\"15\">", Escaped(title),
-                        ": live arena bytes over one training step</text>\n");
+  std::string svg =
+      Fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", kWidth, "\" height=\"",
+          kTop + kPanelHeight * static_cast<int>(panels.size()) + 10,
+          "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+          "fill=\"white\"/>\n<text x=\"",
+          kLeft, "\" y=\"20\" font-size=\"15\">", Escaped(title), ": live arena bytes over one training step</text>\n");
   for (int k = 0; k < MemoryTimeline::kNumKinds; ++k) {  // the legend
     const int x = kLeft + 150 * k;
     svg += Fmt("<rect x=\"", x, "\" y=\"30\" width=\"12\" height=\"12\" fill=\"", kColors[k], "\"/><text x=\"", x + 16,
@@ -68,8 +73,9 @@ void WriteTimelineSvg(const std::string& path, const std::string& title, const s
     double run_start = -1, run_end = -1;
     auto flush = [&] {
       if (run_start < 0) return;
-      svg += Fmt("<rect x=\"", x_of(run_start), "\" y=\"", y0, "\" width=\"", std::max(1.0, x_of(run_end + 1) - x_of(run_start)),
-                 "\" height=\"", kPlotHeight, "\" fill=\"#f6e0cf\"/>\n");
+      svg += Fmt("<rect x=\"", x_of(run_start), "\" y=\"", y0, "\" width=\"",
+                 std::max(1.0, x_of(run_end + 1) - x_of(run_start)), "\" height=\"", kPlotHeight,
+                 "\" fill=\"#f6e0cf\"/>\n");
     };
     for (const auto& [first, last] : t.recomputing) {
       if (run_start >= 0 && x_of(first) - x_of(run_end + 1) < 1) {
@@ -95,17 +101,19 @@ void WriteTimelineSvg(const std::string& path, const std::string& title, const s
       if (any) svg += Fmt("<polygon fill=\"", kColors[k], "\" points=\"", upper, lower, "\"/>\n");
     }
     // Axes, the arena and the lower bound.
-    svg += Fmt("<line x1=\"", kLeft, "\" y1=\"", base, "\" x2=\"", kLeft + kPlotWidth, "\" y2=\"", base,
-               "\" stroke=\"black\"/>\n<line x1=\"", kLeft, "\" y1=\"", y0, "\" x2=\"", kLeft, "\" y2=\"", base,
-               "\" stroke=\"black\"/>\n<text x=\"", kLeft - 4, "\" y=\"", y0 + 4, "\" text-anchor=\"end\">",
-               HumanBytes(static_cast<int64_t>(ymax)), "</text>\n<text x=\"", kLeft - 4, "\" y=\"", base,
-               "\" text-anchor=\"end\">0</text>\n<text x=\"", kLeft + kPlotWidth, "\" y=\"", base + 15,
-               "\" text-anchor=\"end\">step: ", t.num_steps, " nodes in schedule order (forward, then backward)</text>\n");
+    svg +=
+        Fmt("<line x1=\"", kLeft, "\" y1=\"", base, "\" x2=\"", kLeft + kPlotWidth, "\" y2=\"", base,
+            "\" stroke=\"black\"/>\n<line x1=\"", kLeft, "\" y1=\"", y0, "\" x2=\"", kLeft, "\" y2=\"", base,
+            "\" stroke=\"black\"/>\n<text x=\"", kLeft - 4, "\" y=\"", y0 + 4, "\" text-anchor=\"end\">",
+            HumanBytes(static_cast<int64_t>(ymax)), "</text>\n<text x=\"", kLeft - 4, "\" y=\"", base,
+            "\" text-anchor=\"end\">0</text>\n<text x=\"", kLeft + kPlotWidth, "\" y=\"", base + 15,
+            "\" text-anchor=\"end\">step: ", t.num_steps, " nodes in schedule order (forward, then backward)</text>\n");
     for (const auto& [bytes, label, dash] :
          {std::tuple<int64_t, const char*, const char*>{p.arena_bytes, "arena", "6,3"},
           {p.lower_bound_bytes, "lower bound", "2,3"}}) {
-      svg += Fmt("<line x1=\"", kLeft, "\" y1=\"", y_of(static_cast<double>(bytes)), "\" x2=\"", kLeft + kPlotWidth,
-                 "\" y2=\"", y_of(static_cast<double>(bytes)), "\" stroke=\"black\" stroke-dasharray=\"", dash, "\"/>\n");
+      svg +=
+          Fmt("<line x1=\"", kLeft, "\" y1=\"", y_of(static_cast<double>(bytes)), "\" x2=\"", kLeft + kPlotWidth,
+              "\" y2=\"", y_of(static_cast<double>(bytes)), "\" stroke=\"black\" stroke-dasharray=\"", dash, "\"/>\n");
     }
     // The peak and what is live there.
     const double px = x_of(t.peak_step + 0.5), py = y_of(static_cast<double>(t.peak_bytes));

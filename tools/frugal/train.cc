@@ -78,9 +78,7 @@ int TrainDistributed(ConfigFile cfg, TrainOptions opts, const std::vector<int>& 
     }
     opts.dist = DistFromFlags(comm.get());
     frugal::Train(cfg, opts);
-  } catch (const Error& e) {
-    comm->Abort(e.what());
-  }
+  } catch (const Error& e) { comm->Abort(e.what()); }
   comm->Finish();
   return 0;
 }
@@ -94,7 +92,8 @@ int TrainOnGpus(ConfigFile cfg, TrainOptions opts, const std::vector<int>& gpus)
   const int batch = cfg.net.data().batch_size();
   FRUGAL_REQUIRE(batch % n == 0, "--gpus ", FLAGS_gpus, ": the batch of ", batch, " does not split evenly over ", n,
                  " GPUs; give a multiple of ", n, " (--batch ", (batch + n - 1) / n * n, ")");
-  FRUGAL_REQUIRE(FLAGS_dist_scale_lr == false, "--dist-scale-lr is for --dist mpi; with --gpus the config's batch "
+  FRUGAL_REQUIRE(FLAGS_dist_scale_lr == false,
+                 "--dist-scale-lr is for --dist mpi; with --gpus the config's batch "
                  "and learning rate are the global ones");
   cfg.net.mutable_data()->set_batch_size(batch / n);
   std::vector<std::unique_ptr<Communicator>> comms = MakeNcclGroup(MakeLocalGroup(n), gpus);

@@ -35,10 +35,10 @@ int Viz() {
     if (n.mirror_of >= 0) recomputed.insert(n.mirror_of);
   std::printf("digraph %s {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n",
               Quote({cfg.net.name().empty() ? "net" : cfg.net.name()}).c_str());
-  std::printf("  label=%s;\n", Quote({Fmt(strategy.Name(), ": ", recomputed.size(),
-                                         " nodes recomputed (dashed grey), +",
-                                         static_cast<int>(100 * m.train_plan.extra_flops_ratio() + 0.5), "% FLOPs")})
-                                   .c_str());
+  std::printf("  label=%s;\n",
+              Quote({Fmt(strategy.Name(), ": ", recomputed.size(), " nodes recomputed (dashed grey), +",
+                         static_cast<int>(100 * m.train_plan.extra_flops_ratio() + 0.5), "% FLOPs")})
+                  .c_str());
   for (int i = 0; i < g.num_forward(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) {

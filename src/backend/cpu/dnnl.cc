@@ -34,10 +34,14 @@ memory::format_tag PlainTag(size_t ndim) {
 
 memory::data_type DnnlType(DType t) {
   switch (t) {
-    case DType::kFloat32: return memory::data_type::f32;
-    case DType::kBFloat16: return memory::data_type::bf16;
-    case DType::kInt32: return memory::data_type::s32;
-    case DType::kUInt8: return memory::data_type::u8;
+    case DType::kFloat32:
+      return memory::data_type::f32;
+    case DType::kBFloat16:
+      return memory::data_type::bf16;
+    case DType::kInt32:
+      return memory::data_type::s32;
+    case DType::kUInt8:
+      return memory::data_type::u8;
   }
   return memory::data_type::undef;
 }
@@ -64,19 +68,18 @@ bool HasBf16() {
       const memory::desc x({1, 16, 4, 4}, memory::data_type::bf16, memory::format_tag::any);
       const memory::desc w({16, 16, 1, 1}, memory::data_type::bf16, memory::format_tag::any);
       dnnl::convolution_forward::primitive_desc pd(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x,
-                                          w, x, {1, 1}, {0, 0}, {0, 0}),
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x, w,
+                                          x, {1, 1}, {0, 0}, {0, 0}),
           DnnlEngine());
       return true;
-    } catch (const dnnl::error&) {
-      return false;
-    }
+    } catch (const dnnl::error&) { return false; }
   }();
   return has;
 }
 
 void RequireBf16() {
-  FRUGAL_REQUIRE(HasBf16(), "bfloat16 activations need oneDNN's bfloat16 kernels, which this CPU lacks (they need "
+  FRUGAL_REQUIRE(HasBf16(),
+                 "bfloat16 activations need oneDNN's bfloat16 kernels, which this CPU lacks (they need "
                  "AVX-512); train with --dtype float32");
 }
 
@@ -304,8 +307,8 @@ const EltwisePrim& EltwiseFor(dnnl::algorithm alg, float alpha, float beta, int6
 void RunEltwise(const EltwisePrim& e, const float* x, float* y) {
   CHECK_EQ(e.scratch, 0) << "eltwise primitives are expected to need no scratchpad";
   const dnnl::engine& eng = DnnlEngine();
-  e.prim.execute(DnnlStream(), {{DNNL_ARG_SRC, memory(e.md, eng, const_cast<float*>(x))},
-                                {DNNL_ARG_DST, memory(e.md, eng, y)}});
+  e.prim.execute(DnnlStream(),
+                 {{DNNL_ARG_SRC, memory(e.md, eng, const_cast<float*>(x))}, {DNNL_ARG_DST, memory(e.md, eng, y)}});
 }
 }  // namespace
 

@@ -48,7 +48,8 @@ dnnl::primitive_attr Attr(bool sum = false);
 
 // Returns the object cached under key, building it with make on first use.
 // Thread-safe; objects live as long as the process.
-std::shared_ptr<const void> CachedErased(const std::string& key, const std::function<std::shared_ptr<const void>()>& make);
+std::shared_ptr<const void> CachedErased(const std::string& key,
+                                         const std::function<std::shared_ptr<const void>()>& make);
 template <typename T, typename Make>
 const T& Cached(const std::string& key, Make make) {
   auto p = CachedErased(key, [&]() -> std::shared_ptr<const void> { return std::make_shared<const T>(make()); });
@@ -94,11 +95,11 @@ class PlainCall {
   struct Slot {
     PlainArg a;
     dnnl::memory::desc wanted;
-    bool same = false;         // wanted == user
-    int64_t buf_offset = -1;   // in the workspace; -1: none
-    dnnl::reorder to_prim;     // inputs: user -> wanted
-    dnnl::reorder to_user;     // outputs: wanted -> user
-    dnnl::reorder add_to_user; // outputs: user += wanted
+    bool same = false;          // wanted == user
+    int64_t buf_offset = -1;    // in the workspace; -1: none
+    dnnl::reorder to_prim;      // inputs: user -> wanted
+    dnnl::reorder to_user;      // outputs: wanted -> user
+    dnnl::reorder add_to_user;  // outputs: user += wanted
   };
   dnnl::primitive prim_, prim_sum_;
   bool has_sum_ = false, has_scratch_ = false;

@@ -62,8 +62,8 @@ struct ActKernels {
   void (*affine_grad_sums)(const T* dy, const T* x, float m, bool relu, float a, float b, int64_t n, float* sum_g,
                            float* sum_gx);
   // dx = k (g - c - (x - m) q), g as above.
-  void (*affine_grad)(const T* dy, const T* x, float m, bool relu, float a, float b, float k, float c, float q,
-                      T* dx, int64_t n, bool add);
+  void (*affine_grad)(const T* dy, const T* x, float m, bool relu, float a, float b, float k, float c, float q, T* dx,
+                      int64_t n, bool add);
   // y = x[0] + x[1] + ... + x[k - 1]
   void (*add_n)(const T* const* x, int k, T* y, int64_t n, bool add);
 
@@ -89,12 +89,12 @@ struct ActKernels {
   // affine_grad on every column j with m[j], a[j], b[j], k[j], c[j], q[j]
   // (dx laid out as x; may be dy)
   void (*col_affine_grad)(const T* dy, const T* x, const float* m, bool relu, const float* a, const float* b,
-                          const float* k, const float* c, const float* q, T* dx, int64_t rows, int64_t cols,
-                          int64_t ld, bool add);
+                          const float* k, const float* c, const float* q, T* dx, int64_t rows, int64_t cols, int64_t ld,
+                          bool add);
 };
 
 struct VecKernels {
-  const char* isa;  // "avx512", "avx2" or "sse2"
+  const char* isa;            // "avx512", "avx2" or "sse2"
   ActKernels<float> f32;      // float32 activations
   ActKernels<uint16_t> bf16;  // bfloat16 activations (their bits)
   // The activation kernels for T (float or uint16_t), for ops written once

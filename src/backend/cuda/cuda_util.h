@@ -78,23 +78,22 @@ const CublasApi& Cublas();
 // The Error message of a fault ("label 9 of sample 0 is not a class index in [0, 4) ...").
 std::string FaultMessage(const Fault& f);
 
-#define FRUGAL_CUDA_CHECK(expr)                                                         \
-  do {                                                                                  \
-    const cudaError_t frugal_e = (expr);                                                \
-    if (frugal_e != cudaSuccess)                                                        \
-      ::frugal::cuda::ThrowCuda(#expr, __FILE__, __LINE__, cudaGetErrorString(frugal_e)); \
+#define FRUGAL_CUDA_CHECK(expr)                                                                                      \
+  do {                                                                                                               \
+    const cudaError_t frugal_e = (expr);                                                                             \
+    if (frugal_e != cudaSuccess) ::frugal::cuda::ThrowCuda(#expr, __FILE__, __LINE__, cudaGetErrorString(frugal_e)); \
   } while (0)
-#define FRUGAL_CUBLAS_CHECK(expr)                                                                       \
-  do {                                                                                                  \
-    const cublasStatus_t frugal_s = (expr);                                                             \
-    if (frugal_s != CUBLAS_STATUS_SUCCESS)                                                              \
+#define FRUGAL_CUBLAS_CHECK(expr)                                                                             \
+  do {                                                                                                        \
+    const cublasStatus_t frugal_s = (expr);                                                                   \
+    if (frugal_s != CUBLAS_STATUS_SUCCESS)                                                                    \
       ::frugal::cuda::ThrowCuda(#expr, __FILE__, __LINE__, ::frugal::cuda::Cublas().status_string(frugal_s)); \
   } while (0)
-#define FRUGAL_CUDNN_CHECK(expr)                                                            \
-  do {                                                                                      \
-    const cudnnStatus_t frugal_s = (expr);                                                  \
-    if (frugal_s != CUDNN_STATUS_SUCCESS)                                                   \
-      ::frugal::cuda::ThrowCuda(#expr, __FILE__, __LINE__, cudnnGetErrorString(frugal_s));  \
+#define FRUGAL_CUDNN_CHECK(expr)                                                           \
+  do {                                                                                     \
+    const cudnnStatus_t frugal_s = (expr);                                                 \
+    if (frugal_s != CUDNN_STATUS_SUCCESS)                                                  \
+      ::frugal::cuda::ThrowCuda(#expr, __FILE__, __LINE__, cudnnGetErrorString(frugal_s)); \
   } while (0)
 // After a kernel launch: a bad configuration shows here, a fault later, at
 // the completion event.

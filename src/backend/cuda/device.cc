@@ -35,8 +35,9 @@ const CublasApi& Cublas() {
   if (api) return *api;
   const std::string lib = Fmt("libcublas.so.", CUBLAS_VER_MAJOR);
   void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) throw Error(Fmt("cannot open ", lib, " (", dlerror(), "): install cuBLAS ", CUBLAS_VER_MAJOR,
-                          " or put its folder in LD_LIBRARY_PATH"));
+  if (!h)
+    throw Error(Fmt("cannot open ", lib, " (", dlerror(), "): install cuBLAS ", CUBLAS_VER_MAJOR,
+                    " or put its folder in LD_LIBRARY_PATH"));
   auto get = [&](const char* name, auto* fn) {
     void* p = dlsym(h, name);
     if (!p) throw Error(Fmt(lib, " has no ", name, ": a cuBLAS other than version ", CUBLAS_VER_MAJOR, "?"));
@@ -151,9 +152,7 @@ class Device {
       FRUGAL_CUDA_LAUNCHED();
       FRUGAL_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
       FRUGAL_CUDA_CHECK(cudaEventRecord(event, ctx_.stream));
-    } catch (...) {
-      error = std::current_exception();
-    }
+    } catch (...) { error = std::current_exception(); }
     std::lock_guard<std::mutex> queue_lock(queue_mu_);
     pending_.push_back({event, error, std::move(done), number});
     queue_cv_.notify_one();

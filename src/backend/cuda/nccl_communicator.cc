@@ -21,11 +21,12 @@ namespace frugal {
 #ifdef FRUGAL_WITH_NCCL
 namespace {
 
-#define FRUGAL_NCCL_CHECK(expr)                                                                             \
-  do {                                                                                                      \
-    const ncclResult_t frugal_r = (expr);                                                                   \
-    if (frugal_r != ncclSuccess)                                                                            \
-      throw Error(Fmt("NCCL error: ", ncclGetErrorString(frugal_r), " (", #expr, " at ", __FILE__, ":", __LINE__, ")")); \
+#define FRUGAL_NCCL_CHECK(expr)                                                                                  \
+  do {                                                                                                           \
+    const ncclResult_t frugal_r = (expr);                                                                        \
+    if (frugal_r != ncclSuccess)                                                                                 \
+      throw Error(                                                                                               \
+          Fmt("NCCL error: ", ncclGetErrorString(frugal_r), " (", #expr, " at ", __FILE__, ":", __LINE__, ")")); \
   } while (0)
 
 class NcclCommunicator : public Communicator {

@@ -8,8 +8,9 @@
 namespace frugal::backend {
 namespace {
 [[noreturn]] void NoCuda(const char* what) {
-  throw Error(Fmt(what, ": frugal was built without CUDA (configure with -DFRUGAL_CUDA=ON where the CUDA "
-                        "toolkit and cuDNN are installed)"));
+  throw Error(Fmt(what,
+                  ": frugal was built without CUDA (configure with -DFRUGAL_CUDA=ON where the CUDA "
+                  "toolkit and cuDNN are installed)"));
 }
 }  // namespace
 
@@ -35,8 +36,9 @@ void CopyAsync(void*, void*, Device, const void*, Device, int64_t) { NoCuda("dev
 namespace frugal {
 
 std::unique_ptr<Communicator> MakeNcclCommunicator(std::unique_ptr<Communicator> host, int) {
-  host->Abort("NCCL: frugal was built without CUDA (configure with -DFRUGAL_CUDA=ON where the CUDA toolkit, cuDNN "
-              "and NCCL are installed)");
+  host->Abort(
+      "NCCL: frugal was built without CUDA (configure with -DFRUGAL_CUDA=ON where the CUDA toolkit, cuDNN "
+      "and NCCL are installed)");
   std::abort();  // not reached: Abort ends the process
 }
 std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique_ptr<Communicator>>,

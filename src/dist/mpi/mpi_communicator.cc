@@ -53,7 +53,8 @@ class MpiCommunicator : public Communicator {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     FRUGAL_REQUIRE(provided >= MPI_THREAD_SERIALIZED,
-                   "--dist mpi: the MPI library does not support MPI_THREAD_SERIALIZED (provides level ", provided, ")");
+                   "--dist mpi: the MPI library does not support MPI_THREAD_SERIALIZED (provides level ", provided,
+                   ")");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
@@ -158,8 +159,10 @@ class MpiCommunicator : public Communicator {
     op.what = what;
     op.start = std::move(start);
     op.done = [&finished](std::exception_ptr e) {
-      if (e) finished.set_exception(e);
-      else finished.set_value();
+      if (e)
+        finished.set_exception(e);
+      else
+        finished.set_value();
     };
     Submit(Reserve(), std::move(op));
     finished.get_future().get();

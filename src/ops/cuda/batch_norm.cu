@@ -32,7 +32,10 @@ struct BnFwd {
 };
 
 __device__ inline void Put(float* p, OpReq req, float v) {
-  if (req == OpReq::kAdd) *p += v; else *p = v;
+  if (req == OpReq::kAdd)
+    *p += v;
+  else
+    *p = v;
 }
 
 // inputs: x, gamma, beta, moving_mean, moving_var   outputs: y, mean, var
@@ -118,24 +121,38 @@ void BnForwardCuda(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
   // A mirror's in[3] and in[4] are the saved statistics (MirrorReads), not the moving ones.
   const bool batch_stats = c.is_train && !p.use_global_stats && !c.is_recompute;
-  const BnFwd f{ShapeOf(c.in[0].shape()), static_cast<float>(p.eps), static_cast<float>(p.momentum), p.fix_gamma,
-                batch_stats, p.relu, c.req[0], c.req[1], c.req[2]};
-  BnForwardKernel<<<static_cast<unsigned>(f.l.c), 512, 0, cuda::Stream(c)>>>(
-      f, c.in[0].f(), c.in[1].f(), c.in[2].f(), c.in[3].f(), c.in[4].f(), OutOrNull(c, 0), OutOrNull(c, 1),
-      OutOrNull(c, 2));
+  const BnFwd f{ShapeOf(c.in[0].shape()),
+                static_cast<float>(p.eps),
+                static_cast<float>(p.momentum),
+                p.fix_gamma,
+                batch_stats,
+                p.relu,
+                c.req[0],
+                c.req[1],
+                c.req[2]};
+  BnForwardKernel<<<static_cast<unsigned>(f.l.c), 512, 0, cuda::Stream(c)>>>(f, c.in[0].f(), c.in[1].f(), c.in[2].f(),
+                                                                             c.in[3].f(), c.in[4].f(), OutOrNull(c, 0),
+                                                                             OutOrNull(c, 1), OutOrNull(c, 2));
   FRUGAL_CUDA_LAUNCHED();
 }
 
 void BnBackwardCuda(const KernelCtx& c) {
   const auto& p = c.params<BnParams>();
-  const BnBwd f{ShapeOf(c.in[1].shape()), static_cast<float>(p.eps), p.fix_gamma, p.use_global_stats, p.relu,
-                c.req[0], c.req[1], c.req[2]};
+  const BnBwd f{ShapeOf(c.in[1].shape()),
+                static_cast<float>(p.eps),
+                p.fix_gamma,
+                p.use_global_stats,
+                p.relu,
+                c.req[0],
+                c.req[1],
+                c.req[2]};
   BnBackwardKernel<<<static_cast<unsigned>(f.l.c), 512, 0, cuda::Stream(c)>>>(
-      f, c.in[0].f(), c.in[1].f(), c.in[2].f(), c.in[3].f(), c.in[4].f(), c.in[5].f(), OutOrNull(c, 0),
-      OutOrNull(c, 1), OutOrNull(c, 2));
+      f, c.in[0].f(), c.in[1].f(), c.in[2].f(), c.in[3].f(), c.in[4].f(), c.in[5].f(), OutOrNull(c, 0), OutOrNull(c, 1),
+      OutOrNull(c, 2));
   FRUGAL_CUDA_LAUNCHED();
   for (int k = 3; k < 5; ++k) {  // the moving statistics get no gradient
-    if (c.req[k] == OpReq::kWrite) FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[k].raw(), 0, c.out[k].bytes(), cuda::Stream(c)));
+    if (c.req[k] == OpReq::kWrite)
+      FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[k].raw(), 0, c.out[k].bytes(), cuda::Stream(c)));
   }
 }
 

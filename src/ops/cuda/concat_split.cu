@@ -29,7 +29,7 @@ void CopyPartsCuda(const KernelCtx& c, const PartsCopy& p) {
     if (req == OpReq::kNull || len == 0) continue;
     if (p.gather) {
       GatherPart<<<cuda::Blocks(outer * len), cuda::kThreads, 0, cuda::Stream(c)>>>(p.parts[k], outer, len, row, off,
-                                                                                  p.whole, req == OpReq::kAdd);
+                                                                                    p.whole, req == OpReq::kAdd);
       FRUGAL_CUDA_LAUNCHED();
     } else {
       const float* w = p.whole;

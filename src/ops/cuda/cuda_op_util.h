@@ -14,8 +14,9 @@ namespace frugal {
 // Gives op `name` and its backward op (OpDef::backward_op) their CUDA kernels.
 inline void SetCudaKernels(OpRegistry* r, const std::string& name, Kernel forward, Kernel backward) {
   OpDef& op = r->Existing(name);
-  CHECK(!op.backward_op().empty()) << "op " << name << " declares no backward op (its gradient is built from ops): "
-                                    "register its backward kernel by the backward op's name";
+  CHECK(!op.backward_op().empty()) << "op " << name
+                                   << " declares no backward op (its gradient is built from ops): "
+                                      "register its backward kernel by the backward op's name";
   op.CudaKernel(std::move(forward));
   r->Existing(op.backward_op()).CudaKernel(std::move(backward));
 }
@@ -59,8 +60,10 @@ struct DevIndex {
 
 inline DevIndex ToDevice(const KernelCtx& c, const StridedIndex& s) {
   DevIndex d;
-  FRUGAL_REQUIRE(s.dims().size() <= 8, c.node.Where(), ": the GPU kernel handles index maps of at most 8 dims, this "
-                 "one has ", s.dims().size());
+  FRUGAL_REQUIRE(s.dims().size() <= 8, c.node.Where(),
+                 ": the GPU kernel handles index maps of at most 8 dims, this "
+                 "one has ",
+                 s.dims().size());
   d.nd = static_cast<int>(s.dims().size());
   for (int k = 0; k < d.nd; ++k) {
     d.dims[k] = s.dims()[k];
@@ -78,8 +81,8 @@ inline void GemmRowMajor(cublasHandle_t h, bool ta, bool tb, int64_t m, int64_t 
   const float alpha = 1.f;
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   FRUGAL_CUBLAS_CHECK(Cublas().sgemm_strided_batched(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                    in, im, ik, &alpha, b, tb ? ik : in, stride_b, a, ta ? im : ik,
-                                                    stride_a, &beta, c, in, stride_c, static_cast<int>(batch)));
+                                                     in, im, ik, &alpha, b, tb ? ik : in, stride_b, a, ta ? im : ik,
+                                                     stride_a, &beta, c, in, stride_c, static_cast<int>(batch)));
 }
 
 // The same for output k of a kernel, over its size.

@@ -31,8 +31,10 @@ struct ConvDescs {
     FRUGAL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
     FRUGAL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     auto i = [](int64_t v) { return static_cast<int>(v); };
-    FRUGAL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3])));
-    FRUGAL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(ys[0]), i(ys[1]), i(ys[2]), i(ys[3])));
+    FRUGAL_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3])));
+    FRUGAL_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(ys[0]), i(ys[1]), i(ys[2]), i(ys[3])));
     FRUGAL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i(xs[1]), 1, 1));
     FRUGAL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i(ys[1]), 1, 1));
     FRUGAL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(ys[1]),
@@ -66,14 +68,14 @@ struct ConvAlgos {
 template <typename Perf, typename Algo>
 Algo Pick(const Perf* perf, int count, size_t limit, Algo fallback) {
   for (int k = 0; k < count; ++k) {
-    if (perf[k].status == CUDNN_STATUS_SUCCESS && perf[k].determinism == CUDNN_DETERMINISTIC &&
-        perf[k].memory <= limit)
+    if (perf[k].status == CUDNN_STATUS_SUCCESS && perf[k].determinism == CUDNN_DETERMINISTIC && perf[k].memory <= limit)
       return perf[k].algo;
   }
   return fallback;
 }
 
-inline const ConvAlgos& AlgosFor(cudnnHandle_t h, const ConvDescs& d, const std::string& key, size_t limit, bool backward) {
+inline const ConvAlgos& AlgosFor(cudnnHandle_t h, const ConvDescs& d, const std::string& key, size_t limit,
+                                 bool backward) {
   static std::mutex mu;
   static auto* cache = new std::map<std::string, ConvAlgos>();  // never destroyed
   const std::string k = Fmt(key, backward ? "b" : "f", limit);
@@ -103,8 +105,7 @@ inline const ConvAlgos& AlgosFor(cudnnHandle_t h, const ConvDescs& d, const std:
 // call writes or adds to its result as req says, and does nothing for kNull.
 class CudnnConv {
  public:
-  CudnnConv(const KernelCtx& c, const ConvParams& p, const Pair& pad, const Shape& xs, const Shape& ys,
-            std::string key)
+  CudnnConv(const KernelCtx& c, const ConvParams& p, const Pair& pad, const Shape& xs, const Shape& ys, std::string key)
       : h_(Ctx(c).cudnn), d_(p, pad, xs, ys), key_(std::move(key)) {
     ws_bytes_ = c.workspace.defined() ? static_cast<size_t>(c.workspace.bytes()) : 0;
     ws_ = ws_bytes_ ? c.workspace.raw() : nullptr;
@@ -114,8 +115,8 @@ class CudnnConv {
   void Forward(const void* x, const void* w, OpReq req, void* y) const {
     if (req == OpReq::kNull) return;
     const float one = 1.f, beta = Beta(req);
-    FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, d_.x, x, d_.w, w, d_.conv, Algos(false).fwd, ws_, ws_bytes_,
-                                               &beta, d_.y, y));
+    FRUGAL_CUDNN_CHECK(
+        cudnnConvolutionForward(h_, &one, d_.x, x, d_.w, w, d_.conv, Algos(false).fwd, ws_, ws_bytes_, &beta, d_.y, y));
   }
   // dx = conv_transpose(dy, W)
   void BackwardData(const void* w, const void* dy, OpReq req, void* dx) const {
@@ -128,8 +129,8 @@ class CudnnConv {
   void BackwardFilter(const void* x, const void* dy, OpReq req, void* dw) const {
     if (req == OpReq::kNull) return;
     const float one = 1.f, beta = Beta(req);
-    FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h_, &one, d_.x, x, d_.y, dy, d_.conv, Algos(true).bwd_filter,
-                                                      ws_, ws_bytes_, &beta, d_.w, dw));
+    FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h_, &one, d_.x, x, d_.y, dy, d_.conv, Algos(true).bwd_filter, ws_,
+                                                      ws_bytes_, &beta, d_.w, dw));
   }
   // t += b over t's channels; t has y's shape, or x's (on_x: deconvolution
   // adds its bias to the convolution's x).
@@ -141,8 +142,8 @@ class CudnnConv {
   void BackwardBias(bool on_x, const void* dt, OpReq req, void* db) const {
     if (req == OpReq::kNull) return;
     const float one = 1.f, beta = Beta(req);
-    FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h_, &one, on_x ? d_.x : d_.y, dt, &beta, on_x ? d_.b_x : d_.b_y,
-                                                    db));
+    FRUGAL_CUDNN_CHECK(
+        cudnnConvolutionBackwardBias(h_, &one, on_x ? d_.x : d_.y, dt, &beta, on_x ? d_.b_x : d_.b_y, db));
   }
 
  private:

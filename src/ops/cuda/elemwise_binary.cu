@@ -42,7 +42,9 @@ struct Power {
 };
 
 // Where element i of the output y reads a broadcast input of shape x.
-cuda::DevIndex Reads(const KernelCtx& c, const Shape& x, const Shape& y) { return cuda::ToDevice(c, BroadcastIndex(x, y)); }
+cuda::DevIndex Reads(const KernelCtx& c, const Shape& x, const Shape& y) {
+  return cuda::ToDevice(c, BroadcastIndex(x, y));
+}
 
 template <typename Op>
 void BinaryForwardCuda(const KernelCtx& c) {

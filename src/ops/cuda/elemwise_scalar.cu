@@ -6,12 +6,24 @@
 namespace frugal {
 namespace {
 
-struct AddS { __device__ static float F(float x, float s) { return x + s; } };
-struct SubS { __device__ static float F(float x, float s) { return x - s; } };
-struct RSubS { __device__ static float F(float x, float s) { return s - x; } };
-struct MulS { __device__ static float F(float x, float s) { return x * s; } };
-struct DivS { __device__ static float F(float x, float s) { return x / s; } };
-struct RDivS { __device__ static float F(float x, float s) { return s / x; } };
+struct AddS {
+  __device__ static float F(float x, float s) { return x + s; }
+};
+struct SubS {
+  __device__ static float F(float x, float s) { return x - s; }
+};
+struct RSubS {
+  __device__ static float F(float x, float s) { return s - x; }
+};
+struct MulS {
+  __device__ static float F(float x, float s) { return x * s; }
+};
+struct DivS {
+  __device__ static float F(float x, float s) { return x / s; }
+};
+struct RDivS {
+  __device__ static float F(float x, float s) { return s / x; }
+};
 
 template <typename Op>
 void ScalarForwardCuda(const KernelCtx& c) {

@@ -48,8 +48,8 @@ void EmbeddingBackwardCuda(const KernelCtx& c) {
   if (c.req[0] == OpReq::kWrite) FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[0].raw(), 0, c.out[0].bytes(), s));
   if (c.req[1] == OpReq::kNull) return;
   if (c.req[1] == OpReq::kWrite) FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[1].raw(), 0, c.out[1].bytes(), s));
-  EmbeddingGradKernel<<<cuda::Blocks(p.output_dim), cuda::kThreads, 0, s>>>(
-      c.in[0].f(), c.in[1].f(), c.in[1].size(), p.input_dim, p.output_dim, c.out[1].f());
+  EmbeddingGradKernel<<<cuda::Blocks(p.output_dim), cuda::kThreads, 0, s>>>(c.in[0].f(), c.in[1].f(), c.in[1].size(),
+                                                                            p.input_dim, p.output_dim, c.out[1].f());
   FRUGAL_CUDA_LAUNCHED();
 }
 

@@ -46,12 +46,15 @@ void FcBackwardCuda(const KernelCtx& c) {
   const float* dy = c.in[0].f();
   cublasHandle_t h = cuda::Ctx(c).cublas;
   // dW and db first: dx may overwrite dy (in place).
-  if (c.req[1] != OpReq::kNull) cuda::GemmRowMajor(h, true, false, m, k, n, dy, c.in[1].f(), cuda::Beta(c.req[1]), c.out[1].f());
+  if (c.req[1] != OpReq::kNull)
+    cuda::GemmRowMajor(h, true, false, m, k, n, dy, c.in[1].f(), cuda::Beta(c.req[1]), c.out[1].f());
   if (!p.no_bias && c.req[2] != OpReq::kNull) {
-    ColumnSums<<<cuda::Blocks(m), cuda::kThreads, 0, cuda::Stream(c)>>>(dy, n, m, c.out[2].f(), c.req[2] == OpReq::kAdd);
+    ColumnSums<<<cuda::Blocks(m), cuda::kThreads, 0, cuda::Stream(c)>>>(dy, n, m, c.out[2].f(),
+                                                                        c.req[2] == OpReq::kAdd);
     FRUGAL_CUDA_LAUNCHED();
   }
-  if (c.req[0] != OpReq::kNull) cuda::GemmRowMajor(h, false, false, n, k, m, dy, c.in[2].f(), cuda::Beta(c.req[0]), c.out[0].f());
+  if (c.req[0] != OpReq::kNull)
+    cuda::GemmRowMajor(h, false, false, n, k, m, dy, c.in[2].f(), cuda::Beta(c.req[0]), c.out[0].f());
 }
 
 }  // namespace

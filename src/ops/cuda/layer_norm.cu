@@ -9,7 +9,10 @@ namespace frugal {
 namespace {
 
 __device__ inline void Put(float* p, OpReq req, float v) {
-  if (req == OpReq::kAdd) *p += v; else *p = v;
+  if (req == OpReq::kAdd)
+    *p += v;
+  else
+    *p = v;
 }
 
 // inputs: x, gamma[, beta]   outputs: y, mean, inv_std
@@ -36,8 +39,8 @@ void LayerNormForwardCuda(const KernelCtx& c) {
   const auto& p = c.params<LayerNormParams>();
   const LayerNormRows l(c.in[0].shape(), p.Axis(c.in[0].shape()));
   LnForwardKernel<<<static_cast<unsigned>(l.r), cuda::kThreads, 0, cuda::Stream(c)>>>(
-      l.d, static_cast<float>(p.eps), c.in[0].f(), c.in[1].f(), p.no_bias ? nullptr : c.in[2].f(), Out(c, 0),
-      Out(c, 1), Out(c, 2), c.req[0], c.req[1], c.req[2]);
+      l.d, static_cast<float>(p.eps), c.in[0].f(), c.in[1].f(), p.no_bias ? nullptr : c.in[2].f(), Out(c, 0), Out(c, 1),
+      Out(c, 2), c.req[0], c.req[1], c.req[2]);
   FRUGAL_CUDA_LAUNCHED();
 }
 
@@ -89,7 +92,7 @@ void LayerNormBackwardCuda(const KernelCtx& c) {
   }
   if (c.req[0] == OpReq::kNull) return;
   LnDataGradKernel<<<static_cast<unsigned>(l.r), cuda::kThreads, 0, cuda::Stream(c)>>>(l.d, dy, x, gamma, mean, inv,
-                                                                                     Out(c, 0), c.req[0]);
+                                                                                       Out(c, 0), c.req[0]);
   FRUGAL_CUDA_LAUNCHED();
 }
 

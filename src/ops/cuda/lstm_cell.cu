@@ -23,10 +23,15 @@ __device__ inline LstmGates GatesAt(const float* i2h, const float* h2h, int64_t 
 }
 
 // c = f c_prev + i g, without FMA contraction (forward and backward alike).
-__device__ inline float NextC(const LstmGates& s, float c_prev) { return __fadd_rn(__fmul_rn(s.f, c_prev), __fmul_rn(s.i, s.g)); }
+__device__ inline float NextC(const LstmGates& s, float c_prev) {
+  return __fadd_rn(__fmul_rn(s.f, c_prev), __fmul_rn(s.i, s.g));
+}
 
 __device__ inline void Put(float* y, OpReq req, float v) {
-  if (req == OpReq::kAdd) *y += v; else *y = v;
+  if (req == OpReq::kAdd)
+    *y += v;
+  else
+    *y = v;
 }
 
 struct LstmArgs {
@@ -46,7 +51,7 @@ __global__ void LstmForwardKernel(LstmArgs a, const float* i2h, const float* h2h
     const float hn = s.o * tanhf(cn);
     if (a.req0 != OpReq::kNull) Put(h + e, a.req0, hn);
     if (a.req1 != OpReq::kNull) Put(c + e, a.req1, cn);  // c may alias c_prev
-    if (a.req2 != OpReq::kNull) {  // gates may alias i2h or h2h: read above
+    if (a.req2 != OpReq::kNull) {                        // gates may alias i2h or h2h: read above
       const int64_t at = b * 4 * a.hid + j;
       Put(gates + at, a.req2, s.i);
       Put(gates + at + a.hid, a.req2, s.f);

@@ -25,13 +25,17 @@ void MatmulBackwardCuda(const KernelCtx& c) {
   const int64_t sy = d.m * d.n, sa = d.m * d.k, sb = d.k * d.n;
   if (c.req[0] != OpReq::kNull) {
     const float beta = cuda::Beta(c.req[0]);
-    if (!ta) cuda::GemmRowMajor(h, false, !tb, d.m, d.k, d.n, dy, b, beta, c.out[0].f(), d.batch, sy, sb, sa);
-    else cuda::GemmRowMajor(h, tb, true, d.k, d.m, d.n, b, dy, beta, c.out[0].f(), d.batch, sb, sy, sa);
+    if (!ta)
+      cuda::GemmRowMajor(h, false, !tb, d.m, d.k, d.n, dy, b, beta, c.out[0].f(), d.batch, sy, sb, sa);
+    else
+      cuda::GemmRowMajor(h, tb, true, d.k, d.m, d.n, b, dy, beta, c.out[0].f(), d.batch, sb, sy, sa);
   }
   if (c.req[1] != OpReq::kNull) {
     const float beta = cuda::Beta(c.req[1]);
-    if (!tb) cuda::GemmRowMajor(h, !ta, false, d.k, d.n, d.m, a, dy, beta, c.out[1].f(), d.batch, sa, sy, sb);
-    else cuda::GemmRowMajor(h, true, ta, d.n, d.k, d.m, dy, a, beta, c.out[1].f(), d.batch, sy, sa, sb);
+    if (!tb)
+      cuda::GemmRowMajor(h, !ta, false, d.k, d.n, d.m, a, dy, beta, c.out[1].f(), d.batch, sa, sy, sb);
+    else
+      cuda::GemmRowMajor(h, true, ta, d.n, d.k, d.m, dy, a, beta, c.out[1].f(), d.batch, sy, sa, sb);
   }
 }
 

@@ -19,8 +19,8 @@ void UpdateCuda(const KernelCtx& c) {
   const int64_t n = c.in[0].size();
   if (n == 0) return;
   float* s1 = c.in.size() > 3 ? c.in[3].f() : nullptr;
-  UpdateKernel<<<cuda::Blocks(n), cuda::kThreads, 0, cuda::Stream(c)>>>(a, c.in[0].f(), c.in[1].f(), c.in[2].f(),
-                                                                          s1, n);
+  UpdateKernel<<<cuda::Blocks(n), cuda::kThreads, 0, cuda::Stream(c)>>>(a, c.in[0].f(), c.in[1].f(), c.in[2].f(), s1,
+                                                                        n);
   FRUGAL_CUDA_LAUNCHED();
 }
 

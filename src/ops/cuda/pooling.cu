@@ -23,11 +23,22 @@ struct PoolGeom {
 
 PoolGeom GeomFor(const PoolParams& p, const Shape& x, OpReq req) {
   const Window win = WindowFor(p, x);
-  return {x[0], x[1], x[2], x[3], win.oh, win.ow,
-          static_cast<int>(win.kernel[0]), static_cast<int>(win.kernel[1]),
-          static_cast<int>(win.stride[0]), static_cast<int>(win.stride[1]),
-          static_cast<int>(win.pad_l[0]), static_cast<int>(win.pad_l[1]),
-          p.max, p.count_include_pad, false, req};
+  return {x[0],
+          x[1],
+          x[2],
+          x[3],
+          win.oh,
+          win.ow,
+          static_cast<int>(win.kernel[0]),
+          static_cast<int>(win.kernel[1]),
+          static_cast<int>(win.stride[0]),
+          static_cast<int>(win.stride[1]),
+          static_cast<int>(win.pad_l[0]),
+          static_cast<int>(win.pad_l[1]),
+          p.max,
+          p.count_include_pad,
+          false,
+          req};
 }
 
 __device__ inline int WindowCount(const PoolGeom& g, int64_t hs, int64_t ws) {
@@ -63,8 +74,10 @@ __global__ void PoolForwardKernel(PoolGeom g, const float* x, float* y, void* ar
         }
       }
       if (argmax) {
-        if (g.wide_argmax) static_cast<int32_t*>(argmax)[o] = best;
-        else static_cast<uint8_t*>(argmax)[o] = static_cast<uint8_t>(best);
+        if (g.wide_argmax)
+          static_cast<int32_t*>(argmax)[o] = best;
+        else
+          static_cast<uint8_t*>(argmax)[o] = static_cast<uint8_t>(best);
       }
     } else {
       float s = 0;
@@ -97,8 +110,8 @@ __global__ void PoolBackwardKernel(PoolGeom g, const float* dy, const void* argm
         const int64_t o = (plane * g.oh + i) * g.ow + j;
         const int64_t hs = i * g.sh - g.ph, ws = j * g.sw - g.pw;
         if (g.max) {
-          const int idx = g.wide_argmax ? static_cast<const int32_t*>(argmax)[o]
-                                        : static_cast<const uint8_t*>(argmax)[o];
+          const int idx =
+              g.wide_argmax ? static_cast<const int32_t*>(argmax)[o] : static_cast<const uint8_t*>(argmax)[o];
           if (idx == (hh - hs) * g.kw + (ww - ws)) s += dy[o];
         } else {
           s += dy[o] / WindowCount(g, hs, ws);
@@ -130,8 +143,8 @@ void PoolForwardCuda(const KernelCtx& c) {
     argmax = c.out[1].raw();
     g.wide_argmax = WideArgmax(c, c.out[1], c.out[0].size(), g);
   }
-  PoolForwardKernel<<<cuda::Blocks(c.out[0].size()), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(),
-                                                                                        c.out[0].f(), argmax);
+  PoolForwardKernel<<<cuda::Blocks(c.out[0].size()), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(), c.out[0].f(),
+                                                                                           argmax);
   FRUGAL_CUDA_LAUNCHED();
 }
 

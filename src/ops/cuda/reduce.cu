@@ -76,8 +76,8 @@ template <bool kMin>
 void MaxBackwardCuda(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull) return;
   const Groups g = GroupsOf(c, c.in[1].shape());
-  MaxGradKernel<kMin><<<cuda::Blocks(g.count), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(), c.in[1].f(),
-                                                                             c.out[0].f(), c.req[0] == OpReq::kAdd);
+  MaxGradKernel<kMin><<<cuda::Blocks(g.count), cuda::kThreads, 0, cuda::Stream(c)>>>(
+      g, c.in[0].f(), c.in[1].f(), c.out[0].f(), c.req[0] == OpReq::kAdd);
   FRUGAL_CUDA_LAUNCHED();
 }
 

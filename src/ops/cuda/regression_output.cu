@@ -18,7 +18,8 @@ void RegressionBackwardCuda(const KernelCtx& c) {
   const float *y = c.in[0].f(), *label = c.in[1].f();
   const Shape& ls = c.in[1].shape();
   const float scale = static_cast<float>(c.params<RegressionParams>().grad_scale / (ls.Size() / ls[0]));
-  if (c.req[1] == OpReq::kWrite) FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[1].raw(), 0, c.out[1].bytes(), cuda::Stream(c)));
+  if (c.req[1] == OpReq::kWrite)
+    FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[1].raw(), 0, c.out[1].bytes(), cuda::Stream(c)));
   cuda::Map(c, 0, [=] __device__(int64_t i) { return (y[i] - label[i]) * scale; });
 }
 

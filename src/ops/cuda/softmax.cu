@@ -89,10 +89,11 @@ void SoftmaxForwardCuda(const KernelCtx& c) {
   if (c.req[0] == OpReq::kNull || c.in[0].size() == 0) return;
   const Geom g = GeomOf(c, c.in[0].shape());
   if (g.inner == 1) {
-    SoftmaxRowsKernel<<<static_cast<unsigned>(g.outer), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(), c.out[0].f());
+    SoftmaxRowsKernel<<<static_cast<unsigned>(g.outer), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(),
+                                                                                              c.out[0].f());
   } else {
     SoftmaxColumnsKernel<<<cuda::Blocks(g.outer * g.inner), cuda::kThreads, 0, cuda::Stream(c)>>>(g, c.in[0].f(),
-                                                                                                c.out[0].f());
+                                                                                                  c.out[0].f());
   }
   FRUGAL_CUDA_LAUNCHED();
 }

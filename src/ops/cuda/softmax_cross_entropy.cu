@@ -75,7 +75,7 @@ void SceForwardCuda(const KernelCtx& c) {
   if (n == 0) return;
   const LabelCheck lc{c.in[1].f(), prm.use_ignore, prm.ignore_label, cuda::Ctx(c).fault, cuda::Ctx(c).launch};
   SoftmaxRows<<<static_cast<unsigned>(n), cuda::kThreads, 0, cuda::Stream(c)>>>(c.in[0].f(), c.out[0].f(), k,
-                                                                              c.req[0] == OpReq::kAdd, lc);
+                                                                                c.req[0] == OpReq::kAdd, lc);
   FRUGAL_CUDA_LAUNCHED();
 }
 
@@ -83,12 +83,20 @@ void SceForwardCuda(const KernelCtx& c) {
 void SceBackwardCuda(const KernelCtx& c) {
   const auto& prm = c.params<SceParams>();
   const int64_t n = c.in[0].shape()[0], k = c.in[0].shape()[1];
-  if (c.req[1] == OpReq::kWrite) FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[1].raw(), 0, c.out[1].bytes(), cuda::Stream(c)));
+  if (c.req[1] == OpReq::kWrite)
+    FRUGAL_CUDA_CHECK(cudaMemsetAsync(c.out[1].raw(), 0, c.out[1].bytes(), cuda::Stream(c)));
   if (c.req[0] == OpReq::kNull || n == 0) return;
-  const SceGrad g{n, k, prm.grad_scale, prm.normalization == "batch" ? 0 : prm.normalization == "null" ? 1 : 2,
-                  prm.use_ignore, prm.ignore_label, c.req[0] == OpReq::kAdd};
+  const SceGrad g{n,
+                  k,
+                  prm.grad_scale,
+                  prm.normalization == "batch"  ? 0
+                  : prm.normalization == "null" ? 1
+                                                : 2,
+                  prm.use_ignore,
+                  prm.ignore_label,
+                  c.req[0] == OpReq::kAdd};
   SceBackwardRows<<<static_cast<unsigned>(n), cuda::kThreads, 0, cuda::Stream(c)>>>(c.in[0].f(), c.in[1].f(),
-                                                                                 c.out[0].f(), g);
+                                                                                    c.out[0].f(), g);
   FRUGAL_CUDA_LAUNCHED();
 }
 
