@@ -29,28 +29,20 @@ std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.ToSt
 
 int64_t DTypeBytes(DType t) {
   switch (t) {
-    case DType::kFloat32:
-      return 4;
-    case DType::kInt32:
-      return 4;
-    case DType::kUInt8:
-      return 1;
-    case DType::kBFloat16:
-      return 2;
+    case DType::kFloat32: return 4;
+    case DType::kInt32: return 4;
+    case DType::kUInt8: return 1;
+    case DType::kBFloat16: return 2;
   }
   return 0;
 }
 
 const char* DTypeName(DType t) {
   switch (t) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kInt32:
-      return "int32";
-    case DType::kUInt8:
-      return "uint8";
-    case DType::kBFloat16:
-      return "bfloat16";
+    case DType::kFloat32: return "float32";
+    case DType::kInt32: return "int32";
+    case DType::kUInt8: return "uint8";
+    case DType::kBFloat16: return "bfloat16";
   }
   return "?";
 }

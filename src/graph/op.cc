@@ -10,12 +10,9 @@ namespace frugal {
 
 const char* CostName(Cost c) {
   switch (c) {
-    case Cost::kFree:
-      return "free";
-    case Cost::kCheap:
-      return "cheap";
-    case Cost::kExpensive:
-      return "expensive";
+    case Cost::kFree: return "free";
+    case Cost::kCheap: return "cheap";
+    case Cost::kExpensive: return "expensive";
   }
   return "?";
 }
@@ -171,9 +168,7 @@ std::vector<Entry> OpDef::BuildGradient(Graph& g, const GradCtx& c) const {
       case BackwardRead::kInput:  // an optional input the node does not have is skipped
         if (r.index < static_cast<int>(c.inputs.size())) b.inputs.push_back(c.inputs[r.index]);
         break;
-      case BackwardRead::kOutput:
-        b.inputs.push_back(c.outputs[r.index]);
-        break;
+      case BackwardRead::kOutput: b.inputs.push_back(c.outputs[r.index]); break;
       case BackwardRead::kOutGrad:
         CHECK(c.out_grads[r.index].valid()) << f.name << ": output " << r.index << " has no gradient";
         b.inputs.push_back(c.out_grads[r.index]);

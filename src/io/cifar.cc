@@ -26,24 +26,18 @@ constexpr const char* kFix =
 
 const char* LabelName(CifarLabel which) {
   switch (which) {
-    case CifarLabel::kCifar10:
-      return "CIFAR-10 label";
-    case CifarLabel::kCoarse:
-      return "CIFAR-100 coarse label";
-    case CifarLabel::kFine:
-      return "CIFAR-100 fine label";
+    case CifarLabel::kCifar10: return "CIFAR-10 label";
+    case CifarLabel::kCoarse: return "CIFAR-100 coarse label";
+    case CifarLabel::kFine: return "CIFAR-100 fine label";
   }
   return "label";
 }
 
 int LabelCount(CifarLabel which) {
   switch (which) {
-    case CifarLabel::kCifar10:
-      return 10;
-    case CifarLabel::kCoarse:
-      return 20;
-    case CifarLabel::kFine:
-      return 100;
+    case CifarLabel::kCifar10: return 10;
+    case CifarLabel::kCoarse: return 20;
+    case CifarLabel::kFine: return 100;
   }
   return 0;
 }

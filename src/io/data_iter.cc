@@ -27,12 +27,9 @@ Augment ToAugment(const config::Augment& a, float scale) {
 
 CifarLabel ToCifarLabel(config::CifarSource::Label l) {
   switch (l) {
-    case config::CifarSource::COARSE:
-      return CifarLabel::kCoarse;
-    case config::CifarSource::FINE:
-      return CifarLabel::kFine;
-    default:
-      return CifarLabel::kCifar10;
+    case config::CifarSource::COARSE: return CifarLabel::kCoarse;
+    case config::CifarSource::FINE: return CifarLabel::kFine;
+    default: return CifarLabel::kCifar10;
   }
 }
 
@@ -107,18 +104,12 @@ std::unique_ptr<DataIter> MakeSynthetic(const config::SyntheticSource& s, const 
 
 std::unique_ptr<DataIter> MakeDataIter(const config::DataSource& src, const DataIterOptions& o) {
   switch (src.source_case()) {
-    case config::DataSource::kIdx:
-      return MakeIdx(src.idx(), o);
-    case config::DataSource::kCifar:
-      return MakeCifar(src.cifar(), o);
-    case config::DataSource::kRecordio:
-      return MakeRecordIO(src.recordio(), o);
-    case config::DataSource::kText:
-      return MakeText(src.text(), o);
-    case config::DataSource::kSynthetic:
-      return MakeSynthetic(src.synthetic(), o);
-    case config::DataSource::SOURCE_NOT_SET:
-      break;
+    case config::DataSource::kIdx: return MakeIdx(src.idx(), o);
+    case config::DataSource::kCifar: return MakeCifar(src.cifar(), o);
+    case config::DataSource::kRecordio: return MakeRecordIO(src.recordio(), o);
+    case config::DataSource::kText: return MakeText(src.text(), o);
+    case config::DataSource::kSynthetic: return MakeSynthetic(src.synthetic(), o);
+    case config::DataSource::SOURCE_NOT_SET: break;
   }
   throw Error(Fmt(o.where, " has no source (write one of idx, cifar, recordio, text, synthetic { ... })"));
 }

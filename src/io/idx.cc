@@ -35,20 +35,13 @@ std::string DimsString(const std::vector<int64_t>& dims) {
 // The name of an IDX element type byte, for error messages.
 const char* IdxTypeName(int type) {
   switch (type) {
-    case 0x08:
-      return "unsigned byte";
-    case 0x09:
-      return "signed byte";
-    case 0x0B:
-      return "int16";
-    case 0x0C:
-      return "int32";
-    case 0x0D:
-      return "float32";
-    case 0x0E:
-      return "float64";
-    default:
-      return "unknown";
+    case 0x08: return "unsigned byte";
+    case 0x09: return "signed byte";
+    case 0x0B: return "int16";
+    case 0x0C: return "int32";
+    case 0x0D: return "float32";
+    case 0x0E: return "float64";
+    default: return "unknown";
   }
 }
 

@@ -404,15 +404,11 @@ class Importer {
   std::string NodeText(int i) {
     const MxnetNode& n = sym_.nodes[i];
     switch (role_[i]) {
-      case Role::kOp:
-        return OpText(i);
+      case Role::kOp: return OpText(i);
       case Role::kParam:
-      case Role::kAux:
-        return left_out_[i] || readers_[i] == 0 ? "" : WeightVariable(i);
-      case Role::kState:
-        return StateVariable(i, n);
-      default:
-        return "";
+      case Role::kAux: return left_out_[i] || readers_[i] == 0 ? "" : WeightVariable(i);
+      case Role::kState: return StateVariable(i, n);
+      default: return "";
     }
   }
 

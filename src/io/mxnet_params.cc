@@ -50,20 +50,13 @@ T Raw(const char* p) {
 float ElementAt(const char* p, const TypeFlag& t, int64_t k) {
   p += k * t.bytes;
   switch (t.flag) {
-    case 0:
-      return Raw<float>(p);
-    case 1:
-      return static_cast<float>(Raw<double>(p));
-    case 2:
-      return HalfToFloat(Raw<uint16_t>(p));
-    case 3:
-      return Raw<uint8_t>(p);
-    case 4:
-      return static_cast<float>(Raw<int32_t>(p));
-    case 5:
-      return Raw<int8_t>(p);
-    default:
-      return static_cast<float>(Raw<int64_t>(p));
+    case 0: return Raw<float>(p);
+    case 1: return static_cast<float>(Raw<double>(p));
+    case 2: return HalfToFloat(Raw<uint16_t>(p));
+    case 3: return Raw<uint8_t>(p);
+    case 4: return static_cast<float>(Raw<int32_t>(p));
+    case 5: return Raw<int8_t>(p);
+    default: return static_cast<float>(Raw<int64_t>(p));
   }
 }
 

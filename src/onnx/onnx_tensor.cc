@@ -16,18 +16,13 @@ int IntBytes(int type) {
   switch (type) {
     case onnx::TensorProto::INT8:
     case onnx::TensorProto::UINT8:
-    case onnx::TensorProto::BOOL:
-      return 1;
+    case onnx::TensorProto::BOOL: return 1;
     case onnx::TensorProto::INT16:
-    case onnx::TensorProto::UINT16:
-      return 2;
+    case onnx::TensorProto::UINT16: return 2;
     case onnx::TensorProto::INT32:
-    case onnx::TensorProto::UINT32:
-      return 4;
-    case onnx::TensorProto::INT64:
-      return 8;
-    default:
-      return 0;
+    case onnx::TensorProto::UINT32: return 4;
+    case onnx::TensorProto::INT64: return 8;
+    default: return 0;
   }
 }
 

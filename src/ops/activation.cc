@@ -27,18 +27,10 @@ void ActForward(const KernelCtx& c) {
   const int64_t n = c.in[0].size();
   void* ws = Workspace(c);
   switch (act) {
-    case Act::kRelu:
-      cpu::Eltwise(dnnl::algorithm::eltwise_relu, 0, 0, x, y, n, c.req[0], ws);
-      break;
-    case Act::kSigmoid:
-      cpu::Eltwise(dnnl::algorithm::eltwise_logistic, 0, 0, x, y, n, c.req[0], ws);
-      break;
-    case Act::kTanh:
-      cpu::Eltwise(dnnl::algorithm::eltwise_tanh, 0, 0, x, y, n, c.req[0], ws);
-      break;
-    case Act::kSoftRelu:
-      cpu::Eltwise(dnnl::algorithm::eltwise_soft_relu, 0, 0, x, y, n, c.req[0], ws);
-      break;
+    case Act::kRelu: cpu::Eltwise(dnnl::algorithm::eltwise_relu, 0, 0, x, y, n, c.req[0], ws); break;
+    case Act::kSigmoid: cpu::Eltwise(dnnl::algorithm::eltwise_logistic, 0, 0, x, y, n, c.req[0], ws); break;
+    case Act::kTanh: cpu::Eltwise(dnnl::algorithm::eltwise_tanh, 0, 0, x, y, n, c.req[0], ws); break;
+    case Act::kSoftRelu: cpu::Eltwise(dnnl::algorithm::eltwise_soft_relu, 0, 0, x, y, n, c.req[0], ws); break;
   }
 }
 
@@ -49,18 +41,10 @@ void ActBackward(const KernelCtx& c) {
   float* dx = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
   const int64_t n = c.in[0].size();
   switch (act) {
-    case Act::kRelu:
-      ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * static_cast<float>(y[i] > 0); });
-      break;
-    case Act::kSigmoid:
-      ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * y[i] * (1 - y[i]); });
-      break;
-    case Act::kTanh:
-      ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * (1 - y[i] * y[i]); });
-      break;
-    case Act::kSoftRelu:
-      ForEach(n, dx, c.req[0], [=](int64_t i) { return -dy[i] * std::expm1(-y[i]); });
-      break;
+    case Act::kRelu: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * static_cast<float>(y[i] > 0); }); break;
+    case Act::kSigmoid: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * y[i] * (1 - y[i]); }); break;
+    case Act::kTanh: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * (1 - y[i] * y[i]); }); break;
+    case Act::kSoftRelu: ForEach(n, dx, c.req[0], [=](int64_t i) { return -dy[i] * std::expm1(-y[i]); }); break;
   }
 }
 

@@ -289,21 +289,11 @@ TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemorySt
   switch (s.kind) {
     case MemoryStrategy::kNone:
     case MemoryStrategy::kInplace:
-    case MemoryStrategy::kShare:
-      t = q.Build(ApplyAnnotations(fwd, {}));
-      break;
-    case MemoryStrategy::kDropCheap:
-      t = q.Build(DropCheapLevels(fwd));
-      break;
-    case MemoryStrategy::kSqrt:
-      t = BestSqrt(q);
-      break;
-    case MemoryStrategy::kLogn:
-      t = q.Build(LognLevels(fwd));
-      break;
-    case MemoryStrategy::kBudget:
-      t = PlanBudget(q);
-      break;
+    case MemoryStrategy::kShare: t = q.Build(ApplyAnnotations(fwd, {})); break;
+    case MemoryStrategy::kDropCheap: t = q.Build(DropCheapLevels(fwd)); break;
+    case MemoryStrategy::kSqrt: t = BestSqrt(q); break;
+    case MemoryStrategy::kLogn: t = q.Build(LognLevels(fwd)); break;
+    case MemoryStrategy::kBudget: t = PlanBudget(q); break;
   }
   if (s.shares() && t.plan.entry_offset.empty()) t = Finish(std::move(t), s);  // searched on estimates
   t.plan.strategy = s;

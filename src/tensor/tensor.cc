@@ -15,16 +15,11 @@ namespace frugal {
 
 const char* MemKindName(MemKind k) {
   switch (k) {
-    case MemKind::kArena:
-      return "arena";
-    case MemKind::kParam:
-      return "param";
-    case MemKind::kInput:
-      return "input";
-    case MemKind::kOther:
-      return "other";
-    case MemKind::kNumKinds:
-      break;
+    case MemKind::kArena: return "arena";
+    case MemKind::kParam: return "param";
+    case MemKind::kInput: return "input";
+    case MemKind::kOther: return "other";
+    case MemKind::kNumKinds: break;
   }
   return "?";
 }

@@ -170,14 +170,10 @@ std::string InitSpec::ToString() const {
     case Kind::kXavier:
       return Fmt("xavier(", rnd == Rnd::kUniform ? "uniform" : "gaussian", ",", FactorName(factor), ",", magnitude,
                  ")");
-    case Kind::kMsra:
-      return Fmt("msra(", FactorName(factor), ")");
-    case Kind::kUniform:
-      return Fmt("uniform(", a, ",", b, ")");
-    case Kind::kNormal:
-      return Fmt("normal(", a, ",", b, ")");
-    case Kind::kConstant:
-      return Fmt("constant(", a, ")");
+    case Kind::kMsra: return Fmt("msra(", FactorName(factor), ")");
+    case Kind::kUniform: return Fmt("uniform(", a, ",", b, ")");
+    case Kind::kNormal: return Fmt("normal(", a, ",", b, ")");
+    case Kind::kConstant: return Fmt("constant(", a, ")");
   }
   return "?";
 }
@@ -217,9 +213,7 @@ void InitTensor(const InitSpec& spec, Tensor* t, Rng* rng) {
   float* w = t->f();
   const int64_t n = t->size();
   switch (spec.kind) {
-    case InitSpec::Kind::kConstant:
-      t->Fill(static_cast<float>(spec.a));
-      return;
+    case InitSpec::Kind::kConstant: t->Fill(static_cast<float>(spec.a)); return;
     case InitSpec::Kind::kUniform:
       for (int64_t i = 0; i < n; ++i) w[i] = static_cast<float>(spec.a + (spec.b - spec.a) * rng->Uniform());
       return;

@@ -10,20 +10,13 @@ namespace frugal {
 
 const char* LrPolicyName(LrPolicy p) {
   switch (p) {
-    case LrPolicy::kFixed:
-      return "fixed";
-    case LrPolicy::kStep:
-      return "step";
-    case LrPolicy::kMultiStep:
-      return "multistep";
-    case LrPolicy::kExp:
-      return "exp";
-    case LrPolicy::kInv:
-      return "inv";
-    case LrPolicy::kPoly:
-      return "poly";
-    case LrPolicy::kCosine:
-      return "cosine";
+    case LrPolicy::kFixed: return "fixed";
+    case LrPolicy::kStep: return "step";
+    case LrPolicy::kMultiStep: return "multistep";
+    case LrPolicy::kExp: return "exp";
+    case LrPolicy::kInv: return "inv";
+    case LrPolicy::kPoly: return "poly";
+    case LrPolicy::kCosine: return "cosine";
   }
   return "?";
 }
@@ -44,18 +37,14 @@ LrSchedule::LrSchedule(const LrScheduleOptions& o) : o_(o) {
 
 double LrSchedule::Scheduled(int64_t it) const {
   switch (o_.policy) {
-    case LrPolicy::kFixed:
-      return o_.base_lr;
-    case LrPolicy::kStep:
-      return o_.base_lr * std::pow(o_.gamma, static_cast<double>(it / o_.stepsize));
+    case LrPolicy::kFixed: return o_.base_lr;
+    case LrPolicy::kStep: return o_.base_lr * std::pow(o_.gamma, static_cast<double>(it / o_.stepsize));
     case LrPolicy::kMultiStep: {
       auto k = std::upper_bound(o_.stepvalues.begin(), o_.stepvalues.end(), it) - o_.stepvalues.begin();
       return o_.base_lr * std::pow(o_.gamma, static_cast<double>(k));
     }
-    case LrPolicy::kExp:
-      return o_.base_lr * std::pow(o_.gamma, static_cast<double>(it));
-    case LrPolicy::kInv:
-      return o_.base_lr * std::pow(1.0 + o_.gamma * static_cast<double>(it), -o_.power);
+    case LrPolicy::kExp: return o_.base_lr * std::pow(o_.gamma, static_cast<double>(it));
+    case LrPolicy::kInv: return o_.base_lr * std::pow(1.0 + o_.gamma * static_cast<double>(it), -o_.power);
     case LrPolicy::kPoly: {
       double frac = static_cast<double>(std::min(it, o_.max_iter)) / static_cast<double>(o_.max_iter);
       return o_.base_lr * std::pow(1.0 - frac, o_.power);
@@ -79,28 +68,17 @@ double LrSchedule::At(int64_t it) const {
 std::string LrSchedule::ToString() const {
   std::string s = Fmt(LrPolicyName(o_.policy), "(lr=", o_.base_lr);
   switch (o_.policy) {
-    case LrPolicy::kFixed:
-      break;
-    case LrPolicy::kStep:
-      s += Fmt(", gamma=", o_.gamma, ", stepsize=", o_.stepsize);
-      break;
+    case LrPolicy::kFixed: break;
+    case LrPolicy::kStep: s += Fmt(", gamma=", o_.gamma, ", stepsize=", o_.stepsize); break;
     case LrPolicy::kMultiStep: {
       s += Fmt(", gamma=", o_.gamma, ", stepvalues=");
       for (size_t i = 0; i < o_.stepvalues.size(); ++i) s += Fmt(i ? "/" : "", o_.stepvalues[i]);
       break;
     }
-    case LrPolicy::kExp:
-      s += Fmt(", gamma=", o_.gamma);
-      break;
-    case LrPolicy::kInv:
-      s += Fmt(", gamma=", o_.gamma, ", power=", o_.power);
-      break;
-    case LrPolicy::kPoly:
-      s += Fmt(", power=", o_.power, ", max_iter=", o_.max_iter);
-      break;
-    case LrPolicy::kCosine:
-      s += Fmt(", max_iter=", o_.max_iter, ", min_lr=", o_.min_lr);
-      break;
+    case LrPolicy::kExp: s += Fmt(", gamma=", o_.gamma); break;
+    case LrPolicy::kInv: s += Fmt(", gamma=", o_.gamma, ", power=", o_.power); break;
+    case LrPolicy::kPoly: s += Fmt(", power=", o_.power, ", max_iter=", o_.max_iter); break;
+    case LrPolicy::kCosine: s += Fmt(", max_iter=", o_.max_iter, ", min_lr=", o_.min_lr); break;
   }
   s += ")";
   if (o_.warmup_iters > 0) s += Fmt(", warmup ", o_.warmup_iters, " from ", o_.warmup_start);
@@ -110,27 +88,13 @@ std::string LrSchedule::ToString() const {
 LrSchedule LrScheduleFromConfig(const config::Solver& s, int64_t total_iters, const std::string& path) {
   LrScheduleOptions o;
   switch (s.lr_policy()) {
-    case config::Solver::FIXED:
-      o.policy = LrPolicy::kFixed;
-      break;
-    case config::Solver::STEP:
-      o.policy = LrPolicy::kStep;
-      break;
-    case config::Solver::MULTISTEP:
-      o.policy = LrPolicy::kMultiStep;
-      break;
-    case config::Solver::EXP:
-      o.policy = LrPolicy::kExp;
-      break;
-    case config::Solver::INV:
-      o.policy = LrPolicy::kInv;
-      break;
-    case config::Solver::POLY:
-      o.policy = LrPolicy::kPoly;
-      break;
-    case config::Solver::COSINE:
-      o.policy = LrPolicy::kCosine;
-      break;
+    case config::Solver::FIXED: o.policy = LrPolicy::kFixed; break;
+    case config::Solver::STEP: o.policy = LrPolicy::kStep; break;
+    case config::Solver::MULTISTEP: o.policy = LrPolicy::kMultiStep; break;
+    case config::Solver::EXP: o.policy = LrPolicy::kExp; break;
+    case config::Solver::INV: o.policy = LrPolicy::kInv; break;
+    case config::Solver::POLY: o.policy = LrPolicy::kPoly; break;
+    case config::Solver::COSINE: o.policy = LrPolicy::kCosine; break;
   }
   o.base_lr = s.lr();
   o.gamma = s.gamma();

@@ -10,11 +10,9 @@ const char* Optimizer::name() const { return OptimizerName(o_.kind); }
 std::vector<std::string> Optimizer::StateNames() const {
   switch (o_.kind) {
     case OptimizerKind::kSgd:
-    case OptimizerKind::kNesterov:
-      return {"mom"};
+    case OptimizerKind::kNesterov: return {"mom"};
     case OptimizerKind::kAdam:
-    case OptimizerKind::kAdamW:
-      return {"m", "v"};
+    case OptimizerKind::kAdamW: return {"m", "v"};
     case OptimizerKind::kRmsProp:
       if (o_.centered) return {"mean_square", "mean_grad"};
       return {"mean_square"};
@@ -31,16 +29,11 @@ OptState Optimizer::CreateState(const Tensor& w) const {
 
 const char* Optimizer::UpdateOp() const {
   switch (o_.kind) {
-    case OptimizerKind::kSgd:
-      return "sgd_mom_update";
-    case OptimizerKind::kNesterov:
-      return "nesterov_update";
-    case OptimizerKind::kAdam:
-      return "adam_update";
-    case OptimizerKind::kAdamW:
-      return "adamw_update";
-    case OptimizerKind::kRmsProp:
-      return "rmsprop_update";
+    case OptimizerKind::kSgd: return "sgd_mom_update";
+    case OptimizerKind::kNesterov: return "nesterov_update";
+    case OptimizerKind::kAdam: return "adam_update";
+    case OptimizerKind::kAdamW: return "adamw_update";
+    case OptimizerKind::kRmsProp: return "rmsprop_update";
   }
   return "?";
 }
@@ -58,9 +51,7 @@ AttrMap Optimizer::UpdateAttrs(const ParamMult& mult) const {
       {"weight_decay", exact(o_.weight_decay)}, {"lr_mult", exact(mult.lr_mult)}, {"wd_mult", exact(mult.wd_mult)}};
   switch (o_.kind) {
     case OptimizerKind::kSgd:
-    case OptimizerKind::kNesterov:
-      a["momentum"] = exact(o_.momentum);
-      break;
+    case OptimizerKind::kNesterov: a["momentum"] = exact(o_.momentum); break;
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW:
       a["beta1"] = exact(o_.beta1);
@@ -78,16 +69,11 @@ AttrMap Optimizer::UpdateAttrs(const ParamMult& mult) const {
 
 const char* OptimizerName(OptimizerKind k) {
   switch (k) {
-    case OptimizerKind::kSgd:
-      return "sgd";
-    case OptimizerKind::kNesterov:
-      return "nesterov";
-    case OptimizerKind::kAdam:
-      return "adam";
-    case OptimizerKind::kAdamW:
-      return "adamw";
-    case OptimizerKind::kRmsProp:
-      return "rmsprop";
+    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kNesterov: return "nesterov";
+    case OptimizerKind::kAdam: return "adam";
+    case OptimizerKind::kAdamW: return "adamw";
+    case OptimizerKind::kRmsProp: return "rmsprop";
   }
   return "?";
 }
@@ -97,21 +83,11 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& o) { return std
 OptimizerOptions OptimizerOptionsFromConfig(const config::Solver& s, const std::string& path) {
   OptimizerOptions o;
   switch (s.optimizer()) {
-    case config::Solver::SGD:
-      o.kind = OptimizerKind::kSgd;
-      break;
-    case config::Solver::NESTEROV:
-      o.kind = OptimizerKind::kNesterov;
-      break;
-    case config::Solver::ADAM:
-      o.kind = OptimizerKind::kAdam;
-      break;
-    case config::Solver::ADAMW:
-      o.kind = OptimizerKind::kAdamW;
-      break;
-    case config::Solver::RMSPROP:
-      o.kind = OptimizerKind::kRmsProp;
-      break;
+    case config::Solver::SGD: o.kind = OptimizerKind::kSgd; break;
+    case config::Solver::NESTEROV: o.kind = OptimizerKind::kNesterov; break;
+    case config::Solver::ADAM: o.kind = OptimizerKind::kAdam; break;
+    case config::Solver::ADAMW: o.kind = OptimizerKind::kAdamW; break;
+    case config::Solver::RMSPROP: o.kind = OptimizerKind::kRmsProp; break;
   }
   o.momentum = s.momentum();
   o.weight_decay = s.weight_decay();

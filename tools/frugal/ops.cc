@@ -33,12 +33,9 @@ std::string JsonStr(const std::string& s) {
 
 const char* KindName(VarKind k) {
   switch (k) {
-    case VarKind::kParam:
-      return "param";
-    case VarKind::kAux:
-      return "aux";
-    default:
-      return "";
+    case VarKind::kParam: return "param";
+    case VarKind::kAux: return "aux";
+    default: return "";
   }
 }
 

@@ -34,14 +34,10 @@ memory::format_tag PlainTag(size_t ndim) {
 
 memory::data_type DnnlType(DType t) {
   switch (t) {
-    case DType::kFloat32:
-      return memory::data_type::f32;
-    case DType::kBFloat16:
-      return memory::data_type::bf16;
-    case DType::kInt32:
-      return memory::data_type::s32;
-    case DType::kUInt8:
-      return memory::data_type::u8;
+    case DType::kFloat32: return memory::data_type::f32;
+    case DType::kBFloat16: return memory::data_type::bf16;
+    case DType::kInt32: return memory::data_type::s32;
+    case DType::kUInt8: return memory::data_type::u8;
   }
   return memory::data_type::undef;
 }

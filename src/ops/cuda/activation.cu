@@ -10,12 +10,9 @@ namespace {
 void ActForwardCuda(const KernelCtx& c) {
   const float* x = c.in[0].f();
   switch (c.params<Act>()) {
-    case Act::kRelu:
-      return cuda::Map(c, 0, [x] __device__(int64_t i) { return fmaxf(x[i], 0.f); });
-    case Act::kSigmoid:
-      return cuda::Map(c, 0, [x] __device__(int64_t i) { return 1.f / (1.f + expf(-x[i])); });
-    case Act::kTanh:
-      return cuda::Map(c, 0, [x] __device__(int64_t i) { return tanhf(x[i]); });
+    case Act::kRelu: return cuda::Map(c, 0, [x] __device__(int64_t i) { return fmaxf(x[i], 0.f); });
+    case Act::kSigmoid: return cuda::Map(c, 0, [x] __device__(int64_t i) { return 1.f / (1.f + expf(-x[i])); });
+    case Act::kTanh: return cuda::Map(c, 0, [x] __device__(int64_t i) { return tanhf(x[i]); });
     case Act::kSoftRelu:  // log(1 + e^x) without overflow
       return cuda::Map(c, 0, [x] __device__(int64_t i) { return fmaxf(x[i], 0.f) + log1pf(expf(-fabsf(x[i]))); });
   }
@@ -25,14 +22,10 @@ void ActForwardCuda(const KernelCtx& c) {
 void ActBackwardCuda(const KernelCtx& c) {
   const float *dy = c.in[0].f(), *y = c.in[1].f();
   switch (c.params<Act>()) {
-    case Act::kRelu:
-      return cuda::Map(c, 0, [=] __device__(int64_t i) { return y[i] > 0.f ? dy[i] : 0.f; });
-    case Act::kSigmoid:
-      return cuda::Map(c, 0, [=] __device__(int64_t i) { return dy[i] * y[i] * (1.f - y[i]); });
-    case Act::kTanh:
-      return cuda::Map(c, 0, [=] __device__(int64_t i) { return dy[i] * (1.f - y[i] * y[i]); });
-    case Act::kSoftRelu:
-      return cuda::Map(c, 0, [=] __device__(int64_t i) { return -dy[i] * expm1f(-y[i]); });
+    case Act::kRelu: return cuda::Map(c, 0, [=] __device__(int64_t i) { return y[i] > 0.f ? dy[i] : 0.f; });
+    case Act::kSigmoid: return cuda::Map(c, 0, [=] __device__(int64_t i) { return dy[i] * y[i] * (1.f - y[i]); });
+    case Act::kTanh: return cuda::Map(c, 0, [=] __device__(int64_t i) { return dy[i] * (1.f - y[i] * y[i]); });
+    case Act::kSoftRelu: return cuda::Map(c, 0, [=] __device__(int64_t i) { return -dy[i] * expm1f(-y[i]); });
   }
 }
 
