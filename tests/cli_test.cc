@@ -231,6 +231,9 @@ TEST(Cli, UnknownCommandAndFlag) {
   EXPECT_NE(r.output.find("--gpus is a flag of 'frugal time' or 'frugal train', not of 'frugal plan'"),
             std::string::npos)
       << r.output;
+  r = RunFrugal("ops --timeline t.svg");  // plan's, not ops' (ops shares only --json)
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--timeline is a flag of 'frugal plan', not of 'frugal ops'"), std::string::npos) << r.output;
   r = RunFrugal("ops --config models/mlp/fashion_mnist.prototxt");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--config does not apply to 'frugal ops'"), std::string::npos) << r.output;

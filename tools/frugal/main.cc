@@ -149,8 +149,7 @@ const std::map<std::string, Command>& Commands() {
        {Time,
         "time each op's forward and backward pass and the whole step",
         {"gpus", kConfig, "data_grad", "iters", "save_costs", "token_data", "warmup"}}},
-      // ops accepts plan's --timeline and ignores it.
-      {"ops", {Ops, "list the registered ops and what each declares", {"json", "timeline"}}},
+      {"ops", {Ops, "list the registered ops and what each declares", {"json"}}},
       {"onnx-test",
        {OnnxTest,
         "run ONNX backend tests: frugal onnx-test DIR...",
