@@ -131,18 +131,28 @@ Lowering DeconvByCrop(const NodeView& v, std::vector<int64_t> kernel, std::vecto
   return l;
 }
 
+// The spatial kernel of a Conv or ConvTranspose: kernel_shape, or the
+// weight's (input 1's) dims past the first two. Returns why not, or "".
+std::string KernelOf(const NodeView& v, std::vector<int64_t>* kernel) {
+  const Shape& w = v.InputShape(1);
+  if (!w.known() || w.ndim() < 3) return "needs the weight's shape (known dims)";
+  *kernel = v.Ints("kernel_shape");
+  if (kernel->empty()) kernel->assign(w.dims().begin() + 2, w.dims().end());
+  if (kernel->size() != static_cast<size_t>(w.ndim() - 2))
+    return Fmt("kernel_shape ", TupleStr(*kernel), " does not match weight ", w);
+  return "";
+}
+
 }  // namespace
 
 // Conv(X, W[, B]): W is (M, C/group, k1, k2, ...).
 Lowering ConvRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}); !why.empty())
     return Unsupported(why);
+  std::vector<int64_t> kernel;
+  if (auto why = KernelOf(v, &kernel); !why.empty()) return Unsupported(why);
   const Shape& w = v.InputShape(1);
-  if (!w.known() || w.ndim() < 3) return Unsupported("needs the weight's shape (known dims)");
-  const size_t nd = w.ndim() - 2;
-  std::vector<int64_t> kernel = v.Ints("kernel_shape");
-  if (kernel.empty()) kernel.assign(w.dims().begin() + 2, w.dims().end());
-  if (kernel.size() != nd) return Unsupported(Fmt("kernel_shape ", TupleStr(kernel), " does not match weight ", w));
+  const size_t nd = kernel.size();
   if (nd != 2) return Unsupported(Fmt("frugal's convolution is 2-D (NCHW); this one is ", nd, "-D"));
   std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), dilate = IntsOr(v, "dilations", nd, 1), pad;
   if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty()) return Unsupported(why);
@@ -165,12 +175,10 @@ Lowering ConvTransposeRule(const NodeView& v) {
       !why.empty())
     return Unsupported(why);
   const std::string auto_pad = v.Str("auto_pad", "NOTSET");
+  std::vector<int64_t> kernel;
+  if (auto why = KernelOf(v, &kernel); !why.empty()) return Unsupported(why);
   const Shape& w = v.InputShape(1);
-  if (!w.known() || w.ndim() < 3) return Unsupported("needs the weight's shape (known dims)");
-  const size_t nd = w.ndim() - 2;
-  std::vector<int64_t> kernel = v.Ints("kernel_shape");
-  if (kernel.empty()) kernel.assign(w.dims().begin() + 2, w.dims().end());
-  if (kernel.size() != nd) return Unsupported(Fmt("kernel_shape ", TupleStr(kernel), " does not match weight ", w));
+  const size_t nd = kernel.size();
   std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), dilate = IntsOr(v, "dilations", nd, 1), pad;
   const std::vector<int64_t> adj = IntsOr(v, "output_padding", nd, 0);
   // frugal's deconvolution as it is: 2-D, symmetric pads, and MXNet's adj

@@ -48,66 +48,68 @@ int64_t RankOfLabel(const float* p, int64_t k, int64_t truth) {
   return rank;
 }
 
-class TopK : public Metric {
+// A metric that scores the output rows one by one against their class
+// labels and averages: a row is either the class scores (OutputKind::kValues)
+// or its loss and the label's rank (kLossAndRank, linear_cross_entropy).
+class RowMetric : public Metric {
  public:
-  explicit TopK(int64_t k) : k_(k) {}
-  std::string name() const override { return k_ == 1 ? "accuracy" : Fmt("top_k_accuracy_", k_); }
-  void Reset() override { n_ = correct_ = 0; }
+  void Reset() override {
+    n_ = 0;
+    sum_ = 0;
+  }
   void Update(const Prediction& pred, const Tensor& label, int64_t num_valid) override {
     const Tensor& out = pred.values;
     const int64_t valid = ValidRows(name(), out, label, num_valid);
     const int64_t k = Classes(out);
     for (int64_t i = 0; i < valid; ++i) {
       if (pred.kind == OutputKind::kLossAndRank) {
-        correct_ += out.f()[2 * i + 1] < k_;
-        continue;
+        sum_ += OfLossAndRank(out.f()[2 * i], out.f()[2 * i + 1]);
+      } else {
+        sum_ += OfScores(out.f() + i * k, k, ClassOf(name(), label.f(), i, k));
       }
-      const float* p = out.f() + i * k;
-      correct_ += RankOfLabel(p, k, ClassOf(name(), label.f(), i, k)) < k_;
     }
     n_ += valid;
   }
-  double Get() const override { return n_ ? static_cast<double>(correct_) / n_ : 0; }
   int64_t count() const override { return n_; }
 
+ protected:
+  virtual double OfScores(const float* p, int64_t k, int64_t truth) const = 0;
+  virtual double OfLossAndRank(float loss, float rank) const = 0;
+  double Mean() const { return n_ ? sum_ / n_ : 0; }
+
  private:
-  int64_t k_, n_ = 0, correct_ = 0;
+  int64_t n_ = 0;
+  double sum_ = 0;
+};
+
+class TopK : public RowMetric {
+ public:
+  explicit TopK(int64_t k) : k_(k) {}
+  std::string name() const override { return k_ == 1 ? "accuracy" : Fmt("top_k_accuracy_", k_); }
+  double Get() const override { return Mean(); }
+
+ private:
+  double OfScores(const float* p, int64_t k, int64_t truth) const override { return RankOfLabel(p, k, truth) < k_; }
+  double OfLossAndRank(float, float rank) const override { return rank < k_; }
+  int64_t k_;
 };
 
 // Probabilities below this count as this (a loss of at most 27.6 a row).
 constexpr float kFloorP = 1e-12f;
 
-class CrossEntropy : public Metric {
+class CrossEntropy : public RowMetric {
  public:
   explicit CrossEntropy(bool perplexity) : perplexity_(perplexity) {}
   std::string name() const override { return perplexity_ ? "perplexity" : "cross_entropy"; }
-  void Reset() override {
-    n_ = 0;
-    ce_ = 0;
-  }
-  void Update(const Prediction& pred, const Tensor& label, int64_t num_valid) override {
-    const Tensor& out = pred.values;
-    const int64_t valid = ValidRows(name(), out, label, num_valid);
-    const int64_t k = Classes(out);
-    for (int64_t i = 0; i < valid; ++i) {
-      if (pred.kind == OutputKind::kLossAndRank) {
-        ce_ += std::min(out.f()[2 * i], -std::log(kFloorP));
-        continue;
-      }
-      ce_ -= std::log(std::max(out.f()[i * k + ClassOf(name(), label.f(), i, k)], kFloorP));
-    }
-    n_ += valid;
-  }
-  double Get() const override {
-    double mean = n_ ? ce_ / n_ : 0;
-    return perplexity_ ? std::exp(mean) : mean;
-  }
-  int64_t count() const override { return n_; }
+  double Get() const override { return perplexity_ ? std::exp(Mean()) : Mean(); }
 
  private:
+  // In float, as the loss ops compute it.
+  double OfScores(const float* p, int64_t, int64_t truth) const override {
+    return -std::log(std::max(p[truth], kFloorP));
+  }
+  double OfLossAndRank(float loss, float) const override { return std::min(loss, -std::log(kFloorP)); }
   bool perplexity_;
-  int64_t n_ = 0;
-  double ce_ = 0;
 };
 
 class Mse : public Metric {
