@@ -21,6 +21,7 @@ namespace {
 
 struct ZerosParams {
   int64_t like_output = -1;  // >= 0: the shape of that output of node.fwd
+  static ZerosParams Parse(AttrReader& a) { return {a.Int("like_output", -1)}; }
 };
 
 void CopyForward(const KernelCtx& c) { CopyInto(c.in[0], c.out[0], c.req[0]); }
@@ -71,7 +72,7 @@ void Register_identity(OpRegistry* r) {
       .Doc("Zeros with the shape of x (only x's shape is used); no gradient.")
       .Inputs({{"x"}})
       .Outputs({"y"})
-      .Params([](AttrReader& a) { return std::any(ZerosParams{a.Int("like_output", -1)}); })
+      .Params<ZerosParams>()
       .NumInputsFn([](const std::any& p) { return std::any_cast<const ZerosParams&>(p).like_output >= 0 ? 0 : 1; })
       .InferShape(ZerosInferShape)
       .InferDType([](DTypeCtx& c) {  // like the output it stands for, or like x

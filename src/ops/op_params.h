@@ -136,6 +136,7 @@ Window WindowFor(const PoolParams& p, const Shape& x);
 // regression_output.cc
 struct RegressionParams {
   double grad_scale = 1.0;
+  static RegressionParams Parse(AttrReader& a);
 };
 
 // slice.cc

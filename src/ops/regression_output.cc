@@ -50,7 +50,7 @@ void RegisterRegression(OpRegistry* r, const std::string& name, const std::strin
                    .Doc(doc)
                    .Inputs({{"x"}, {"label"}})
                    .Outputs({"y"})
-                   .Params([](AttrReader& a) { return std::any(RegressionParams{a.Float("grad_scale", 1.0)}); })
+                   .Params<RegressionParams>()
                    .InferShape(RegressionInferShape)
                    .Loss()
                    .Inplace({{0, 0}})
@@ -62,6 +62,8 @@ void RegisterRegression(OpRegistry* r, const std::string& name, const std::strin
 }
 
 }  // namespace
+
+RegressionParams RegressionParams::Parse(AttrReader& a) { return {a.Float("grad_scale", 1.0)}; }
 
 void Register_regression_output(OpRegistry* r) {
   RegisterRegression<false>(r, "linear_regression_output",

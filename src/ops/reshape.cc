@@ -12,10 +12,12 @@ namespace {
 
 struct ReshapeParams {
   std::vector<int64_t> shape;
+  static ReshapeParams Parse(AttrReader& a) { return {a.Ints("shape")}; }
 };
 
 struct ExpandDimsParams {
   int64_t axis = 0;
+  static ExpandDimsParams Parse(AttrReader& a) { return {a.Int("axis")}; }
 };
 
 void ReshapeInferShape(ShapeCtx& c) {
@@ -81,10 +83,10 @@ void Register_reshape(OpRegistry* r) {
   };
   OpDef& reshape =
       view("reshape", "View x with another shape: 0 copies the input dim, -1 is inferred.", ReshapeInferShape)
-          .Params([](AttrReader& a) { return std::any(ReshapeParams{a.Ints("shape")}); });
+          .Params<ReshapeParams>();
   view("flatten", "Collapse all dims but the first: (N, d1, d2, ...) -> (N, d1*d2*...).", FlattenInferShape);
   view("expand_dims", "Inserts a dim of size 1 at axis (negative counts from the end).", ExpandDimsInferShape)
-      .Params([](AttrReader& a) { return std::any(ExpandDimsParams{a.Int("axis")}); });
+      .Params<ExpandDimsParams>();
   AddBackward(r, reshape, {OutGrad(0)}, "dx = dy seen with x's shape (of flatten and expand_dims too).")
       .Inplace({{0, 0}})
       .CpuKernel(CopyKernel);
