@@ -64,6 +64,20 @@ struct Trace {
   std::vector<std::vector<int>> writers;            // per variable: ops that wrote it, in order
 };
 
+// What op i sees: the versions of its effective variables (reads, then
+// writes) appended to *seen, and the hash of their values it returns.
+template <typename Versions>
+uint64_t Observe(const RandomOp& op, size_t i, const Versions& version, const std::vector<uint64_t>& values,
+                 std::vector<int64_t>* seen) {
+  uint64_t h = i;
+  for (const std::vector<int>* vars : {&op.eff_reads, &op.eff_writes})
+    for (int v : *vars) {
+      seen->push_back(version[v]);
+      h = Mix(h, values[v]);
+    }
+  return h;
+}
+
 // The replay: one function at a time, in push order.
 Trace Replay(const std::vector<RandomOp>& ops, int num_vars) {
   Trace t;
@@ -73,15 +87,7 @@ Trace Replay(const std::vector<RandomOp>& ops, int num_vars) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const RandomOp& op = ops[i];
     std::vector<int64_t> seen;
-    uint64_t h = i;
-    for (int r : op.eff_reads) {
-      seen.push_back(version[r]);
-      h = Mix(h, t.values[r]);
-    }
-    for (int w : op.eff_writes) {
-      seen.push_back(version[w]);
-      h = Mix(h, t.values[w]);
-    }
+    const uint64_t h = Observe(op, i, version, t.values, &seen);
     for (int w : op.eff_writes) {
       t.values[w] = Mix(h, w);
       ++version[w];
@@ -164,15 +170,7 @@ Trace RunOnEngine(Engine* e, const std::vector<RandomOp>& ops, int num_vars, std
         if (++active_writes[w] != 1 || active_reads[w] != 0) ++*violations;
       }
       std::vector<int64_t> seen;
-      uint64_t h = i;
-      for (int r : op.eff_reads) {
-        seen.push_back(version[r]);
-        h = Mix(h, t.values[r]);
-      }
-      for (int w : op.eff_writes) {
-        seen.push_back(version[w]);
-        h = Mix(h, t.values[w]);
-      }
+      const uint64_t h = Observe(op, i, version, t.values, &seen);
       volatile uint64_t sink = 0;
       for (int k = 0; k < op.spin; ++k) sink = sink + Mix(k, h);
       for (int w : op.eff_writes) {

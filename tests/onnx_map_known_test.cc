@@ -1,5 +1,6 @@
 // The ONNX -> frugal op table for values known at import (rules_known.cc):
-// shape arithmetic folded to constants, copies from known positions, Resize.
+// shape arithmetic folded to constants; and copies from known positions,
+// Resize (rules_copy.cc).
 #include "onnx_map_util.h"
 
 namespace frugal::onnx_map {

@@ -229,7 +229,8 @@ Lowering ReduceProdRule(const NodeView& v);
 // ConstantOfShape, Range, Cast of known values, Gather of known integers);
 // Squeeze is a reshape otherwise, Neg a negative, Cast to float of a float
 // an alias, Gather, GatherElements and Where (condition known) an embedding
-// that copies the elements at positions known at import.
+// that copies the elements at positions known at import; the windows
+// (Hann, Hamming, Blackman) folded.
 Lowering CastRule(const NodeView& v);
 Lowering CastLikeRule(const NodeView& v);
 Lowering ShapeRule(const NodeView& v);
@@ -242,7 +243,8 @@ Lowering NegRule(const NodeView& v);
 Lowering WhereRule(const NodeView& v);
 Lowering CompareRule(const NodeView& v);
 Lowering WindowRule(const NodeView& v);
-// Ops that only move elements, as copies from positions known at import.
+// src/onnx/rules_copy.cc: ops that only move elements, as copies from
+// positions known at import.
 Lowering ExpandRule(const NodeView& v);
 Lowering TriluRule(const NodeView& v);
 Lowering TileRule(const NodeView& v);
