@@ -145,6 +145,9 @@ struct ShapeCtx {
   [[noreturn]] void Fail(const std::string& message) const;
 };
 using InferShapeFn = std::function<void(ShapeCtx&)>;
+// Every input and every output has the shape of input 0 (one that is known
+// gives the others theirs).
+void InferSameShape(ShapeCtx& c);
 
 // Element-type inference sees the node, its inputs' types and, for backward
 // nodes, the forward node's; it sets each output's (OpDef::InferDTypes).
@@ -227,6 +230,10 @@ class OpDef {
     outputs_ = std::move(out);
     return *this;
   }
+  // One input x and one output y: the signature of most single-tensor ops.
+  OpDef& Unary() { return Inputs({{"x"}}).Outputs({"y"}); }
+  // An elementwise op: Unary, y of x's shape, and y may overwrite x.
+  OpDef& Elementwise() { return Unary().InferShape(InferSameShape).Inplace({{0, 0}}); }
   // The inputs actually used by a node, given its params (e.g. no bias).
   OpDef& NumInputsFn(std::function<int(const std::any&)> f) {
     num_inputs_ = std::move(f);

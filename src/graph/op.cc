@@ -17,6 +17,24 @@ const char* CostName(Cost c) {
   return "?";
 }
 
+void InferSameShape(ShapeCtx& c) {
+  const Shape* known = nullptr;
+  for (const Shape& s : c.in)
+    if (s.known()) {
+      known = &s;
+      break;
+    }
+  if (!known) c.Fail("cannot infer shapes: no input shape is known");
+  Shape s = *known;
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    if (!c.in[i].known()) c.in[i] = s;
+    if (c.in[i] != s) {
+      c.Fail(Fmt("input ", i, " has shape ", c.in[i], " but input 0 has ", s, " (this op needs equal shapes)"));
+    }
+  }
+  for (Shape& o : c.out) o = s;
+}
+
 // ---------------------------------------------------------------- AttrReader
 
 const std::string* AttrReader::Find(const std::string& key) {

@@ -53,8 +53,7 @@ void ActBackward(const KernelCtx& c) {
 void Register_activation(OpRegistry* r) {
   OpDef& fwd = r->Add("activation")
                    .Doc("Elementwise activation: act_type relu, sigmoid, tanh or softrelu.")
-                   .Inputs({{"x"}})
-                   .Outputs({"y"})
+                   .Elementwise()
                    .Params([](AttrReader& a) {
                      const std::string t = a.Choice("act_type", "", {"relu", "sigmoid", "tanh", "softrelu"});
                      return std::any(t == "relu"      ? Act::kRelu
@@ -62,8 +61,6 @@ void Register_activation(OpRegistry* r) {
                                      : t == "tanh"    ? Act::kTanh
                                                       : Act::kSoftRelu);
                    })
-                   .InferShape(InferSameShape)
-                   .Inplace({{0, 0}})
                    .Recompute(Cost::kCheap)
                    .Workspace([](const WorkspaceCtx&) { return cpu::EltwiseWorkspaceBytes(); })
                    .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes

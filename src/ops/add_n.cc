@@ -45,8 +45,7 @@ AddNParams AddNParams::Parse(AttrReader& a) {
 void Register_add_n(OpRegistry* r) {
   r->Add("add_n")
       .Doc("Sum of num_args tensors of one shape.")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
+      .Unary()
       .Params<AddNParams>()
       .NumInputsFn([](const std::any& p) { return static_cast<int>(std::any_cast<const AddNParams&>(p).num_args); })
       .InferShape(InferSameShape)

@@ -60,8 +60,7 @@ void CastKernel(const KernelCtx& c) {
 void Register_cast(OpRegistry* r) {
   OpDef& fwd = r->Add("cast")
                    .Doc("y = x in another element type: dtype float32 or bfloat16 (rounded to nearest even).")
-                   .Inputs({{"x"}})
-                   .Outputs({"y"})
+                   .Unary()
                    .Params<CastParams>()
                    .InferShape(InferSameShape)
                    .InferDType([](DTypeCtx& c) { c.out[0] = c.params<CastParams>().dtype; })  // any input type

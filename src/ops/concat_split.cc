@@ -118,8 +118,7 @@ int NumParts(const std::any& p) { return static_cast<int>(std::any_cast<const Sp
 OpDef& RegisterSplit(OpRegistry* r, const std::string& name) {
   return r->Add(name)
       .Doc("Cuts x into num_outputs equal parts along axis (default 1); squeeze_axis drops a size-1 axis.")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
+      .Unary()
       .Params<SplitParams>()
       .NumOutputsFn(NumParts)
       .InferShape(SplitInferShape)
@@ -143,8 +142,7 @@ void Register_concat_split(OpRegistry* r) {
   auto num_args = [](const std::any& p) { return static_cast<int>(std::any_cast<const ConcatParams&>(p).num_args); };
   OpDef& concat = r->Add("concat")
                       .Doc("Joins num_args inputs (default 2) along dim (default 1).")
-                      .Inputs({{"x"}})
-                      .Outputs({"y"})
+                      .Unary()
                       .Params<ConcatParams>()
                       .NumInputsFn(num_args)
                       .InferShape(ConcatInferShape)

@@ -74,11 +74,8 @@ void Register_dropout(OpRegistry* r) {
   OpDef& fwd =
       r->Add("dropout")
           .Doc("Inverted dropout when training: y = x * mask / (1 - p); the mask comes from a counter-based RNG.")
-          .Inputs({{"x"}})
-          .Outputs({"y"})
+          .Elementwise()
           .Params<DropoutParams>()
-          .InferShape(InferSameShape)
-          .Inplace({{0, 0}})
           .Recompute(Cost::kCheap)
           .Random(Randomness::kCounterRng)
           .CpuKernel(ApplyMask);

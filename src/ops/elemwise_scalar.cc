@@ -65,11 +65,8 @@ template <typename Op>
 OpDef& RegisterScalar(OpRegistry* r, const std::string& name, const std::string& doc) {
   return r->Add(name)
       .Doc(doc + " (attribute scalar).")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
+      .Elementwise()
       .Params<ScalarParams>()
-      .InferShape(InferSameShape)
-      .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .CpuKernel(ScalarForward<Op>);
 }

@@ -75,14 +75,7 @@ void GeluBackward(const KernelCtx& c) {
 template <typename Op>
 OpDef& RegisterUnary(OpRegistry* r, const std::string& name, const std::string& doc, const std::string& grad_doc,
                      Kernel forward = UnaryForward<Op>, Kernel backward = UnaryBackward<Op>) {
-  OpDef& fwd = r->Add(name)
-                   .Doc(doc)
-                   .Inputs({{"x"}})
-                   .Outputs({"y"})
-                   .InferShape(InferSameShape)
-                   .Inplace({{0, 0}})
-                   .Recompute(Cost::kCheap)
-                   .CpuKernel(forward);
+  OpDef& fwd = r->Add(name).Doc(doc).Elementwise().Recompute(Cost::kCheap).CpuKernel(forward);
   AddBackward(r, fwd, {OutGrad(0), Op::kReadsY ? Output(0) : Input(0)}, grad_doc + ".")
       .Inplace({{0, 0}, {1, 0}})
       .CpuKernel(backward);
@@ -110,14 +103,11 @@ GeluParams GeluParams::Parse(AttrReader& a) {
 void Register_elemwise_unary(OpRegistry* r) {
   r->Add("negative")
       .Doc("Elementwise negation y = -x.")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
-      .InferShape(InferSameShape)
+      .Elementwise()
       .Backward({OutGrad(0)})
       .Gradient([](Graph& g, const GradCtx& c) {  // dx = -dy
         return std::vector<Entry>{{g.AddOp("negative", g.node(c.fwd).name + "_backward", {}, {c.out_grads[0]}), 0}};
       })
-      .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)
       .CpuKernel(NegativeForward);
   RegisterUnary<Exp>(r, "exp", "Elementwise exponential y = e^x.", "dx = dy * y");

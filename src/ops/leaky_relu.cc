@@ -57,11 +57,8 @@ LeakyParams LeakyParams::Parse(AttrReader& a) {
 void Register_leaky_relu(OpRegistry* r) {
   OpDef& fwd = r->Add("leaky_relu")
                    .Doc("Leaky ReLU or ELU: act_type leaky (default) or elu, slope (default 0.25, >= 0).")
-                   .Inputs({{"x"}})
-                   .Outputs({"y"})
+                   .Elementwise()
                    .Params<LeakyParams>()
-                   .InferShape(InferSameShape)
-                   .Inplace({{0, 0}})
                    .Recompute(Cost::kCheap)
                    .Workspace([](const WorkspaceCtx& c) {
                      return c.params<LeakyParams>().elu ? cpu::EltwiseWorkspaceBytes() : int64_t{0};

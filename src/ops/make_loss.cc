@@ -49,12 +49,9 @@ MakeLossParams MakeLossParams::Parse(AttrReader& a) {
 void Register_make_loss(OpRegistry* r) {
   OpDef& fwd = r->Add("make_loss")
                    .Doc("Makes x a loss head: y = x; dx = grad_scale / norm (normalization null, batch or valid).")
-                   .Inputs({{"x"}})
-                   .Outputs({"y"})
+                   .Elementwise()
                    .Params<MakeLossParams>()
-                   .InferShape(InferSameShape)
                    .Loss()
-                   .Inplace({{0, 0}})
                    .Recompute(Cost::kFree)
                    .CpuKernel(CopyForward);
   AddBackward(r, fwd, {Output(0)}, "dx = grad_scale / norm.")

@@ -13,8 +13,6 @@
 
 namespace frugal {
 
-// Every input and every output has the shape of input 0.
-void InferSameShape(ShapeCtx& c);
 // Backward ops: output i has the shape of the forward node's input i.
 void InferAsForwardInputs(ShapeCtx& c);
 

@@ -109,8 +109,7 @@ void RegisterReduce(OpRegistry* r, const std::string& name, const std::string& d
                     std::vector<BackwardRead> reads, Kernel bwd, const std::string& grad_doc) {
   OpDef& op = r->Add(name)
                   .Doc(doc + " over `axis` (a list; default all), keepdims keeps them as size 1.")
-                  .Inputs({{"x"}})
-                  .Outputs({"y"})
+                  .Unary()
                   .Params<ReduceParams>()
                   .InferShape(ReduceInferShape)
                   .Recompute(Cost::kCheap)

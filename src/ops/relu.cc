@@ -44,10 +44,7 @@ void ReluBackward(const KernelCtx& c) {
 void Register_relu(OpRegistry* r) {
   OpDef& fwd = r->Add("relu")
                    .Doc("Rectified linear unit: y = max(x, 0).")
-                   .Inputs({{"x"}})
-                   .Outputs({"y"})
-                   .InferShape(InferSameShape)
-                   .Inplace({{0, 0}})
+                   .Elementwise()
                    .Recompute(Cost::kCheap)
                    .Bf16()
                    .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes

@@ -72,8 +72,7 @@ void Register_reshape(OpRegistry* r) {
   auto view = [r](const char* name, const char* doc, InferShapeFn infer) -> OpDef& {
     return r->Add(name)
         .Doc(doc)
-        .Inputs({{"x"}})
-        .Outputs({"y"})
+        .Unary()
         .InferShape(std::move(infer))
         .Backward({OutGrad(0)}, "_backward_reshape")
         .Inplace({{0, 0}})

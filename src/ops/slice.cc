@@ -149,8 +149,7 @@ SliceParams SliceParams::Parse(AttrReader& a) {
 void Register_slice(OpRegistry* r) {
   OpDef& fwd = r->Add("slice")
                    .Doc("MXNet slice: x[begin:end:step] per leading axis; tuples may hold None.")
-                   .Inputs({{"x"}})
-                   .Outputs({"y"})
+                   .Unary()
                    .Params<SliceParams>()
                    .InferShape(SliceInferShape)
                    .Recompute(Cost::kFree)

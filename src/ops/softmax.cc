@@ -70,8 +70,7 @@ void SoftmaxBackward(const KernelCtx& c) {
 void Register(OpRegistry* r, const std::string& name, bool log) {
   OpDef& fwd = r->Add(name)
                    .Doc(log ? "log(softmax(x)) along axis (default -1)." : "Softmax along axis (default -1).")
-                   .Inputs({{"x"}})
-                   .Outputs({"y"})
+                   .Unary()
                    .Params([log](AttrReader& a) {
                      SoftmaxParams p;
                      p.axis = a.Int("axis", -1);

@@ -99,8 +99,7 @@ TransposeParams TransposeParams::Parse(AttrReader& a) {
 void Register_transpose(OpRegistry* r) {
   r->Add("transpose")
       .Doc("Permutes the axes of x (axes; default reversed).")
-      .Inputs({{"x"}})
-      .Outputs({"y"})
+      .Unary()
       .Params<TransposeParams>()
       .InferShape(TransposeInferShape)
       .Backward({OutGrad(0)})
