@@ -25,7 +25,7 @@ namespace {
       GTEST_SKIP() << (backend::CudaDeviceCount() == 0 ? backend::NoCudaReason() : Fmt("needs ", n, " CUDA devices")); \
   } while (0)
 
-const Device kGpu0{DeviceType::kCUDA, 0};
+const Device kGpu{DeviceType::kCUDA, 0};
 
 Tensor Random(const Shape& s, uint64_t seed, Device dev = {}) {
   Tensor t = Tensor::Empty(s);
@@ -58,10 +58,10 @@ TEST(CudaTrain, OptimizersMatchTheCpu) {
       o.weight_decay = 0.01f;
       o.centered = centered;
       Optimizer opt(o);
-      Tensor w = Random(shape, 1), wg = Random(shape, 1, kGpu0);
+      Tensor w = Random(shape, 1), wg = Random(shape, 1, kGpu);
       OptState s = opt.CreateState(w), sg = opt.CreateState(wg);
       for (int step = 1; step <= 3; ++step) {
-        Tensor g = Random(shape, 10 + step), gg = Random(shape, 10 + step, kGpu0);
+        Tensor g = Random(shape, 10 + step), gg = Random(shape, 10 + step, kGpu);
         test::Update(opt, &w, g, &s, 0.05f, step, {2.f, 0.5f});
         test::Update(opt, &wg, gg, &sg, 0.05f, step, {2.f, 0.5f});  // the op's CUDA kernel
       }
@@ -73,8 +73,8 @@ TEST(CudaTrain, OptimizersMatchTheCpu) {
 
 TEST(CudaTrain, GradAccumulateMatchesTheCpu) {
   FRUGAL_REQUIRE_GPUS(1);
-  Tensor sum = Random(Shape({70000}), 5), sumg = Random(Shape({70000}), 5, kGpu0);
-  Tensor g = Random(Shape({70000}), 6), gg = Random(Shape({70000}), 6, kGpu0);
+  Tensor sum = Random(Shape({70000}), 5), sumg = Random(Shape({70000}), 5, kGpu);
+  Tensor g = Random(Shape({70000}), 6), gg = Random(Shape({70000}), 6, kGpu);
   for (int64_t micro = 0; micro < 3; ++micro) {
     test::RunNode("grad_accumulate", {{"iter_size", "3"}}, {sum, g}, micro);
     test::RunNode("grad_accumulate", {{"iter_size", "3"}}, {sumg, gg}, micro);
@@ -87,7 +87,7 @@ TEST(CudaTrain, RescaleAndClipMatchesTheCpu) {
   FRUGAL_REQUIRE_GPUS(1);
   for (float max_norm : {0.f, 1.f, 1e6f}) {
     Tensor a = Random(Shape({70000}), 3), b = Random(Shape({5}), 4);
-    Tensor ag = Random(Shape({70000}), 3, kGpu0), bg = Random(Shape({5}), 4, kGpu0);
+    Tensor ag = Random(Shape({70000}), 3, kGpu), bg = Random(Shape({5}), 4, kGpu);
     const AttrMap attrs{{"num_args", "2"}, {"rescale", "0.5"}, {"max_norm", ExactAttr(max_norm)}};
     test::RunNode("rescale_clip", attrs, {a, b}, 1);
     test::RunNode("rescale_clip", attrs, {ag, bg}, 1);
@@ -151,7 +151,7 @@ TEST(CudaTrain, OneGpuTrainsAsTheCpu) {
     const double acc_cpu = Train(cfg, a);
     TrainOptions b;
     b.final_params = &gpu;
-    b.device = kGpu0;
+    b.device = kGpu;
     b.log_json = dir.File("gpu.json");
     const double acc_gpu = Train(cfg, b);
     EXPECT_LT(WorstDiff(cpu, gpu), 1e-3) << solver;
@@ -168,16 +168,16 @@ TEST(CudaTrain, GpuCheckpointsResumeOnTheGpuAndTestOnTheCpu) {
   std::map<std::string, std::vector<float>> whole, resumed;
   TrainOptions a;
   a.final_params = &whole;
-  a.device = kGpu0;
+  a.device = kGpu;
   Train(cfg, a);
   cfg.net.mutable_solver()->set_checkpoint_dir(dir.File("ckpt"));
   cfg.net.mutable_solver()->set_max_iters(5);
   TrainOptions b;
-  b.device = kGpu0;
+  b.device = kGpu;
   Train(cfg, b);
   cfg.net.mutable_solver()->set_max_iters(0);
   TrainOptions c;
-  c.device = kGpu0;
+  c.device = kGpu;
   c.resume = dir.File("ckpt");
   c.final_params = &resumed;
   Train(cfg, c);
@@ -199,7 +199,7 @@ TEST(CudaTrain, ABadLabelIsAnErrorNamingTheNode) {
     if (n->name() == "fc2") (*n->mutable_attr())["num_hidden"] = "3";  // labels 0..3, classes 0..2
   }
   TrainOptions o;
-  o.device = kGpu0;
+  o.device = kGpu;
   test::ExpectError([&] { Train(cfg, o); }, {"prob", "is not a class index in [0, 3)", "found on the GPU"});
 }
 
@@ -215,7 +215,7 @@ TEST(CudaTrain, TwoGpusTrainAsOneProcessWithTheGlobalBatch) {
   std::map<std::string, std::vector<float>> ref;
   TrainOptions a;
   a.final_params = &ref;
-  a.device = kGpu0;
+  a.device = kGpu;
   // No batch norm: it would normalise over each GPU's half of the batch.
   Train(Toy(dir, "ref", natural, ranks * per_rank, "", /*bn=*/false), a);
   const ConfigFile dist = Toy(dir, "dist", natural, per_rank, "", /*bn=*/false);

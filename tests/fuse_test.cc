@@ -12,7 +12,7 @@ namespace {
 // conv -> bn1 -> relu1 -> conv -> bn2 -> relu2 (+ bn2 read again by `skip`)
 // -> pool -> fc -> softmax: bn1 + relu1 fuse; bn2 does not (its output has
 // two readers).
-ConfigFile ConvNet(bool fuse) {
+ConfigFile FusableConvNet(bool fuse) {
   std::string text = R"cfg(version: 1
 node { name: "conv1" op: "convolution" input: "data" attr { key: "kernel" value: "(3,3)" } attr { key: "pad" value: "(1,1)" } attr { key: "num_filter" value: "8" } }
 node { name: "bn1" op: "batch_norm" input: "conv1" attr { key: "fix_gamma" value: "false" } }
@@ -34,8 +34,8 @@ solver { lr: 0.1 momentum: 0.9 seed: 3 }
 int Find(const Graph& g, const std::string& name) { return g.FindNode(name); }
 
 TEST(Fuse, BatchNormTakesInTheReluThatAloneReadsIt) {
-  const Graph fused = BuildGraph(ConvNet(true));
-  const Graph plain = BuildGraph(ConvNet(false));
+  const Graph fused = BuildGraph(FusableConvNet(true));
+  const Graph plain = BuildGraph(FusableConvNet(false));
   EXPECT_EQ(fused.num_nodes(), plain.num_nodes() - 1);
   EXPECT_EQ(Find(fused, "relu1"), -1);
   const Node& bn1 = fused.node(Find(fused, "bn1"));
@@ -49,10 +49,10 @@ TEST(Fuse, BatchNormTakesInTheReluThatAloneReadsIt) {
 }
 
 TEST(Fuse, FusedTrainsToTheBitsOfUnfusedUnderEveryStrategy) {
-  const auto reference = test::TrainSteps(ConvNet(false), MemoryStrategy::kNone, 3);
+  const auto reference = test::TrainSteps(FusableConvNet(false), MemoryStrategy::kNone, 3);
   ASSERT_GT(reference.size(), 8u);  // weights, gamma/beta and the moving statistics
   for (const MemoryStrategy& s : AllMemoryStrategies()) {
-    EXPECT_EQ(test::TrainSteps(ConvNet(true), s, 3), reference) << s.Name();
+    EXPECT_EQ(test::TrainSteps(FusableConvNet(true), s, 3), reference) << s.Name();
   }
 }
 
@@ -61,7 +61,7 @@ TEST(Fuse, FusedTrainsToTheBitsOfUnfusedUnderEveryStrategy) {
 // the bits are those of the plan without recomputation (above).
 TEST(Fuse, RecomputedBatchNormReadsTheSavedStatistics) {
   for (bool fuse : {true, false}) {
-    const Model m = BuildModel(ConvNet(fuse), MemoryStrategy::kDropCheap);
+    const Model m = BuildModel(FusableConvNet(fuse), MemoryStrategy::kDropCheap);
     int mirrors = 0;
     for (const Node& n : m.train.nodes()) {
       if (n.mirror_of < 0 || n.op->name() != "batch_norm") continue;

@@ -19,7 +19,7 @@ namespace {
 // test::ConvNet (convolution, BatchNorm, ReLU, max pooling into dropout,
 // which takes plain only, a residual sum, average pooling into a fully
 // connected layer), conv2 with a bias: a bias on nhwc.
-ConfigFile ConvNet(const std::string& dtype = "float32") {
+ConfigFile BiasedConvNet(const std::string& dtype = "float32") {
   ConfigFile cfg = test::ConvNet(dtype);
   for (auto& n : *cfg.net.mutable_node())
     if (n.name() == "conv2") n.mutable_attr()->erase("no_bias");
@@ -28,7 +28,7 @@ ConfigFile ConvNet(const std::string& dtype = "float32") {
 
 // The same without BatchNorm: ReLU alone between the convolutions.
 ConfigFile ConvReluNet() {
-  ConfigFile cfg = ConvNet();
+  ConfigFile cfg = BiasedConvNet();
   for (auto& n : *cfg.net.mutable_node()) {
     if (n.op() != "batch_norm") continue;
     n.set_op("relu");
@@ -44,7 +44,7 @@ Layout OutputLayout(const Graph& g, const std::string& node) {
 }
 
 TEST(Layouts, ChannelsLastBetweenConvolutionsPlainAtTheEdges) {
-  const Model m = BuildModel(ConvNet(), MemoryStrategy::kShare);
+  const Model m = BuildModel(BiasedConvNet(), MemoryStrategy::kShare);
   const Graph& g = m.train;
   ASSERT_EQ(g.layouts.size(), static_cast<size_t>(g.num_entries()));
   // Between the convolutions, pooling and the ops that take either order.
@@ -111,7 +111,7 @@ TEST(Layouts, ChannelsLastTrainsAsPlain) {
   // kernels for the two orders sum in different orders, so the results
   // agree to rounding, not bit for bit. A kernel reading a layout wrong
   // moves them by 100%.
-  for (const ConfigFile& cfg : {ConvNet(), ConvReluNet()}) {
+  for (const ConfigFile& cfg : {BiasedConvNet(), ConvReluNet()}) {
     const auto nhwc = test::TrainSteps(cfg, MemoryStrategy::kShare, 3);
     const auto plain = test::TrainSteps(cfg, MemoryStrategy::kShare, 3, nullptr, /*plain_layouts=*/true);
     ASSERT_EQ(nhwc.size(), plain.size());
@@ -123,7 +123,7 @@ TEST(Layouts, ChannelsLastTrainsAsPlain) {
 
 TEST(Layouts, Bfloat16ChannelsLastTrainsAsPlain) {
   if (!cpu::HasBf16()) GTEST_SKIP() << "oneDNN has no bfloat16 convolution on this CPU (it needs AVX-512)";
-  const ConfigFile cfg = ConvNet("bf16");
+  const ConfigFile cfg = BiasedConvNet("bf16");
   const auto nhwc = test::TrainSteps(cfg, MemoryStrategy::kShare, 2);
   const auto plain = test::TrainSteps(cfg, MemoryStrategy::kShare, 2, nullptr, /*plain_layouts=*/true);
   ASSERT_EQ(nhwc.size(), plain.size());
@@ -135,7 +135,7 @@ TEST(Layouts, Bfloat16ChannelsLastTrainsAsPlain) {
 TEST(Layouts, EveryStrategyGivesTheBitsOfNone) {
   // A recomputed node runs the kernel of the node it recomputes on the same
   // layout: the same bits, as on plain activations.
-  const ConfigFile cfg = ConvNet();
+  const ConfigFile cfg = BiasedConvNet();
   const auto none = test::TrainSteps(cfg, MemoryStrategy::kNone, 2);
   for (const MemoryStrategy& s : AllMemoryStrategies()) {
     if (s.kind == MemoryStrategy::kNone) continue;

@@ -102,7 +102,7 @@ std::string ReadFile(const std::string& path) {
 
 // MXNet's MLP example: data -> Flatten -> fc1 (relu) -> fc2 -> SoftmaxOutput,
 // with the three spellings of the attributes MXNet versions wrote.
-struct Mlp {
+struct MxnetMlp {
   static constexpr int kBatch = 2, kIn = 6, kHidden = 5, kClasses = 3;
   std::string json;
   NamedTensors arrays = {{"arg:fc1_weight", Values(Shape{kHidden, kIn}, 1)},
@@ -111,7 +111,7 @@ struct Mlp {
                          {"arg:fc2_bias", Values(Shape{kClasses}, 4)}};
   Tensor x = Values(Shape{kBatch, 1, 2, 3}, 5);
 
-  Mlp() {
+  MxnetMlp() {
     SymbolBuilder s;
     const int data = s.Var("data");
     const int flat = s.Op("Flatten", "flatten0", "", {SymbolBuilder::In(data)});
@@ -154,7 +154,7 @@ struct Mlp {
 };
 
 TEST(MxnetImport, MlpComputesWhatTheWeightsSay) {
-  Mlp mlp;
+  MxnetMlp mlp;
   TempDir dir;
   WriteMxnetParams(dir.File("mlp-0000.params"), mlp.arrays);
   const MxnetSymbol sym = ParseMxnetSymbol(mlp.json, "mlp-symbol.json");
@@ -526,7 +526,7 @@ TEST(MxnetImport, BadParamsFilesAreOneLineErrors) {
   std::ofstream(dir.File("d.params"), std::ios::binary) << dtype;
   ExpectLine([&] { ReadMxnetParams(dir.File("nope.params")); }, {"nope.params: cannot open the MXNet params file"});
   // Through the command: one line, exit status 1.
-  std::ofstream(dir.File("net-symbol.json")) << Mlp().json;
+  std::ofstream(dir.File("net-symbol.json")) << MxnetMlp().json;
   RunResult r = RunFrugal("import-mxnet " + dir.File("net-symbol.json") + " " + dir.File("d.params") + " --out " +
                           dir.File("net"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -536,7 +536,7 @@ TEST(MxnetImport, BadParamsFilesAreOneLineErrors) {
 }
 
 TEST(MxnetImport, BadSymbolFilesAreOneLineErrors) {
-  const std::string json = Mlp().json;
+  const std::string json = MxnetMlp().json;
   ExpectLine([&] { ParseMxnetSymbol(json.substr(0, json.size() / 2), "cut-symbol.json"); },
              {"cut-symbol.json:", "(is the file complete JSON?)"});
   std::string colon = json;
@@ -567,10 +567,10 @@ TEST(MxnetImport, BadSymbolFilesAreOneLineErrors) {
   // An attribute frugal cannot express names the node and the value.
   std::string nhwc = json;
   nhwc.replace(nhwc.find("\"act_type\": \"relu\""), 18, "\"act_type\": \"relu\", \"layout\": \"NHWC\"");
-  ExpectLine([&] { ImportMxnet(ParseMxnetSymbol(nhwc, "a-symbol.json"), Mlp().arrays, "a"); },
+  ExpectLine([&] { ImportMxnet(ParseMxnetSymbol(nhwc, "a-symbol.json"), MxnetMlp().arrays, "a"); },
              {"a-symbol.json:", ": node 'relu1' (Activation): attribute 'layout' = 'NHWC' has no frugal counterpart"});
   // A weight the params file lacks is named.
-  NamedTensors missing = Mlp().arrays;
+  NamedTensors missing = MxnetMlp().arrays;
   missing.pop_back();
   ExpectLine([&] { ImportMxnet(ParseMxnetSymbol(json, "w-symbol.json"), missing, "w"); },
              {"w-symbol.json:",

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -20,6 +21,21 @@ inline void ExpectCovered(const OpReport& r, bool grads = true) {
   EXPECT_GT(r.forward_checked, 0);
   if (grads) { EXPECT_GT(r.grads_checked, 0); }
   EXPECT_GT(r.kernels_checked, 0);
+}
+
+// Softmax cross-entropy of out[0] (probabilities, rows of in[1]'s labels):
+// -sum log p[i, label_i] over rows whose label is not `ignore`, / norm
+// ("batch": the rows, "valid": the rows not ignored, "null": 1).
+inline double SceLoss(const Values& in, const Values& out, float ignore, const std::string& norm) {
+  const int64_t n = static_cast<int64_t>(in[1].size()), k = static_cast<int64_t>(in[0].size()) / n;
+  double l = 0;
+  int valid = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (in[1][i] == ignore) continue;
+    ++valid;
+    l -= std::log(out[0][i * k + static_cast<int64_t>(in[1][i])]);
+  }
+  return l / (norm == "batch" ? n : norm == "valid" ? std::max(valid, 1) : 1);
 }
 
 // The output shapes of op applied to inputs of these shapes (throws Error

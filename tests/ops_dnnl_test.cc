@@ -6,16 +6,10 @@
 
 #include "frugal/executor.h"
 #include "frugal/passes.h"
-#include "op_harness.h"
+#include "op_test_util.h"
 
 namespace frugal::test {
 namespace {
-
-void ExpectCovered(const OpReport& r) {
-  EXPECT_GT(r.forward_checked, 0);
-  EXPECT_GT(r.grads_checked, 0);
-  EXPECT_GT(r.kernels_checked, 0);
-}
 
 // ---------------------------------------------------------------- convolution
 

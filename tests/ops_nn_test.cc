@@ -170,19 +170,6 @@ TEST(OpsNn, EmbeddingOutOfRangeIndexNamesTheNode) {
 
 // ------------------------------------------------------------------ losses
 
-// -sum log p[i, label_i] over rows not ignored, / norm.
-double SceLoss(const Values& in, const Values& out, float ignore, const std::string& norm) {
-  const int64_t n = static_cast<int64_t>(in[1].size()), k = static_cast<int64_t>(in[0].size()) / n;
-  double l = 0;
-  int valid = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (in[1][i] == ignore) continue;
-    ++valid;
-    l -= std::log(out[0][i * k + static_cast<int64_t>(in[1][i])]);
-  }
-  return l / (norm == "batch" ? n : norm == "valid" ? std::max(valid, 1) : 1);
-}
-
 TEST(OpsNn, SoftmaxCrossEntropyIgnoreLabel) {
   for (const char* norm : {"valid", "batch", "null"}) {
     SCOPED_TRACE(norm);

@@ -18,7 +18,7 @@
 namespace frugal {
 namespace {
 
-ConfigFile ConvNet() {
+ConfigFile BnReluConvNet() {
   const std::string text = R"cfg(version: 1
 node { name: "conv1" op: "convolution" input: "data" attr { key: "kernel" value: "(3,3)" } attr { key: "pad" value: "(1,1)" } attr { key: "num_filter" value: "8" } }
 node { name: "bn1" op: "batch_norm" input: "conv1" attr { key: "fix_gamma" value: "false" } }
@@ -97,7 +97,7 @@ void ExpectEveryStrategyGivesTheBitsOfNone(const ConfigFile& cfg, const std::str
 }
 
 TEST(StrategyTrain, ConvBatchNormDropoutNetEndsWithTheBitsOfNone) {
-  ExpectEveryStrategyGivesTheBitsOfNone(ConvNet(), "the conv net");
+  ExpectEveryStrategyGivesTheBitsOfNone(BnReluConvNet(), "the conv net");
 }
 
 TEST(StrategyTrain, CharLstmEndsWithTheBitsOfNone) {

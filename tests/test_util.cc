@@ -97,6 +97,12 @@ void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<i
   WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
 }
 
+std::string Ckpt(const std::string& dir, int64_t iteration) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "/ckpt-%010lld.frugal", static_cast<long long>(iteration));
+  return dir + name;
+}
+
 void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& needles) {
   try {
     fn();

@@ -54,6 +54,8 @@ void ToySample(int k, uint8_t* image, uint8_t* label);
 // Writes toy samples `order` as the IDX files dir/prefix-images and
 // dir/prefix-labels.
 void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order);
+// The checkpoint `frugal train` writes in dir at this iteration.
+std::string Ckpt(const std::string& dir, int64_t iteration);
 
 // Runs fn and expects a frugal::Error of one line that contains every needle
 // (a test failure otherwise).

@@ -78,12 +78,6 @@ std::string ErrorLine(const RunResult& r) {
   return m.size() ? m.str(0) : "";
 }
 
-std::string Ckpt(const std::string& dir, int64_t iteration) {
-  char name[40];
-  std::snprintf(name, sizeof(name), "/ckpt-%010lld.frugal", static_cast<long long>(iteration));
-  return dir + name;
-}
-
 // Every tensor of a and b (parameters, aux, optimizer state) bit-identical.
 void ExpectSameTensors(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b,
                        const std::string& what) {

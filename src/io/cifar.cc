@@ -21,7 +21,7 @@ namespace frugal {
 namespace {
 
 constexpr int64_t kPixels = 3 * 32 * 32;
-constexpr const char* kFix =
+constexpr const char* kCifarFix =
     "re-extract the data set (cifar-10-batches-bin / cifar-100-binary), or pick the right label option";
 
 const char* LabelName(CifarLabel which) {
@@ -65,7 +65,7 @@ void AppendCifar(const std::string& path, const std::string& bytes, CifarLabel w
   const int64_t rec = RecordBytes(which);
   const int64_t size = static_cast<int64_t>(bytes.size());
   const int64_t whole = size / rec, rest = size % rec;
-  FRUGAL_REQUIRE(size > 0, path, ": empty CIFAR file: 0 bytes (", kFix, ")");
+  FRUGAL_REQUIRE(size > 0, path, ": empty CIFAR file: 0 bytes (", kCifarFix, ")");
   if (rest != 0) {
     // The commonest mix-up: a CIFAR-100 file read as CIFAR-10 or the reverse.
     const CifarLabel other = which == CifarLabel::kCifar10 ? CifarLabel::kFine : CifarLabel::kCifar10;
@@ -76,7 +76,7 @@ void AppendCifar(const std::string& path, const std::string& bytes, CifarLabel w
                     other_fits ? Fmt("; the size fits ", RecordBytes(other), "-byte records: is this ",
                                      other == CifarLabel::kCifar10 ? "CIFAR-10" : "CIFAR-100", "?")
                                : std::string(),
-                    " (", kFix, ")"));
+                    " (", kCifarFix, ")"));
   }
   const int64_t first = ds->num_samples;
   ds->num_samples += whole;
@@ -88,7 +88,7 @@ void AppendCifar(const std::string& path, const std::string& bytes, CifarLabel w
     // CIFAR-100: byte 0 coarse, byte 1 fine.
     const int label = which == CifarLabel::kFine ? r[1] : r[0];
     FRUGAL_REQUIRE(label < labels, path, ": record ", i, " (byte offset ", i * rec, ") has ", LabelName(which), " ",
-                   label, " but there are only ", labels, " classes (", kFix, ")");
+                   label, " but there are only ", labels, " classes (", kCifarFix, ")");
     ds->y[first + i] = static_cast<float>(label);
     const uint8_t* px = r + (rec - kPixels);
     std::copy(px, px + kPixels, ds->pixels.begin() + (first + i) * kPixels);

@@ -18,7 +18,7 @@ namespace {
 constexpr int kMaxRank = 16;
 constexpr int64_t kMaxDataBytes = int64_t{1} << 32;  // 4 GiB: anything larger is a bogus header
 constexpr unsigned kChunkBytes = 16u << 20;          // read (and grow the buffer) 16 MiB at a time
-constexpr const char* kFix =
+constexpr const char* kIdxFix =
     "re-download or regenerate the file; for Fashion-MNIST re-run data/fashion-mnist/prepare.sh";
 
 struct GzCloser {
@@ -77,7 +77,7 @@ int64_t ReadSome(gzFile f, const std::string& path, void* buf, unsigned len) {
   // zlib prefixes its message with the path; drop it, the path comes first anyway.
   if (msg.compare(0, path.size() + 2, path + ": ") == 0) msg.erase(0, path.size() + 2);
   const char* what = errnum == Z_DATA_ERROR ? "corrupt gzip data" : "cannot read IDX file";
-  throw Error(Fmt(path, ": ", what, ": ", msg, " (", kFix, ")"));
+  throw Error(Fmt(path, ": ", what, ": ", msg, " (", kIdxFix, ")"));
 }
 
 // A note for truncation messages when the gzip stream itself was cut short.
@@ -91,19 +91,19 @@ std::string GzipNote(gzFile f) {
 int ReadMagic(gzFile f, const std::string& path) {
   uint8_t m[4] = {0, 0, 0, 0};
   int64_t got = ReadSome(f, path, m, 4);
-  FRUGAL_REQUIRE(got > 0, path, ": empty IDX file: 0 bytes (", kFix, ")");
+  FRUGAL_REQUIRE(got > 0, path, ": empty IDX file: 0 bytes (", kIdxFix, ")");
   FRUGAL_REQUIRE(got == 4, path, ": truncated IDX header: magic needs 4 bytes but only ", got, " follow", GzipNote(f),
-                 " (", kFix, ")");
+                 " (", kIdxFix, ")");
   char hex[16];
   std::snprintf(hex, sizeof(hex), "0x%02x%02x%02x%02x", m[0], m[1], m[2], m[3]);
   FRUGAL_REQUIRE(m[0] == 0 && m[1] == 0, path, ": bad magic ", hex,
-                 ": an IDX file starts with two zero bytes, this is not an IDX file (", kFix, ")");
+                 ": an IDX file starts with two zero bytes, this is not an IDX file (", kIdxFix, ")");
   char type_hex[8];
   std::snprintf(type_hex, sizeof(type_hex), "0x%02x", m[2]);
   FRUGAL_REQUIRE(m[2] == 0x08, path, ": unsupported element type ", type_hex, " (", IdxTypeName(m[2]),
                  "): only 0x08 (unsigned byte) is supported ", "(convert the file to unsigned bytes)");
   FRUGAL_REQUIRE(m[3] >= 1 && m[3] <= kMaxRank, path, ": bad IDX rank ", int{m[3]}, ": expected 1 to ", kMaxRank,
-                 " dims (", kFix, ")");
+                 " dims (", kIdxFix, ")");
   return m[3];
 }
 
@@ -113,7 +113,7 @@ std::vector<int64_t> ReadDims(gzFile f, const std::string& path, int rank) {
   uint8_t raw[4 * kMaxRank];
   int64_t got = ReadSome(f, path, raw, 4 * rank);
   FRUGAL_REQUIRE(got == 4 * rank, path, ": truncated IDX header: ", rank, " dims need ", 4 * rank, " bytes but only ",
-                 got, " follow", GzipNote(f), " (", kFix, ")");
+                 got, " follow", GzipNote(f), " (", kIdxFix, ")");
   // Decode all dims first so messages can show the whole header.
   std::vector<int64_t> dims(rank);
   for (int i = 0; i < rank; ++i) {
@@ -122,11 +122,11 @@ std::vector<int64_t> ReadDims(gzFile f, const std::string& path, int rank) {
   }
   int64_t total = 1;
   for (int i = 0; i < rank; ++i) {
-    FRUGAL_REQUIRE(dims[i] > 0, path, ": zero dim in IDX header: dims ", DimsString(dims), " (dim ", i, " is 0; ", kFix,
-                   ")");
+    FRUGAL_REQUIRE(dims[i] > 0, path, ": zero dim in IDX header: dims ", DimsString(dims), " (dim ", i, " is 0; ",
+                   kIdxFix, ")");
     // Check before multiplying so the product can never overflow.
     FRUGAL_REQUIRE(dims[i] <= kMaxDataBytes / total, path, ": absurd IDX dims ", DimsString(dims), ": more than ",
-                   HumanBytes(kMaxDataBytes), " of data (", kFix, ")");
+                   HumanBytes(kMaxDataBytes), " of data (", kIdxFix, ")");
     total *= dims[i];
   }
   return dims;
@@ -143,7 +143,7 @@ std::vector<uint8_t> ReadData(gzFile f, const std::string& path, const std::vect
     int64_t got = ReadSome(f, path, bytes.data() + have, want);
     have += got;
     FRUGAL_REQUIRE(got == want, path, ": truncated IDX file: header says ", DimsString(dims), " = ", total,
-                   " bytes of data but only ", have, " follow", GzipNote(f), " (", kFix, ")");
+                   " bytes of data but only ", have, " follow", GzipNote(f), " (", kIdxFix, ")");
   }
   return bytes;
 }
@@ -156,7 +156,7 @@ void CheckNoTrailing(gzFile f, const std::string& path, const std::vector<int64_
   int64_t more = n;
   while ((n = ReadSome(f, path, extra, sizeof(extra))) > 0) more += n;
   throw Error(Fmt(path, ": trailing garbage after IDX data: header says ", DimsString(dims), " = ", total,
-                  " bytes of data but ", more, " more bytes follow (", kFix, ")"));
+                  " bytes of data but ", more, " more bytes follow (", kIdxFix, ")"));
 }
 
 }  // namespace

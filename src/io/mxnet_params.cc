@@ -14,7 +14,7 @@ namespace {
 
 constexpr uint64_t kListMagic = 0x112;
 constexpr uint32_t kV1Magic = 0xF993FAC8, kV2Magic = 0xF993FAC9, kV3Magic = 0xF993FACA;
-constexpr int64_t kMaxDims = 32;
+constexpr int64_t kMaxNdDims = 32;
 constexpr uint64_t kMaxElements = uint64_t{1} << 40;
 
 // MXNet's type flags (mshadow::TypeFlag) that a params file may hold, with
@@ -62,9 +62,9 @@ float ElementAt(const char* p, const TypeFlag& t, int64_t k) {
 
 // Little-endian fields from the file's bytes; running past the end is an
 // Error naming the file and what was being read.
-class Reader {
+class NdReader {
  public:
-  Reader(const std::string& bytes, const std::string& path) : b_(bytes), path_(path) {}
+  NdReader(const std::string& bytes, const std::string& path) : b_(bytes), path_(path) {}
   uint64_t Uint(int n, const std::string& what) {
     const char* p = Take(n, what);
     uint64_t v = 0;
@@ -90,7 +90,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-std::vector<int64_t> ReadDims(Reader* r, uint32_t magic, const std::string& what) {
+std::vector<int64_t> ReadDims(NdReader* r, uint32_t magic, const std::string& what) {
   // Legacy arrays have no magic: the word read as one is their ndim, and
   // their dims are uint32.
   const bool legacy = magic != kV1Magic && magic != kV2Magic && magic != kV3Magic;
@@ -98,7 +98,7 @@ std::vector<int64_t> ReadDims(Reader* r, uint32_t magic, const std::string& what
   const bool none = ndim < 0 || (ndim == 0 && magic != kV3Magic);
   FRUGAL_REQUIRE(!none, r->path(), ": ", what, " has no shape (ndim ", ndim,
                  "): an empty NDArray, which a params file should not hold");
-  FRUGAL_REQUIRE(ndim <= kMaxDims, r->path(), ": ", what, " claims ", ndim, " dims (at most ", kMaxDims,
+  FRUGAL_REQUIRE(ndim <= kMaxNdDims, r->path(), ": ", what, " claims ", ndim, " dims (at most ", kMaxNdDims,
                  legacy ? "; not an NDArray magic either: is this an MXNet params file?)" : "; corrupt file?)");
   std::vector<int64_t> dims;
   uint64_t size = 1;
@@ -113,7 +113,7 @@ std::vector<int64_t> ReadDims(Reader* r, uint32_t magic, const std::string& what
   return dims;
 }
 
-Tensor ReadArray(Reader* r, const std::string& what) {
+Tensor ReadArray(NdReader* r, const std::string& what) {
   const uint32_t magic = static_cast<uint32_t>(r->Uint(4, what + " (its magic)"));
   if (magic == kV2Magic || magic == kV3Magic) {
     const int64_t stype = r->Int(4, what + " (its storage type)");
@@ -150,7 +150,7 @@ void PutU(std::string* s, uint64_t v, int n) {
 }  // namespace
 
 NamedTensors DecodeMxnetParams(const std::string& bytes, const std::string& path) {
-  Reader r(bytes, path);
+  NdReader r(bytes, path);
   const uint64_t magic = r.Uint(8, "the header");
   FRUGAL_REQUIRE(magic == kListMagic, path, ": not an MXNet params file (magic ", Hex(magic),
                  ", expected 0x112, the NDArray list that mx.nd.save and Module.save_checkpoint write)");

@@ -18,7 +18,7 @@
 namespace frugal {
 namespace {
 
-constexpr const char* kFix = "re-create it with `frugal im2rec`";
+constexpr const char* kRecordioFix = "re-create it with `frugal im2rec`";
 
 // Little-endian words, whatever the host.
 void PutU32(uint32_t v, char* p) {
@@ -143,8 +143,8 @@ RecordReader::~RecordReader() {
 void RecordReader::ReadExact(int64_t offset, void* buf, size_t n, const char* what, int64_t record_at) const {
   FRUGAL_REQUIRE(offset >= 0 && offset + static_cast<int64_t>(n) <= size_, path_,
                  ": truncated RecordIO file: ", RecordName(-1, record_at), ": ", what, " needs ", n,
-                 " bytes at offset ", offset, " but the file has ", size_, " bytes (the file is cut short; ", kFix,
-                 ")");
+                 " bytes at offset ", offset, " but the file has ", size_, " bytes (the file is cut short; ",
+                 kRecordioFix, ")");
   size_t done = 0;
   while (done < n) {
     ssize_t got = pread(fd_, static_cast<char*>(buf) + done, n - done, offset + static_cast<int64_t>(done));
@@ -161,15 +161,17 @@ std::pair<uint32_t, uint32_t> RecordReader::ReadPartHeader(int64_t offset, int64
   const uint32_t magic = GetU32(head);
   FRUGAL_REQUIRE(magic == kRecordIOMagic, path_, ": bad RecordIO magic ", Hex(magic), " at byte offset ", offset, " (",
                  RecordName(-1, record_at), "): expected ", Hex(kRecordIOMagic),
-                 "; this is not a RecordIO file, or the offset (from the index?) is not a record start (", kFix, ")");
+                 "; this is not a RecordIO file, or the offset (from the index?) is not a record start (", kRecordioFix,
+                 ")");
   const uint32_t lrec = GetU32(head + 4);
   const uint32_t cflag = DecodeCFlag(lrec), len = DecodeLength(lrec);
   FRUGAL_REQUIRE(cflag <= 3, path_, ": bad RecordIO part flag ", cflag, " at byte offset ", offset, " (",
-                 RecordName(-1, record_at), "): flags are 0 (whole), 1 (first), 2 (middle), 3 (last) (", kFix, ")");
+                 RecordName(-1, record_at), "): flags are 0 (whole), 1 (first), 2 (middle), 3 (last) (", kRecordioFix,
+                 ")");
   FRUGAL_REQUIRE(offset + 8 + static_cast<int64_t>(Padded(len)) <= size_, path_,
                  ": truncated RecordIO file: ", RecordName(-1, record_at), ": the part at byte offset ", offset,
                  " says ", len, " bytes of data (", Padded(len), " padded) but only ", size_ - offset - 8,
-                 " follow (the file is cut short; ", kFix, ")");
+                 " follow (the file is cut short; ", kRecordioFix, ")");
   return {cflag, len};
 }
 
@@ -181,16 +183,16 @@ int64_t RecordReader::Walk(int64_t offset, std::string* out) const {
     if (first) {
       FRUGAL_REQUIRE(cflag == 0 || cflag == 1, path_, ": ", RecordName(-1, record_at), " starts with a part of flag ",
                      cflag, " (", cflag == 2 ? "middle" : "last", " of a split record): a record starts with flag 0 ",
-                     "or 1; the offset is not a record start or the file is corrupt (", kFix, ")");
+                     "or 1; the offset is not a record start or the file is corrupt (", kRecordioFix, ")");
     } else {
       FRUGAL_REQUIRE(cflag == 2 || cflag == 3, path_, ": ", RecordName(-1, record_at), " is split into parts but the ",
                      "part at byte offset ", offset, " has flag ", cflag,
-                     " instead of 2 (middle) or 3 (last): ", "the record's last part is missing (", kFix, ")");
+                     " instead of 2 (middle) or 3 (last): ", "the record's last part is missing (", kRecordioFix, ")");
       total += 4;  // the magic word the writer cut out
     }
     total += len;
     FRUGAL_REQUIRE(total <= kRecordIOMaxLength, path_, ": ", RecordName(-1, record_at), " joins to more than ",
-                   kRecordIOMaxLength, " bytes: RecordIO records are smaller than 2^29 bytes (", kFix, ")");
+                   kRecordIOMaxLength, " bytes: RecordIO records are smaller than 2^29 bytes (", kRecordioFix, ")");
     if (out != nullptr) {
       if (!first) {
         char magic[4];
@@ -245,9 +247,10 @@ std::vector<RecordIndexEntry> ReadRecordIndex(const std::string& path) {
     std::string rest;
     const bool ok = static_cast<bool>(fields >> e.key >> e.offset) && !(fields >> rest);
     FRUGAL_REQUIRE(ok, path, ":", line_no, ": bad index line '", line.substr(0, 80),
-                   "': expected 'key<TAB>offset' with integer key and byte offset (", kFix, ")");
-    FRUGAL_REQUIRE(e.offset >= 0, path, ":", line_no, ": negative byte offset ", e.offset, " (", kFix, ")");
-    FRUGAL_REQUIRE(keys.insert(e.key).second, path, ":", line_no, ": key ", e.key, " appears twice (", kFix, ")");
+                   "': expected 'key<TAB>offset' with integer key and byte offset (", kRecordioFix, ")");
+    FRUGAL_REQUIRE(e.offset >= 0, path, ":", line_no, ": negative byte offset ", e.offset, " (", kRecordioFix, ")");
+    FRUGAL_REQUIRE(keys.insert(e.key).second, path, ":", line_no, ": key ", e.key, " appears twice (", kRecordioFix,
+                   ")");
     entries.push_back(e);
   }
   FRUGAL_REQUIRE(!in.bad(), path, ": cannot read RecordIO index file: ", std::strerror(errno));
@@ -275,8 +278,8 @@ std::vector<int64_t> RecordOffsets(const RecordReader& reader, const std::string
   std::sort(offsets.begin(), offsets.end());
   auto dup = std::adjacent_find(offsets.begin(), offsets.end());
   FRUGAL_REQUIRE(dup == offsets.end(), index_path, ": byte offset ", dup == offsets.end() ? 0 : *dup,
-                 " appears under two keys (", kFix, ")");
-  FRUGAL_REQUIRE(!offsets.empty(), index_path, ": the index lists no records (", kFix, ")");
+                 " appears under two keys (", kRecordioFix, ")");
+  FRUGAL_REQUIRE(!offsets.empty(), index_path, ": the index lists no records (", kRecordioFix, ")");
   return offsets;
 }
 
@@ -300,8 +303,8 @@ std::string PackImageRecord(const std::vector<float>& labels, uint64_t id, uint6
 
 ImageRecord UnpackImageRecord(const std::string& record, const std::string& where) {
   FRUGAL_REQUIRE(record.size() >= kImageRecordHeaderBytes, where, ": image record of ", record.size(),
-                 " bytes is shorter than its ", kImageRecordHeaderBytes, "-byte header (is this an image .rec? ", kFix,
-                 ")");
+                 " bytes is shorter than its ", kImageRecordHeaderBytes, "-byte header (is this an image .rec? ",
+                 kRecordioFix, ")");
   ImageRecord r;
   const char* p = record.data();
   r.flag = GetU32(p);
@@ -314,7 +317,7 @@ ImageRecord UnpackImageRecord(const std::string& record, const std::string& wher
     const uint64_t need = kImageRecordHeaderBytes + 4ull * r.flag;
     FRUGAL_REQUIRE(need <= record.size(), where, ": image record header says ", r.flag, " labels (", 4ull * r.flag,
                    " bytes) but the record has only ", record.size() - kImageRecordHeaderBytes,
-                   " bytes after its header (", kFix, ")");
+                   " bytes after its header (", kRecordioFix, ")");
     r.labels.resize(r.flag);
     for (uint32_t i = 0; i < r.flag; ++i) r.labels[i] = GetF32(p + at + 4 * i);
     at = static_cast<size_t>(need);

@@ -73,12 +73,6 @@ std::vector<double> LossCurve(const std::string& log_path) {
   return loss;
 }
 
-std::string Ckpt(const std::string& dir, int64_t iteration) {
-  char name[40];
-  std::snprintf(name, sizeof(name), "/ckpt-%010lld.frugal", static_cast<long long>(iteration));
-  return dir + name;
-}
-
 // The deterministic `frugal train` command of two ranks on a toy file of
 // `batches` global batches of 2 x per_rank samples in file order, with the
 // config's solver section given (written into dir).
