@@ -53,8 +53,8 @@ test: format-check build data
 	$(MAKE) fuzz
 
 # The whole suite under ThreadSanitizer: the engine, the executor, the
-# trainer loop and the CLI's training runs included (about 2 minutes on 2
-# cores after an 8-minute build). halt_on_error makes the first race fail the
+# trainer loop and the CLI's training runs included (about 5.5 minutes on 2
+# cores after a 3-minute unity build). halt_on_error makes the first race fail the
 # run; a run past SANITIZER_TIMEOUT seconds (a hang: the last "[ RUN ]" line names
 # the test) fails it too.
 SANITIZER_TIMEOUT ?= 900
@@ -65,7 +65,7 @@ tsan: deps data
 	  timeout --kill-after=30 $(SANITIZER_TIMEOUT) $(TSAN_BUILD)/tests/frugal_tests
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer
-# (about 3.5 minutes on 2 cores after an 8-minute unity build; 17 minutes
+# (about 2.5 minutes on 2 cores after an 8-minute unity build; 17 minutes
 # with one file per unit and -g). Any report fails the run. Leak checking is off: Open MPI's ranks exit with ~120 KiB of MCA
 # plugin allocations whose stacks point into unloaded plugins, so they
 # cannot be told apart from frugal's by a suppression.
