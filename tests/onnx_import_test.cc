@@ -575,5 +575,42 @@ TEST(OnnxImport, ImportOnnxCommandErrors) {
   EXPECT_NE(r.output.find("empty.onnx: the file is empty, not an ONNX model"), std::string::npos) << r.output;
 }
 
+// Damaged .onnx files (bytes changed, the file cut short) are one-line
+// Errors or some other model; none crashes on import-onnx's path (read,
+// import, write the config, build it back).
+TEST(OnnxImport, RandomDamageIsAnErrorNeverACrash) {
+  Mlp mlp;  // W1 as raw bytes, the others as float_data: both encodings get damaged
+  onnx::TensorProto* w1 = mlp.b.m.mutable_graph()->mutable_initializer(0);
+  w1->set_raw_data(std::string(reinterpret_cast<const char*>(mlp.w1.data()), mlp.w1.size() * sizeof(float)));
+  w1->clear_float_data();
+  std::string bytes;
+  ASSERT_TRUE(mlp.b.m.SerializeToString(&bytes));
+  uint32_t seed = 11;
+  auto next = [&seed](size_t n) {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<size_t>(seed >> 8) % n;
+  };
+  TempDir dir;
+  const std::string path = dir.File("d.onnx");
+  int errors = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string d = bytes;
+    for (int k = 0, flips = 1 + static_cast<int>(next(3)); k < flips; ++k)
+      d[next(d.size())] = static_cast<char>(next(256));
+    if (trial % 5 == 0) d.resize(next(d.size()));
+    std::ofstream(path, std::ios::binary) << d;
+    try {
+      const OnnxImport imp = ImportOnnxFile(path);
+      if (!imp.unsupported.empty()) continue;
+      const FrugalExport ex = ExportFrugalConfig(imp, "d");
+      BuildGraph(ParseConfig(ex.config_text, "d.prototxt", {}));
+    } catch (const Error& e) {
+      ++errors;
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(errors, 500);  // most damage is found
+}
+
 }  // namespace
 }  // namespace frugal::test

@@ -11,6 +11,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <set>
@@ -33,6 +34,35 @@ std::string Sanitize(const std::string& name) {
   for (char& c : s)
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '/')) c = '_';
   return s;
+}
+
+// Every name a graph gives (values, nodes, op types) without control
+// characters: a newline in a name would split the one-line errors that
+// quote it, and no exporter writes one, so such a file is damaged.
+void RequirePrintableNames(const onnx::GraphProto& g) {
+  auto check = [](const std::string& name, const std::string& what) {
+    for (unsigned char c : name) {
+      if (c >= 0x20 && c != 0x7f) continue;
+      std::string shown;
+      for (unsigned char d : name) {
+        char hex[8];
+        std::snprintf(hex, sizeof(hex), "\\x%02x", d);
+        shown += d >= 0x20 && d != 0x7f ? std::string(1, static_cast<char>(d)) : std::string(hex);
+      }
+      throw Error(Fmt(what, " is named '", shown, "', with a control character: is the file damaged?"));
+    }
+  };
+  for (const auto& t : g.initializer()) check(t.name(), "an initializer");
+  for (const auto& v : g.input()) check(v.name(), "a graph input");
+  for (const auto& v : g.output()) check(v.name(), "a graph output");
+  for (int k = 0; k < g.node_size(); ++k) {
+    const onnx::NodeProto& n = g.node(k);
+    const std::string where = Fmt("ONNX node #", k);
+    check(n.op_type(), where + "'s op type");
+    check(n.name(), where);
+    for (const std::string& in : n.input()) check(in, where + "'s input");
+    for (const std::string& out : n.output()) check(out, where + "'s output");
+  }
 }
 
 struct Value {
@@ -87,6 +117,7 @@ VarKind SlotKind(const OpDef& op, size_t slot, VarKind dflt) {
 
 OnnxImport Importer::Run() {
   const onnx::GraphProto& g = model_.graph();
+  RequirePrintableNames(g);
   for (const auto& op : model_.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") out_.opset = op.version();
   const bool default_nodes = std::any_of(g.node().begin(), g.node().end(), [](const onnx::NodeProto& n) {
