@@ -54,9 +54,9 @@ test: format-check build data
 
 # The whole suite under ThreadSanitizer: the engine, the executor, the
 # trainer loop and the CLI's training runs included (about 5.5 minutes on 2
-# cores after a 3-minute unity build). halt_on_error makes the first race fail the
-# run; a run past SANITIZER_TIMEOUT seconds (a hang: the last "[ RUN ]" line names
-# the test) fails it too.
+# cores after a 3-minute unity build). halt_on_error makes the first race
+# fail the run; a run past SANITIZER_TIMEOUT seconds (a hang: the last
+# "[ RUN ]" line names the test) fails it too.
 SANITIZER_TIMEOUT ?= 900
 tsan: deps data
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_TSAN=ON -DFRUGAL_CUDA=OFF
@@ -66,9 +66,10 @@ tsan: deps data
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer
 # (about 2.5 minutes on 2 cores after an 8-minute unity build; 17 minutes
-# with one file per unit and -g). Any report fails the run. Leak checking is off: Open MPI's ranks exit with ~120 KiB of MCA
-# plugin allocations whose stacks point into unloaded plugins, so they
-# cannot be told apart from frugal's by a suppression.
+# with one file per unit and -g). Any report fails the run. Leak checking
+# is off: Open MPI's ranks exit with ~120 KiB of MCA plugin allocations
+# whose stacks point into unloaded plugins, so they cannot be told apart
+# from frugal's by a suppression.
 asan: deps data
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_ASAN=ON -DFRUGAL_CUDA=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target frugal_tests
