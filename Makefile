@@ -83,7 +83,8 @@ asan: deps data
 FUZZ_SECONDS ?= 10
 FUZZ_TARGETS = fuzz_idx fuzz_cifar fuzz_recordio fuzz_expr fuzz_config
 fuzz: deps
-	CXX=clang++ CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=OFF -DFRUGAL_FUZZ=ON -DFRUGAL_CUDA=OFF -DFRUGAL_MPI=OFF
+	CXX=clang++ CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=OFF \
+	  -DFRUGAL_FUZZ=ON -DFRUGAL_CUDA=OFF -DFRUGAL_MPI=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  corpus=$$(mktemp -d); \
