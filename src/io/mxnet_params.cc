@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "frugal/mxnet.h"
+#include "io/le_reader.h"
 
 namespace frugal {
 namespace {
@@ -60,37 +61,7 @@ float ElementAt(const char* p, const TypeFlag& t, int64_t k) {
   }
 }
 
-// Little-endian fields from the file's bytes; running past the end is an
-// Error naming the file and what was being read.
-class NdReader {
- public:
-  NdReader(const std::string& bytes, const std::string& path) : b_(bytes), path_(path) {}
-  uint64_t Uint(int n, const std::string& what) {
-    const char* p = Take(n, what);
-    uint64_t v = 0;
-    for (int k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[k])) << (8 * k);
-    return v;
-  }
-  int64_t Int(int n, const std::string& what) {
-    const uint64_t u = Uint(n, what);
-    return n == 4 ? static_cast<int32_t>(static_cast<uint32_t>(u)) : static_cast<int64_t>(u);
-  }
-  const char* Take(uint64_t n, const std::string& what) {
-    FRUGAL_REQUIRE(n <= left(), path_, ": truncated MXNet params file: it ends inside ", what, " (", n,
-                   " bytes needed at offset ", pos_, ", ", left(), " left); save it again from MXNet");
-    pos_ += n;
-    return b_.data() + pos_ - n;
-  }
-  uint64_t left() const { return b_.size() - pos_; }
-  const std::string& path() const { return path_; }
-
- private:
-  const std::string& b_;
-  const std::string& path_;
-  size_t pos_ = 0;
-};
-
-std::vector<int64_t> ReadDims(NdReader* r, uint32_t magic, const std::string& what) {
+std::vector<int64_t> ReadDims(LeReader* r, uint32_t magic, const std::string& what) {
   // Legacy arrays have no magic: the word read as one is their ndim, and
   // their dims are uint32.
   const bool legacy = magic != kV1Magic && magic != kV2Magic && magic != kV3Magic;
@@ -113,7 +84,7 @@ std::vector<int64_t> ReadDims(NdReader* r, uint32_t magic, const std::string& wh
   return dims;
 }
 
-Tensor ReadArray(NdReader* r, const std::string& what) {
+Tensor ReadArray(LeReader* r, const std::string& what) {
   const uint32_t magic = static_cast<uint32_t>(r->Uint(4, what + " (its magic)"));
   if (magic == kV2Magic || magic == kV3Magic) {
     const int64_t stype = r->Int(4, what + " (its storage type)");
@@ -150,7 +121,7 @@ void PutU(std::string* s, uint64_t v, int n) {
 }  // namespace
 
 NamedTensors DecodeMxnetParams(const std::string& bytes, const std::string& path) {
-  NdReader r(bytes, path);
+  LeReader r(bytes, 0, bytes.size(), path, "MXNet params file", "save it again from MXNet");
   const uint64_t magic = r.Uint(8, "the header");
   FRUGAL_REQUIRE(magic == kListMagic, path, ": not an MXNet params file (magic ", Hex(magic),
                  ", expected 0x112, the NDArray list that mx.nd.save and Module.save_checkpoint write)");

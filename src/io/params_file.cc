@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "io/le_reader.h"
+
 namespace frugal {
 namespace {
 
@@ -35,35 +37,8 @@ uint32_t Crc(const char* data, size_t n) {
   return static_cast<uint32_t>(crc);
 }
 
-// Reads little-endian fields from [pos, end), with an Error naming the file
-// and the tensor being read when a field runs past the end.
-class Reader {
- public:
-  Reader(const std::string& bytes, size_t pos, size_t end, const std::string& path)
-      : b_(bytes), pos_(pos), end_(end), path_(path) {}
-  uint64_t Uint(int bytes, const std::string& what) {
-    Need(bytes, what);
-    uint64_t v = 0;
-    for (int k = 0; k < bytes; ++k) v |= static_cast<uint64_t>(static_cast<unsigned char>(b_[pos_ + k])) << (8 * k);
-    pos_ += bytes;
-    return v;
-  }
-  const char* Take(size_t n, const std::string& what) {
-    Need(n, what);
-    pos_ += n;
-    return b_.data() + pos_ - n;
-  }
-  size_t left() const { return end_ - pos_; }
-
- private:
-  void Need(size_t n, const std::string& what) {
-    FRUGAL_REQUIRE(n <= end_ - pos_, path_, ": truncated params file: it ends inside ", what,
-                   " (rewrite it; was the copy interrupted?)");
-  }
-  const std::string& b_;
-  size_t pos_, end_;
-  const std::string& path_;
-};
+constexpr char kParamsKind[] = "params file";
+constexpr char kParamsFix[] = "rewrite it: was the copy interrupted?";
 
 }  // namespace
 
@@ -94,13 +69,13 @@ NamedTensors DecodeParams(const std::string& bytes, const std::string& path) {
                  ": not a frugal params file (bad magic; expected it to start with FRGPARAM)");
   FRUGAL_REQUIRE(bytes.size() >= kHeader + 4, path, ": truncated params file: ", bytes.size(),
                  " bytes is shorter than the header and checksum");
-  Reader head(bytes, sizeof(kMagic), kHeader, path);
+  LeReader head(bytes, sizeof(kMagic), kHeader, path, kParamsKind, kParamsFix);
   const uint64_t version = head.Uint(4, "the header");
   FRUGAL_REQUIRE(version == kVersion, path, ": params file version ", version, " is not supported (this build reads ",
                  kVersion, ")");
   const uint64_t count = head.Uint(4, "the header");
   const size_t payload_end = bytes.size() - 4;
-  Reader r(bytes, kHeader, payload_end, path);
+  LeReader r(bytes, kHeader, payload_end, path, kParamsKind, kParamsFix);
   NamedTensors out;
   std::set<std::string> names;
   for (uint64_t k = 0; k < count; ++k) {
@@ -128,7 +103,7 @@ NamedTensors DecodeParams(const std::string& bytes, const std::string& path) {
     out.emplace_back(std::move(name), std::move(t));
   }
   FRUGAL_REQUIRE(r.left() == 0, path, ": ", r.left(), " unexpected bytes after the last tensor (corrupt file?)");
-  Reader tail(bytes, payload_end, bytes.size(), path);
+  LeReader tail(bytes, payload_end, bytes.size(), path, kParamsKind, kParamsFix);
   const uint64_t stored = tail.Uint(4, "the checksum");
   const uint32_t actual = Crc(bytes.data() + kHeader, payload_end - kHeader);
   FRUGAL_REQUIRE(stored == actual, path, ": checksum mismatch (stored ", stored, ", computed ", actual,
