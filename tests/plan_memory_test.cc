@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "frugal/train.h"
 #include "train_steps.h"
@@ -84,21 +85,42 @@ TEST(PlanMemory, StrategiesOrderAndShareMeetsTheLowerBound) {
   EXPECT_EQ(share.train_plan.param_grad_bytes, share.train_plan.param_bytes);
 }
 
-// The target, arena <= 1.02 x lower bound, on the small model
-// configs under every sharing strategy (the MLP's sqrt plan was 1.162 with
-// greedy by size alone: its two 196 KiB blocks fragment unless the order is
-// searched).
+// Arena <= 1.02 x lower bound on every model config at its defaults, under
+// every sharing strategy, for training and evaluation (one exception, below;
+// docs/memory.md: the
+// MLP's sqrt plan was 1.162 with greedy by size alone, ResNet-1001's logn
+// plan 1.022 before the busiest-steps-first order). Plans of up to 5,000
+// blocks are also checked block by block (VerifyPlan is quadratic): the
+// LSTM's logn plan, past 4,000 blocks, takes the large plans' path.
 TEST(PlanMemory, ModelConfigsPlaceWithin2PercentOfTheLowerBound) {
-  for (const char* path : {"models/mlp/fashion_mnist.prototxt", "models/lenet/fashion_mnist.prototxt"}) {
-    ConfigFile cfg = LoadConfig(std::string(FRUGAL_SOURCE_DIR) + "/" + path, {});
+  std::vector<std::string> paths;
+  for (const auto& dir : std::filesystem::directory_iterator(std::string(FRUGAL_SOURCE_DIR) + "/models"))
+    if (dir.is_directory())
+      for (const auto& file : std::filesystem::directory_iterator(dir.path()))
+        if (file.path().extension() == ".prototxt") paths.push_back(file.path().string());
+  std::sort(paths.begin(), paths.end());
+  ASSERT_GE(paths.size(), 9u);
+  int verified_large = 0;
+  for (const std::string& path : paths) {
+    ConfigFile cfg = LoadConfig(path, {});
     for (MemoryStrategy s : AllMemoryStrategies()) {
       if (!s.shares()) continue;
       Model m = BuildModel(cfg, s);
-      EXPECT_EQ(VerifyPlan(m.train, m.train_plan), "") << path << " " << s.Name();
+      if (m.train_plan.num_blocks <= 5000) {
+        EXPECT_EQ(VerifyPlan(m.train, m.train_plan), "") << path << " " << s.Name();
+        verified_large += m.train_plan.num_blocks > 4000;
+      }
       EXPECT_LE(m.train_plan.arena_bytes, 1.02 * m.train_plan.lower_bound_bytes) << path << " " << s.Name();
-      EXPECT_LE(m.eval_plan.arena_bytes, 1.02 * m.eval_plan.lower_bound_bytes) << path << " " << s.Name();
+      // ResNet-1001's evaluation plan (2,344 blocks) is 1.111 of its bound in
+      // every order, and online: the 98 MiB blocks of its residual units
+      // take two slots, and a 24.5 MiB block live beside two of them at
+      // once finds no gap below them (docs/memory.md); whether the bound
+      // can be met is not known.
+      const double eval_limit = path.find("resnet_imagenet.prototxt") != std::string::npos ? 1.111 : 1.02;
+      EXPECT_LE(m.eval_plan.arena_bytes, eval_limit * m.eval_plan.lower_bound_bytes) << path << " " << s.Name();
     }
   }
+  EXPECT_GE(verified_large, 1) << "no plan of 4,000-5,000 blocks was checked block by block";
 }
 
 TEST(PlanMemory, GradientSumsTheTwoPartsOfASharedEntry) {
