@@ -129,6 +129,13 @@ void AddRange(Ranges* ranges, int64_t begin, int64_t end) {
   ranges->insert(ranges->erase(it, last), {begin, end});
 }
 
+// The leaves of a binary tree over steps: a power of 2, at least one.
+int Leaves(int num_steps) {
+  int leaves = 1;
+  while (leaves < num_steps) leaves *= 2;
+  return leaves;
+}
+
 // The placed blocks in a segment tree over steps: a node holds, merged, the
 // offset ranges of the blocks that cover all its steps (own) and of every
 // block that meets one of its steps (met). The blocks whose lifetimes
@@ -139,7 +146,8 @@ void AddRange(Ranges* ranges, int64_t begin, int64_t end) {
 // live at each step, placed in 40 ms instead of 700).
 class StepTree {
  public:
-  explicit StepTree(int num_steps) : num_steps_(std::max(num_steps, 1)), own_(4 * num_steps_), met_(4 * num_steps_) {}
+  // Nodes 1 .. 2 x leaves - 1, node k's children 2k and 2k + 1.
+  explicit StepTree(int num_steps) : leaves_(Leaves(num_steps)), own_(2 * leaves_), met_(2 * leaves_) {}
 
   // Where `size` bytes meet no placed block that lives at one of the steps
   // [start, end]: the lowest such offset (first fit), or the start of the
@@ -147,11 +155,11 @@ class StepTree {
   // if none does).
   int64_t Fit(int start, int end, int64_t size, bool best_fit) {
     lists_.clear();
-    Collect(1, 0, num_steps_ - 1, start, end);
+    Collect(1, 0, leaves_ - 1, start, end);
     return best_fit ? BestFit(size) : FirstFit(size);
   }
 
-  void Add(const Block& b) { Insert(1, 0, num_steps_ - 1, b); }
+  void Add(const Block& b) { Insert(1, 0, leaves_ - 1, b); }
 
   void Clear() {  // keeps the lists' capacity for the next placement
     for (Ranges& r : own_) r.clear();
@@ -217,7 +225,7 @@ class StepTree {
     return best >= 0 ? best : offset;
   }
 
-  int num_steps_;
+  int leaves_;
   std::vector<Ranges> own_, met_;
   Ranges merged_;
   std::vector<const Ranges*> lists_;
@@ -241,8 +249,7 @@ int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, StepTree* pla
 // Per block, the most bytes live at one step of its lifetime (a max-tree
 // over the steps' live bytes).
 std::vector<int64_t> PeakLive(const std::vector<Block>& blocks, int num_steps) {
-  int leaves = 1;
-  while (leaves < num_steps) leaves *= 2;
+  const int leaves = Leaves(num_steps);
   std::vector<int64_t> tree(2 * leaves, 0);
   for (const Block& b : blocks) {
     tree[leaves + b.start] += b.size;
