@@ -252,6 +252,7 @@ std::vector<int64_t> PeakLive(const std::vector<Block>& blocks, int num_steps) {
   const int leaves = Leaves(num_steps);
   std::vector<int64_t> tree(2 * leaves, 0);
   for (const Block& b : blocks) {
+    CHECK(0 <= b.start && b.start <= b.end && b.end < num_steps) << "block of steps " << b.start << ".." << b.end;
     tree[leaves + b.start] += b.size;
     if (b.end + 1 < num_steps) tree[leaves + b.end + 1] -= b.size;
   }
@@ -512,8 +513,8 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     CountCosts(g, strategy.costs.get(), &plan);
     return plan;
   }
-  if (strategy.shares())
-    PlaceShared(&blocks, g.num_nodes(), plan.lower_bound_bytes);
+  if (strategy.shares())  // steps 0 .. num_nodes: graph outputs live to the end
+    PlaceShared(&blocks, g.num_nodes() + 1, plan.lower_bound_bytes);
   else
     PlaceEndToEnd(&blocks);
   for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
