@@ -50,12 +50,16 @@ TEST(OptimumGap, ReferenceIsExactOnTinyGraphs) {
 // recomputes at most 5% more than the optimum, or no more than the gap
 // docs/memory.md records ("How far from the optimum": where and why it
 // misses). A planner that closes a gap passes; update the table then.
+// The layouts oneDNN picks for the CPU change the Inception module's
+// arenas, so its budgets and gaps: 295% and 215% at its second and third
+// budgets on an AMD EPYC, 228% and 307% on an Intel Xeon with AVX-512; each
+// bound is the larger.
 TEST(OptimumGap, PlannerIsWithinItsDocumentedGapOfTheOptimum) {
   const std::map<std::string, std::vector<double>> documented = {
       {"chain10", {0.05, 0.05, 0.05}},
       {"dag10", {0.05, 0.05, 0.05}},
       {"lenet", {4.556, 4.556, 4.556}},
-      {"inception", {0.05, 2.946, 2.154}},
+      {"inception", {0.05, 2.946, 3.069}},
   };
   for (const test::GapCase& c : test::GapSuite(/*small=*/true)) {
     const std::vector<int64_t> budgets = test::GapBudgets(c);
