@@ -53,20 +53,20 @@ test: format-check build data
 	$(MAKE) fuzz
 
 # The whole suite under ThreadSanitizer: the engine, the executor, the
-# trainer loop and the CLI's training runs included (about 5.5 minutes on 2
-# cores after a 3-minute unity build). halt_on_error makes the first race
-# fail the run; a run past SANITIZER_TIMEOUT seconds (a hang: the last
-# "[ RUN ]" line names the test) fails it too.
+# trainer loop and the CLI's training runs included, as JOBS shards at once
+# (tools/run_shards.sh), after a 3-minute unity build. halt_on_error makes
+# the first race fail the run; a shard past SANITIZER_TIMEOUT seconds (a
+# hang: the last "[ RUN ]" line names the test) fails it too.
 SANITIZER_TIMEOUT ?= 900
 tsan: deps data
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_TSAN=ON -DFRUGAL_CUDA=OFF
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target frugal_tests
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tools/tsan.supp" \
-	  timeout --kill-after=30 $(SANITIZER_TIMEOUT) $(TSAN_BUILD)/tests/frugal_tests
+	  bash tools/run_shards.sh $(TSAN_BUILD)/tests/frugal_tests $(JOBS) $(SANITIZER_TIMEOUT)
 
-# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer
-# (about 2.5 minutes on 2 cores after an 8-minute unity build; 17 minutes
-# with one file per unit and -g). Any report fails the run. Leak checking
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer,
+# as JOBS shards at once, after an 8-minute unity build (17 minutes with
+# one file per unit and -g). Any report fails the run. Leak checking
 # is off: Open MPI's ranks exit with ~120 KiB of MCA plugin allocations
 # whose stacks point into unloaded plugins, so they cannot be told apart
 # from frugal's by a suppression.
@@ -74,7 +74,7 @@ asan: deps data
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_ASAN=ON -DFRUGAL_CUDA=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target frugal_tests
 	ASAN_OPTIONS="detect_leaks=0" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-	  timeout --kill-after=30 $(SANITIZER_TIMEOUT) $(ASAN_BUILD)/tests/frugal_tests
+	  bash tools/run_shards.sh $(ASAN_BUILD)/tests/frugal_tests $(JOBS) $(SANITIZER_TIMEOUT)
 
 # A short smoke run of every libFuzzer target (the binary readers and the
 # config language; tests/fuzz/README.md), seeded with the model configs;
