@@ -4,14 +4,16 @@
 // planned arena fits:
 //   1. no recomputation (share), then drop_cheap;
 //   2. the least recomputation (in FLOPs, or in predicted time with the
-//      strategy's cost table) among the fitting plans of two searches:
-//      (a) the exact dynamic program on the graph's chain of blocks (cut at
+//      strategy's cost table) among the fitting plans of three searches:
+//      (a) on small graphs, part of drop_cheap: its runs of cheap ops
+//      ranked by bytes freed per cost, the fewest best-ranked that fit;
+//      (b) the exact dynamic program on the graph's chain of blocks (cut at
 //      the split candidates; chain.cc): which blocks to store as drop_cheap
 //      does and which runs of blocks to recompute whole, for the least
 //      cost under the model's memory, the model's memory searched;
-//      (b) drop_cheap with some sqrt segments recomputed whole, ranked by
+//      (c) drop_cheap with some sqrt segments recomputed whole, ranked by
 //      bytes freed per cost, the count found by binary search;
-//      (the model of (a) misjudges some plans by a few percent, which (b)
+//      (the model of (b) misjudges some plans by a few percent, which (c)
 //      measures directly: neither wins everywhere);
 //   3. the sqrt plan, then logn.
 // The first step with a plan that fits wins.
@@ -143,6 +145,34 @@ KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs
   return keep;
 }
 
+// drop_cheap's drops beyond the config's, in runs: a dropped node joins the
+// run of each dropped node it reads (a BatchNorm and the ReLU after it are
+// one run: dropping either alone frees nothing).
+std::vector<std::vector<int>> CheapRuns(const Graph& fwd, const KeepLevels& base, const KeepLevels& cheap) {
+  std::vector<int> run_of(fwd.num_nodes(), -1);
+  std::vector<std::vector<int>> runs;
+  for (int i = 0; i < fwd.num_nodes(); ++i) {
+    if (cheap[i] == 0 || base[i] != 0) continue;
+    int r = -1;
+    for (const Entry& e : fwd.node(i).inputs) {
+      const int from = run_of[e.node];
+      if (from < 0 || from == r) continue;
+      if (r < 0) {
+        r = from;
+        continue;
+      }
+      for (int j : runs[from]) run_of[j] = r;  // i joins two runs: merge them
+      runs[r].insert(runs[r].end(), runs[from].begin(), runs[from].end());
+      runs[from].clear();
+    }
+    if (r < 0) r = static_cast<int>(runs.size()), runs.emplace_back();
+    run_of[i] = r;
+    runs[r].push_back(i);
+  }
+  runs.erase(std::remove_if(runs.begin(), runs.end(), [](const std::vector<int>& r) { return r.empty(); }), runs.end());
+  return runs;
+}
+
 // The searches decide whole blocks and segments, so the plan they choose
 // may recompute a node that the budget could keep: each recomputed node, most
 // expensive first (at most kKeepTries of them, on graphs of at most
@@ -150,6 +180,9 @@ KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs
 // plan still fits and recomputes less.
 constexpr size_t kKeepTries = 16;
 constexpr int kKeepNodes = 1000;
+// Part of drop_cheap is searched where it has at most this many runs (each
+// run's prefixes are built: at most as many builds as drop_cheap drops).
+constexpr size_t kRunsTried = 64;
 
 TrainingPlan KeepWhatFits(Search& q, TrainingPlan best, const std::function<bool(TrainingPlan*)>& fits) {
   const Graph& fwd = q.fwd;
@@ -185,7 +218,9 @@ TrainingPlan PlanBudget(Search& q) {
   };
   // The smallest plan seen, and which search made it, for the error when
   // none fits.
-  TrainingPlan smallest = q.Build(ApplyAnnotations(fwd, {}));
+  const KeepLevels base = ApplyAnnotations(fwd, {});
+  TrainingPlan smallest = q.Build(base);
+  const int64_t share_bytes = smallest.plan.arena_bytes;  // its lower bound
   std::string smallest_by = "share";
   auto keep_smallest = [&](TrainingPlan* c, const char* by) {
     if (Better(*c, smallest)) smallest = std::move(*c), smallest_by = by;
@@ -213,7 +248,41 @@ TrainingPlan PlanBudget(Search& q) {
     best_fit = std::move(c);
     return 1;
   };
-  // (a) The chain program. Its model over- or underestimates the real plan
+  // (a) On small graphs, part of drop_cheap: each run's prefixes (in graph
+  // order) measured alone, the one freeing the most of share's arena per
+  // cost kept per run; then the best-ranked runs' prefixes together, fewest
+  // first, until a set fits. Where drop_cheap does not shrink the arena
+  // (LeNet: its run bn1 relu1 pool1 frees nothing, bn1 relu1 does), or a
+  // budget needs only part of it, this finds what drops a few cheap ops.
+  const std::vector<std::vector<int>> runs = CheapRuns(fwd, base, cheap);
+  if (fwd.num_nodes() <= kKeepNodes && runs.size() <= kRunsTried) {
+    auto drop = [&](const std::vector<std::vector<int>>& parts) {
+      KeepLevels keep = base;
+      for (const std::vector<int>& part : parts)
+        for (int i : part) keep[i] = kDropped;
+      return keep;
+    };
+    std::vector<std::pair<double, std::vector<int>>> ranked;  // (-bytes freed per cost, a run's prefix)
+    for (const std::vector<int>& run : runs) {
+      std::pair<double, std::vector<int>> best_prefix{0, {}};
+      for (size_t len = 1; len <= run.size(); ++len) {
+        std::vector<int> prefix(run.begin(), run.begin() + static_cast<std::ptrdiff_t>(len));
+        TrainingPlan c = q.Build(drop({prefix}));
+        const double freed = static_cast<double>(share_bytes - c.plan.arena_bytes);
+        const double score = -freed / std::max(c.plan.recompute_cost(), 1e-30);
+        if (freed > 0 && score < best_prefix.first) best_prefix = {score, std::move(prefix)};
+        consider(std::move(c), "part of drop_cheap");
+      }
+      if (!best_prefix.second.empty()) ranked.push_back(std::move(best_prefix));
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::vector<int>> parts;
+    for (auto& [score, prefix] : ranked) {
+      parts.push_back(std::move(prefix));
+      if (parts.size() > 1 && consider(q.Build(drop(parts)), "part of drop_cheap") > 0) break;
+    }
+  }
+  // (b) The chain program. Its model over- or underestimates the real plan
   // (in-place reuse, gradients and workspaces are not in it), so the
   // model's memory is searched: doubled or halved from the budget until one
   // plan fits and one does not, then bisected.
@@ -236,7 +305,7 @@ TrainingPlan PlanBudget(Search& q) {
       (consider(chain_plan(mid), "the chain program") >= 0 ? lo : hi) = mid;
     }
   }
-  // (b) drop_cheap with the fewest sqrt segments recomputed whole, ranked
+  // (c) drop_cheap with the fewest sqrt segments recomputed whole, ranked
   // by bytes freed per cost: binary search on the lower bound, then the
   // first count whose placed arena fits.
   int64_t b = 0;
