@@ -170,6 +170,7 @@ std::vector<std::vector<int>> CheapRuns(const Graph& fwd, const KeepLevels& base
     runs[r].push_back(i);
   }
   runs.erase(std::remove_if(runs.begin(), runs.end(), [](const std::vector<int>& r) { return r.empty(); }), runs.end());
+  for (std::vector<int>& r : runs) std::sort(r.begin(), r.end());  // graph order (merged runs interleave)
   return runs;
 }
 
