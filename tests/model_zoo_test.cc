@@ -31,9 +31,8 @@ std::vector<std::string> ModelConfigs() {
   return paths;
 }
 
-// Smaller instances of the large configs, so that every strategy plans (and
-// VerifyPlan, quadratic in entries, checks) in seconds; any other config is
-// planned as it is.
+// Smaller instances of the large configs, so that every strategy plans
+// (and VerifyPlan checks) in seconds; any other config is planned as it is.
 const std::map<std::string, std::vector<std::string>>& Shrink() {
   static const auto* m = new std::map<std::string, std::vector<std::string>>{
       {"resnet/resnet_imagenet.prototxt", {"depth=50", "batch=2", "size=64"}},

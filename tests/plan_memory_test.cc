@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 #include "frugal/train.h"
 #include "train_steps.h"
@@ -89,9 +90,9 @@ TEST(PlanMemory, StrategiesOrderAndShareMeetsTheLowerBound) {
 // every sharing strategy, for training and evaluation (one exception, below;
 // docs/memory.md: the
 // MLP's sqrt plan was 1.162 with greedy by size alone, ResNet-1001's logn
-// plan 1.022 before the busiest-steps-first order). Plans of up to 5,000
-// blocks are also checked block by block (VerifyPlan is quadratic): the
-// LSTM's logn plan, past 4,000 blocks, takes the large plans' path.
+// plan 1.022 before the busiest-steps-first order). Every plan is also
+// checked entry by entry (VerifyPlan), the largest (ResNet-1001's logn, over
+// 20,000 blocks) past kManyBlocks, where the placement takes one order.
 TEST(PlanMemory, ModelConfigsPlaceWithin2PercentOfTheLowerBound) {
   std::vector<std::string> paths;
   for (const auto& dir : std::filesystem::directory_iterator(std::string(FRUGAL_SOURCE_DIR) + "/models"))
@@ -100,16 +101,15 @@ TEST(PlanMemory, ModelConfigsPlaceWithin2PercentOfTheLowerBound) {
         if (file.path().extension() == ".prototxt") paths.push_back(file.path().string());
   std::sort(paths.begin(), paths.end());
   ASSERT_GE(paths.size(), 9u);
-  int verified_large = 0;
+  int largest = 0;
   for (const std::string& path : paths) {
     ConfigFile cfg = LoadConfig(path, {});
     for (MemoryStrategy s : AllMemoryStrategies()) {
       if (!s.shares()) continue;
       Model m = BuildModel(cfg, s);
-      if (m.train_plan.num_blocks <= 5000) {
-        EXPECT_EQ(VerifyPlan(m.train, m.train_plan), "") << path << " " << s.Name();
-        verified_large += m.train_plan.num_blocks > 4000;
-      }
+      EXPECT_EQ(VerifyPlan(m.train, m.train_plan), "") << path << " " << s.Name();
+      EXPECT_EQ(VerifyPlan(m.eval, m.eval_plan), "") << path << " " << s.Name() << " (evaluation)";
+      largest = std::max(largest, m.train_plan.num_blocks);
       EXPECT_LE(m.train_plan.arena_bytes, 1.02 * m.train_plan.lower_bound_bytes) << path << " " << s.Name();
       // ResNet-1001's evaluation plan (2,344 blocks) is 1.111 of its bound in
       // every order, and online: the 98 MiB blocks of its residual units
@@ -120,7 +120,75 @@ TEST(PlanMemory, ModelConfigsPlaceWithin2PercentOfTheLowerBound) {
       EXPECT_LE(m.eval_plan.arena_bytes, eval_limit * m.eval_plan.lower_bound_bytes) << path << " " << s.Name();
     }
   }
-  EXPECT_GE(verified_large, 1) << "no plan of 4,000-5,000 blocks was checked block by block";
+  EXPECT_GT(largest, 4000) << "no plan took the large plans' path (kManyBlocks)";
+}
+
+// VerifyPlan rejects two entries of different blocks live at the same step
+// in overlapping bytes, an entry past the arena's end and a misaligned one.
+TEST(PlanMemory, VerifyPlanFindsOverlapsOverrunsAndMisalignment) {
+  const Model m = BuildModel(Config(), MemoryStrategy::kShare);
+  const Graph& g = m.train;
+  ASSERT_EQ(VerifyPlan(g, m.train_plan), "");
+  std::vector<int> last(g.num_entries(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs) last[g.EntryId(e)] = i;
+  for (const Entry& e : g.outputs) last[g.EntryId(e)] = g.num_nodes();  // live to the step's end
+  int x = -1, y = -1;  // in the arena, different blocks, live at one step
+  for (int a = 0; a < g.num_entries() && y < 0; ++a)
+    for (int b = 0; b < g.num_entries() && y < 0; ++b) {
+      const MemoryPlan& p = m.train_plan;
+      if (a == b || p.entry_offset[a] < 0 || p.entry_offset[b] < 0 || p.entry_block[a] == p.entry_block[b]) continue;
+      const int sa = g.EntryOf(a).node, sb = g.EntryOf(b).node;
+      if (sa < sb && last[a] > sb) x = a, y = b;
+    }
+  ASSERT_GE(y, 0) << "no two entries live at once";
+  const std::string name_y = g.node(g.EntryOf(y).node).name;
+  MemoryPlan overlap = m.train_plan;
+  overlap.entry_offset[y] = overlap.entry_offset[x];
+  EXPECT_NE(VerifyPlan(g, overlap).find(name_y), std::string::npos) << VerifyPlan(g, overlap);
+  EXPECT_NE(VerifyPlan(g, overlap).find("live together in overlapping memory"), std::string::npos);
+  MemoryPlan overrun = m.train_plan;
+  overrun.entry_offset[y] = (overrun.arena_bytes + MemoryPlan::kAlign - 1) / MemoryPlan::kAlign * MemoryPlan::kAlign;
+  EXPECT_NE(VerifyPlan(g, overrun).find("overruns the arena"), std::string::npos);
+  MemoryPlan misaligned = m.train_plan;
+  misaligned.entry_offset[y] += 4;
+  EXPECT_NE(VerifyPlan(g, misaligned).find("is not aligned"), std::string::npos);
+
+  // Against every pair of entries (what VerifyPlan's sweep stands for), on
+  // plans with a few entries moved to random aligned offsets.
+  std::vector<int> placed;
+  for (int e = 0; e < g.num_entries(); ++e)
+    if (m.train_plan.entry_offset[e] >= 0) placed.push_back(e);
+  auto pairwise_sound = [&](const MemoryPlan& p) {
+    for (int a : placed)
+      for (int b : placed) {
+        if (a >= b || last[a] < 0 || last[b] < 0) continue;
+        const int sa = g.EntryOf(a).node, sb = g.EntryOf(b).node;
+        const bool time = sa <= last[b] && sb <= last[a];
+        const bool mem = p.entry_offset[a] < p.entry_offset[b] + g.EntryBytes(b) &&
+                         p.entry_offset[b] < p.entry_offset[a] + g.EntryBytes(a);
+        const bool handoff =
+            p.entry_block[a] == p.entry_block[b] &&
+            (last[a] == sb || last[b] == sa || p.entry_req[a] == OpReq::kAdd || p.entry_req[b] == OpReq::kAdd);
+        if (time && mem && !handoff) return false;
+      }
+    return true;
+  };
+  std::mt19937 rng(7);
+  int unsound = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    MemoryPlan p = m.train_plan;
+    for (int k = 0; k < 1 + trial % 3; ++k) {
+      const int e = placed[rng() % placed.size()];
+      const int64_t room = std::max<int64_t>(1, (p.arena_bytes - g.EntryBytes(e)) / MemoryPlan::kAlign + 1);
+      p.entry_offset[e] = static_cast<int64_t>(rng() % room) * MemoryPlan::kAlign;
+    }
+    const bool sound = pairwise_sound(p);
+    unsound += !sound;
+    EXPECT_EQ(VerifyPlan(g, p).empty(), sound) << "trial " << trial << ": " << VerifyPlan(g, p);
+  }
+  EXPECT_GT(unsound, 20) << "the random plans should include unsound ones";
+  EXPECT_LT(unsound, 200) << "and sound ones";
 }
 
 TEST(PlanMemory, GradientSumsTheTwoPartsOfASharedEntry) {

@@ -545,17 +545,22 @@ std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
     if (plan.entry_offset[e] + size > plan.arena_bytes) return Fmt("entry ", e, " overruns the arena");
     items.push_back({e, g.EntryOf(e).node, last[e], plan.entry_offset[e], size});
   }
-  for (size_t a = 0; a < items.size(); ++a) {
-    for (size_t b = a + 1; b < items.size(); ++b) {
-      const Item &x = items[a], &y = items[b];
-      bool mem = x.off < y.off + y.size && y.off < x.off + x.size;
-      bool time = x.start <= y.end && y.start <= x.end;
+  // A sweep over the steps: each entry against those still live when it is
+  // born (an entry nothing reads, end -1, is never live).
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.start < b.start; });
+  std::vector<Item> live;
+  for (const Item& y : items) {
+    if (y.end < y.start) continue;
+    live.erase(std::remove_if(live.begin(), live.end(), [&](const Item& x) { return x.end < y.start; }), live.end());
+    for (const Item& x : live) {
+      const bool mem = x.off < y.off + y.size && y.off < x.off + x.size;
       // An in-place successor is born at the step its predecessor dies; a
       // gradient part is added into its sum (kAdd).
       const bool same_block = plan.entry_block[x.entry] == plan.entry_block[y.entry];
-      bool handoff = same_block && (x.end == y.start || y.end == x.start || plan.entry_req[x.entry] == OpReq::kAdd ||
-                                    plan.entry_req[y.entry] == OpReq::kAdd);
-      if (mem && time && !handoff) {
+      const bool handoff =
+          same_block && (x.end == y.start || y.end == x.start || plan.entry_req[x.entry] == OpReq::kAdd ||
+                         plan.entry_req[y.entry] == OpReq::kAdd);
+      if (mem && !handoff) {
         auto name = [&](int e) {
           Entry en = g.EntryOf(e);
           return Fmt(g.node(en.node).name, ":", en.index);
@@ -563,6 +568,7 @@ std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {
         return Fmt("entries ", name(x.entry), " and ", name(y.entry), " are live together in overlapping memory");
       }
     }
+    live.push_back(y);
   }
   return "";
 }
