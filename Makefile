@@ -54,7 +54,7 @@ test: format-check build data
 
 # The whole suite under ThreadSanitizer: the engine, the executor, the
 # trainer loop and the CLI's training runs included, as JOBS shards at once
-# (tools/run_shards.sh), after a 3-minute unity build. halt_on_error makes
+# (tools/run_shards.sh), after a 2-minute unity build. halt_on_error makes
 # the first race fail the run; a shard past SANITIZER_TIMEOUT seconds (a
 # hang: the last "[ RUN ]" line names the test) fails it too.
 SANITIZER_TIMEOUT ?= 900
@@ -65,7 +65,7 @@ tsan: deps data
 	  bash tools/run_shards.sh $(TSAN_BUILD)/tests/frugal_tests $(JOBS) $(SANITIZER_TIMEOUT)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer,
-# as JOBS shards at once, after an 8-minute unity build (17 minutes with
+# as JOBS shards at once, after a 5- to 8-minute unity build (17 minutes with
 # one file per unit and -g). Any report fails the run. Leak checking
 # is off: Open MPI's ranks exit with ~120 KiB of MCA plugin allocations
 # whose stacks point into unloaded plugins, so they cannot be told apart

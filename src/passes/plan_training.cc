@@ -146,8 +146,8 @@ KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs
 }
 
 // drop_cheap's drops beyond the config's, in runs: a dropped node joins the
-// run of each dropped node it reads (a BatchNorm and the ReLU after it are
-// one run: dropping either alone frees nothing).
+// run of each dropped node it reads (LeNet's bn1, relu1 and pool1 are one
+// run, whose prefixes the budget search tries).
 std::vector<std::vector<int>> CheapRuns(const Graph& fwd, const KeepLevels& base, const KeepLevels& cheap) {
   std::vector<int> run_of(fwd.num_nodes(), -1);
   std::vector<std::vector<int>> runs;
@@ -181,8 +181,9 @@ std::vector<std::vector<int>> CheapRuns(const Graph& fwd, const KeepLevels& base
 // plan still fits and recomputes less.
 constexpr size_t kKeepTries = 16;
 constexpr int kKeepNodes = 1000;
-// Part of drop_cheap is searched where it has at most this many runs (each
-// run's prefixes are built: at most as many builds as drop_cheap drops).
+// Part of drop_cheap is searched where it has at most this many runs: each
+// run's prefixes are built (as many builds as drop_cheap drops), then up to
+// one more per run for the best prefixes together.
 constexpr size_t kRunsTried = 64;
 
 TrainingPlan KeepWhatFits(Search& q, TrainingPlan best, const std::function<bool(TrainingPlan*)>& fits) {
@@ -255,8 +256,9 @@ TrainingPlan PlanBudget(Search& q) {
   // first, until a set fits. Where drop_cheap does not shrink the arena
   // (LeNet: its run bn1 relu1 pool1 frees nothing, bn1 relu1 does), or a
   // budget needs only part of it, this finds what drops a few cheap ops.
-  const std::vector<std::vector<int>> runs = CheapRuns(fwd, base, cheap);
-  if (fwd.num_nodes() <= kKeepNodes && runs.size() <= kRunsTried) {
+  const std::vector<std::vector<int>> runs =
+      fwd.num_nodes() <= kKeepNodes ? CheapRuns(fwd, base, cheap) : std::vector<std::vector<int>>{};
+  if (runs.size() <= kRunsTried) {
     auto drop = [&](const std::vector<std::vector<int>>& parts) {
       KeepLevels keep = base;
       for (const std::vector<int>& part : parts)
