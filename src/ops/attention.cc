@@ -219,7 +219,7 @@ void AttentionForward(const KernelCtx& c) {
   float* lse = c.req[1] == OpReq::kNull ? nullptr : c.out[1].f();
   float* ws = static_cast<float*>(c.workspace.raw());
   const cpu::VecKernels& vec = cpu::Vec();
-  const int threads = static_cast<int>(std::min<int64_t>(c.num_threads, Slots(d)));
+  [[maybe_unused]] const int threads = static_cast<int>(std::min<int64_t>(c.num_threads, Slots(d)));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (int64_t sl = 0; sl < d.slices; ++sl) {
     float* s = ws + ThreadIndex() * d.ScratchFloats();
@@ -274,7 +274,7 @@ void AttentionBackward(const KernelCtx& c) {
   float* ws = static_cast<float*>(c.workspace.raw());
   const int64_t widths[3] = {d.d, d.d, d.dv};
   const cpu::VecKernels& vec = cpu::Vec();
-  const int threads = static_cast<int>(std::min<int64_t>(c.num_threads, Slots(d)));
+  [[maybe_unused]] const int threads = static_cast<int>(std::min<int64_t>(c.num_threads, Slots(d)));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (int64_t sl = 0; sl < d.slices; ++sl) {
     float* s = ws + ThreadIndex() * d.ScratchFloats();
