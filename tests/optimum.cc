@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <optional>
-#include <queue>
 
 #include "frugal/config.h"
 #include "frugal/rng.h"
@@ -19,55 +17,7 @@ double Ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The forward nodes whose outputs the backward pass reads (of the training
-// graph without recomputation).
-std::vector<bool> ReadByBackward(const GapCase& c) {
-  const TrainingPlan t = BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, {}, {}, /*estimate=*/true);
-  std::vector<bool> read(c.fwd.num_nodes(), false);
-  for (int i = t.graph.num_forward(); i < t.graph.num_nodes(); ++i)
-    for (const Entry& e : t.graph.node(i).inputs)
-      if (e.node < c.fwd.num_nodes()) read[e.node] = true;
-  return read;
-}
-
-// Whether every node the mask drops is recomputed: read by the backward
-// pass, or by a dropped node that is (forward order is topological, so
-// consumers come later).
-bool AllRecomputed(const Graph& fwd, const std::vector<int>& candidates, uint64_t mask, const std::vector<bool>& read) {
-  std::vector<bool> dropped(fwd.num_nodes(), false), needed(fwd.num_nodes(), false);
-  for (size_t k = 0; k < candidates.size(); ++k) dropped[candidates[k]] = mask >> k & 1;
-  for (int i = fwd.num_nodes() - 1; i >= 0; --i) {
-    if (!dropped[i]) continue;
-    needed[i] = read[i];
-    for (int j = i + 1; j < fwd.num_nodes() && !needed[i]; ++j)
-      for (const Entry& e : fwd.node(j).inputs) needed[i] = needed[i] || (e.node == i && needed[j]);
-    if (!needed[i]) return false;
-  }
-  return true;
-}
-
-// Sets skipped unbuilt (a dropped node not recomputed) are cheap; the
-// queue grows by one per set taken, so their number is bounded too.
-constexpr int64_t kSubsetsPerBuild = 64;
-
-// A drop set in the queue: its cost, its members, and its last member (in
-// increasing cost order), from which its two successors are made.
-struct Subset {
-  double cost;
-  uint64_t mask;
-  int last;
-  bool operator>(const Subset& o) const { return cost > o.cost; }
-};
-
 }  // namespace
-
-std::vector<int> DropCandidates(const Graph& fwd) {
-  const KeepLevels all = ApplyAnnotations(fwd, KeepLevels(fwd.num_nodes(), kDropped));
-  std::vector<int> out;
-  for (int i = 0; i < fwd.num_nodes(); ++i)
-    if (!fwd.node(i).is_variable() && all[i] == kDropped) out.push_back(i);
-  return out;
-}
 
 KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint64_t mask) {
   KeepLevels keep(fwd.num_nodes(), 0);
@@ -76,64 +26,22 @@ KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint
   return keep;
 }
 
-namespace {
-
-using Queue = std::priority_queue<Subset, std::vector<Subset>, std::greater<Subset>>;
-
-// The two sets made from s, over members sorted by cost: member last + 1
-// added, and member last replaced by it.
-void PushSuccessors(const Subset& s, const std::vector<double>& cost, Queue* queue) {
-  const int next = s.last + 1;
-  if (next >= static_cast<int>(cost.size())) return;
-  const uint64_t bit = uint64_t{1} << next;
-  queue->push({s.cost + cost[next], s.mask | bit, next});
-  if (s.last >= 0) queue->push({s.cost - cost[s.last] + cost[next], (s.mask ^ uint64_t{1} << s.last) | bit, next});
-}
-
-// The training graph of keep, placed, if its arena fits the budget (placed
-// only when its lower bound fits).
-std::optional<TrainingPlan> FittingPlan(const GapCase& c, KeepLevels keep, int64_t budget) {
-  const MemoryStrategy share(MemoryStrategy::kShare);
-  TrainingPlan t = BuildTrainingPlan(c.fwd, c.inputs, share, std::move(keep), {}, /*estimate=*/true);
-  if (t.plan.arena_bytes > budget) return std::nullopt;
-  t.plan = PlanMemory(t.graph, share);
-  if (t.plan.arena_bytes > budget) return std::nullopt;
-  return t;
-}
-
-}  // namespace
-
 Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds) {
-  std::vector<int> cand = DropCandidates(c.fwd);
-  CHECK_LE(cand.size(), 64u) << c.name << ": more drop candidates than a mask holds";
-  std::stable_sort(cand.begin(), cand.end(),
-                   [&](int a, int b) { return RecomputeCost(c.fwd, a, nullptr) < RecomputeCost(c.fwd, b, nullptr); });
-  std::vector<double> cost;
-  for (int i : cand) cost.push_back(RecomputeCost(c.fwd, i, nullptr));
-  const std::vector<bool> read = ReadByBackward(c);
+  CHECK_LE(DropCandidates(c.fwd).size(), kExactCandidates) << c.name << ": more drop candidates than a mask holds";
+  const DropSetSearch r =
+      CheapestFittingDrops(c.fwd, c.inputs, MemoryStrategy::kShare, {}, budget, INFINITY, max_builds);
   Optimum o;
-  Queue queue;
-  queue.push({0, 0, -1});  // the empty set first
-  while (!queue.empty()) {
-    const Subset s = queue.top();
-    o.cost = s.cost;
-    // Unsolved: every cheaper set was tried, so o.cost bounds the optimum.
-    if (o.builds == max_builds || o.subsets == kSubsetsPerBuild * max_builds) return o;
-    queue.pop();
-    ++o.subsets;
-    PushSuccessors(s, cost, &queue);
-    if (!AllRecomputed(c.fwd, cand, s.mask, read)) continue;
-    ++o.builds;
-    std::optional<TrainingPlan> t = FittingPlan(c, DropLevels(c.fwd, cand, s.mask), budget);
-    if (!t) continue;
-    CHECK_LE(std::abs(t->plan.recompute_cost() - s.cost), 1e-9 * s.cost)
+  o.exact = r.exact;
+  o.feasible = r.plan.has_value();
+  o.cost = r.cost;
+  o.subsets = r.subsets;
+  o.builds = r.builds;
+  if (r.plan) {
+    CHECK_LE(std::abs(r.plan->plan.recompute_cost() - r.cost), 1e-9 * r.cost)
         << c.name << ": each dropped node is recomputed once";
-    o.exact = o.feasible = true;
-    o.keep = std::move(t->keep);
-    o.arena_bytes = t->plan.arena_bytes;
-    return o;
+    o.keep = r.plan->keep;
+    o.arena_bytes = r.plan->plan.arena_bytes;
   }
-  o.exact = true;  // nothing fits
   return o;
 }
 

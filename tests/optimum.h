@@ -26,10 +26,6 @@ struct GapCase {
   Inputs inputs;
 };
 
-// The forward nodes a plan may drop: not variables, and not what
-// ApplyAnnotations keeps (loss heads, graph outputs, checkpoint marks).
-std::vector<int> DropCandidates(const Graph& fwd);
-
 // Keep levels with the candidates in `mask` (bit k: candidates[k]) dropped.
 KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint64_t mask);
 
@@ -43,14 +39,13 @@ struct Optimum {
   int64_t builds = 0;   // training graphs built (the expensive part)
 };
 
-// Drop sets in increasing order of their recomputation cost (the sum of
-// RecomputeCost of the dropped nodes: a best-first queue over subsets, the
-// k-smallest-subset-sums scheme), the first whose arena fits wins: optimal
-// without assuming the arena falls as more is dropped. A set that drops a
-// node no backward reader needs (directly or through another dropped node)
-// builds the same graph as the set without it, which comes earlier, so it
-// is skipped. Stops unsolved after max_builds builds; the cost reached is
-// then a lower bound of the optimum (every cheaper set was tried).
+// The planner's exact search of drop sets (CheapestFittingDrops,
+// passes/build_training_plan.h) with no cost limit, on the share strategy:
+// optimal without assuming the arena falls as more is dropped. Cut off
+// after max_builds builds, the cost reached is a lower bound of the optimum
+// (every cheaper set was tried). The planner runs the same search for a few
+// hundred builds; OptimumGap.ReferenceIsExactOnTinyGraphs checks it against
+// every drop set.
 Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds);
 
 // The planner's plan (strategy budget) and the reference at one budget.

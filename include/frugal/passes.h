@@ -273,7 +273,10 @@ MemoryTimeline Timeline(const Graph& graph, const MemoryPlan& plan, int max_poin
 // with each other. Only the strategy's sharing matters here; recomputation
 // is already in the graph (mirror nodes). With estimate, a sharing plan gets
 // no offsets and arena_bytes is the lower bound (to compare candidates fast).
-MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy, bool estimate = false);
+// A sharing plan is placed in several orders until the arena meets the
+// lower bound; with fit_bytes, until it is at most fit_bytes (a search
+// asking whether a plan fits a budget: the same answer, sooner).
+MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy, bool estimate = false, int64_t fit_bytes = 0);
 
 // The training graph of a forward graph under a strategy: keep levels chosen
 // (searched, for sqrt and budget), gradient with mirrors, shapes, memory

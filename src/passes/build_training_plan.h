@@ -1,9 +1,11 @@
 // The training graph for given keep levels, as PlanTraining's searches
-// build each candidate. Not in the public API: for the planner's searches
-// and for measuring plans chosen elsewhere (the exact reference of
-// tests/optimum.cc).
+// build each candidate, and the exact search of drop sets. Not in the
+// public API: for the planner's searches and for measuring plans chosen
+// elsewhere (the exact reference of tests/optimum.cc).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,5 +19,34 @@ namespace frugal {
 // arena never undercuts).
 TrainingPlan BuildTrainingPlan(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
                                const MemoryStrategy& strategy, KeepLevels keep, Device dev = {}, bool estimate = false);
+
+// The forward nodes a one-level plan may drop beyond the config's: not
+// variables, and not kept or dropped by ApplyAnnotations (loss heads, graph
+// outputs, checkpoint and mirror marks).
+std::vector<int> DropCandidates(const Graph& fwd);
+
+// The least recomputation of a one-level plan (each candidate kept or
+// dropped and recomputed once, on top of the config's annotations) whose
+// placed arena fits the budget: drop sets in increasing order of the sum
+// of their members' RecomputeCost, the first that fits wins, so the answer
+// is exact without assuming the arena falls as more is dropped. Sets that
+// cost max_cost or more are not tried; a set dropping a node no backward
+// reader needs (directly or through another dropped node) is skipped (it
+// builds the graph of the set without it, taken earlier). Stops after
+// max_builds training graphs; graphs of more than kExactCandidates
+// candidates (a set is a 64-bit mask) are not searched. The budget planner
+// searches for kExactBuilds builds.
+constexpr size_t kExactCandidates = 64;
+constexpr int64_t kExactBuilds = 400;
+struct DropSetSearch {
+  std::optional<TrainingPlan> plan;  // the cheapest set that fits, placed until it fits
+  bool exact = false;                // the search ended: found, or no set cheaper than max_cost fits
+  double cost = 0;                   // the last set's cost: when cut off, no set below it fits
+  int64_t subsets = 0;               // sets taken from the queue
+  int64_t builds = 0;                // training graphs built (the expensive part)
+};
+DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
+                                   const MemoryStrategy& strategy, Device dev, int64_t budget, double max_cost,
+                                   int64_t max_builds);
 
 }  // namespace frugal

@@ -233,8 +233,10 @@ class StepTree {
 
 // Places blocks in the given order, each at the lowest offset (first fit)
 // or in the smallest gap that holds it (best fit), free of every placed
-// block whose lifetime overlaps. Returns the arena size.
-int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, StepTree* placed, std::vector<Block>* blocks) {
+// block whose lifetime overlaps. Returns the arena size, or stops as soon
+// as it exceeds `limit` (the arena only grows) and returns INT64_MAX.
+int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, int64_t limit, StepTree* placed,
+                     std::vector<Block>* blocks) {
   placed->Clear();
   int64_t arena = 0;
   for (int id : order) {
@@ -242,6 +244,7 @@ int64_t PlaceInOrder(const std::vector<int>& order, bool best_fit, StepTree* pla
     b.offset = placed->Fit(b.start, b.end, b.size, best_fit);
     placed->Add(b);
     arena = std::max(arena, b.offset + b.size);
+    if (arena > limit) return INT64_MAX;
   }
   return arena;
 }
@@ -278,17 +281,18 @@ std::vector<int64_t> PeakLive(const std::vector<Block>& blocks, int num_steps) {
 // to meet the lower bound (ResNet-1001's logn plan: 1.000 of the bound,
 // 1.022 by size; the 4x1024 LSTM's sqrt plan over 1,000 steps: 1.000, 1.033
 // by online best fit). Then by size (TFLite's arena planner), lifetime,
-// size x lifetime and start. Placing stops once the bound is met; past
+// size x lifetime and start. Placing stops once the arena is good enough
+// (the lower bound, or the budget a search asks about); past
 // kManyBlocks only the first order runs, first fit (no other order beat it
 // on the large plans of models/). Below kSearchLimit blocks a local search
 // follows: the winning order with one block moved to the front or two
-// swapped, kept when the arena does not grow, until the arena meets the
-// lower bound or the trials run out (a fixed-seed generator: plans stay
+// swapped, kept when the arena does not grow, until the arena is good
+// enough or the trials run out (a fixed-seed generator: plans stay
 // deterministic).
 constexpr size_t kManyBlocks = 4000;
 constexpr size_t kSearchLimit = 2000;
 
-void PlaceShared(std::vector<Block>* blocks, int num_steps, int64_t lower_bound) {
+void PlaceShared(std::vector<Block>* blocks, int num_steps, int64_t good_enough) {
   const std::vector<Block>& bl = *blocks;
   const size_t n = bl.size();
   const std::vector<int64_t> peak = PeakLive(bl, num_steps);
@@ -310,7 +314,7 @@ void PlaceShared(std::vector<Block>* blocks, int num_steps, int64_t lower_bound)
   StepTree placed(num_steps);
   auto consider = [&](std::vector<int> order, bool fit, bool keep_ties) {
     std::vector<Block> trial = bl;
-    const int64_t arena = PlaceInOrder(order, fit, &placed, &trial);
+    const int64_t arena = PlaceInOrder(order, fit, best_arena, &placed, &trial);  // a worse trial stops early
     if (arena > best_arena || (arena == best_arena && !keep_ties)) return;
     best_arena = arena;
     best = std::move(trial);
@@ -320,12 +324,12 @@ void PlaceShared(std::vector<Block>* blocks, int num_steps, int64_t lower_bound)
   for (const std::vector<int>* order : {&by_peak, &by_size, &by_life, &by_area, &by_start})
     for (bool fit : {false, true}) {
       const bool runs = n <= kManyBlocks || (order == &by_peak && !fit);
-      if (runs && best_arena > lower_bound) consider(*order, fit, false);
+      if (runs && best_arena > good_enough) consider(*order, fit, false);
     }
   if (n <= kSearchLimit) {
     std::mt19937 gen(12345);
     const size_t trials = std::min<size_t>(1000, 20000000 / (n * n + 1));
-    for (size_t t = 0; t < trials && best_arena > lower_bound; ++t) {
+    for (size_t t = 0; t < trials && best_arena > good_enough; ++t) {
       std::vector<int> order = best_order;
       const size_t i = gen() % n, j = gen() % n;
       if (t % 2 == 0)
@@ -420,7 +424,7 @@ void CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
   plan->extra_ms *= costs->wall_per_op_ms;
 }
 
-MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate) {
+MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate, int64_t fit_bytes) {
   auto t0 = std::chrono::steady_clock::now();
   CHECK_EQ(static_cast<int>(g.shapes.size()), g.num_entries()) << "infer shapes before planning memory";
   MemoryPlan plan;
@@ -514,7 +518,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     return plan;
   }
   if (strategy.shares())  // steps 0 .. num_nodes: graph outputs live to the end
-    PlaceShared(&blocks, g.num_nodes() + 1, plan.lower_bound_bytes);
+    PlaceShared(&blocks, g.num_nodes() + 1, std::max(plan.lower_bound_bytes, fit_bytes));
   else
     PlaceEndToEnd(&blocks);
   for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
