@@ -36,7 +36,8 @@ struct Optimum {
   KeepLevels keep;        // the optimal plan (feasible)
   int64_t arena_bytes = 0;
   int64_t subsets = 0;  // drop sets taken from the queue
-  int64_t builds = 0;   // training graphs built (the expensive part)
+  int64_t builds = 0;   // training graphs built
+  int64_t placed = 0;   // of them, placed (their lower bound fit)
 };
 
 // The planner's exact search of drop sets (CheapestFittingDrops,

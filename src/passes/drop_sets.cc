@@ -69,6 +69,12 @@ constexpr int64_t kSubsetsPerBuild = 64;
 
 }  // namespace
 
+int64_t ExactSearchBuilds(const Graph& fwd) {
+  int64_t nodes = 0;
+  for (const Node& n : fwd.nodes()) nodes += !n.is_variable();
+  return std::max<int64_t>(1, kExactWork / std::max<int64_t>(1, nodes));
+}
+
 std::vector<int> DropCandidates(const Graph& fwd) {
   const KeepLevels all = ApplyAnnotations(fwd, KeepLevels(fwd.num_nodes(), kDropped));
   const KeepLevels base = ApplyAnnotations(fwd, {});
@@ -80,7 +86,7 @@ std::vector<int> DropCandidates(const Graph& fwd) {
 
 DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
                                    const MemoryStrategy& s, Device dev, int64_t budget, double max_cost,
-                                   int64_t max_builds) {
+                                   int64_t max_builds, int64_t max_placed) {
   DropSetSearch r;
   std::vector<int> cand = DropCandidates(fwd);
   if (cand.size() > kExactCandidates) return r;  // not searched
@@ -102,7 +108,7 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
       return r;
     }
     // Cut off: every cheaper set was tried, so r.cost bounds the optimum.
-    if (r.builds >= max_builds || r.subsets >= kSubsetsPerBuild * max_builds) return r;
+    if (r.builds >= max_builds || r.placed >= max_placed || r.subsets >= kSubsetsPerBuild * max_builds) return r;
     queue.pop();
     ++r.subsets;
     PushSuccessors(set, cost, &queue);
@@ -113,6 +119,7 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
     ++r.builds;
     TrainingPlan t = BuildTrainingPlan(fwd, inputs, s, std::move(keep), dev, /*estimate=*/true);
     if (t.plan.arena_bytes > budget) continue;  // its lower bound does not fit
+    ++r.placed;
     t.plan = PlanMemory(t.graph, s, /*estimate=*/false, /*fit_bytes=*/budget);
     if (t.plan.arena_bytes > budget) continue;
     r.exact = true;

@@ -182,6 +182,7 @@ std::vector<std::vector<int>> CheapRuns(const Graph& fwd, const KeepLevels& base
 // What BudgetSearch::KeepWhatFits tries, and on which graphs.
 constexpr size_t kKeepTries = 16;
 constexpr int kSwapBuilds = 200;
+constexpr int kSwapMisfits = 64;
 constexpr int kKeepNodes = 1000;
 // Part of drop_cheap is searched where it has at most this many runs: each
 // run's prefixes are built (as many builds as drop_cheap drops), then up to
@@ -230,10 +231,13 @@ class BudgetSearch {
 
  private:
   // A candidate fits when its lower bound does and then its arena, placed
-  // until it fits, does (PlanTraining places the winner fully).
-  bool Fits(TrainingPlan* t) const {
+  // until it fits, does (PlanTraining places the winner fully). A misfit
+  // (the bound fits, the arena does not) is the expensive case: the
+  // placement's whole local search runs.
+  bool Fits(TrainingPlan* t) {
     if (t->plan.arena_bytes > budget_) return false;
     t->plan = PlanMemory(t->graph, s_, /*estimate=*/false, /*fit_bytes=*/budget_);
+    misfits_ += t->plan.arena_bytes > budget_;
     return t->plan.arena_bytes <= budget_;
   }
 
@@ -264,7 +268,8 @@ class BudgetSearch {
   // (where a build is cheap), each recomputed node, most expensive first
   // (at most kKeepTries of them), is kept again where the plan still fits.
   // Then, on graphs of at most kExactCandidates drop candidates, rounds of
-  // swaps while one recomputes less (at most kSwapBuilds builds): each
+  // swaps while one recomputes less (at most kSwapBuilds builds and
+  // kSwapMisfits misfits): each
   // recomputed node, most expensive first, kept and a cheaper candidate
   // dropped instead (the most expensive first) where the plan fits.
   TrainingPlan KeepWhatFits(TrainingPlan best) {
@@ -275,13 +280,13 @@ class BudgetSearch {
     const CostTable* costs = s_.costs.get();
     auto cost = [&](int i) { return RecomputeCost(fwd_, i, costs); };
     std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) { return cost(a) > cost(b); });
-    const int start = q_.builds;
+    const int start = q_.builds, start_misfits = misfits_;
     for (bool improved = true; improved;) {
       improved = false;
       for (int i : Recomputed(best)) {
         for (int j : candidates) {
           if (best.keep[j] != 0 || cost(j) >= cost(i)) continue;
-          if (q_.builds - start >= kSwapBuilds) return best;
+          if (q_.builds - start >= kSwapBuilds || misfits_ - start_misfits >= kSwapMisfits) return best;
           KeepLevels keep = best.keep;
           keep[i] = 0;
           keep[j] = kDropped;
@@ -416,12 +421,13 @@ class BudgetSearch {
 
   // (d) On small graphs (at most kExactCandidates drop candidates), every
   // drop set cheaper than the best fit, cheapest first, for at most
-  // kExactBuilds builds: the first that fits is the optimum, and none
-  // fitting proves the best fit optimal. Returns whether best_fit_ is then
-  // optimal.
+  // ExactSearchBuilds builds and kExactPlacements placements: the first
+  // that fits is the optimum, and none fitting proves the best fit optimal.
+  // Returns whether best_fit_ is then optimal.
   bool ExactDropSets() {
     const double max_cost = best_fit_ ? best_fit_->plan.recompute_cost() - base_cost_ : INFINITY;
-    DropSetSearch exact = CheapestFittingDrops(fwd_, q_.inputs, s_, q_.dev, budget_, max_cost, kExactBuilds);
+    DropSetSearch exact =
+        CheapestFittingDrops(fwd_, q_.inputs, s_, q_.dev, budget_, max_cost, ExactSearchBuilds(fwd_), kExactPlacements);
     q_.builds += static_cast<int>(exact.builds);
     if (exact.plan) best_fit_ = std::move(exact.plan);
     return exact.exact && best_fit_;
@@ -436,6 +442,7 @@ class BudgetSearch {
   std::optional<TrainingPlan> best_fit_;
   TrainingPlan smallest_;
   std::string smallest_by_ = "share";
+  int misfits_ = 0;
   TrainingPlan sqrt_;
 };
 
