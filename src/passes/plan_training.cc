@@ -269,9 +269,9 @@ class BudgetSearch {
   // (at most kKeepTries of them), is kept again where the plan still fits.
   // Then, on graphs of at most kExactCandidates drop candidates, rounds of
   // swaps while one recomputes less (at most kSwapBuilds builds and
-  // kSwapMisfits misfits): each
-  // recomputed node, most expensive first, kept and a cheaper candidate
-  // dropped instead (the most expensive first) where the plan fits.
+  // kSwapMisfits misfits): each recomputed node, most expensive first, kept
+  // and a cheaper candidate dropped instead (the most expensive first)
+  // where the plan fits.
   TrainingPlan KeepWhatFits(TrainingPlan best) {
     if (fwd_.num_nodes() > kKeepNodes) return best;
     best = KeepAgain(std::move(best));
