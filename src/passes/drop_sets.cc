@@ -12,9 +12,12 @@
 namespace frugal {
 namespace {
 
-// Forward nodes whose outputs the backward pass reads (in the training
-// graph without recomputation).
-std::vector<bool> ReadByBackward(const Graph& fwd, const TrainingPlan& share) {
+// Forward nodes whose outputs the backward pass reads, in the training
+// graph without recomputation: fewer than recompute.cc's ReadByBackward
+// (the ops' declared reads) where the gradient pass computes no gradient of
+// an input (the random chain of 20 nodes: 3,084 builds to its optimum at its
+// third budget, 6,158 with the declared reads).
+std::vector<bool> ReadInTraining(const Graph& fwd, const TrainingPlan& share) {
   std::vector<bool> read(fwd.num_nodes(), false);
   for (int i = share.graph.num_forward(); i < share.graph.num_nodes(); ++i)
     for (const Entry& e : share.graph.node(i).inputs)
@@ -96,7 +99,7 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
   std::vector<double> cost;
   for (int i : cand) cost.push_back(RecomputeCost(fwd, i, costs));
   const KeepLevels base = ApplyAnnotations(fwd, {});
-  const std::vector<bool> read = ReadByBackward(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
+  const std::vector<bool> read = ReadInTraining(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
   ++r.builds;
   Queue queue;
   queue.push({0, 0, -1});  // the empty set first

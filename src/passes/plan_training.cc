@@ -206,14 +206,14 @@ class BudgetSearch {
     const KeepLevels cheap = DropCheapLevels(fwd_);
     TrainingPlan t = q_.Build(cheap);
     if (Fits(&t)) {
-      best_fit_ = KeepWhatFits(std::move(t));
+      best_fit_ = std::move(t);
     } else {
       KeepSmallest(&t, "drop_cheap");
       PartOfDropCheap(base, cheap);
       ChainProgram(cheap);
       SqrtSegments(cheap);
-      if (best_fit_) best_fit_ = KeepWhatFits(std::move(*best_fit_));
     }
+    if (best_fit_) best_fit_ = KeepWhatFits(std::move(*best_fit_));
     if (ExactDropSets()) return std::move(*best_fit_);
     if (best_fit_) return std::move(*best_fit_);
     // The fixed plans.
