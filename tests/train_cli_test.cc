@@ -690,7 +690,7 @@ TEST(TrainCli, TestSummaryAndViz) {
 
 // plan --fit prints the largest batch per strategy (recomputing strategies
 // fit more); train --memory budget=auto says what budget it chose.
-TEST(TrainCli, PlanFitAndAutoBudget) {
+TEST(TrainCli, PlanFitFindsTheLargestBatchOfEachStrategy) {
   RunResult r = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory all --fit 64MiB");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::map<std::string, int64_t> batch;
@@ -704,7 +704,9 @@ TEST(TrainCli, PlanFitAndAutoBudget) {
   RunResult small = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory none --fit 1KB");
   ASSERT_EQ(small.exit_code, 0) << small.output;
   EXPECT_NE(small.output.find("none         does not fit: batch 1 needs"), std::string::npos) << small.output;
+}
 
+TEST(TrainCli, BudgetAutoSaysWhatItChose) {
   TempDir dir;
   WriteToy(dir);
   RunResult t = RunFrugal("train --config " + dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1")) +

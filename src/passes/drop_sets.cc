@@ -12,17 +12,28 @@
 namespace frugal {
 namespace {
 
-// Forward nodes whose outputs the backward pass reads, in the training
-// graph without recomputation: fewer than recompute.cc's ReadByBackward
-// (the ops' declared reads) where the gradient pass computes no gradient of
-// an input (the random chain of 20 nodes: 3,084 builds to its optimum at its
-// third budget, 6,158 with the declared reads).
-std::vector<bool> ReadInTraining(const Graph& fwd, const TrainingPlan& share) {
-  std::vector<bool> read(fwd.num_nodes(), false);
-  for (int i = share.graph.num_forward(); i < share.graph.num_nodes(); ++i)
-    for (const Entry& e : share.graph.node(i).inputs)
-      if (e.node < fwd.num_nodes()) read[e.node] = true;
-  return read;
+// The bytes of each forward node's outputs that the backward pass reads, in
+// the training graph without recomputation: fewer nodes than recompute.cc's
+// ReadByBackward (the ops' declared reads) where the gradient pass computes
+// no gradient of an input (the random chain of 20 nodes: 3,084 builds to
+// its optimum at its third budget, 6,158 with the declared reads). A node
+// the backward pass reads there and a drop set keeps is read there after
+// the forward pass too, so at the step between the passes its outputs are
+// live, each in a block of its own (an op works in place only on an input
+// it reads last): what a set keeps of these bytes is a lower bound of its
+// arena, known without building its graph.
+std::vector<int64_t> HeldForBackward(const Graph& fwd, const TrainingPlan& share) {
+  const Graph& g = share.graph;
+  std::vector<bool> read(g.num_entries(), false);
+  for (int i = g.num_forward(); i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs)
+      if (e.node < fwd.num_nodes()) read[g.EntryId(e)] = true;
+  std::vector<int64_t> held(fwd.num_nodes(), 0);
+  for (int i = 0; i < fwd.num_nodes(); ++i)
+    if (!fwd.node(i).is_variable())
+      for (int k = 0; k < g.NumOutputs(i); ++k)
+        if (read[g.EntryId({i, k})]) held[i] += g.EntryBytes(Entry{i, k});
+  return held;
 }
 
 // Whether every candidate the mask drops is recomputed: read by the
@@ -30,14 +41,14 @@ std::vector<bool> ReadInTraining(const Graph& fwd, const TrainingPlan& share) {
 // topological, so readers come later). A set that drops a node no one
 // recomputes builds the same graph as the set without it.
 bool AllRecomputed(const Graph& fwd, const KeepLevels& base, const std::vector<int>& candidates, uint64_t mask,
-                   const std::vector<bool>& read) {
+                   const std::vector<int64_t>& held) {
   std::vector<bool> dropped(fwd.num_nodes(), false), needed(fwd.num_nodes(), false), in_mask(fwd.num_nodes(), false);
   for (int i = 0; i < fwd.num_nodes(); ++i) dropped[i] = base[i] != 0;
   for (size_t k = 0; k < candidates.size(); ++k)
     if (mask >> k & 1) dropped[candidates[k]] = in_mask[candidates[k]] = true;
   for (int i = fwd.num_nodes() - 1; i >= 0; --i) {
     if (!dropped[i]) continue;
-    needed[i] = read[i];
+    needed[i] = held[i] > 0;
     for (int j = i + 1; j < fwd.num_nodes() && !needed[i]; ++j)
       for (const Entry& e : fwd.node(j).inputs) needed[i] = needed[i] || (e.node == i && needed[j]);
     if (in_mask[i] && !needed[i]) return false;
@@ -99,8 +110,10 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
   std::vector<double> cost;
   for (int i : cand) cost.push_back(RecomputeCost(fwd, i, costs));
   const KeepLevels base = ApplyAnnotations(fwd, {});
-  const std::vector<bool> read = ReadInTraining(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
+  const std::vector<int64_t> held = HeldForBackward(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
   ++r.builds;
+  int64_t held_by_base = 0;
+  for (int i = 0; i < fwd.num_nodes(); ++i) held_by_base += base[i] == 0 ? held[i] : 0;
   Queue queue;
   queue.push({0, 0, -1});  // the empty set first
   while (!queue.empty()) {
@@ -115,12 +128,15 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
     queue.pop();
     ++r.subsets;
     PushSuccessors(set, cost, &queue);
-    if (!AllRecomputed(fwd, base, cand, set.mask, read)) continue;
+    int64_t kept = held_by_base;
+    for (size_t k = 0; k < cand.size(); ++k) kept -= (set.mask >> k & 1) ? held[cand[k]] : 0;
+    if (kept > budget || !AllRecomputed(fwd, base, cand, set.mask, held)) continue;
     KeepLevels keep = base;
     for (size_t k = 0; k < cand.size(); ++k)
       if (set.mask >> k & 1) keep[cand[k]] = kDropped;
     ++r.builds;
     TrainingPlan t = BuildTrainingPlan(fwd, inputs, s, std::move(keep), dev, /*estimate=*/true);
+    CHECK_LE(kept, t.plan.arena_bytes) << "HeldForBackward is no lower bound";
     if (t.plan.arena_bytes > budget) continue;  // its lower bound does not fit
     ++r.placed;
     t.plan = PlanMemory(t.graph, s, /*estimate=*/false, /*fit_bytes=*/budget);
