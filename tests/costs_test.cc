@@ -131,8 +131,9 @@ TEST(CostTable, BudgetPlansMinimiseTimeWhereFlopsDisagree) {
   const Model sqrt = BuildModel(cfg, MemoryStrategy::kSqrt);
   const CostTable t = FlatTable(share.train, 1.0);
   int strictly_faster = 0;
-  // Budgets 4/7, 5/7 and 6/7 of the way from sqrt's arena to share's (at
-  // 1/7 to 3/7 each plan took 0.8-1 s, the exact search spending all its builds).
+  // Budgets 4/7, 5/7 and 6/7 of the way from sqrt's arena to share's: a
+  // plan whose exact search spends all its builds takes 0.5-0.7 s, and at
+  // 1/7-3/7 too one of the two does.
   for (int k = 4; k <= 6; ++k) {
     const int64_t budget =
         sqrt.train_plan.arena_bytes + (share.train_plan.arena_bytes - sqrt.train_plan.arena_bytes) * k / 7;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <queue>
 
 #include "passes/build_training_plan.h"
@@ -12,43 +13,19 @@
 namespace frugal {
 namespace {
 
-// The bytes of each forward node's outputs that the backward pass reads, in
-// the training graph without recomputation: fewer nodes than recompute.cc's
-// ReadByBackward (the ops' declared reads) where the gradient pass computes
-// no gradient of an input (the random chain of 20 nodes: 3,084 builds to
-// its optimum at its third budget, 6,158 with the declared reads). A node
-// the backward pass reads there and a drop set keeps is read there after
-// the forward pass too, so at the step between the passes its outputs are
-// live, each in a block of its own (an op works in place only on an input
-// it reads last): what a set keeps of these bytes is a lower bound of its
-// arena, known without building its graph.
-std::vector<int64_t> HeldForBackward(const Graph& fwd, const TrainingPlan& share) {
-  const Graph& g = share.graph;
-  std::vector<bool> read(g.num_entries(), false);
-  for (int i = g.num_forward(); i < g.num_nodes(); ++i)
-    for (const Entry& e : g.node(i).inputs)
-      if (e.node < fwd.num_nodes()) read[g.EntryId(e)] = true;
-  std::vector<int64_t> held(fwd.num_nodes(), 0);
-  for (int i = 0; i < fwd.num_nodes(); ++i)
-    if (!fwd.node(i).is_variable())
-      for (int k = 0; k < g.NumOutputs(i); ++k)
-        if (read[g.EntryId({i, k})]) held[i] += g.EntryBytes(Entry{i, k});
-  return held;
-}
-
 // Whether every candidate the mask drops is recomputed: read by the
 // backward pass, or by a dropped node that is (forward order is
 // topological, so readers come later). A set that drops a node no one
 // recomputes builds the same graph as the set without it.
 bool AllRecomputed(const Graph& fwd, const KeepLevels& base, const std::vector<int>& candidates, uint64_t mask,
-                   const std::vector<int64_t>& held) {
+                   const std::vector<bool>& read) {
   std::vector<bool> dropped(fwd.num_nodes(), false), needed(fwd.num_nodes(), false), in_mask(fwd.num_nodes(), false);
   for (int i = 0; i < fwd.num_nodes(); ++i) dropped[i] = base[i] != 0;
   for (size_t k = 0; k < candidates.size(); ++k)
     if (mask >> k & 1) dropped[candidates[k]] = in_mask[candidates[k]] = true;
   for (int i = fwd.num_nodes() - 1; i >= 0; --i) {
     if (!dropped[i]) continue;
-    needed[i] = held[i] > 0;
+    needed[i] = read[i];
     for (int j = i + 1; j < fwd.num_nodes() && !needed[i]; ++j)
       for (const Entry& e : fwd.node(j).inputs) needed[i] = needed[i] || (e.node == i && needed[j]);
     if (in_mask[i] && !needed[i]) return false;
@@ -56,32 +33,112 @@ bool AllRecomputed(const Graph& fwd, const KeepLevels& base, const std::vector<i
   return true;
 }
 
-// A drop set in the queue: its cost, its members (bit k: the k-th cheapest
-// candidate), and its most expensive member, from which its two successors
-// are made.
+// A drop set in the queue: its members (bit k: the k-th cheapest
+// candidate), its most expensive member, from which its two successors are
+// made, its cost and the bytes it frees (of BackwardReads'), and its key: a lower bound of
+// the cost of the sets made from it (itself included) that free enough.
 struct Subset {
+  double key;
   double cost;
+  int64_t freed;
   uint64_t mask;
   int last;
-  bool operator>(const Subset& o) const { return cost > o.cost; }
+  bool operator>(const Subset& o) const { return key > o.key; }
 };
 using Queue = std::priority_queue<Subset, std::vector<Subset>, std::greater<Subset>>;
 
-// The two sets made from s: member last + 1 added, and member last
-// replaced by it. Every set is made once, after the sets that cost less.
-void PushSuccessors(const Subset& s, const std::vector<double>& cost, Queue* queue) {
-  const int next = s.last + 1;
-  if (next >= static_cast<int>(cost.size())) return;
-  const uint64_t bit = uint64_t{1} << next;
-  queue->push({s.cost + cost[next], s.mask | bit, next});
-  if (s.last >= 0) queue->push({s.cost - cost[s.last] + cost[next], (s.mask ^ uint64_t{1} << s.last) | bit, next});
-}
+// Keys of drop sets: a set fits only if what it keeps of BackwardReads' bytes
+// fits, that is, if it frees at least `need` bytes of it. The sets made
+// from s share its members below s.last and take any of the candidates from
+// s.last on, so the least cost of those that free enough is at least that
+// of the fractional cover (candidates by cost per byte freed, the last one
+// in part); none can when all of them together free too little. Taking sets
+// by key, each set that frees enough comes after the cheaper ones that do,
+// and sets from which none does are never made.
+class CoverKeys {
+ public:
+  CoverKeys(const std::vector<double>& cost, const std::vector<int64_t>& frees, int64_t need)
+      : cost_(cost), frees_(frees), need_(need), by_ratio_(cost.size()) {
+    const int n = static_cast<int>(cost.size());
+    for (int from = 0; from < n; ++from) {
+      for (int j = from; j < n; ++j)
+        if (frees[j] > 0) by_ratio_[from].push_back(j);
+      std::stable_sort(by_ratio_[from].begin(), by_ratio_[from].end(),
+                       [&](int a, int b) { return cost[a] * frees[b] < cost[b] * frees[a]; });
+    }
+  }
+
+  // s with its key; nullopt when no set made from it frees enough.
+  std::optional<Subset> Keyed(double cost, int64_t freed, uint64_t mask, int last) const {
+    if (freed >= need_) return Subset{cost, cost, freed, mask, last};
+    const int from = std::max(last, 0);
+    double fixed_cost = cost;
+    int64_t missing = need_ - freed;
+    if (last >= 0) fixed_cost -= cost_[last], missing += frees_[last];
+    double cover = 0;
+    for (int j : by_ratio_[from]) {
+      if (frees_[j] >= missing) {
+        cover += cost_[j] * static_cast<double>(missing) / static_cast<double>(frees_[j]);
+        return Subset{(fixed_cost + cover) * (1 - 1e-12), cost, freed, mask, last};  // below rounding's errors
+      }
+      cover += cost_[j];
+      missing -= frees_[j];
+    }
+    return std::nullopt;
+  }
+
+  // The two sets made from s: member last + 1 added, and member last
+  // replaced by it. Every set is made once.
+  void PushSuccessors(const Subset& s, Queue* queue) const {
+    const int next = s.last + 1;
+    if (next >= static_cast<int>(cost_.size())) return;
+    const uint64_t bit = uint64_t{1} << next;
+    Push(Keyed(s.cost + cost_[next], s.freed + frees_[next], s.mask | bit, next), queue);
+    if (s.last >= 0)
+      Push(Keyed(s.cost - cost_[s.last] + cost_[next], s.freed - frees_[s.last] + frees_[next],
+                 (s.mask ^ uint64_t{1} << s.last) | bit, next),
+           queue);
+  }
+
+  static void Push(std::optional<Subset> s, Queue* queue) {
+    if (s) queue->push(*s);
+  }
+
+ private:
+  const std::vector<double>& cost_;
+  const std::vector<int64_t>& frees_;
+  const int64_t need_;
+  std::vector<std::vector<int>> by_ratio_;  // [from]: the candidates from `from` on that free bytes, by cost per byte
+};
 
 // Sets skipped unbuilt (a dropped node not recomputed) are cheap; the
 // queue grows by one per set taken, so their number is bounded too.
 constexpr int64_t kSubsetsPerBuild = 64;
 
 }  // namespace
+
+// Why BackwardReads reads the built graph, not recompute.cc's
+// ReadByBackward (the ops' declared reads): it reads fewer nodes where the
+// gradient pass computes no gradient of an input (the random chain of 20
+// nodes: 3,084 builds to its optimum at its third budget, 6,158 with the
+// declared reads). A kept node read by the backward pass without
+// recomputation is read by it with any drop set, after the forward pass, and
+// an op works in place only on an input it reads last, so two such outputs
+// never share a block. A node may be read for an empty output (average
+// pooling's second): dropping it still recomputes it.
+BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share) {
+  const Graph& g = share.graph;
+  std::vector<bool> entry_read(g.num_entries(), false);
+  for (int i = g.num_forward(); i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs)
+      if (e.node < fwd.num_nodes()) entry_read[g.EntryId(e)] = true;
+  BackwardReads r{std::vector<bool>(fwd.num_nodes(), false), std::vector<int64_t>(fwd.num_nodes(), 0)};
+  for (int i = 0; i < fwd.num_nodes(); ++i)
+    if (!fwd.node(i).is_variable())
+      for (int k = 0; k < g.NumOutputs(i); ++k)
+        if (entry_read[g.EntryId({i, k})]) r.read[i] = true, r.bytes[i] += g.EntryBytes(Entry{i, k});
+  return r;
+}
 
 int64_t ExactSearchBuilds(const Graph& fwd) {
   int64_t nodes = 0;
@@ -110,33 +167,35 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
   std::vector<double> cost;
   for (int i : cand) cost.push_back(RecomputeCost(fwd, i, costs));
   const KeepLevels base = ApplyAnnotations(fwd, {});
-  const std::vector<int64_t> held = HeldForBackward(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
+  const BackwardReads reads = BackwardReadsOf(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
   ++r.builds;
   int64_t held_by_base = 0;
-  for (int i = 0; i < fwd.num_nodes(); ++i) held_by_base += base[i] == 0 ? held[i] : 0;
+  for (int i = 0; i < fwd.num_nodes(); ++i) held_by_base += base[i] == 0 ? reads.bytes[i] : 0;
+  std::vector<int64_t> frees;
+  for (int i : cand) frees.push_back(reads.bytes[i]);
+  const int64_t need = held_by_base - budget;  // what a set must free of it to fit
+  const CoverKeys keys(cost, frees, need);
   Queue queue;
-  queue.push({0, 0, -1});  // the empty set first
+  CoverKeys::Push(keys.Keyed(0, 0, 0, -1), &queue);  // the empty set first
   while (!queue.empty()) {
     const Subset set = queue.top();
-    r.cost = set.cost;
-    if (set.cost >= max_cost) {  // every cheaper set was tried
+    r.cost = set.key;
+    if (set.key >= max_cost) {  // every cheaper set that frees enough was tried
       r.exact = true;
       return r;
     }
-    // Cut off: every cheaper set was tried, so r.cost bounds the optimum.
+    // Cut off: every cheaper set that frees enough was tried, so r.cost bounds the optimum.
     if (r.builds >= max_builds || r.placed >= max_placed || r.subsets >= kSubsetsPerBuild * max_builds) return r;
     queue.pop();
     ++r.subsets;
-    PushSuccessors(set, cost, &queue);
-    int64_t kept = held_by_base;
-    for (size_t k = 0; k < cand.size(); ++k) kept -= (set.mask >> k & 1) ? held[cand[k]] : 0;
-    if (kept > budget || !AllRecomputed(fwd, base, cand, set.mask, held)) continue;
+    keys.PushSuccessors(set, &queue);
+    if (set.freed < need || !AllRecomputed(fwd, base, cand, set.mask, reads.read)) continue;
     KeepLevels keep = base;
     for (size_t k = 0; k < cand.size(); ++k)
       if (set.mask >> k & 1) keep[cand[k]] = kDropped;
     ++r.builds;
     TrainingPlan t = BuildTrainingPlan(fwd, inputs, s, std::move(keep), dev, /*estimate=*/true);
-    CHECK_LE(kept, t.plan.arena_bytes) << "HeldForBackward is no lower bound";
+    CHECK_LE(held_by_base - set.freed, t.plan.arena_bytes) << "BackwardReads's bytes are no lower bound";
     if (t.plan.arena_bytes > budget) continue;  // its lower bound does not fit
     ++r.placed;
     t.plan = PlanMemory(t.graph, s, /*estimate=*/false, /*fit_bytes=*/budget);
