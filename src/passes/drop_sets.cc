@@ -35,8 +35,9 @@ bool AllRecomputed(const Graph& fwd, const KeepLevels& base, const std::vector<i
 
 // A drop set in the queue: its members (bit k: the k-th cheapest
 // candidate), its most expensive member, from which its two successors are
-// made, its cost and the bytes it frees (of BackwardReads'), and its key: a lower bound of
-// the cost of the sets made from it (itself included) that free enough.
+// made, its cost, the bytes of BackwardReads it frees, and its key: a lower
+// bound of the cost of the sets made from it (itself included) that free
+// enough.
 struct Subset {
   double key;
   double cost;
@@ -47,8 +48,8 @@ struct Subset {
 };
 using Queue = std::priority_queue<Subset, std::vector<Subset>, std::greater<Subset>>;
 
-// Keys of drop sets: a set fits only if what it keeps of BackwardReads' bytes
-// fits, that is, if it frees at least `need` bytes of it. The sets made
+// Keys of drop sets: a set fits only if what it keeps of BackwardReads'
+// bytes fits, that is, if it frees at least `need` of them. The sets made
 // from s share its members below s.last and take any of the candidates from
 // s.last on, so the least cost of those that free enough is at least that
 // of the fractional cover (candidates by cost per byte freed, the last one
