@@ -48,8 +48,8 @@ TEST(OptimumGap, ReferenceIsExactOnTinyGraphs) {
 }
 
 // What a drop set keeps of BackwardReads' bytes never exceeds its arena's
-// lower bound (the exact search skips the sets whose kept bytes exceed the
-// budget, unbuilt), on every drop set of the tiny graphs and on 200 random
+// lower bound (the exact search never takes the sets whose kept bytes exceed
+// the budget), on every drop set of the tiny graphs and on 200 random
 // ones of LeNet and the Inception module (each candidate dropped with
 // probability 1/4).
 TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {

@@ -689,7 +689,7 @@ TEST(TrainCli, TestSummaryAndViz) {
 }
 
 // plan --fit prints the largest batch per strategy (recomputing strategies
-// fit more); train --memory budget=auto says what budget it chose.
+// fit more).
 TEST(TrainCli, PlanFitFindsTheLargestBatchOfEachStrategy) {
   RunResult r = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory all --fit 64MiB");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -706,6 +706,7 @@ TEST(TrainCli, PlanFitFindsTheLargestBatchOfEachStrategy) {
   EXPECT_NE(small.output.find("none         does not fit: batch 1 needs"), std::string::npos) << small.output;
 }
 
+// train --memory budget=auto says what budget it chose.
 TEST(TrainCli, BudgetAutoSaysWhatItChose) {
   TempDir dir;
   WriteToy(dir);

@@ -32,14 +32,14 @@ std::vector<int> DropCandidates(const Graph& fwd);
 // is exact without assuming the arena falls as more is dropped. Sets that
 // cost max_cost or more are not tried; a set dropping a node no backward
 // reader needs (directly or through another dropped node) is skipped (it
-// builds the graph of the set without it, taken earlier), and so is a set
-// that keeps more BackwardReads bytes than the budget: none made from it
-// that frees too little is even taken (CoverKeys, drop_sets.cc). A set is placed
-// only where its lower bound fits (rarely in vain: 45 sets on the solved
-// rows of docs/memory.md's gap suite, 34 at one Inception budget, against
-// 3,000-7,000 builds on its slower rows). Stops after max_builds training
-// graphs or max_placed placements; graphs of more than kExactCandidates
-// candidates (a set is a 64-bit mask) are not searched.
+// builds the graph of the set without it, taken earlier); sets that keep
+// more of BackwardReads' bytes than the budget are never taken (CoverKeys,
+// drop_sets.cc). A set is placed only where its lower bound fits (rarely
+// in vain: 45 sets on the solved rows of docs/memory.md's gap suite, 34 at
+// one Inception budget, against 3,000-7,000 builds on its slower rows).
+// Stops after max_builds training graphs or max_placed placements; graphs
+// of more than kExactCandidates candidates (a set is a 64-bit mask) are
+// not searched.
 constexpr size_t kExactCandidates = 64;
 // What the backward pass of `share` (fwd's training graph without
 // recomputation) reads of each forward node: whether it reads an output,
