@@ -44,7 +44,7 @@ struct Optimum {
 // passes/build_training_plan.h) with no cost limit, on the share strategy:
 // optimal without assuming the arena falls as more is dropped. Cut off
 // after max_builds builds, the cost reached is a lower bound of the optimum
-// (every cheaper set was tried). The planner runs the same search for
+// (every cheaper set that could fit was tried). The planner runs the same search for
 // ExactSearchBuilds builds and kExactPlacements placements;
 // OptimumGap.ReferenceIsExactOnTinyGraphs checks it against every drop set.
 Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds);

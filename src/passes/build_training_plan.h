@@ -60,7 +60,7 @@ int64_t ExactSearchBuilds(const Graph& fwd);
 struct DropSetSearch {
   std::optional<TrainingPlan> plan;  // the cheapest set that fits, placed until it fits
   bool exact = false;                // the search ended: found, or no set cheaper than max_cost fits
-  double cost = 0;                   // the last set's cost: when cut off, no set below it fits
+  double cost = 0;                   // the last key taken: when cut off, no set below it fits
   int64_t subsets = 0;               // sets taken from the queue
   int64_t builds = 0;                // training graphs built
   int64_t placed = 0;                // of them, placed (their lower bound fit)

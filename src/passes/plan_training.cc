@@ -420,7 +420,8 @@ class BudgetSearch {
   }
 
   // (d) On small graphs (at most kExactCandidates drop candidates), every
-  // drop set cheaper than the best fit, cheapest first, for at most
+  // drop set cheaper than the best fit that could fit (CoverKeys,
+  // drop_sets.cc), cheapest first, for at most
   // ExactSearchBuilds builds and kExactPlacements placements: the first
   // that fits is the optimum, and none fitting proves the best fit optimal.
   // Returns whether best_fit_ is then optimal.
