@@ -9,6 +9,7 @@ packages=(
   libgoogle-glog-dev libgflags-dev
   libgtest-dev
   libdnnl-dev zlib1g-dev
+  libgoogle-perftools-dev
   libonnx-dev libonnx-testdata
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenmpi-dev openmpi-bin

@@ -21,6 +21,7 @@
 // O(L^2 kSlots) in the worst case; runs stop growing when they no longer fit.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "frugal/passes.h"
@@ -63,51 +64,72 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     const double s = std::ceil(static_cast<double>(bytes) / slot);
     return s > kSlots ? kSlots + 1 : static_cast<int>(s);
   };
+  std::vector<int> all(n), kept(n), boundary(n);
+  for (size_t j = 0; j < n; ++j) {
+    all[j] = slots(chain[j].all_bytes);
+    kept[j] = slots(chain[j].kept_bytes);
+    boundary[j] = slots(chain[j].boundary_bytes);
+  }
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  // best[c][j][q]: the least cost of blocks 0..j-1 keeping q slots, with the
-  // boundary before block j kept (c = 1) or recomputed (c = 0).
-  std::vector<std::vector<double>> best[2];
+  constexpr size_t kWidth = kSlots + 1;
+  // best[At(c, j, q)]: the least cost of blocks 0..j-1 keeping q slots, with
+  // the boundary before block j kept (c = 1) or recomputed (c = 0).
+  auto At = [&](int c, size_t j, int q) { return (c * (n + 1) + j) * kWidth + q; };
+  std::vector<double> best(2 * (n + 1) * kWidth, kInf);
   // How (c, j, q) was reached: the last step began at block `start` in state (c, q).
   struct Step {
-    int start = -1, c = 0, q = -1;
+    int32_t start = -1;
+    int16_t q = -1;
+    uint8_t c = 0;
     bool dropped = false;
   };
-  std::vector<std::vector<Step>> from[2];
-  for (int c = 0; c < 2; ++c) {
-    best[c].assign(n + 1, std::vector<double>(kSlots + 1, kInf));
-    from[c].assign(n + 1, std::vector<Step>(kSlots + 1));
-  }
+  std::vector<Step> from(best.size());
   auto relax = [&](int c, size_t j, int q, double cost, Step step) {
-    if (q <= kSlots && cost < best[c][j][q]) {
-      best[c][j][q] = cost;
-      from[c][j][q] = step;
+    if (q > kSlots) return;
+    const size_t at = At(c, j, q);
+    if (cost < best[at]) {
+      best[at] = cost;
+      from[at] = step;
     }
   };
-  best[1][0][0] = 0;  // the data before block 0 is kept
+  // The runs that start at block i: run_slots[r] for blocks i..i+r (growing
+  // with r; the runs stop where they no longer fit) and the cost each added
+  // block adds.
+  std::vector<int> run_slots;
+  std::vector<double> run_adds;
+  best[At(1, 0, 0)] = 0;  // the data before block 0 is kept
   for (size_t i = 0; i < n; ++i) {
     const ChainBlock& b = chain[i];
+    run_slots.clear();
+    run_adds.clear();
+    int64_t run_bytes = 0, widest = 0;
+    for (size_t k = i; k < n; ++k) {
+      run_bytes += chain[k].read_bytes + chain[k].boundary_bytes;
+      widest = std::max(widest, chain[k].all_bytes);
+      const int need = slots(run_bytes + widest);
+      if (need > kSlots) break;
+      run_slots.push_back(need);
+      run_adds.push_back(chain[k].inner_cost + (k > i ? chain[k - 1].boundary_cost : 0));
+    }
     for (int c = 0; c < 2; ++c) {
       for (int q = 0; q <= kSlots; ++q) {
-        const double f = best[c][i][q];
+        const double f = best[At(c, i, q)];
         if (f == kInf) continue;
+        const Step step{static_cast<int32_t>(i), static_cast<int16_t>(q), static_cast<uint8_t>(c), false};
         // Block i stored, as drop_cheap does it, its boundary kept (a cut) or
         // recomputed where drop_cheap recomputes it.
-        if (q + slots(b.all_bytes) <= kSlots) {
-          const Step stored{static_cast<int>(i), c, q, false};
-          relax(1, i + 1, q + slots(b.kept_bytes) + slots(b.boundary_bytes), f + b.cheap_cost, stored);
-          if (!b.cheap_keeps_boundary)
-            relax(0, i + 1, q + slots(b.kept_bytes), f + b.cheap_cost + b.boundary_cost, stored);
+        if (q + all[i] <= kSlots) {
+          relax(1, i + 1, q + kept[i] + boundary[i], f + b.cheap_cost, step);
+          if (!b.cheap_keeps_boundary) relax(0, i + 1, q + kept[i], f + b.cheap_cost + b.boundary_cost, step);
         }
         // Blocks i..k dropped, as one run between kept boundaries.
         if (c == 0) continue;
-        int64_t run_bytes = 0, widest = 0;
+        Step run = step;
+        run.dropped = true;
         double run_cost = f;
-        for (size_t k = i; k < n; ++k) {
-          run_bytes += chain[k].read_bytes + chain[k].boundary_bytes;
-          widest = std::max(widest, chain[k].all_bytes);
-          if (q + slots(run_bytes + widest) > kSlots) break;
-          run_cost += chain[k].inner_cost + (k > i ? chain[k - 1].boundary_cost : 0);
-          relax(1, k + 1, q + slots(chain[k].boundary_bytes), run_cost, {static_cast<int>(i), c, q, true});
+        for (size_t r = 0; r < run_slots.size() && q + run_slots[r] <= kSlots; ++r) {
+          run_cost += run_adds[r];
+          relax(1, i + r + 1, q + boundary[i + r], run_cost, run);
         }
       }
     }
@@ -115,11 +137,11 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   int c = -1, q = -1;
   for (int cc = 0; cc < 2; ++cc)
     for (int s = 0; s <= kSlots; ++s)
-      if (best[cc][n][s] < kInf && (q < 0 || best[cc][n][s] < best[c][n][q])) c = cc, q = s;
+      if (best[At(cc, n, s)] < kInf && (q < 0 || best[At(cc, n, s)] < best[At(c, n, q)])) c = cc, q = s;
   if (q < 0) return {};
   ChainPlan plan{std::vector<bool>(n, false), std::vector<bool>(n, false)};
   for (size_t j = n; j > 0;) {
-    const Step st = from[c][j][q];
+    const Step st = from[At(c, j, q)];
     for (size_t k = st.start; k < j; ++k) plan.dropped[k] = st.dropped;
     plan.cut[j - 1] = c == 1;
     j = st.start;
