@@ -6,8 +6,9 @@
 
 #include <any>
 #include <map>
-#include <unordered_map>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "frugal/base.h"
@@ -67,6 +68,8 @@ class Graph {
   int AddOp(const std::string& op, const std::string& name, const AttrMap& attrs, std::vector<Entry> inputs,
             SourceLoc loc = {});
   int AddVariable(const std::string& name, VarKind kind, const std::string& init = "");
+  // Room for this many nodes, so that adding them moves none.
+  void Reserve(int num_nodes) { nodes_.reserve(num_nodes); }
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const Node& node(int i) const { return nodes_[i]; }
@@ -97,6 +100,10 @@ class Graph {
   std::vector<Entry> grad_of;
 
   const Shape& shape(Entry e) const { return shapes[EntryId(e)]; }
+  // The shapes of node i's inputs (outputs) into *out, whose storage is
+  // reused: a plan reads them for every node of every candidate graph.
+  void InputShapes(int i, std::vector<Shape>* out) const;
+  void OutputShapes(int i, std::vector<Shape>* out) const;
   DType dtype(Entry e) const { return dtypes[EntryId(e)]; }
   Layout layout(int id) const { return layouts.empty() ? Layout::kPlain : layouts[id]; }
   Layout layout(Entry e) const { return layout(EntryId(e)); }
@@ -105,8 +112,29 @@ class Graph {
   int64_t EntryBytes(Entry e) const { return EntryBytes(EntryId(e)); }
 
  private:
+  // The first node of each name, indexed when a name is looked up (a plan
+  // search builds dozens of training graphs of 10^5 nodes and looks up none
+  // of their names); a copy or a moved-to graph indexes anew.
+  class NameIndex {
+   public:
+    NameIndex() = default;
+    NameIndex(const NameIndex&) {}
+    NameIndex& operator=(const NameIndex&) {
+      std::lock_guard<std::mutex> lock(mu_);
+      first_.clear();
+      indexed_ = 0;
+      return *this;
+    }
+    int Find(const std::vector<Node>& nodes, const std::string& name) const;
+
+   private:
+    mutable std::mutex mu_;
+    mutable std::unordered_map<std::string, int> first_;
+    mutable size_t indexed_ = 0;  // nodes [0, indexed_) are in first_
+  };
+
   std::vector<Node> nodes_;
-  std::unordered_map<std::string, int> by_name_;  // the first node of each name
+  NameIndex by_name_;
   std::vector<int> entry_start_{0};
   int num_forward_ = -1;
 };

@@ -433,6 +433,7 @@ class OpDef {
   Cost cost() const { return cost_; }
   Randomness randomness() const { return rng_; }
   int64_t WorkspaceBytes(const WorkspaceCtx& c) const { return workspace_ ? workspace_(c) : 0; }
+  bool has_workspace() const { return static_cast<bool>(workspace_); }
   // ChannelsLast: whether input (or output) slot k may be channels-last, and
   // whether the slots share one layout.
   bool nhwc_input(int k) const { return HasSlot(nhwc_inputs_, k); }

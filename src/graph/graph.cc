@@ -20,7 +20,6 @@ int Graph::AddNode(Node node) {
     CHECK(e.index < NumOutputs(e.node)) << "node " << node.name << " reads a missing output";
   }
   int n_out = node.op ? node.op->NumOutputs(node.params) : 1;
-  by_name_.emplace(node.name, id);
   nodes_.push_back(std::move(node));
   entry_start_.push_back(entry_start_.back() + n_out);
   return id;
@@ -47,9 +46,24 @@ int Graph::AddVariable(const std::string& name, VarKind kind, const std::string&
   return AddNode(std::move(n));
 }
 
-int Graph::FindNode(const std::string& name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? -1 : it->second;
+int Graph::FindNode(const std::string& name) const { return by_name_.Find(nodes_, name); }
+
+int Graph::NameIndex::Find(const std::vector<Node>& nodes, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (; indexed_ < nodes.size(); ++indexed_) first_.emplace(nodes[indexed_].name, static_cast<int>(indexed_));
+  auto it = first_.find(name);
+  return it == first_.end() ? -1 : it->second;
+}
+
+void Graph::InputShapes(int i, std::vector<Shape>* out) const {
+  const std::vector<Entry>& in = nodes_[i].inputs;
+  out->resize(in.size());
+  for (size_t k = 0; k < in.size(); ++k) (*out)[k] = shape(in[k]);
+}
+
+void Graph::OutputShapes(int i, std::vector<Shape>* out) const {
+  out->resize(NumOutputs(i));
+  for (size_t k = 0; k < out->size(); ++k) (*out)[k] = shapes[entry_start_[i] + k];
 }
 
 int Graph::NumOutputs(int node) const { return entry_start_[node + 1] - entry_start_[node]; }

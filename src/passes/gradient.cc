@@ -19,8 +19,6 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <map>
-#include <unordered_map>
 
 #include "frugal/passes.h"
 
@@ -61,7 +59,8 @@ Entry ZerosLike(Graph& g, int i, int k) {
 
 class Mirrors {
  public:
-  Mirrors(Graph* g, const KeepLevels& keep) : g_(*g), keep_(keep), cache_(g->num_nodes(), -1) {}
+  Mirrors(Graph* g, const KeepLevels& keep)
+      : g_(*g), keep_(keep), cache_(g->num_nodes(), -1), made_(g->num_nodes(), -1), request_of_(g->num_nodes(), -1) {}
 
   // An entry holding forward entry e's value at this point of the backward
   // pass: e itself if kept, else a mirror. The mirrors one request needs are
@@ -72,39 +71,42 @@ class Mirrors {
   Entry Get(Entry e) {
     if (keep_.empty() || keep_[e.node] == 0) return e;
     if (cache_[e.node] >= 0) return {cache_[e.node], e.index};
-    std::map<int, bool> request;  // forward node -> whether its mirror is cached, in forward order
-    Collect(e.node, kDropped, &request);
-    std::unordered_map<int, int> made;  // forward node -> its mirror in this request
-    for (const auto& [p, cached] : request) {
+    ++requests_;
+    request_.clear();
+    Collect(e.node, kDropped);
+    std::sort(request_.begin(), request_.end());
+    for (const auto& [p, cached] : request_) {
       Node m = g_.node(p);  // a copy: same op, params, attrs, source location
-      for (Entry& in : m.inputs) in = Made(in, made);
+      for (Entry& in : m.inputs) in = Made(in);
       for (auto [in, out] : m.op->mirror_reads()) m.inputs[in] = {p, out};
       m.name = g_.node(p).name + "@recompute";
       m.mirror_of = p;
       const int id = g_.AddNode(std::move(m));
-      made[p] = id;
+      made_[p] = id;
       if (cached) cache_[p] = id;
     }
-    return {made.at(e.node), e.index};
+    return {made_[e.node], e.index};
   }
 
  private:
-  // The nodes to recompute for one request, each once (a node reached along
-  // two paths, a residual add, is recomputed once), down to the kept
-  // results and the cached mirrors. A mirror is cached when its level is at
-  // most every level between it and the request (min_level, on the path
-  // that first reaches it).
-  void Collect(int p, int min_level, std::map<int, bool>* request) {
-    if (keep_[p] == 0 || cache_[p] >= 0 || request->count(p)) return;
-    (*request)[p] = keep_[p] <= min_level;
+  // The nodes to recompute for one request (request_, forward node and
+  // whether its mirror is cached), each once (a node reached along two
+  // paths, a residual add, is recomputed once), down to the kept results
+  // and the cached mirrors. A mirror is cached when its level is at most
+  // every level between it and the request (min_level, on the path that
+  // first reaches it).
+  void Collect(int p, int min_level) {
+    if (keep_[p] == 0 || cache_[p] >= 0 || request_of_[p] == requests_) return;
+    request_of_[p] = requests_;
+    request_.emplace_back(p, keep_[p] <= min_level);
     const int below = std::min(min_level, keep_[p]);
-    for (const Entry& in : g_.node(p).inputs) Collect(in.node, below, request);
+    for (const Entry& in : g_.node(p).inputs) Collect(in.node, below);
   }
 
-  Entry Made(Entry in, const std::unordered_map<int, int>& made) const {
+  // Input `in` of a mirror: kept, made by this request, or cached.
+  Entry Made(Entry in) const {
     if (keep_[in.node] == 0) return in;
-    auto it = made.find(in.node);
-    const int id = it != made.end() ? it->second : cache_[in.node];
+    const int id = request_of_[in.node] == requests_ ? made_[in.node] : cache_[in.node];
     CHECK_GE(id, 0) << "mirror of " << g_.node(in.node).name << " read before it is made";
     return {id, in.index};
   }
@@ -112,6 +114,11 @@ class Mirrors {
   Graph& g_;
   const KeepLevels& keep_;
   std::vector<int> cache_;  // forward node -> its cached mirror
+  // The request being made: its nodes, and per forward node the mirror the
+  // last request that reached it made (request_of_: that request's number).
+  std::vector<std::pair<int, bool>> request_;
+  std::vector<int> made_, request_of_;
+  int requests_ = 0;
 };
 
 }  // namespace
@@ -122,6 +129,7 @@ void Gradient(Graph* graph, const KeepLevels& keep) {
   CHECK(keep.empty() || static_cast<int>(keep.size()) == g.num_nodes()) << "one keep level per forward node";
   const int num_fwd = g.num_nodes();
   g.EndForward();
+  g.Reserve(3 * num_fwd);  // a guess (a gradient node, a sum, a mirror per forward node): fewer moves
   std::vector<bool> needs = DependsOnParams(g);
   Mirrors mirrors(&g, keep);
   // grad[entry id]: the sum of the gradient parts of that forward entry so far.

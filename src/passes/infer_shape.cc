@@ -15,18 +15,24 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
   g.layouts.clear();
   for (int i = 0; i < g.num_nodes(); ++i)
     if (g.node(i).is_variable()) g.shapes[g.EntryId({i, 0})] = g.node(i).shape;
-  for (const auto& [name, shape] : input_shapes) {
-    int id = g.FindNode(name);
-    FRUGAL_REQUIRE(id >= 0, "no input named '", name, "' in the graph");
-    g.shapes[g.EntryId({id, 0})] = shape;
+  // The first node of each input's name, found by a scan: FindNode would
+  // index every name of a training graph that a plan search builds only to
+  // measure.
+  std::vector<int> input_node(input_shapes.size(), -1);
+  size_t found = 0;
+  for (int i = 0; i < g.num_nodes() && found < input_shapes.size(); ++i)
+    for (size_t k = 0; k < input_shapes.size(); ++k)
+      if (input_node[k] < 0 && g.node(i).name == input_shapes[k].first) input_node[k] = i, ++found;
+  for (size_t k = 0; k < input_shapes.size(); ++k) {
+    FRUGAL_REQUIRE(input_node[k] >= 0, "no input named '", input_shapes[k].first, "' in the graph");
+    g.shapes[g.EntryId({input_node[k], 0})] = input_shapes[k].second;
   }
   std::vector<Shape> in, out, fwd_in, fwd_out;
   std::vector<DType> in_t, out_t, fwd_in_t, fwd_out_t;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
-    in.clear();
-    for (const Entry& e : n.inputs) in.push_back(g.shape(e));
+    g.InputShapes(i, &in);
     out.assign(g.NumOutputs(i), Shape());
     in_t.clear();
     for (const Entry& e : n.inputs) in_t.push_back(g.dtype(e));
@@ -35,18 +41,12 @@ void InferShapes(Graph* graph, const std::vector<std::pair<std::string, Shape>>&
     DTypeCtx tctx{n, in_t, out_t};
     if (n.fwd >= 0) {
       const Node& f = g.node(n.fwd);
-      fwd_in.clear();
+      g.InputShapes(n.fwd, &fwd_in);
       fwd_in_t.clear();
-      for (const Entry& e : f.inputs) {
-        fwd_in.push_back(g.shape(e));
-        fwd_in_t.push_back(g.dtype(e));
-      }
-      fwd_out.clear();
+      for (const Entry& e : f.inputs) fwd_in_t.push_back(g.dtype(e));
+      g.OutputShapes(n.fwd, &fwd_out);
       fwd_out_t.clear();
-      for (int k = 0; k < g.NumOutputs(n.fwd); ++k) {
-        fwd_out.push_back(g.shape({n.fwd, k}));
-        fwd_out_t.push_back(g.dtype({n.fwd, k}));
-      }
+      for (int k = 0; k < g.NumOutputs(n.fwd); ++k) fwd_out_t.push_back(g.dtype({n.fwd, k}));
       ctx.fwd_in = &fwd_in;
       ctx.fwd_out = &fwd_out;
       tctx.fwd = &f;

@@ -395,9 +395,9 @@ std::vector<MemoryStrategy> AllMemoryStrategies() {
 double NodeFlops(const Graph& g, int i) {
   const Node& n = g.node(i);
   if (n.is_variable()) return 0;
-  std::vector<Shape> in, out;
-  for (const Entry& e : n.inputs) in.push_back(g.shape(e));
-  for (int k = 0; k < g.NumOutputs(i); ++k) out.push_back(g.shape({i, k}));
+  thread_local std::vector<Shape> in, out;
+  g.InputShapes(i, &in);
+  g.OutputShapes(i, &out);
   return n.op->Flops(n, in, out);
 }
 
@@ -456,6 +456,8 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   std::vector<bool> folded_add(g.num_nodes(), false);
   for (int e = 0; e < num_entries; ++e)
     if (into[e] >= 0) folded_add[last[e]] = true;  // the add_n reading the part
+  std::vector<Shape> in_shapes, out_shapes;
+  std::vector<Layout> in_layouts, out_layouts;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
@@ -486,12 +488,12 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
       plan.entry_block[e] = static_cast<int>(blocks.size());
       blocks.push_back({i, std::max(last[e], i), Align(bytes[e]), -1, e, i});  // an unread output lives for its step
     }
-    std::vector<Shape> in_shapes;
-    for (const Entry& e : n.inputs) in_shapes.push_back(g.shape(e));
-    std::vector<Shape> out_shapes;
-    for (int k = 0; k < g.NumOutputs(i); ++k) out_shapes.push_back(g.shape({i, k}));
-    std::vector<Layout> in_layouts, out_layouts;
+    if (!n.op->has_workspace()) continue;
+    g.InputShapes(i, &in_shapes);
+    g.OutputShapes(i, &out_shapes);
+    in_layouts.clear();
     for (const Entry& e : n.inputs) in_layouts.push_back(g.layout(e));
+    out_layouts.clear();
     for (int k = 0; k < g.NumOutputs(i); ++k) out_layouts.push_back(g.layout({i, k}));
     int64_t ws = 0;
     try {
