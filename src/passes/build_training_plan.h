@@ -51,6 +51,19 @@ struct BackwardReads {
   std::vector<int64_t> bytes;
 };
 BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share);
+// The forward nodes whose values the gradient nodes of t read (kept, or
+// recomputed by a mirror), t being any training graph of fwd: they are the
+// same whatever is dropped.
+std::vector<bool> GradientReads(const Graph& fwd, const TrainingPlan& t);
+// Which dropped nodes of one-level keep levels (0 and kDropped) the gradient
+// pass recomputes: those in `read` and, back from them, each dropped node
+// that a recomputed one reads (Gradient's mirrors, one per node).
+std::vector<bool> RecomputedNodes(const Graph& fwd, const KeepLevels& keep, const std::vector<bool>& read);
+// The recompute_cost() that one-level keep levels build to, without the
+// build (read: GradientReads), priced as CountCosts prices the mirrors, up
+// to the rounding of the sum's order. NaN for recursive levels.
+double PredictedRecomputeCost(const Graph& fwd, const KeepLevels& keep, const std::vector<bool>& read,
+                              const CostTable* costs);
 // The budget planner's search: ExactSearchBuilds builds, as many as
 // kExactWork forward nodes built (a build costs about its nodes: 0.1-0.6 ms
 // on the suite's graphs of 10-54 nodes), and kExactPlacements placements.

@@ -97,6 +97,8 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   // block adds.
   std::vector<int> run_slots;
   std::vector<double> run_adds;
+  std::vector<int> front;         // the states (c, i, q) expanded: no state of fewer slots costs as little
+  std::vector<double> run_cost;  // per state of front, the cost of its run so far
   best[At(1, 0, 0)] = 0;  // the data before block 0 is kept
   for (size_t i = 0; i < n; ++i) {
     const ChainBlock& b = chain[i];
@@ -112,24 +114,37 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
       run_adds.push_back(chain[k].inner_cost + (k > i ? chain[k - 1].boundary_cost : 0));
     }
     for (int c = 0; c < 2; ++c) {
+      // A state that keeps more slots than one that costs no more is not
+      // expanded: whatever follows it follows the cheaper one too, in fewer
+      // slots, so no plan the program returns passes through it.
+      front.clear();
+      double cheapest = kInf;  // of the states (c, i, fewer slots)
       for (int q = 0; q <= kSlots; ++q) {
         const double f = best[At(c, i, q)];
-        if (f == kInf) continue;
+        if (f < cheapest) cheapest = f, front.push_back(q);
+      }
+      // Block i stored, as drop_cheap does it, its boundary kept (a cut) or
+      // recomputed where drop_cheap recomputes it.
+      for (int q : front) {
+        if (q + all[i] > kSlots) break;
+        const double f = best[At(c, i, q)];
         const Step step{static_cast<int32_t>(i), static_cast<int16_t>(q), static_cast<uint8_t>(c), false};
-        // Block i stored, as drop_cheap does it, its boundary kept (a cut) or
-        // recomputed where drop_cheap recomputes it.
-        if (q + all[i] <= kSlots) {
-          relax(1, i + 1, q + kept[i] + boundary[i], f + b.cheap_cost, step);
-          if (!b.cheap_keeps_boundary) relax(0, i + 1, q + kept[i], f + b.cheap_cost + b.boundary_cost, step);
-        }
-        // Blocks i..k dropped, as one run between kept boundaries.
-        if (c == 0) continue;
-        Step run = step;
-        run.dropped = true;
-        double run_cost = f;
-        for (size_t r = 0; r < run_slots.size() && q + run_slots[r] <= kSlots; ++r) {
-          run_cost += run_adds[r];
-          relax(1, i + r + 1, q + boundary[i + r], run_cost, run);
+        relax(1, i + 1, q + kept[i] + boundary[i], f + b.cheap_cost, step);
+        if (!b.cheap_keeps_boundary) relax(0, i + 1, q + kept[i], f + b.cheap_cost + b.boundary_cost, step);
+      }
+      if (c == 0) continue;
+      // Blocks i..i+r dropped, as one run between kept boundaries: run by
+      // run, each over the states it fits (those of fewer slots; the runs
+      // grow), so that a run's targets lie side by side. Each state's cost
+      // is summed block by block, as one run after another adds them.
+      run_cost.resize(front.size());
+      for (size_t k = 0; k < front.size(); ++k) run_cost[k] = best[At(1, i, front[k])];
+      for (size_t r = 0; r < run_slots.size(); ++r) {
+        const size_t j = i + r + 1;
+        for (size_t k = 0; k < front.size() && front[k] + run_slots[r] <= kSlots; ++k) {
+          run_cost[k] += run_adds[r];
+          relax(1, j, front[k] + boundary[i + r], run_cost[k],
+                {static_cast<int32_t>(i), static_cast<int16_t>(front[k]), 1, true});
         }
       }
     }

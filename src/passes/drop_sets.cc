@@ -13,23 +13,16 @@
 namespace frugal {
 namespace {
 
-// Whether every candidate the mask drops is recomputed: read by the
-// backward pass, or by a dropped node that is (forward order is
-// topological, so readers come later). A set that drops a node no one
-// recomputes builds the same graph as the set without it.
+// Whether every candidate the mask drops is recomputed. A set that drops a
+// node no one recomputes builds the same graph as the set without it.
 bool AllRecomputed(const Graph& fwd, const KeepLevels& base, const std::vector<int>& candidates, uint64_t mask,
                    const std::vector<bool>& read) {
-  std::vector<bool> dropped(fwd.num_nodes(), false), needed(fwd.num_nodes(), false), in_mask(fwd.num_nodes(), false);
-  for (int i = 0; i < fwd.num_nodes(); ++i) dropped[i] = base[i] != 0;
+  KeepLevels keep = base;
   for (size_t k = 0; k < candidates.size(); ++k)
-    if (mask >> k & 1) dropped[candidates[k]] = in_mask[candidates[k]] = true;
-  for (int i = fwd.num_nodes() - 1; i >= 0; --i) {
-    if (!dropped[i]) continue;
-    needed[i] = read[i];
-    for (int j = i + 1; j < fwd.num_nodes() && !needed[i]; ++j)
-      for (const Entry& e : fwd.node(j).inputs) needed[i] = needed[i] || (e.node == i && needed[j]);
-    if (in_mask[i] && !needed[i]) return false;
-  }
+    if (mask >> k & 1) keep[candidates[k]] = kDropped;
+  const std::vector<bool> recomputed = RecomputedNodes(fwd, keep, read);
+  for (size_t k = 0; k < candidates.size(); ++k)
+    if (mask >> k & 1 && !recomputed[candidates[k]]) return false;
   return true;
 }
 
@@ -139,6 +132,45 @@ BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share) {
       for (int k = 0; k < g.NumOutputs(i); ++k)
         if (entry_read[g.EntryId({i, k})]) r.read[i] = true, r.bytes[i] += g.EntryBytes(Entry{i, k});
   return r;
+}
+
+std::vector<bool> GradientReads(const Graph& fwd, const TrainingPlan& t) {
+  const Graph& g = t.graph;
+  std::vector<bool> read(fwd.num_nodes(), false);
+  for (int i = g.num_forward(); i < g.num_nodes(); ++i) {
+    if (g.node(i).mirror_of >= 0) continue;
+    for (const Entry& e : g.node(i).inputs) {
+      const int p = e.node < g.num_forward() ? e.node : g.node(e.node).mirror_of;
+      if (p >= 0) read[p] = true;
+    }
+  }
+  return read;
+}
+
+// Forward order is topological: each node's readers come after it, so a
+// walk from the last node back sees whether a node is recomputed before it
+// marks that node's dropped inputs.
+std::vector<bool> RecomputedNodes(const Graph& fwd, const KeepLevels& keep, const std::vector<bool>& read) {
+  std::vector<bool> recomputed(fwd.num_nodes(), false);
+  for (int i = fwd.num_nodes() - 1; i >= 0; --i) {
+    if (keep[i] == 0) continue;
+    recomputed[i] = recomputed[i] || read[i];
+    if (!recomputed[i]) continue;
+    for (const Entry& e : fwd.node(i).inputs)
+      if (keep[e.node] != 0) recomputed[e.node] = true;
+  }
+  return recomputed;
+}
+
+double PredictedRecomputeCost(const Graph& fwd, const KeepLevels& keep, const std::vector<bool>& read,
+                              const CostTable* costs) {
+  for (int level : keep)
+    if (level != 0 && level != kDropped) return NAN;
+  const std::vector<bool> recomputed = RecomputedNodes(fwd, keep, read);
+  double cost = 0;
+  for (int i = 0; i < fwd.num_nodes(); ++i)
+    if (recomputed[i]) cost += RecomputeCost(fwd, i, costs);
+  return costs ? cost * costs->wall_per_op_ms : cost;
 }
 
 int64_t ExactSearchBuilds(const Graph& fwd) {

@@ -129,7 +129,10 @@ void Gradient(Graph* graph, const KeepLevels& keep) {
   CHECK(keep.empty() || static_cast<int>(keep.size()) == g.num_nodes()) << "one keep level per forward node";
   const int num_fwd = g.num_nodes();
   g.EndForward();
-  g.Reserve(3 * num_fwd);  // a guess (a gradient node, a sum, a mirror per forward node): fewer moves
+  // Room for a guess of the nodes to come, so that few are moved: gradient
+  // nodes and sums (the 4x1024 LSTM: 2.65 per forward node) and a mirror per
+  // dropped node.
+  g.Reserve(3 * num_fwd + static_cast<int>(keep.size() - std::count(keep.begin(), keep.end(), 0)));
   std::vector<bool> needs = DependsOnParams(g);
   Mirrors mirrors(&g, keep);
   // grad[entry id]: the sum of the gradient parts of that forward entry so far.

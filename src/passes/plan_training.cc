@@ -7,13 +7,15 @@
 //      strategy's cost table) among the fitting plans of three searches:
 //      (a) on small graphs, part of drop_cheap: its runs of cheap ops
 //      ranked by bytes freed per cost, the fewest best-ranked that fit;
-//      (b) the exact dynamic program on the graph's chain of blocks (cut at
+//      (b) drop_cheap with some sqrt segments recomputed whole, ranked by
+//      bytes freed per cost, the count found by binary search;
+//      (c) the exact dynamic program on the graph's chain of blocks (cut at
 //      the split candidates; chain.cc): which blocks to store as drop_cheap
 //      does and which runs of blocks to recompute whole, for the least
-//      cost under the model's memory, the model's memory searched;
-//      (c) drop_cheap with some sqrt segments recomputed whole, ranked by
-//      bytes freed per cost, the count found by binary search;
-//      (the model of (b) misjudges some plans by a few percent, which (c)
+//      cost under the model's memory, the model's memory searched; a plan
+//      whose predicted cost (PredictedRecomputeCost) is no less than the
+//      best fit's is not built;
+//      (the model of (c) misjudges some plans by a few percent, which (b)
 //      measures directly: neither wins everywhere);
 //   3. the sqrt plan, then logn.
 // The first step with a plan that fits wins, improved: nodes it recomputes
@@ -200,6 +202,7 @@ class BudgetSearch {
   TrainingPlan Run() {
     const KeepLevels base = ApplyAnnotations(fwd_, {});
     smallest_ = q_.Build(base);
+    reads_ = GradientReads(fwd_, smallest_);
     share_bytes_ = smallest_.plan.arena_bytes;     // its lower bound
     base_cost_ = smallest_.plan.recompute_cost();  // of the config's mirror marks
     if (Fits(&smallest_)) return std::move(smallest_);
@@ -210,8 +213,8 @@ class BudgetSearch {
     } else {
       KeepSmallest(&t, "drop_cheap");
       PartOfDropCheap(base, cheap);
-      ChainProgram(cheap);
       SqrtSegments(cheap);
+      ChainProgram(cheap);
     }
     if (best_fit_) best_fit_ = KeepWhatFits(std::move(*best_fit_));
     if (ExactDropSets()) return std::move(*best_fit_);
@@ -366,38 +369,7 @@ class BudgetSearch {
     }
   }
 
-  // (b) The chain program. Its model over- or underestimates the real plan
-  // (in-place reuse, gradients and workspaces are not in it), so the
-  // model's memory is searched: doubled or halved from the budget until one
-  // plan fits and one does not, then bisected (4 steps, to 2% of the
-  // budget; on small graphs 12 steps, to 0.05%: the random chain of 30
-  // nodes at its second budget, 1.812 MFLOP with 4 steps, 1.614 with 12,
-  // against an optimum of 1.612).
-  void ChainProgram(const KeepLevels& cheap) {
-    const std::vector<ChainBlock> chain = Chain(fwd_, cheap, s_.costs.get());
-    if (chain.size() <= 1) return;
-    auto chain_plan = [&](int64_t model) -> std::optional<TrainingPlan> {
-      const ChainPlan p = ChainRecompute(chain, model);
-      if (p.empty()) return std::nullopt;
-      return q_.Build(ChainLevels(fwd_, cheap, chain, p));
-    };
-    int64_t lo = 0, hi = 0;  // model memories that fit or had no plan / too big (0: none yet)
-    for (int64_t m = budget_; (lo == 0 || hi == 0) && m > 0 && m < budget_ * 64;) {
-      if (Consider(chain_plan(m), "the chain program") >= 0)
-        lo = m, m *= 2;
-      else
-        hi = m, m /= 2;
-    }
-    const bool small = fwd_.num_nodes() <= kKeepNodes;  // builds are cheap: bisect finer
-    const int steps = small ? 12 : 4;
-    const int64_t close = budget_ / (small ? 2000 : 50);
-    for (int k = 0; k < steps && lo > 0 && hi > 0 && std::abs(hi - lo) > close; ++k) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      (Consider(chain_plan(mid), "the chain program") >= 0 ? lo : hi) = mid;
-    }
-  }
-
-  // (c) drop_cheap with the fewest sqrt segments recomputed whole, ranked
+  // (b) drop_cheap with the fewest sqrt segments recomputed whole, ranked
   // by bytes freed per cost: binary search on the lower bound, then the
   // first count whose placed arena fits. Keeps the sqrt plan for step 3.
   void SqrtSegments(const KeepLevels& cheap) {
@@ -419,6 +391,50 @@ class BudgetSearch {
     }
   }
 
+  // (c) The chain program. Its model over- or underestimates the real plan
+  // (in-place reuse, gradients and workspaces are not in it), so the
+  // model's memory is searched: doubled or halved from the budget until one
+  // plan fits and one does not, then bisected (4 steps, to 2% of the
+  // budget; on small graphs 12 steps, to 0.05%: the random chain of 30
+  // nodes at its second budget, 1.812 MFLOP with 4 steps, 1.614 with 12,
+  // against an optimum of 1.612). A plan predicted to recompute no less
+  // than the best fit is not built and counts as fitting: only a larger
+  // model memory can give one that recomputes less (on the 4x1024 T=1000
+  // LSTM, where (b) wins at 700 MB and up, 6-7 builds of 22-23 saved).
+  void ChainProgram(const KeepLevels& cheap) {
+    const std::vector<ChainBlock> chain = Chain(fwd_, cheap, s_.costs.get());
+    if (chain.size() <= 1) return;
+    auto consider = [&](int64_t model) {
+      const ChainPlan p = ChainRecompute(chain, model);
+      if (p.empty()) return 0;
+      KeepLevels keep = ChainLevels(fwd_, cheap, chain, p);
+      if (CannotWin(keep)) return 1;
+      return Consider(q_.Build(std::move(keep)), "the chain program");
+    };
+    int64_t lo = 0, hi = 0;  // model memories that fit or had no plan / too big (0: none yet)
+    for (int64_t m = budget_; (lo == 0 || hi == 0) && m > 0 && m < budget_ * 64;) {
+      if (consider(m) >= 0)
+        lo = m, m *= 2;
+      else
+        hi = m, m /= 2;
+    }
+    const bool small = fwd_.num_nodes() <= kKeepNodes;  // builds are cheap: bisect finer
+    const int steps = small ? 12 : 4;
+    const int64_t close = budget_ / (small ? 2000 : 50);
+    for (int k = 0; k < steps && lo > 0 && hi > 0 && std::abs(hi - lo) > close; ++k) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (consider(mid) >= 0 ? lo : hi) = mid;
+    }
+  }
+
+  // Whether keep levels are predicted to recompute no less than the best fit
+  // (with a margin for the rounding of the sums' order).
+  bool CannotWin(const KeepLevels& keep) const {
+    if (!best_fit_) return false;
+    const double predicted = PredictedRecomputeCost(fwd_, keep, reads_, s_.costs.get());
+    return predicted >= best_fit_->plan.recompute_cost() * (1 + 1e-9);
+  }
+
   // (d) On small graphs (at most kExactCandidates drop candidates), every
   // drop set cheaper than the best fit that could fit (CoverKeys,
   // drop_sets.cc), cheapest first, for at most
@@ -438,6 +454,7 @@ class BudgetSearch {
   const Graph& fwd_;
   const MemoryStrategy& s_;
   const int64_t budget_;
+  std::vector<bool> reads_;  // GradientReads of the plans
   int64_t share_bytes_ = 0;
   double base_cost_ = 0;
   std::optional<TrainingPlan> best_fit_;
