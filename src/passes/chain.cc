@@ -97,9 +97,9 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   // block adds.
   std::vector<int> run_slots;
   std::vector<double> run_adds;
-  std::vector<int> front;         // the states (c, i, q) expanded: no state of fewer slots costs as little
+  std::vector<int> front;        // the states (c, i, q) expanded: no state of fewer slots costs as little
   std::vector<double> run_cost;  // per state of front, the cost of its run so far
-  best[At(1, 0, 0)] = 0;  // the data before block 0 is kept
+  best[At(1, 0, 0)] = 0;         // the data before block 0 is kept
   for (size_t i = 0; i < n; ++i) {
     const ChainBlock& b = chain[i];
     run_slots.clear();
