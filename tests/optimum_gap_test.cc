@@ -5,11 +5,16 @@
 // (docs/memory.md, "How far from the optimum").
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "frugal/config.h"
 #include "optimum.h"
 
 namespace frugal {
@@ -68,6 +73,91 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
       ASSERT_LE(kept, t.plan.arena_bytes) << c.name << ", drop set " << mask;
     }
   }
+}
+
+// PredictedRecomputeCost (the budget search builds no chain plan predicted
+// to recompute no less than its best fit) is what the plan builds to: on
+// every drop set of the tiny graphs and 100 random ones of each larger case
+// of the suite, and on each model config's drop_cheap, sqrt and 20 random
+// drop sets; in FLOPs and priced by a cost table. GradientReads is the
+// same for every plan. Recursive levels (logn) get NaN.
+TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
+  std::mt19937_64 rng(18);
+  CostTable table;
+  table.ms_per_flop = 3e-9;
+  table.wall_per_op_ms = 0.75;
+  auto check = [&](const std::string& what, const Graph& fwd, const test::Inputs& inputs,
+                   const std::vector<KeepLevels>& keeps) {
+    for (int priced = 0; priced < 2; ++priced) {
+      MemoryStrategy s(MemoryStrategy::kShare);
+      if (priced) s.costs = std::make_shared<const CostTable>(table);
+      const std::vector<bool> reads =
+          GradientReads(fwd, BuildTrainingPlan(fwd, inputs, s, ApplyAnnotations(fwd, {}), {}, true));
+      for (size_t k = 0; k < keeps.size(); ++k) {
+        const TrainingPlan t = BuildTrainingPlan(fwd, inputs, s, keeps[k], {}, true);
+        const double built = t.plan.recompute_cost();
+        const double predicted = PredictedRecomputeCost(fwd, keeps[k], reads, s.costs.get());
+        ASSERT_NEAR(predicted, built, 1e-9 * built) << what << ", keep levels " << k << (priced ? ", priced" : "");
+        ASSERT_EQ(GradientReads(fwd, t), reads) << what << ", keep levels " << k << ": not the same as without drops";
+      }
+    }
+  };
+  auto random_drops = [&](const Graph& fwd, int count) {
+    const std::vector<int> cand = DropCandidates(fwd);
+    std::vector<KeepLevels> keeps;
+    for (int k = 0; k < count; ++k) {
+      KeepLevels keep = ApplyAnnotations(fwd, {});
+      for (int i : cand)
+        if (rng() % 4 == 0) keep[i] = kDropped;
+      keeps.push_back(keep);
+    }
+    return keeps;
+  };
+  for (const test::GapCase& c : test::GapSuite(/*small=*/false)) {
+    const std::vector<int> cand = DropCandidates(c.fwd);
+    std::vector<KeepLevels> keeps;
+    if (cand.size() <= 10) {
+      for (uint64_t mask = 0; mask < uint64_t{1} << cand.size(); ++mask)
+        keeps.push_back(test::DropLevels(c.fwd, cand, mask));
+    } else {
+      keeps = random_drops(c.fwd, 100);
+    }
+    check(c.name, c.fwd, c.inputs, keeps);
+  }
+  int configs = 0, recursive_configs = 0;
+  for (const auto& dir : std::filesystem::directory_iterator(std::string(FRUGAL_SOURCE_DIR) + "/models")) {
+    if (!dir.is_directory()) continue;
+    for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
+      if (file.path().extension() != ".prototxt") continue;
+      const ConfigFile cfg = LoadConfig(file.path().string(), {});
+      Graph fwd = BuildGraph(cfg);
+      test::Inputs inputs;
+      for (const Node& n : fwd.nodes()) {
+        if (n.var != VarKind::kInput) continue;
+        const auto& dims =
+            n.name == cfg.net.data().label_name() ? cfg.net.data().label_shape() : cfg.net.data().sample_shape();
+        std::vector<int64_t> shape{cfg.net.data().batch_size()};
+        shape.insert(shape.end(), dims.begin(), dims.end());
+        inputs.push_back({n.name, Shape(shape)});
+      }
+      InferShapes(&fwd, inputs);
+      std::vector<KeepLevels> keeps = random_drops(fwd, 20);
+      keeps.push_back(DropCheapLevels(fwd));
+      int64_t forward_bytes = 0;
+      for (int i = 0; i < fwd.num_nodes(); ++i)
+        for (int k = 0; !fwd.node(i).is_variable() && k < fwd.NumOutputs(i); ++k)
+          forward_bytes += fwd.EntryBytes({i, k});
+      keeps.push_back(SqrtLevels(fwd, forward_bytes / 8));
+      check(file.path().string(), fwd, inputs, keeps);
+      const KeepLevels logn = LognLevels(fwd);
+      const bool recursive = std::any_of(logn.begin(), logn.end(), [](int l) { return l != 0 && l != kDropped; });
+      if (recursive) EXPECT_TRUE(std::isnan(PredictedRecomputeCost(fwd, logn, {}, nullptr))) << file.path();
+      recursive_configs += recursive;
+      ++configs;
+    }
+  }
+  EXPECT_GE(configs, 9);
+  EXPECT_GT(recursive_configs, 0) << "no logn plan with recursive levels";
 }
 
 // Every budget of the small suite is solved exactly, and the planner's plan
