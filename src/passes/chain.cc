@@ -18,7 +18,8 @@
 // forward pass). The program runs over (block, K in 1/kSlots steps of the
 // memory): best[j][q] = the least cost of blocks 0..j-1 keeping q slots, each
 // size rounded up, so any decision it returns keeps ChainPeak <= memory.
-// O(L^2 kSlots) in the worst case; runs stop growing when they no longer fit.
+// O(L kSlots log L): runs are relaxed by target, from a sliding window of
+// their starts per slot count.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -92,26 +93,52 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
       from[at] = step;
     }
   };
-  // The runs that start at block i: run_slots[r] for blocks i..i+r (growing
-  // with r; the runs stop where they no longer fit) and the cost each added
-  // block adds.
-  std::vector<int> run_slots;
-  std::vector<double> run_adds;
-  std::vector<int> front;        // the states (c, i, q) expanded: no state of fewer slots costs as little
-  std::vector<double> run_cost;  // per state of front, the cost of its run so far
-  best[At(1, 0, 0)] = 0;         // the data before block 0 is kept
+  // A run of blocks i..j-1 costs (I[j] - I[i]) + (B[j-1] - B[i]) (its
+  // inner costs, and the boundaries inside it) and needs run_slots(i, j):
+  // its read and boundary bytes (prefix sums R) and its widest block (a
+  // sparse table of range maxima). FLOP costs are whole numbers, so these
+  // sums are exact in any order.
+  std::vector<double> I(n + 1, 0), B(n + 1, 0);
+  std::vector<int64_t> R(n + 1, 0);
+  for (size_t j = 0; j < n; ++j) {
+    I[j + 1] = I[j] + chain[j].inner_cost;
+    B[j + 1] = B[j] + chain[j].boundary_cost;
+    R[j + 1] = R[j] + chain[j].read_bytes + chain[j].boundary_bytes;
+  }
+  std::vector<std::vector<int64_t>> widest(1);  // widest[k][i]: the largest all_bytes of blocks i..i+2^k-1
+  for (const ChainBlock& b : chain) widest[0].push_back(b.all_bytes);
+  for (size_t k = 1; (size_t{1} << k) <= n; ++k) {
+    widest.emplace_back(n - (size_t{1} << k) + 1);
+    for (size_t i = 0; i < widest[k].size(); ++i)
+      widest[k][i] = std::max(widest[k - 1][i], widest[k - 1][i + (size_t{1} << (k - 1))]);
+  }
+  auto run_slots = [&](size_t i, size_t j) {
+    const int k = 63 - __builtin_clzll(j - i);
+    const int64_t wide = std::max(widest[k][i], widest[k][j - (size_t{1} << k)]);
+    return slots(R[j] - R[i] + wide);
+  };
+  // Runs are relaxed by target: for each slot count q, the states (1, i, q)
+  // a run may start from, in a window (a deque of increasing cost less the
+  // prefix sums, by i): a state leaves it when the run from it to the target
+  // no longer fits in the slots left (it fits no longer run either).
+  struct Start {
+    int i;
+    double key;  // best(1, i, q) - I[i] - B[i]
+  };
+  std::vector<std::vector<Start>> window(kWidth);
+  std::vector<size_t> head(kWidth, 0);
+  std::vector<int> front;  // the states (c, i, q) expanded: no state of fewer slots costs as little
+  best[At(1, 0, 0)] = 0;   // the data before block 0 is kept
   for (size_t i = 0; i < n; ++i) {
     const ChainBlock& b = chain[i];
-    run_slots.clear();
-    run_adds.clear();
-    int64_t run_bytes = 0, widest = 0;
-    for (size_t k = i; k < n; ++k) {
-      run_bytes += chain[k].read_bytes + chain[k].boundary_bytes;
-      widest = std::max(widest, chain[k].all_bytes);
-      const int need = slots(run_bytes + widest);
-      if (need > kSlots) break;
-      run_slots.push_back(need);
-      run_adds.push_back(chain[k].inner_cost + (k > i ? chain[k - 1].boundary_cost : 0));
+    // Runs of blocks i'..i from the states before i (i' < i), the cheapest
+    // (the earliest of equals) for each q.
+    const double to_end = I[i + 1] + B[i];
+    for (int q = 0; q + boundary[i] <= kSlots; ++q) {
+      std::vector<Start>& w = window[q];
+      size_t& h = head[q];
+      while (h < w.size() && q + run_slots(w[h].i, i + 1) > kSlots) ++h;
+      if (h < w.size()) relax(1, i + 1, q + boundary[i], w[h].key + to_end, {w[h].i, static_cast<int16_t>(q), 1, true});
     }
     for (int c = 0; c < 2; ++c) {
       // A state that keeps more slots than one that costs no more is not
@@ -133,19 +160,17 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
         if (!b.cheap_keeps_boundary) relax(0, i + 1, q + kept[i], f + b.cheap_cost + b.boundary_cost, step);
       }
       if (c == 0) continue;
-      // Blocks i..i+r dropped, as one run between kept boundaries: run by
-      // run, each over the states it fits (those of fewer slots; the runs
-      // grow), so that a run's targets lie side by side. Each state's cost
-      // is summed block by block, as one run after another adds them.
-      run_cost.resize(front.size());
-      for (size_t k = 0; k < front.size(); ++k) run_cost[k] = best[At(1, i, front[k])];
-      for (size_t r = 0; r < run_slots.size(); ++r) {
-        const size_t j = i + r + 1;
-        for (size_t k = 0; k < front.size() && front[k] + run_slots[r] <= kSlots; ++k) {
-          run_cost[k] += run_adds[r];
-          relax(1, j, front[k] + boundary[i + r], run_cost[k],
-                {static_cast<int32_t>(i), static_cast<int16_t>(front[k]), 1, true});
-        }
+      // Block i dropped alone, then block i a run's first for later targets.
+      const int alone = run_slots(i, i + 1);
+      for (int q : front) {
+        const double f = best[At(1, i, q)];
+        if (q + alone <= kSlots)
+          relax(1, i + 1, q + boundary[i], f + b.inner_cost,
+                {static_cast<int32_t>(i), static_cast<int16_t>(q), 1, true});
+        std::vector<Start>& w = window[q];
+        const double key = f - I[i] - B[i];
+        while (w.size() > head[q] && w.back().key > key) w.pop_back();
+        w.push_back({static_cast<int>(i), key});
       }
     }
   }
