@@ -18,8 +18,8 @@
 // forward pass). The program runs over (block, K in 1/kSlots steps of the
 // memory): best[j][q] = the least cost of blocks 0..j-1 keeping q slots, each
 // size rounded up, so any decision it returns keeps ChainPeak <= memory.
-// O(L kSlots log L): runs are relaxed by target, from a sliding window of
-// their starts per slot count.
+// O(L kSlots + L log L): runs are relaxed by target, from a sliding window
+// of their starts per slot count.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -97,7 +97,8 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   // inner costs, and the boundaries inside it) and needs run_slots(i, j):
   // its read and boundary bytes (prefix sums R) and its widest block (a
   // sparse table of range maxima). FLOP costs are whole numbers, so these
-  // sums are exact in any order.
+  // sums are exact in any order; costs in ms may differ in their last bits
+  // from a sum block by block, which only picks among plans of equal cost.
   std::vector<double> I(n + 1, 0), B(n + 1, 0);
   std::vector<int64_t> R(n + 1, 0);
   for (size_t j = 0; j < n; ++j) {
