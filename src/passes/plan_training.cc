@@ -400,7 +400,8 @@ class BudgetSearch {
   // against an optimum of 1.612). A plan predicted to recompute no less
   // than the best fit is not built and counts as fitting: only a larger
   // model memory can give one that recomputes less (on the 4x1024 T=1000
-  // LSTM, where (b) wins at 700 MB and up, 6-7 builds of 22-23 saved).
+  // LSTM, where (b) wins at 700 MB and up, 2-4 builds of 22-23 saved, and
+  // their placements).
   void ChainProgram(const KeepLevels& cheap) {
     const std::vector<ChainBlock> chain = Chain(fwd_, cheap, s_.costs.get());
     if (chain.size() <= 1) return;
