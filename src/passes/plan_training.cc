@@ -203,6 +203,7 @@ class BudgetSearch {
     const KeepLevels base = ApplyAnnotations(fwd_, {});
     smallest_ = q_.Build(base);
     reads_ = GradientReads(fwd_, smallest_);
+    backward_reads_ = BackwardReadsOf(fwd_, smallest_);
     share_bytes_ = smallest_.plan.arena_bytes;     // its lower bound
     base_cost_ = smallest_.plan.recompute_cost();  // of the config's mirror marks
     if (Fits(&smallest_)) return std::move(smallest_);
@@ -379,13 +380,16 @@ class BudgetSearch {
     size_t lo = 1, hi = segs.size();
     while (lo <= hi) {
       const size_t mid = lo + (hi - lo) / 2;
-      if (q_.Build(DropSegments(cheap, segs, mid)).plan.arena_bytes <= budget_)
+      KeepLevels keep = DropSegments(cheap, segs, mid);
+      if (!CannotFit(keep) && q_.Build(std::move(keep)).plan.arena_bytes <= budget_)
         hi = mid - 1;
       else
         lo = mid + 1;
     }
     for (size_t k = lo; k <= segs.size(); ++k) {
-      TrainingPlan m = q_.Build(DropSegments(cheap, segs, k));
+      KeepLevels keep = DropSegments(cheap, segs, k);
+      if (CannotFit(keep)) continue;
+      TrainingPlan m = q_.Build(std::move(keep));
       if (m.plan.recompute_cost() > sqrt_.plan.recompute_cost()) break;  // sqrt recomputes less from here on
       if (Consider(std::move(m), "drop_cheap with sqrt segments recomputed") > 0) break;
     }
@@ -410,6 +414,7 @@ class BudgetSearch {
       if (p.empty()) return 0;
       KeepLevels keep = ChainLevels(fwd_, cheap, chain, p);
       if (CannotWin(keep)) return 1;
+      if (CannotFit(keep)) return -1;
       return Consider(q_.Build(std::move(keep)), "the chain program");
     };
     int64_t lo = 0, hi = 0;  // model memories that fit or had no plan / too big (0: none yet)
@@ -426,6 +431,14 @@ class BudgetSearch {
       const int64_t mid = lo + (hi - lo) / 2;
       (consider(mid) >= 0 ? lo : hi) = mid;
     }
+  }
+
+  // Whether one-level keep levels keep more of what the backward pass reads
+  // than the budget: their arena's lower bound (BackwardReads) cannot fit.
+  bool CannotFit(const KeepLevels& keep) const {
+    int64_t kept = 0;
+    for (size_t i = 0; i < keep.size(); ++i) kept += keep[i] == 0 ? backward_reads_.bytes[i] : 0;
+    return kept > budget_;
   }
 
   // Whether keep levels are predicted to recompute no less than the best fit
@@ -455,7 +468,8 @@ class BudgetSearch {
   const Graph& fwd_;
   const MemoryStrategy& s_;
   const int64_t budget_;
-  std::vector<bool> reads_;  // GradientReads of the plans
+  std::vector<bool> reads_;       // GradientReads of the plans
+  BackwardReads backward_reads_;  // of the share plan
   int64_t share_bytes_ = 0;
   double base_cost_ = 0;
   std::optional<TrainingPlan> best_fit_;
