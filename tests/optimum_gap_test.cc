@@ -80,7 +80,9 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
 // every drop set of the tiny graphs and 100 random ones of each larger case
 // of the suite, and on each model config's drop_cheap, sqrt and 20 random
 // drop sets; in FLOPs and priced by a cost table. GradientReads is the
-// same for every plan. Recursive levels (logn) get NaN.
+// same for every plan, and what a plan keeps of BackwardReads' bytes
+// bounds its arena (the budget search builds no plan where it exceeds the
+// budget). Recursive levels (logn) get NaN.
 TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
   std::mt19937_64 rng(18);
   CostTable table;
@@ -91,14 +93,18 @@ TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
     for (int priced = 0; priced < 2; ++priced) {
       MemoryStrategy s(MemoryStrategy::kShare);
       if (priced) s.costs = std::make_shared<const CostTable>(table);
-      const std::vector<bool> reads =
-          GradientReads(fwd, BuildTrainingPlan(fwd, inputs, s, ApplyAnnotations(fwd, {}), {}, true));
+      const TrainingPlan share = BuildTrainingPlan(fwd, inputs, s, ApplyAnnotations(fwd, {}), {}, true);
+      const std::vector<bool> reads = GradientReads(fwd, share);
+      const BackwardReads backward = BackwardReadsOf(fwd, share);
       for (size_t k = 0; k < keeps.size(); ++k) {
         const TrainingPlan t = BuildTrainingPlan(fwd, inputs, s, keeps[k], {}, true);
         const double built = t.plan.recompute_cost();
         const double predicted = PredictedRecomputeCost(fwd, keeps[k], reads, s.costs.get());
         ASSERT_NEAR(predicted, built, 1e-9 * built) << what << ", keep levels " << k << (priced ? ", priced" : "");
         ASSERT_EQ(GradientReads(fwd, t), reads) << what << ", keep levels " << k << ": not the same as without drops";
+        int64_t kept = 0;  // the budget search builds no plan whose kept BackwardReads exceed the budget
+        for (size_t i = 0; i < keeps[k].size(); ++i) kept += keeps[k][i] == 0 ? backward.bytes[i] : 0;
+        ASSERT_LE(kept, t.plan.arena_bytes) << what << ", keep levels " << k << ": BackwardReads is no lower bound";
       }
     }
   };
