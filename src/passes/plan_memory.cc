@@ -395,7 +395,7 @@ std::vector<MemoryStrategy> AllMemoryStrategies() {
 double NodeFlops(const Graph& g, int i) {
   const Node& n = g.node(i);
   if (n.is_variable()) return 0;
-  thread_local std::vector<Shape> in, out;
+  thread_local std::vector<Shape> in, out;  // reused: a plan search counts every node of every candidate
   g.InputShapes(i, &in);
   g.OutputShapes(i, &out);
   return n.op->Flops(n, in, out);
