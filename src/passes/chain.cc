@@ -13,9 +13,8 @@
 // cut where it does not; runs start and end at cuts. A run of one block,
 // cut on both sides everywhere, is the sqrt plan's shape. The state records
 // whether the boundary before the next block is kept (a run may start only
-// there).
-// and the peak is at least the final K (everything kept at the end of the
-// forward pass). The program runs over (block, K in 1/kSlots steps of the
+// there). The peak is at least the final K (everything kept at the end of
+// the forward pass). The program runs over (block, K in 1/kSlots steps of the
 // memory): best[j][q] = the least cost of blocks 0..j-1 keeping q slots, each
 // size rounded up, so any decision it returns keeps ChainPeak <= memory.
 // O(L kSlots + L log L): runs are relaxed by target, from a sliding window
