@@ -67,8 +67,7 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
     for (uint64_t k = 0; k < (all ? uint64_t{1} << cand.size() : 200); ++k) {
       const uint64_t mask = all ? k : rng() & rng() & ((uint64_t{1} << cand.size()) - 1);
       const KeepLevels keep = test::DropLevels(c.fwd, cand, mask);
-      int64_t kept = 0;
-      for (int i = 0; i < c.fwd.num_nodes(); ++i) kept += keep[i] == 0 ? reads.bytes[i] : 0;
+      const int64_t kept = reads.KeptBytes(keep);
       const TrainingPlan t = BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, keep, {}, true);
       ASSERT_LE(kept, t.plan.arena_bytes) << c.name << ", drop set " << mask;
     }
@@ -102,9 +101,9 @@ TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
         const double predicted = PredictedRecomputeCost(fwd, keeps[k], reads, s.costs.get());
         ASSERT_NEAR(predicted, built, 1e-9 * built) << what << ", keep levels " << k << (priced ? ", priced" : "");
         ASSERT_EQ(GradientReads(fwd, t), reads) << what << ", keep levels " << k << ": not the same as without drops";
-        int64_t kept = 0;  // the budget search builds no plan whose kept BackwardReads exceed the budget
-        for (size_t i = 0; i < keeps[k].size(); ++i) kept += keeps[k][i] == 0 ? backward.bytes[i] : 0;
-        ASSERT_LE(kept, t.plan.arena_bytes) << what << ", keep levels " << k << ": BackwardReads is no lower bound";
+        // The budget search builds no plan whose kept BackwardReads exceed the budget.
+        ASSERT_LE(backward.KeptBytes(keeps[k]), t.plan.arena_bytes)
+            << what << ", keep levels " << k << ": BackwardReads is no lower bound";
       }
     }
   };

@@ -49,6 +49,12 @@ constexpr size_t kExactCandidates = 64;
 struct BackwardReads {
   std::vector<bool> read;
   std::vector<int64_t> bytes;
+  // What one-level keep levels keep of those bytes: a lower bound of their arena.
+  int64_t KeptBytes(const KeepLevels& keep) const {
+    int64_t kept = 0;
+    for (size_t i = 0; i < keep.size(); ++i) kept += keep[i] == 0 ? bytes[i] : 0;
+    return kept;
+  }
 };
 BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share);
 // The forward nodes whose values the gradient nodes of t read (kept, or

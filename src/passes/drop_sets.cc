@@ -202,8 +202,7 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
   const KeepLevels base = ApplyAnnotations(fwd, {});
   const BackwardReads reads = BackwardReadsOf(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
   ++r.builds;
-  int64_t held_by_base = 0;
-  for (int i = 0; i < fwd.num_nodes(); ++i) held_by_base += base[i] == 0 ? reads.bytes[i] : 0;
+  const int64_t held_by_base = reads.KeptBytes(base);
   std::vector<int64_t> frees;
   for (int i : cand) frees.push_back(reads.bytes[i]);
   const int64_t need = held_by_base - budget;  // what a set must free of it to fit
