@@ -32,8 +32,8 @@ ConfigFile UnevenChain(int depth) {
 }
 
 // A table for the model's forward nodes: every node `fc_ms` forward if a
-// fully_connected, else 0.5; backward twice that; gradient sums 0.25; the
-// step's wall time half its ops' times (as if two ran at once).
+// fully_connected, else 0.5; backward twice that; gradient sums 0.25; one
+// worker; the step's wall time half its schedule's.
 CostTable FlatTable(const Graph& g, double fc_ms) {
   CostTable t;
   for (int i = 0; i < g.num_forward(); ++i) {
@@ -44,7 +44,7 @@ CostTable FlatTable(const Graph& g, double fc_ms) {
   }
   t.ms_per_flop = 1e-9;
   t.sums_ms = 0.25;
-  t.wall_per_op_ms = 0.5;
+  t.wall_per_schedule_ms = 0.5;
   return t;
 }
 
@@ -72,7 +72,8 @@ TEST(CostTable, SavesLoadsAndAveragesPerKey) {
   t.ms_per_flop = 2e-9;
   t.backward_ratio = 1.5;
   t.sums_ms = 0.125;
-  t.wall_per_op_ms = 0.75;
+  t.workers = 2;
+  t.wall_per_schedule_ms = 0.75;
   test::TempDir dir;
   t.Save(dir.File("t.costs"));
   const CostTable back = CostTable::Load(dir.File("t.costs"));
@@ -81,7 +82,8 @@ TEST(CostTable, SavesLoadsAndAveragesPerKey) {
   EXPECT_DOUBLE_EQ(back.BackwardMs(g, fc0), 4.0);
   EXPECT_EQ(back.costs().begin()->second.count, 2);
   EXPECT_DOUBLE_EQ(back.sums_ms, 0.125);
-  EXPECT_DOUBLE_EQ(back.wall_per_op_ms, 0.75);
+  EXPECT_EQ(back.workers, 2);
+  EXPECT_DOUBLE_EQ(back.wall_per_schedule_ms, 0.75);
   // A node not in the table: its FLOPs at the table's rate.
   const int fc1 = g.FindNode("fc1");
   EXPECT_DOUBLE_EQ(back.ForwardMs(g, fc1), NodeFlops(g, fc1) * 2e-9);
@@ -101,12 +103,15 @@ TEST(CostTable, BadFilesNameTheLine) {
   expect_error("ms_per_flop 1e-9\n1 2 1\n", "bad.costs:2: an entry without its key");
   expect_error("ms_per_flop 1e-9\nfast 1\n", "bad.costs:2: an unknown line");
   expect_error("ms_per_flop -1\n", "bad.costs:1: a missing or negative value");
+  expect_error("ms_per_flop 1\nworkers 0\n", "bad.costs:2: a missing or non-positive worker count");
   expect_error("ms_per_flop 1\n1 2 1 k\n1 2 1 k\n", "bad.costs:3: a key listed twice");
   expect_error("1 2 1 k\n", "no ms_per_flop line");
   EXPECT_THROW(CostTable::Load(dir.File("missing.costs")), Error);
 }
 
-TEST(CostTable, PlansPredictTheSumOfTheirNodes) {
+// On one worker the schedule runs every node back to back: a plan's step is
+// the sum of its nodes' times, recomputation included.
+TEST(CostTable, PlansOnOneWorkerPredictTheSumOfTheirNodes) {
   const ConfigFile cfg = UnevenChain(6);
   const Model share = BuildModel(cfg, MemoryStrategy::kShare);
   const CostTable t = FlatTable(share.train, 3.0);
@@ -117,9 +122,9 @@ TEST(CostTable, PlansPredictTheSumOfTheirNodes) {
   }
   const Model m = BuildModel(cfg, Priced(MemoryStrategy::kSqrt, t));
   ASSERT_TRUE(m.train_plan.priced());
-  EXPECT_DOUBLE_EQ(m.train_plan.step_ms, 0.5 * (fcs * 9.0 + others * 1.5 + 0.25));
   ASSERT_GT(m.train_plan.num_recomputed, 0);
   EXPECT_DOUBLE_EQ(m.train_plan.extra_ms, 0.5 * ExtraMs(m.train, t));
+  EXPECT_NEAR(m.train_plan.step_ms, 0.5 * (fcs * 9.0 + others * 1.5) + m.train_plan.extra_ms, 1e-9);
   EXPECT_FALSE(BuildModel(cfg, MemoryStrategy::kSqrt).train_plan.priced());
 }
 

@@ -86,7 +86,7 @@ TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
   std::mt19937_64 rng(18);
   CostTable table;
   table.ms_per_flop = 3e-9;
-  table.wall_per_op_ms = 0.75;
+  table.wall_per_schedule_ms = 0.75;
   auto check = [&](const std::string& what, const Graph& fwd, const test::Inputs& inputs,
                    const std::vector<KeepLevels>& keeps) {
     for (int priced = 0; priced < 2; ++priced) {

@@ -111,10 +111,9 @@ class Executor {
   Engine* engine_;
   Device device_;
   std::shared_ptr<Storage> arena_;
-  std::vector<Tensor> entries_;                 // per entry id
-  std::vector<Var> entry_var_;                  // per entry id; -1 if it has no memory
-  std::vector<Var> workspace_var_;              // per node; -1 if it has no workspace
-  std::vector<std::vector<Var>> reuse_writes_;  // per node: variables of the blocks whose bytes it takes over
+  std::vector<Tensor> entries_;  // per entry id
+  std::vector<Var> entry_var_;   // per entry id: its block's in the arena, its own outside; -1 if it has no memory
+  std::vector<Var> block_var_;   // per arena block (MemoryPlan::blocks)
   std::vector<Tensor> outputs_;
   std::vector<Var> output_vars_;
   std::vector<OpRun> runs_;

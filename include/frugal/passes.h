@@ -77,19 +77,28 @@ class CostTable {
   double ForwardMs(const Graph& g, int i) const;
   double BackwardMs(const Graph& g, int i) const;
   bool Has(const Graph& g, int i) const { return costs_.count(Key(g, i)) > 0; }
+  // Each node's time in a training graph: a forward node's forward time, a
+  // gradient node's share of its forward node's backward time, a
+  // recomputation's original's forward time, a gradient sum's share of
+  // sums_ms by its elements.
+  std::vector<double> NodeMs(const Graph& train) const;
   const std::map<std::string, Cost>& costs() const { return costs_; }
 
   double ms_per_flop = 0;     // forward time per FLOP over the measured nodes
   double backward_ratio = 2;  // backward time per forward time over them
   double sums_ms = 0;         // the step's gradient sums (add_n), measured
-  // The measured step's wall time per ms of its ops' times: below 1 where
-  // ops ran at once (an LSTM's layers), above where the engine adds time.
-  // A plan's predicted step is its ops' times times this.
-  double wall_per_op_ms = 1;
+  // The engine's CPU workers when the table was measured: a plan's step is
+  // predicted as its ops scheduled on that many (ScheduledStepMs).
+  int workers = 1;
+  // The measured step's wall time per ms of the schedule predicted from the
+  // table's times for the plan it was measured under: above 1 by what the
+  // engine adds between ops. Predicted steps and recomputation times are
+  // scaled by it.
+  double wall_per_schedule_ms = 1;
 
   // A text file: a header line, `ms_per_flop X`, `backward_ratio X`,
-  // `sums_ms X`, `wall_per_op_ms X`, then one `forward_ms backward_ms count
-  // key` line per entry.
+  // `sums_ms X`, `workers N`, `wall_per_schedule_ms X`, then one
+  // `forward_ms backward_ms count key` line per entry.
   // Save writes atomically; Load throws Error naming the file and line.
   void Save(const std::string& path) const;
   static CostTable Load(const std::string& path);
@@ -239,10 +248,11 @@ struct MemoryPlan {
   double step_flops = 0;                  // forward + backward, without recomputation
   double extra_flops = 0;                 // of the recomputations
   double extra_flops_ratio() const { return step_flops > 0 ? extra_flops / step_flops : 0; }
-  // Predicted from the strategy's cost table (0 without one): the step's
-  // forward, backward and gradient sums, and the recomputation on top.
+  // Predicted from the strategy's cost table (0 without one): the whole
+  // step, its ops scheduled as the engine runs them (ScheduledStepMs; not
+  // for an estimate), and the recomputed ops' time (the sum of their times).
   double step_ms = 0, extra_ms = 0;
-  bool priced() const { return step_ms > 0; }
+  bool priced() const { return strategy.costs != nullptr; }
   // What the planner's searches minimise: predicted ms, or FLOPs.
   double recompute_cost() const { return priced() ? extra_ms : extra_flops; }
   double plan_ms = 0;  // planning time (recompute search included)
@@ -277,6 +287,25 @@ MemoryTimeline Timeline(const Graph& graph, const MemoryPlan& plan, int max_poin
 // lower bound; with fit_bytes, until it is at most fit_bytes (a search
 // asking whether a plan fits a budget: the same answer, sooner).
 MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy, bool estimate = false, int64_t fit_bytes = 0);
+
+// What the engine orders a placed plan's ops by: per op node, in graph
+// (push) order, the resources it reads and writes. Resource e <
+// g.num_entries() is an entry outside the arena (a variable or gradient:
+// its own engine variable); num_entries + b is the plan's block b (the
+// entries in it, or a workspace). An op that opens a block also writes the
+// blocks whose bytes it takes over, so it waits for their last readers
+// (the first blocks of a step, for the previous step's). The executor
+// declares these to the engine.
+struct OpAccess {
+  int node;
+  std::vector<int> reads, writes;  // disjoint, no repeats
+};
+std::vector<OpAccess> EngineAccesses(const Graph& graph, const MemoryPlan& plan);
+// The step a placed plan takes when its ops (node_ms per node) run as the
+// threaded engine runs them: each waits for its accesses' earlier writers
+// (and a write for the reads since), and a free worker of `workers` takes
+// the ready op pushed first.
+double ScheduledStepMs(const Graph& graph, const MemoryPlan& plan, const std::vector<double>& node_ms, int workers);
 
 // The training graph of a forward graph under a strategy: keep levels chosen
 // (searched, for sqrt and budget), gradient with mirrors, shapes, memory

@@ -13,34 +13,6 @@
 namespace frugal {
 namespace {
 
-// Which claimant last held each byte of the arena, kept as breakpoints: the
-// bytes from one key to the next belong to the key's value (-1: nobody yet).
-class ArenaOwners {
- public:
-  ArenaOwners() { owner_[0] = -1; }
-  // Gives [begin, end) to `owner`; appends to *before the distinct earlier
-  // holders of any of those bytes, other than `owner` itself.
-  void Claim(int64_t begin, int64_t end, int owner, std::vector<int>* before) {
-    if (begin >= end) return;
-    Split(begin);
-    Split(end);
-    auto it = owner_.find(begin);
-    while (it->first < end) {
-      int o = it->second;
-      if (o >= 0 && o != owner && std::find(before->begin(), before->end(), o) == before->end()) before->push_back(o);
-      it = owner_.erase(it);
-    }
-    owner_.emplace_hint(it, begin, owner);
-  }
-
- private:
-  void Split(int64_t x) {
-    auto it = std::prev(owner_.upper_bound(x));
-    if (it->first != x) owner_.emplace_hint(std::next(it), x, it->second);
-  }
-  std::map<int64_t, int> owner_;
-};
-
 // Every byte 0xff: a float NaN.
 void Poison(Storage* arena, int64_t offset, int64_t bytes) {
   std::memset(static_cast<char*>(arena->data()) + offset, 0xff, static_cast<size_t>(bytes));
@@ -60,10 +32,6 @@ void CheckNotPoisoned(const Graph& g, const Node& n, const std::vector<Tensor>& 
                       ": the op reads bytes that are dead or were never written (--poison-arena)"));
     }
   }
-}
-
-void AddOnce(std::vector<Var>* vars, Var v) {
-  if (std::find(vars->begin(), vars->end(), v) == vars->end()) vars->push_back(v);
 }
 
 }  // namespace
@@ -102,38 +70,34 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan, const Bindings& b
   arena_ = std::make_shared<Storage>(device_, plan_.arena_bytes, MemKind::kArena);
   entries_.resize(g.num_entries());
   entry_var_.assign(g.num_entries(), -1);
-  workspace_var_.assign(g.num_nodes(), -1);
   BindExternal(bindings);
   BindArena();
 
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    const Node& n = g.node(i);
-    if (n.is_variable()) continue;
+  // What each op waits for (EngineAccesses), as engine variables: an
+  // entry's own outside the arena, its block's inside.
+  auto var_of = [&](int resource) {
+    return resource < g.num_entries() ? entry_var_[resource] : block_var_[resource - g.num_entries()];
+  };
+  for (const OpAccess& a : EngineAccesses(g, plan_)) {
+    const Node& n = g.node(a.node);
     // A mirror recomputes another node: same RNG key, no side effects. A
     // gradient node keys on the node it differentiates.
-    const Node& origin = g.node(n.mirror_of >= 0 ? n.mirror_of : n.fwd >= 0 ? n.fwd : i);
-    OpRun r{i, n.mirror_of >= 0, StableHash(origin.name)};
-    OpSchedule s{i};
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      int e = g.EntryId(n.inputs[k]);
-      r.in.push_back(entries_[e]);
-      const bool written = !r.is_recompute && n.op->mutates(static_cast<int>(k));
-      AddOnce(written ? &s.writes : &s.reads, entry_var_[e]);
-    }
-    for (int k = 0; k < g.NumOutputs(i); ++k) {
-      int e = g.EntryId({i, k});
+    const Node& origin = g.node(n.mirror_of >= 0 ? n.mirror_of : n.fwd >= 0 ? n.fwd : a.node);
+    OpRun r{a.node, n.mirror_of >= 0, StableHash(origin.name)};
+    for (const Entry& e : n.inputs) r.in.push_back(entries_[g.EntryId(e)]);
+    for (int k = 0; k < g.NumOutputs(a.node); ++k) {
+      const int e = g.EntryId({a.node, k});
       r.out.push_back(entries_[e]);
       r.req.push_back(plan_.entry_req[e]);
-      if (entry_var_[e] >= 0) AddOnce(&s.writes, entry_var_[e]);
     }
-    if (plan_.workspace_offset[i] >= 0) {
-      r.workspace = Tensor(arena_, plan_.workspace_offset[i], Shape{plan_.workspace_bytes[i]}, DType::kUInt8);
-      AddOnce(&s.writes, workspace_var_[i]);
+    if (plan_.workspace_offset[a.node] >= 0) {
+      r.workspace = Tensor(arena_, plan_.workspace_offset[a.node], Shape{plan_.workspace_bytes[a.node]}, DType::kUInt8);
     }
-    for (Var v : reuse_writes_[i]) AddOnce(&s.writes, v);
-    // A variable both read and written counts as written.
-    auto written = [&](Var v) { return std::find(s.writes.begin(), s.writes.end(), v) != s.writes.end(); };
-    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(), written), s.reads.end());
+    OpSchedule s{a.node, {}, {}};
+    for (int x : a.reads)
+      if (var_of(x) >= 0) s.reads.push_back(var_of(x));
+    for (int x : a.writes)
+      if (var_of(x) >= 0) s.writes.push_back(var_of(x));
     runs_.push_back(std::move(r));
     schedule_.push_back(std::move(s));
   }
@@ -171,54 +135,16 @@ void Executor::BindExternal(const Bindings& b) {
   }
 }
 
-// Arena tensors, one engine variable per block and per workspace, and the
-// ordering of blocks that reuse each other's bytes.
+// Arena tensors, and one engine variable per block (a workspace's too).
 void Executor::BindArena() {
   const Graph& g = graph_;
-  const int num_blocks = plan_.num_blocks;
-  std::vector<Var> block_var(num_blocks, -1);
-  std::vector<int64_t> block_offset(num_blocks, 0), block_bytes(num_blocks, 0);
+  for (int b = 0; b < plan_.num_blocks; ++b) owned_vars_.push_back(engine_->NewVar());
+  block_var_.assign(owned_vars_.end() - plan_.num_blocks, owned_vars_.end());
   for (int e = 0; e < g.num_entries(); ++e) {
     if (plan_.entry_offset[e] < 0) continue;
-    const int b = plan_.entry_block[e];
     entries_[e] = Tensor(arena_, plan_.entry_offset[e], g.shapes[e], g.dtypes[e]);
     if (g.layout(e) != Layout::kPlain) entries_[e] = entries_[e].WithLayout(g.layout(e));
-    if (block_var[b] < 0) owned_vars_.push_back(block_var[b] = engine_->NewVar());
-    entry_var_[e] = block_var[b];
-    block_offset[b] = plan_.entry_offset[e];
-    block_bytes[b] = std::max(block_bytes[b], entries_[e].bytes());
-  }
-  for (int i = 0; i < g.num_nodes(); ++i)
-    if (plan_.workspace_offset[i] >= 0) owned_vars_.push_back(workspace_var_[i] = engine_->NewVar());
-
-  // Reuse: the op that first writes a block (its producer; a workspace's
-  // node) must wait for the last readers of every block that held those
-  // bytes before. It declares a write of their variables. Claimants are
-  // blocks [0, num_blocks) and workspaces num_blocks + node.
-  auto claimant_var = [&](int c) { return c < num_blocks ? block_var[c] : workspace_var_[c - num_blocks]; };
-  ArenaOwners owners;
-  reuse_writes_.assign(g.num_nodes(), {});
-  // The first pass leaves the owners at the end of a run, which is where
-  // the next run starts; the second pass records what each op waits for.
-  for (int pass = 0; pass < 2; ++pass) {
-    std::vector<bool> claimed(num_blocks, false);
-    for (int i = 0; i < g.num_nodes(); ++i) {
-      if (g.node(i).is_variable()) continue;
-      std::vector<int> before;
-      for (int k = 0; k < g.NumOutputs(i); ++k) {
-        const int e = g.EntryId({i, k});
-        const int b = plan_.entry_offset[e] >= 0 ? plan_.entry_block[e] : -1;
-        if (b < 0 || claimed[b]) continue;  // in place: the block was claimed by its first producer
-        claimed[b] = true;
-        owners.Claim(block_offset[b], block_offset[b] + block_bytes[b], b, &before);
-      }
-      if (plan_.workspace_offset[i] >= 0) {
-        owners.Claim(plan_.workspace_offset[i], plan_.workspace_offset[i] + plan_.workspace_bytes[i], num_blocks + i,
-                     &before);
-      }
-      if (pass == 1)
-        for (int c : before) reuse_writes_[i].push_back(claimant_var(c));
-    }
+    entry_var_[e] = block_var_[plan_.entry_block[e]];
   }
 }
 
@@ -252,9 +178,10 @@ void Executor::SetPoisoning(bool on) {
     fresh_[first_writer[b]].push_back(block[b]);
     if (last_reader[b] < g.num_nodes()) dying_[std::max(last_reader[b], first_writer[b])].push_back(block[b]);
   }
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    if (plan_.workspace_offset[i] < 0) continue;
-    const Range r{plan_.workspace_offset[i], plan_.workspace_bytes[i], workspace_var_[i]};
+  for (int b = 0; b < num_blocks; ++b) {
+    const int i = plan_.blocks[b].node;
+    if (plan_.blocks[b].entry >= 0) continue;  // a workspace's block
+    const Range r{plan_.workspace_offset[i], plan_.workspace_bytes[i], block_var_[b]};
     fresh_[i].push_back(r);
     dying_[i].push_back(r);
   }

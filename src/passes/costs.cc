@@ -35,14 +35,45 @@ double CostTable::BackwardMs(const Graph& g, int i) const {
   return it != costs_.end() ? it->second.backward_ms : NodeFlops(g, i) * ms_per_flop * backward_ratio;
 }
 
+std::vector<double> CostTable::NodeMs(const Graph& g) const {
+  std::vector<double> ms(g.num_nodes(), 0), backward(g.num_forward(), 0);
+  std::vector<int> gradient_nodes(g.num_forward(), 0);
+  double sum_elements = 0;
+  auto elements = [&](int i) {
+    double x = 0;
+    for (int k = 0; k < g.NumOutputs(i); ++k) x += static_cast<double>(g.shape({i, k}).Size());
+    return x;
+  };
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
+    if (i < g.num_forward()) {
+      ms[i] = ForwardMs(g, i);
+      backward[i] = BackwardMs(g, i);
+    } else if (n.fwd >= 0) {
+      ++gradient_nodes[n.fwd];
+    } else if (n.mirror_of >= 0) {
+      ms[i] = ms[n.mirror_of];
+    } else {
+      sum_elements += elements(i);
+    }
+  }
+  for (int i = g.num_forward(); i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable() || n.mirror_of >= 0) continue;
+    ms[i] = n.fwd >= 0 ? backward[n.fwd] / gradient_nodes[n.fwd] : sums_ms * elements(i) / sum_elements;
+  }
+  return ms;
+}
+
 void CostTable::Save(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
     FRUGAL_REQUIRE(out, tmp, ": cannot write (check the directory exists and is writable)");
     out << "# frugal cost table: forward_ms backward_ms count key (op attrs input-shapes)\n";
-    out << Fmt("ms_per_flop ", ms_per_flop, "\nbackward_ratio ", backward_ratio, "\nsums_ms ", sums_ms,
-               "\nwall_per_op_ms ", wall_per_op_ms, "\n");
+    out << Fmt("ms_per_flop ", ms_per_flop, "\nbackward_ratio ", backward_ratio, "\nsums_ms ", sums_ms, "\nworkers ",
+               workers, "\nwall_per_schedule_ms ", wall_per_schedule_ms, "\n");
     for (const auto& [key, c] : costs_) out << Fmt(c.forward_ms, " ", c.backward_ms, " ", c.count, " ", key, "\n");
     out.close();
     FRUGAL_REQUIRE(out, tmp, ": write failed (disk full?)");
@@ -65,11 +96,15 @@ CostTable CostTable::Load(const std::string& path) {
       return Error(Fmt(path, ":", ln, ": ", what, " in '", line, "'; write the table again with `frugal time ",
                        "--save-costs FILE`"));
     };
-    double* field = first == "ms_per_flop"      ? &t.ms_per_flop
-                    : first == "backward_ratio" ? &t.backward_ratio
-                    : first == "sums_ms"        ? &t.sums_ms
-                    : first == "wall_per_op_ms" ? &t.wall_per_op_ms
-                                                : nullptr;
+    if (first == "workers") {
+      if (!(s >> t.workers) || t.workers < 1) throw bad("a missing or non-positive worker count");
+      continue;
+    }
+    double* field = first == "ms_per_flop"            ? &t.ms_per_flop
+                    : first == "backward_ratio"       ? &t.backward_ratio
+                    : first == "sums_ms"              ? &t.sums_ms
+                    : first == "wall_per_schedule_ms" ? &t.wall_per_schedule_ms
+                                                      : nullptr;
     if (field) {
       if (!(s >> *field) || *field < 0) throw bad("a missing or negative value");
       have_rate = have_rate || field == &t.ms_per_flop;
@@ -80,7 +115,9 @@ CostTable CostTable::Load(const std::string& path) {
     try {
       c.forward_ms = std::stod(first);
     } catch (const std::exception&) {
-      throw bad("an unknown line (not a number, ms_per_flop, backward_ratio, sums_ms or wall_per_op_ms)");
+      throw bad(
+          "an unknown line (not a number, ms_per_flop, backward_ratio, sums_ms, workers or "
+          "wall_per_schedule_ms)");
     }
     if (!(s >> c.backward_ms >> c.count) || c.forward_ms < 0 || c.backward_ms < 0 || c.count < 1)
       throw bad("an entry without forward_ms >= 0, backward_ms >= 0 and count >= 1");

@@ -170,7 +170,7 @@ double PredictedRecomputeCost(const Graph& fwd, const KeepLevels& keep, const st
   double cost = 0;
   for (int i = 0; i < fwd.num_nodes(); ++i)
     if (recomputed[i]) cost += RecomputeCost(fwd, i, costs);
-  return costs ? cost * costs->wall_per_op_ms : cost;
+  return costs ? cost * costs->wall_per_schedule_ms : cost;
 }
 
 int64_t ExactSearchBuilds(const Graph& fwd) {

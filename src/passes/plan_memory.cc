@@ -402,10 +402,11 @@ double NodeFlops(const Graph& g, int i) {
 }
 
 // FLOPs of the step without recomputation, and of the recomputations; with
-// a cost table, the predicted times of both (forward nodes' forward and
-// backward times, the gradient sums, the recomputed copies' forward times,
-// scaled to wall time by the table's wall_per_op_ms).
-void CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
+// a cost table, the recomputed ops' time (scaled to wall time by the
+// table's wall_per_schedule_ms), and each node's time (returned).
+std::vector<double> CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
+  std::vector<double> node_ms;
+  if (costs) node_ms = costs->NodeMs(g);
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
@@ -413,15 +414,13 @@ void CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
     if (n.mirror_of >= 0) {
       plan->extra_flops += f;
       ++plan->num_recomputed;
-      if (costs) plan->extra_ms += costs->ForwardMs(g, i);
+      if (costs) plan->extra_ms += node_ms[i];
     } else {
       plan->step_flops += f;
-      if (costs && i < g.num_forward()) plan->step_ms += costs->ForwardMs(g, i) + costs->BackwardMs(g, i);
     }
   }
-  if (!costs) return;
-  plan->step_ms = (plan->step_ms + costs->sums_ms) * costs->wall_per_op_ms;
-  plan->extra_ms *= costs->wall_per_op_ms;
+  if (costs) plan->extra_ms *= costs->wall_per_schedule_ms;
+  return node_ms;
 }
 
 MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate, int64_t fit_bytes) {
@@ -515,8 +514,8 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
 
   plan.lower_bound_bytes = LowerBound(blocks, g.num_nodes());
   if (estimate && strategy.shares()) {
-    plan.arena_bytes = plan.lower_bound_bytes;  // no offsets: for comparing candidate plans
-    CountCosts(g, strategy.costs.get(), &plan);
+    plan.arena_bytes = plan.lower_bound_bytes;   // no offsets: for comparing candidate plans
+    CountCosts(g, strategy.costs.get(), &plan);  // no step_ms: the schedule needs the placement
     return plan;
   }
   if (strategy.shares())  // steps 0 .. num_nodes: graph outputs live to the end
@@ -532,7 +531,9 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   for (int i = 0; i < g.num_nodes(); ++i)
     if (workspace_block[i] >= 0) plan.workspace_offset[i] = blocks[workspace_block[i]].offset;
   plan.blocks = std::move(blocks);
-  CountCosts(g, strategy.costs.get(), &plan);
+  const CostTable* costs = strategy.costs.get();
+  const std::vector<double> node_ms = CountCosts(g, costs, &plan);
+  if (costs) plan.step_ms = ScheduledStepMs(g, plan, node_ms, costs->workers) * costs->wall_per_schedule_ms;
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }

@@ -53,8 +53,8 @@ int Plan() {
               update > 0 ? " + update arena " + HumanBytes(update) : std::string());
       char predicted[96] = "";
       if (p.priced())
-        std::snprintf(predicted, sizeof predicted, "  predicted step %.1f ms (recompute %.1f ms)",
-                      p.step_ms + p.extra_ms, p.extra_ms);
+        std::snprintf(predicted, sizeof predicted, "  predicted step %.1f ms (recompute %.1f ms)", p.step_ms,
+                      p.extra_ms);
       std::printf(
           "%-12s arena %10s  lower bound %10s  params %10s  %s  recompute %5d nodes, +%5.1f%% FLOPs  "
           "plan %8.2f ms%s\n",

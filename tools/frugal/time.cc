@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/parallel.h"
 #include "backend/cpu/vec.h"
 #include "backend/device.h"
 #include "cli.h"
@@ -208,10 +209,10 @@ int Time() {
   std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (%s)\n", cfg.net.data().batch_size(),
               step_ms, cfg.net.data().batch_size() * 1e3 / step_ms, steps.Describe().c_str());
   // Predictions are in the units of the fastest step (the table's
-  // wall_per_op_ms is), which other processes and a hypervisor's stolen
+  // wall_per_schedule_ms is), which other processes and a hypervisor's stolen
   // time slow the least.
   if (t.plan.priced()) {
-    const double predicted = t.plan.step_ms + t.plan.extra_ms, fastest = steps.ms.front();
+    const double predicted = t.plan.step_ms, fastest = steps.ms.front();
     std::printf(
         "predicted by the cost table %s: step %.3f ms (recomputation %.3f ms), measured %.3f ms fastest "
         "(%+.1f%%)\n",
@@ -229,7 +230,10 @@ int Time() {
     costs.ms_per_flop = flops > 0 ? sum_f / flops : 0;
     costs.backward_ratio = sum_f > 0 ? bwd_only / sum_f : 2;
     costs.sums_ms = other;
-    costs.wall_per_op_ms = steps.ms.front() / (sum_f + sum_b + other);
+    costs.workers = cfg.net.solver().engine() == "threaded"
+                        ? ChooseEngineSplit(cfg.net.solver(), g, cpu::NumCores()).cpu_workers
+                        : 1;
+    costs.wall_per_schedule_ms = steps.ms.front() / ScheduledStepMs(g, t.plan, costs.NodeMs(g), costs.workers);
     costs.Save(FLAGS_save_costs);
     std::printf("cost table: %s (%zu entries from %d op nodes)\n", FLAGS_save_costs.c_str(), costs.costs().size(),
                 static_cast<int>(std::count_if(g.nodes().begin(), g.nodes().begin() + g.num_forward(),

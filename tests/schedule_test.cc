@@ -1,0 +1,101 @@
+// The step a plan's schedule predicts (ScheduledStepMs): on one worker the
+// sum of its ops; with workers to spare and no reuse, the longest path of
+// its data dependencies; and longer where the arena's reuse orders ops that
+// could otherwise run at once.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "frugal/train.h"
+#include "test_util.h"
+
+namespace frugal {
+namespace {
+
+// Two branches from the data, summed: a graph whose ops can run two at once
+// and whose gradients need no sums (nothing but the data fans out, and the
+// data gets no gradient).
+const char* kBranches = R"(
+version: 1
+node { name: "flat" op: "flatten" input: "data" }
+node { name: "a1" op: "fully_connected" input: "flat" attr { key: "num_hidden" value: "64" } }
+node { name: "a2" op: "relu" input: "a1" }
+node { name: "b1" op: "fully_connected" input: "flat" attr { key: "num_hidden" value: "64" } }
+node { name: "b2" op: "abs" input: "b1" }
+node { name: "sum" op: "add_n" input: "a2" input: "b2" }
+node { name: "out" op: "fully_connected" input: "sum" attr { key: "num_hidden" value: "10" } }
+node { name: "prob" op: "softmax_cross_entropy" input: "out" input: "label" }
+data { batch_size: 8 sample_shape: [1, 6, 6] }
+)";
+
+ConfigFile SmallLstm() {
+  return LoadConfig(std::string(FRUGAL_SOURCE_DIR) + "/models/lstm/lstm_lm.prototxt",
+                    {"layers=2", "hidden=32", "batch=4", "vocab=50", "seq_len=16", "outputs=15"});
+}
+
+std::vector<double> RandomMs(const Graph& g, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> ms(0.5, 4.0);
+  std::vector<double> out(g.num_nodes(), 0);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (!g.node(i).is_variable()) out[i] = ms(rng);
+  return out;
+}
+
+double Sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+TEST(Schedule, OneWorkerRunsEveryOpBackToBack) {
+  for (const ConfigFile& cfg : {ParseConfig(kBranches, "branches.prototxt", {}), SmallLstm()}) {
+    for (MemoryStrategy s : {MemoryStrategy::kNone, MemoryStrategy::kShare, MemoryStrategy::kSqrt}) {
+      const Model m = BuildModel(cfg, s);
+      const std::vector<double> ms = RandomMs(m.train, 3);
+      EXPECT_NEAR(ScheduledStepMs(m.train, m.train_plan, ms, 1), Sum(ms), 1e-9) << s.Name();
+    }
+  }
+}
+
+TEST(Schedule, WithoutReuseSpareWorkersTakeTheLongestPath) {
+  const Model m = BuildModel(ParseConfig(kBranches, "branches.prototxt", {}), MemoryStrategy::kNone);
+  const Graph& g = m.train;
+  const std::vector<double> ms = RandomMs(g, 7);
+  std::vector<double> finish(g.num_nodes(), 0);
+  double longest = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    for (const Entry& e : g.node(i).inputs) finish[i] = std::max(finish[i], finish[e.node]);
+    finish[i] += ms[i];
+    longest = std::max(longest, finish[i]);
+  }
+  EXPECT_NEAR(ScheduledStepMs(g, m.train_plan, ms, 64), longest, 1e-9);
+  // Two workers run the branches at once: less than one, more than the path.
+  const double two = ScheduledStepMs(g, m.train_plan, ms, 2);
+  EXPECT_LT(two, Sum(ms) - 1e-9);
+  EXPECT_GE(two, longest - 1e-9);
+}
+
+// In place only, no block takes another's bytes; sharing, the op that opens
+// a block waits for the last readers of the blocks it reuses. On an LSTM's
+// two layers, whose steps could run side by side, that serialises.
+TEST(Schedule, ReusedBytesOrderOpsThatCouldRunAtOnce) {
+  const ConfigFile cfg = SmallLstm();
+  const Model inplace = BuildModel(cfg, MemoryStrategy::kInplace);
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  ASSERT_LT(share.train_plan.arena_bytes, inplace.train_plan.arena_bytes);
+  const std::vector<double> ms(share.train.num_nodes(), 1.0);
+  const double spare_inplace = ScheduledStepMs(inplace.train, inplace.train_plan, ms, 64);
+  const double spare_share = ScheduledStepMs(share.train, share.train_plan, ms, 64);
+  EXPECT_GT(spare_share, 1.2 * spare_inplace);
+  // And each op waits for what the executor declares: the engine's
+  // accesses of the share plan include writes of blocks the op does not
+  // itself produce or read.
+  int reuse_writes = 0;
+  for (const OpAccess& a : EngineAccesses(share.train, share.train_plan))
+    reuse_writes += static_cast<int>(a.writes.size()) > share.train.NumOutputs(a.node) + 1;
+  EXPECT_GT(reuse_writes, 0);
+}
+
+}  // namespace
+}  // namespace frugal
