@@ -97,5 +97,35 @@ TEST(Schedule, ReusedBytesOrderOpsThatCouldRunAtOnce) {
   EXPECT_GT(reuse_writes, 0);
 }
 
+// Two workers run the LSTM: its plans are placed again with a gap between a
+// block's death and the reuse of its bytes, within 2% of the lower bound,
+// and the schedule shortens.
+TEST(Schedule, PlansForTwoWorkersKeepReusedBytesApart) {
+  const ConfigFile cfg = LoadConfig(std::string(FRUGAL_SOURCE_DIR) + "/models/lstm/lstm_lm.prototxt",
+                                    {"layers=2", "hidden=64", "batch=8", "vocab=50", "seq_len=64", "outputs=63"});
+  for (MemoryStrategy s : {MemoryStrategy::kSqrt, MemoryStrategy::kShare}) {
+    const Model m = BuildModel(cfg, s);
+    const MemoryPlan& p = m.train_plan;
+    ASSERT_TRUE(TwoWorkersByDefault(m.train));
+    EXPECT_GT(p.reuse_gap, 0) << s.Name();
+    EXPECT_LE(p.arena_bytes, 1.02 * p.lower_bound_bytes) << s.Name();
+    EXPECT_EQ(VerifyPlan(m.train, p), "") << s.Name();
+    int reused = 0;
+    for (const ArenaBlock& a : p.blocks)
+      for (const ArenaBlock& b : p.blocks) {
+        const bool bytes = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+        if (!bytes || a.end >= b.start) continue;  // b takes a's bytes after a died
+        ++reused;
+        EXPECT_GE(b.start - a.end, p.reuse_gap) << s.Name() << ": blocks opened at " << a.start << " and " << b.start;
+      }
+    EXPECT_GT(reused, 0) << s.Name();
+    const MemoryPlan tight = PlanMemory(m.train, s);
+    EXPECT_EQ(tight.reuse_gap, 0);
+    const std::vector<double> ms(m.train.num_nodes(), 1.0);
+    if (s.kind == MemoryStrategy::kSqrt)
+      EXPECT_LT(ScheduledStepMs(m.train, p, ms, 2), ScheduledStepMs(m.train, tight, ms, 2));
+  }
+}
+
 }  // namespace
 }  // namespace frugal

@@ -235,6 +235,7 @@ struct MemoryPlan {
   std::vector<int64_t> workspace_bytes;   // per node
   int num_nodes = 0;                      // of the graph planned (recomputations included)
   int num_blocks = 0;                     // arena blocks (an engine variable each)
+  int reuse_gap = 0;                      // steps between a block's death and the reuse of its bytes (PlanMemory)
   std::vector<ArenaBlock> blocks;         // the blocks (not kept by an estimate)
   int64_t arena_bytes = 0;                // the arena to allocate
   int64_t lower_bound_bytes = 0;          // largest total of live bytes at one step
@@ -286,7 +287,11 @@ MemoryTimeline Timeline(const Graph& graph, const MemoryPlan& plan, int max_poin
 // A sharing plan is placed in several orders until the arena meets the
 // lower bound; with fit_bytes, until it is at most fit_bytes (a search
 // asking whether a plan fits a budget: the same answer, sooner).
-MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy, bool estimate = false, int64_t fit_bytes = 0);
+// With reuse_gap, a block takes no bytes of a block that died fewer than
+// reuse_gap steps before it opens: two ops that far apart do not wait for
+// each other through the arena (EngineAccesses).
+MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy, bool estimate = false, int64_t fit_bytes = 0,
+                      int reuse_gap = 0);
 
 // What the engine orders a placed plan's ops by: per op node, in graph
 // (push) order, the resources it reads and writes. Resource e <
@@ -306,6 +311,19 @@ std::vector<OpAccess> EngineAccesses(const Graph& graph, const MemoryPlan& plan)
 // (and a write for the reads since), and a free worker of `workers` takes
 // the ready op pushed first.
 double ScheduledStepMs(const Graph& graph, const MemoryPlan& plan, const std::vector<double>& node_ms, int workers);
+
+// A graph's total cost over the cost of its longest dependency path (1: a
+// chain), a node's cost being its FLOPs or its output elements, the larger.
+double GraphParallelism(const Graph& g);
+constexpr double kParallelismForTwoWorkers = 1.5;
+// The FLOPs of the graph's op nodes (forward and backward) over their number.
+double MeanOpFlops(const Graph& g);
+constexpr double kSmallKernelFlops = 25e6;
+// Whether the threaded engine runs a training graph on two workers when the
+// config leaves the split open (and there are two cores): its parallelism
+// reaches kParallelismForTwoWorkers, or its kernels are too small to split
+// (MeanOpFlops under kSmallKernelFlops). src/train/engine_choice.cc says why.
+bool TwoWorkersByDefault(const Graph& train);
 
 // The training graph of a forward graph under a strategy: keep levels chosen
 // (searched, for sqrt and budget), gradient with mirrors, shapes, memory

@@ -88,19 +88,11 @@ MemoryStrategy ConfigStrategy(const ConfigFile& cfg);
 
 // The engine the solver names. The threaded engine's split between CPU
 // workers and kernel threads, where engine_workers or engine_kernel_threads
-// is 0, is chosen for the training graph: two workers when the graph's
-// parallelism (GraphParallelism) reaches kParallelismForTwoWorkers or its
-// kernels are too small to split (MeanOpFlops under kSmallKernelFlops),
-// else one worker with every core for its kernels.
+// is 0, is chosen for the training graph: two workers where
+// TwoWorkersByDefault says so and there are two cores, else one worker with
+// every core for its kernels.
 std::unique_ptr<Engine> MakeEngineFor(const config::Solver& sc, const Graph& train);
 EngineOptions ChooseEngineSplit(const config::Solver& sc, const Graph& train, int cores);
-// A graph's total cost over the cost of its longest dependency path (1: a
-// chain), a node's cost being its FLOPs or its output elements, the larger.
-double GraphParallelism(const Graph& g);
-constexpr double kParallelismForTwoWorkers = 1.5;
-// The FLOPs of the graph's op nodes (forward and backward) over their number.
-double MeanOpFlops(const Graph& g);
-constexpr double kSmallKernelFlops = 25e6;
 
 // Prints a table of the graph's nodes (name, op, inputs, output shape) and
 // its parameter count.

@@ -423,7 +423,7 @@ std::vector<double> CountCosts(const Graph& g, const CostTable* costs, MemoryPla
   return node_ms;
 }
 
-MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate, int64_t fit_bytes) {
+MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate, int64_t fit_bytes, int reuse_gap) {
   auto t0 = std::chrono::steady_clock::now();
   CHECK_EQ(static_cast<int>(g.shapes.size()), g.num_entries()) << "infer shapes before planning memory";
   MemoryPlan plan;
@@ -518,10 +518,20 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     CountCosts(g, strategy.costs.get(), &plan);  // no step_ms: the schedule needs the placement
     return plan;
   }
-  if (strategy.shares())  // steps 0 .. num_nodes: graph outputs live to the end
+  if (strategy.shares()) {  // steps 0 .. num_nodes: graph outputs live to the end
+    // Placed as if each block lived reuse_gap steps longer; it keeps its
+    // lifetime (the lower bound and the timeline are of the true ones).
+    std::vector<int> end(blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      end[b] = blocks[b].end;
+      blocks[b].end = std::min(g.num_nodes(), blocks[b].end + reuse_gap);
+    }
     PlaceShared(&blocks, g.num_nodes() + 1, std::max(plan.lower_bound_bytes, fit_bytes));
-  else
+    for (size_t b = 0; b < blocks.size(); ++b) blocks[b].end = end[b];
+    plan.reuse_gap = reuse_gap;
+  } else {
     PlaceEndToEnd(&blocks);
+  }
   for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
   plan.num_blocks = static_cast<int>(blocks.size());
   plan.entry_offset.assign(num_entries, -1);
@@ -587,7 +597,8 @@ std::string PlanToJson(const MemoryPlan& p, int64_t batch) {
              ",\"no_sharing_bytes\":", p.no_sharing_bytes, ",\"num_nodes\":", p.num_nodes,
              ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
              ",\"num_recomputed\":", p.num_recomputed, ",\"extra_flops_ratio\":", p.extra_flops_ratio(),
-             ",\"step_flops\":", p.step_flops, ",\"plan_ms\":", p.plan_ms, ",\"num_builds\":", p.num_builds,
+             ",\"step_flops\":", p.step_flops, ",\"reuse_gap\":", p.reuse_gap, ",\"plan_ms\":", p.plan_ms,
+             ",\"num_builds\":", p.num_builds,
              p.priced() ? Fmt(",\"predicted_step_ms\":", p.step_ms, ",\"predicted_extra_ms\":", p.extra_ms) : "", "}");
 }
 

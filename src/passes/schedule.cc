@@ -95,6 +95,39 @@ std::vector<OpAccess> EngineAccesses(const Graph& g, const MemoryPlan& plan) {
   return ops;
 }
 
+double GraphParallelism(const Graph& g) {
+  std::vector<double> finish(g.num_nodes(), 0);
+  double total = 0, longest = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
+    double start = 0;
+    for (const Entry& e : n.inputs) start = std::max(start, finish[e.node]);
+    double elements = 0;
+    for (int k = 0; k < g.NumOutputs(i); ++k) elements += g.shape({i, k}).Size();
+    const double cost = std::max(NodeFlops(g, i), elements);
+    finish[i] = start + cost;
+    total += cost;
+    longest = std::max(longest, finish[i]);
+  }
+  return longest > 0 ? total / longest : 1;
+}
+
+double MeanOpFlops(const Graph& g) {
+  double flops = 0;
+  int ops = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (g.node(i).is_variable()) continue;
+    flops += NodeFlops(g, i);
+    ++ops;
+  }
+  return ops > 0 ? flops / ops : 0;
+}
+
+bool TwoWorkersByDefault(const Graph& train) {
+  return GraphParallelism(train) >= kParallelismForTwoWorkers || MeanOpFlops(train) < kSmallKernelFlops;
+}
+
 double ScheduledStepMs(const Graph& g, const MemoryPlan& plan, const std::vector<double>& node_ms, int workers) {
   CHECK_EQ(static_cast<int>(node_ms.size()), g.num_nodes());
   CHECK_GE(workers, 1);

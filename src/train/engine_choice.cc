@@ -24,40 +24,10 @@
 
 namespace frugal {
 
-double GraphParallelism(const Graph& g) {
-  std::vector<double> finish(g.num_nodes(), 0);
-  double total = 0, longest = 0;
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    const Node& n = g.node(i);
-    if (n.is_variable()) continue;
-    double start = 0;
-    for (const Entry& e : n.inputs) start = std::max(start, finish[e.node]);
-    double elements = 0;
-    for (int k = 0; k < g.NumOutputs(i); ++k) elements += g.shape({i, k}).Size();
-    const double cost = std::max(NodeFlops(g, i), elements);
-    finish[i] = start + cost;
-    total += cost;
-    longest = std::max(longest, finish[i]);
-  }
-  return longest > 0 ? total / longest : 1;
-}
-
-double MeanOpFlops(const Graph& g) {
-  double flops = 0;
-  int ops = 0;
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    if (g.node(i).is_variable()) continue;
-    flops += NodeFlops(g, i);
-    ++ops;
-  }
-  return ops > 0 ? flops / ops : 0;
-}
-
 EngineOptions ChooseEngineSplit(const config::Solver& sc, const Graph& train, int cores) {
   EngineOptions eo{sc.engine_workers(), sc.engine_kernel_threads()};
   if (eo.cpu_workers == 0) {
-    const bool two = GraphParallelism(train) >= kParallelismForTwoWorkers || MeanOpFlops(train) < kSmallKernelFlops;
-    eo.cpu_workers = cores >= 2 && two ? 2 : 1;
+    eo.cpu_workers = cores >= 2 && TwoWorkersByDefault(train) ? 2 : 1;
     if (eo.kernel_threads > 0) eo.cpu_workers = std::max(1, std::min(eo.cpu_workers, cores / eo.kernel_threads));
   }
   if (eo.kernel_threads == 0) eo.kernel_threads = std::max(1, cores / eo.cpu_workers);
