@@ -91,9 +91,9 @@ class CostTable {
   // predicted as its ops scheduled on that many (ScheduledStepMs).
   int workers = 1;
   // The measured step's wall time per ms of the schedule predicted from the
-  // table's times for the plan it was measured under: above 1 by what the
-  // engine adds between ops. Predicted steps and recomputation times are
-  // scaled by it.
+  // table's times for the plan it was measured under: about 1 (the
+  // engine's time between ops raises it; ops timed slower under profiling
+  // lower it). Predicted steps and recomputation times are scaled by it.
   double wall_per_schedule_ms = 1;
 
   // A text file: a header line, `ms_per_flop X`, `backward_ratio X`,
