@@ -156,9 +156,7 @@ TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
       check(file.path().string(), fwd, inputs, keeps);
       const KeepLevels logn = LognLevels(fwd);
       const bool recursive = std::any_of(logn.begin(), logn.end(), [](int l) { return l != 0 && l != kDropped; });
-      if (recursive) {
-        EXPECT_TRUE(std::isnan(PredictedRecomputeCost(fwd, logn, {}, nullptr))) << file.path();
-      }
+      if (recursive) { EXPECT_TRUE(std::isnan(PredictedRecomputeCost(fwd, logn, {}, nullptr))) << file.path(); }
       recursive_configs += recursive;
       ++configs;
     }

@@ -423,7 +423,7 @@ std::vector<double> CountCosts(const Graph& g, const CostTable* costs, MemoryPla
   return node_ms;
 }
 
-MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate, int64_t fit_bytes, int reuse_gap) {
+MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate, int64_t fit_bytes) {
   auto t0 = std::chrono::steady_clock::now();
   CHECK_EQ(static_cast<int>(g.shapes.size()), g.num_entries()) << "infer shapes before planning memory";
   MemoryPlan plan;
@@ -518,20 +518,10 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     CountCosts(g, strategy.costs.get(), &plan);  // no step_ms: the schedule needs the placement
     return plan;
   }
-  if (strategy.shares()) {  // steps 0 .. num_nodes: graph outputs live to the end
-    // Placed as if each block lived reuse_gap steps longer; it keeps its
-    // lifetime (the lower bound and the timeline are of the true ones).
-    std::vector<int> end(blocks.size());
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      end[b] = blocks[b].end;
-      blocks[b].end = std::min(g.num_nodes(), blocks[b].end + reuse_gap);
-    }
+  if (strategy.shares())  // steps 0 .. num_nodes: graph outputs live to the end
     PlaceShared(&blocks, g.num_nodes() + 1, std::max(plan.lower_bound_bytes, fit_bytes));
-    for (size_t b = 0; b < blocks.size(); ++b) blocks[b].end = end[b];
-    plan.reuse_gap = reuse_gap;
-  } else {
+  else
     PlaceEndToEnd(&blocks);
-  }
   for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
   plan.num_blocks = static_cast<int>(blocks.size());
   plan.entry_offset.assign(num_entries, -1);
@@ -546,6 +536,29 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   if (costs) plan.step_ms = ScheduledStepMs(g, plan, node_ms, costs->workers) * costs->wall_per_schedule_ms;
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
+}
+
+bool PlaceWithGap(const Graph& g, int reuse_gap, int64_t limit, MemoryPlan* plan) {
+  CHECK(plan->strategy.shares() && static_cast<int>(plan->blocks.size()) == plan->num_blocks)
+      << "PlaceWithGap needs a placed sharing plan";
+  std::vector<Block> blocks = plan->blocks;
+  for (Block& b : blocks) b.end = std::min(g.num_nodes(), b.end + reuse_gap);
+  if (LowerBound(blocks, g.num_nodes()) > limit) return false;  // no placement can fit: none tried
+  PlaceShared(&blocks, g.num_nodes() + 1, limit);
+  int64_t arena = 0;
+  for (const Block& b : blocks) arena = std::max(arena, b.offset + b.size);
+  if (arena > limit) return false;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    plan->blocks[b].offset = blocks[b].offset;
+    if (blocks[b].entry < 0) plan->workspace_offset[blocks[b].node] = blocks[b].offset;
+  }
+  for (int e = 0; e < g.num_entries(); ++e)
+    if (plan->entry_block[e] >= 0) plan->entry_offset[e] = plan->blocks[plan->entry_block[e]].offset;
+  plan->arena_bytes = arena;
+  plan->reuse_gap = reuse_gap;
+  if (const CostTable* costs = plan->strategy.costs.get())
+    plan->step_ms = ScheduledStepMs(g, *plan, costs->NodeMs(g), costs->workers) * costs->wall_per_schedule_ms;
+  return true;
 }
 
 std::string VerifyPlan(const Graph& g, const MemoryPlan& plan) {

@@ -497,21 +497,15 @@ TrainingPlan BuildTrainingPlan(const Graph& fwd, const Inputs& inputs, const Mem
 // placed again with a gap of 8 steps, or else 4: the first whose arena
 // stays within kSpreadArena of its lower bound (or no larger than before),
 // and within a budget (that sqrt plan takes 4: 378-447 ms against 423-513,
-// +1.3% arena). Each try is a placement (0.05-0.1 s on the 4x1024 LSTM over
-// 1,000 steps); a plan that recomputes nothing gained 3-4% in the schedule
-// there, not worth them.
+// +1.3% arena). Each try is a placement, unless the gapped lifetimes' lower
+// bound already exceeds what is allowed; a plan that recomputes nothing
+// gained 3-4% in the schedule there, not worth one.
 constexpr double kSpreadArena = 1.02;
 void Spread(TrainingPlan* t, const MemoryStrategy& s) {
   if (t->plan.num_recomputed == 0 || !TwoWorkersByDefault(t->graph)) return;
   int64_t allowed = std::max(t->plan.arena_bytes, static_cast<int64_t>(t->plan.lower_bound_bytes * kSpreadArena));
   if (s.kind == MemoryStrategy::kBudget) allowed = std::min(allowed, std::max(t->plan.arena_bytes, s.budget_bytes));
-  auto fits = [&](int gap) {
-    MemoryPlan p = PlanMemory(t->graph, s, /*estimate=*/false, /*fit_bytes=*/allowed, gap);
-    if (p.arena_bytes > allowed) return false;
-    t->plan = std::move(p);
-    return true;
-  };
-  if (!fits(8)) fits(4);
+  if (!PlaceWithGap(t->graph, 8, allowed, &t->plan)) PlaceWithGap(t->graph, 4, allowed, &t->plan);
 }
 
 TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, Device dev) {
