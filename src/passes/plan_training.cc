@@ -497,7 +497,8 @@ TrainingPlan BuildTrainingPlan(const Graph& fwd, const Inputs& inputs, const Mem
 // placed again with a gap of 8 steps, or else 4: the first whose arena
 // stays within kSpreadArena of its lower bound (or no larger than before),
 // and within a budget (that sqrt plan takes 4: 378-447 ms against 423-513,
-// +1.3% arena). Each try is a placement, unless the gapped lifetimes' lower
+// +1.3% arena). Only on the CPU: a GPU's stream runs ops in push order
+// anyway. Each try is a placement, unless the gapped lifetimes' lower
 // bound already exceeds what is allowed; a plan that recomputes nothing
 // gained 3-4% in the schedule there, not worth one.
 constexpr double kSpreadArena = 1.02;
@@ -525,7 +526,7 @@ TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemorySt
       break;
   }
   if (s.shares() && t.plan.entry_offset.empty()) t = Finish(std::move(t), s);  // searched on estimates
-  if (s.shares()) Spread(&t, s);
+  if (s.shares() && dev.type == DeviceType::kCPU) Spread(&t, s);  // a GPU's one stream runs ops in push order
   t.plan.strategy = s;
   t.plan.num_builds = q.builds;
   t.plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
