@@ -124,10 +124,10 @@ TEST(Schedule, PlansForTwoWorkersKeepReusedBytesApart) {
       }
     EXPECT_GT(reused, 0) << s.Name();
     const MemoryPlan tight = PlanMemory(m.train, s);
-    EXPECT_EQ(tight.reuse_gap, 0);
     const std::vector<double> ms(m.train.num_nodes(), 1.0);
-    if (s.kind == MemoryStrategy::kSqrt)
+    if (s.kind == MemoryStrategy::kSqrt) {
       EXPECT_LT(ScheduledStepMs(m.train, p, ms, 2), ScheduledStepMs(m.train, tight, ms, 2));
+    }
   }
 }
 

@@ -423,6 +423,31 @@ std::vector<double> CountCosts(const Graph& g, const CostTable* costs, MemoryPla
   return node_ms;
 }
 
+namespace {
+
+int64_t ArenaOf(const std::vector<Block>& blocks) {
+  int64_t arena = 0;
+  for (const Block& b : blocks) arena = std::max(arena, b.offset + b.size);
+  return arena;
+}
+
+// A placement (the offsets of plan->blocks) into the plan: its arena, the
+// offsets of its entries and workspaces, and with a cost table its
+// predicted step (node_ms: CostTable::NodeMs).
+void TakePlacement(const Graph& g, const std::vector<double>& node_ms, MemoryPlan* plan) {
+  plan->arena_bytes = ArenaOf(plan->blocks);
+  plan->entry_offset.assign(g.num_entries(), -1);
+  for (int e = 0; e < g.num_entries(); ++e)
+    if (plan->entry_block[e] >= 0) plan->entry_offset[e] = plan->blocks[plan->entry_block[e]].offset;
+  plan->workspace_offset.assign(g.num_nodes(), -1);
+  for (const Block& b : plan->blocks)
+    if (b.entry < 0) plan->workspace_offset[b.node] = b.offset;
+  if (const CostTable* costs = plan->strategy.costs.get())
+    plan->step_ms = ScheduledStepMs(g, *plan, node_ms, costs->workers) * costs->wall_per_schedule_ms;
+}
+
+}  // namespace
+
 MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate, int64_t fit_bytes) {
   auto t0 = std::chrono::steady_clock::now();
   CHECK_EQ(static_cast<int>(g.shapes.size()), g.num_entries()) << "infer shapes before planning memory";
@@ -450,7 +475,6 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   plan.entry_block.assign(num_entries, -1);
   plan.workspace_bytes.assign(g.num_nodes(), 0);
   std::vector<Block> blocks;
-  std::vector<int> workspace_block(g.num_nodes(), -1);
   const std::vector<int> into = FoldedSums(g, ext, bytes);
   std::vector<bool> folded_add(g.num_nodes(), false);
   for (int e = 0; e < num_entries; ++e)
@@ -507,7 +531,6 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     if (ws > 0) {
       plan.workspace_bytes[i] = ws;
       plan.no_sharing_bytes += Align(ws);
-      workspace_block[i] = static_cast<int>(blocks.size());
       blocks.push_back({i, i, Align(ws), -1, -1, i});
     }
   }
@@ -522,18 +545,9 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     PlaceShared(&blocks, g.num_nodes() + 1, std::max(plan.lower_bound_bytes, fit_bytes));
   else
     PlaceEndToEnd(&blocks);
-  for (const Block& b : blocks) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);
   plan.num_blocks = static_cast<int>(blocks.size());
-  plan.entry_offset.assign(num_entries, -1);
-  for (int e = 0; e < num_entries; ++e)
-    if (plan.entry_block[e] >= 0) plan.entry_offset[e] = blocks[plan.entry_block[e]].offset;
-  plan.workspace_offset.assign(g.num_nodes(), -1);
-  for (int i = 0; i < g.num_nodes(); ++i)
-    if (workspace_block[i] >= 0) plan.workspace_offset[i] = blocks[workspace_block[i]].offset;
   plan.blocks = std::move(blocks);
-  const CostTable* costs = strategy.costs.get();
-  const std::vector<double> node_ms = CountCosts(g, costs, &plan);
-  if (costs) plan.step_ms = ScheduledStepMs(g, plan, node_ms, costs->workers) * costs->wall_per_schedule_ms;
+  TakePlacement(g, CountCosts(g, strategy.costs.get(), &plan), &plan);
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }
@@ -545,19 +559,11 @@ bool PlaceWithGap(const Graph& g, int reuse_gap, int64_t limit, MemoryPlan* plan
   for (Block& b : blocks) b.end = std::min(g.num_nodes(), b.end + reuse_gap);
   if (LowerBound(blocks, g.num_nodes()) > limit) return false;  // no placement can fit: none tried
   PlaceShared(&blocks, g.num_nodes() + 1, limit);
-  int64_t arena = 0;
-  for (const Block& b : blocks) arena = std::max(arena, b.offset + b.size);
-  if (arena > limit) return false;
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    plan->blocks[b].offset = blocks[b].offset;
-    if (blocks[b].entry < 0) plan->workspace_offset[blocks[b].node] = blocks[b].offset;
-  }
-  for (int e = 0; e < g.num_entries(); ++e)
-    if (plan->entry_block[e] >= 0) plan->entry_offset[e] = plan->blocks[plan->entry_block[e]].offset;
-  plan->arena_bytes = arena;
+  if (ArenaOf(blocks) > limit) return false;
+  for (size_t b = 0; b < blocks.size(); ++b) plan->blocks[b].offset = blocks[b].offset;  // lifetimes stay true
   plan->reuse_gap = reuse_gap;
-  if (const CostTable* costs = plan->strategy.costs.get())
-    plan->step_ms = ScheduledStepMs(g, *plan, costs->NodeMs(g), costs->workers) * costs->wall_per_schedule_ms;
+  const CostTable* costs = plan->strategy.costs.get();
+  TakePlacement(g, costs ? costs->NodeMs(g) : std::vector<double>{}, plan);
   return true;
 }
 
