@@ -235,7 +235,7 @@ struct MemoryPlan {
   std::vector<int64_t> workspace_bytes;   // per node
   int num_nodes = 0;                      // of the graph planned (recomputations included)
   int num_blocks = 0;                     // arena blocks (an engine variable each)
-  int reuse_gap = 0;                      // steps between a block's death and the reuse of its bytes (PlaceWithGap)
+  int reuse_gap = 0;                      // steps a dead block's bytes are held, bound allowing (PlaceWithGap)
   std::vector<ArenaBlock> blocks;         // the blocks (not kept by an estimate)
   int64_t arena_bytes = 0;                // the arena to allocate
   int64_t lower_bound_bytes = 0;          // largest total of live bytes at one step
@@ -289,9 +289,12 @@ MemoryTimeline Timeline(const Graph& graph, const MemoryPlan& plan, int max_poin
 // asking whether a plan fits a budget: the same answer, sooner).
 MemoryPlan PlanMemory(const Graph& graph, const MemoryStrategy& strategy, bool estimate = false, int64_t fit_bytes = 0);
 // Places a placed sharing plan's blocks again so that none takes bytes of a
-// block that died fewer than reuse_gap steps before it opens: two ops that
-// far apart do not wait for each other through the arena (EngineAccesses).
-// Returns false, the plan unchanged, where the arena would exceed limit.
+// block that died fewer than reuse_gap steps before it opens, wherever the
+// lower bound allows (a block holds its bytes past its death only while the
+// bytes held at each step stay within it): two ops that far apart do not
+// wait for each other through the arena (EngineAccesses). Placed toward
+// the lower bound; returns false, the plan unchanged, where the arena
+// exceeds limit.
 bool PlaceWithGap(const Graph& graph, int reuse_gap, int64_t limit, MemoryPlan* plan);
 
 // What the engine orders a placed plan's ops by: per op node, in graph

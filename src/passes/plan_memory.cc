@@ -555,10 +555,21 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
 bool PlaceWithGap(const Graph& g, int reuse_gap, int64_t limit, MemoryPlan* plan) {
   CHECK(plan->strategy.shares() && static_cast<int>(plan->blocks.size()) == plan->num_blocks)
       << "PlaceWithGap needs a placed sharing plan";
+  // Each block, in opening order, holds its bytes up to reuse_gap steps past
+  // its death while the bytes held at every step stay within the lower bound.
   std::vector<Block> blocks = plan->blocks;
-  for (Block& b : blocks) b.end = std::min(g.num_nodes(), b.end + reuse_gap);
-  if (LowerBound(blocks, g.num_nodes()) > limit) return false;  // no placement can fit: none tried
-  PlaceShared(&blocks, g.num_nodes() + 1, limit);
+  const int last = g.num_nodes();
+  std::vector<int64_t> held(last + 2, 0);
+  for (const Block& b : blocks) {
+    held[b.start] += b.size;
+    held[b.end + 1] -= b.size;
+  }
+  for (int t = 1; t <= last; ++t) held[t] += held[t - 1];
+  for (Block& b : blocks)
+    for (const int until = std::min(last, b.end + reuse_gap);
+         b.end < until && held[b.end + 1] + b.size <= plan->lower_bound_bytes;)
+      held[++b.end] += b.size;
+  PlaceShared(&blocks, last + 1, plan->lower_bound_bytes);  // as tight as it goes, then compared with limit
   if (ArenaOf(blocks) > limit) return false;
   for (size_t b = 0; b < blocks.size(); ++b) plan->blocks[b].offset = blocks[b].offset;  // lifetimes stay true
   plan->reuse_gap = reuse_gap;

@@ -492,21 +492,21 @@ TrainingPlan BuildTrainingPlan(const Graph& fwd, const Inputs& inputs, const Mem
 // op that opens a block waits for the last readers of the blocks whose
 // bytes it takes (EngineAccesses). The tighter the arena, the more it
 // waits: on an LSTM of 2x256 over 128 steps the sqrt plan's step measured
-// 400-446 ms, and 275-278 ms placed with a gap of 6 steps for 2.4% more
-// arena (docs/memory.md). So a recomputing plan that two workers run is
-// placed again with a gap of 8 steps, or else 4: the first whose arena
-// stays within kSpreadArena of its lower bound (or no larger than before),
-// and within a budget (that sqrt plan takes 4: 378-447 ms against 423-513,
-// +1.3% arena). Only on the CPU: a GPU's stream runs ops in push order
-// anyway. Each try is a placement, unless the gapped lifetimes' lower
-// bound already exceeds what is allowed; a plan that recomputes nothing
-// gained 3-4% in the schedule there, not worth one.
+// 400-446 ms, and 275-278 ms with no block's bytes reused within 6 steps of
+// its death (docs/memory.md). So a recomputing plan that two workers run is
+// placed again with a gap of 8 steps, else 6, else 4, wherever the lower
+// bound allows (PlaceWithGap): the first whose arena stays within
+// kSpreadArena of the bound (or no larger than before), and within a
+// budget. Only on the CPU: a GPU's stream runs ops in push order anyway. A
+// plan that recomputes nothing gained 3-4% in the schedule, not worth the
+// placements.
 constexpr double kSpreadArena = 1.02;
 void Spread(TrainingPlan* t, const MemoryStrategy& s) {
   if (t->plan.num_recomputed == 0 || !TwoWorkersByDefault(t->graph)) return;
   int64_t allowed = std::max(t->plan.arena_bytes, static_cast<int64_t>(t->plan.lower_bound_bytes * kSpreadArena));
   if (s.kind == MemoryStrategy::kBudget) allowed = std::min(allowed, std::max(t->plan.arena_bytes, s.budget_bytes));
-  if (!PlaceWithGap(t->graph, 8, allowed, &t->plan)) PlaceWithGap(t->graph, 4, allowed, &t->plan);
+  for (int gap : {8, 6, 4})
+    if (PlaceWithGap(t->graph, gap, allowed, &t->plan)) return;
 }
 
 TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, Device dev) {
