@@ -40,7 +40,7 @@ CostTable FlatTable(const Graph& g, double fc_ms) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
     const double f = n.op->name() == "fully_connected" ? fc_ms : 0.5;
-    if (!t.Has(g, i)) t.Add(CostTable::Key(g, i), f, 2 * f);
+    if (t.Of(g, i).count == 0) t.Add(CostTable::Key(g, i), f, 2 * f);
   }
   t.ms_per_flop = 1e-9;
   t.sums_ms = 0.25;
@@ -57,7 +57,7 @@ MemoryStrategy Priced(MemoryStrategy s, const CostTable& t) {
 double ExtraMs(const Graph& train, const CostTable& t) {
   double ms = 0;
   for (int i = 0; i < train.num_nodes(); ++i)
-    if (train.node(i).mirror_of >= 0) ms += t.ForwardMs(train, i);
+    if (train.node(i).mirror_of >= 0) ms += t.Of(train, i).forward_ms;
   return ms;
 }
 
@@ -78,16 +78,18 @@ TEST(CostTable, SavesLoadsAndAveragesPerKey) {
   t.Save(dir.File("t.costs"));
   const CostTable back = CostTable::Load(dir.File("t.costs"));
   ASSERT_EQ(back.costs().size(), 1u);
-  EXPECT_DOUBLE_EQ(back.ForwardMs(g, fc0), 1.5);
-  EXPECT_DOUBLE_EQ(back.BackwardMs(g, fc0), 4.0);
+  EXPECT_DOUBLE_EQ(back.Of(g, fc0).forward_ms, 1.5);
+  EXPECT_DOUBLE_EQ(back.Of(g, fc0).backward_ms, 4.0);
   EXPECT_EQ(back.costs().begin()->second.count, 2);
   EXPECT_DOUBLE_EQ(back.sums_ms, 0.125);
   EXPECT_EQ(back.workers, 2);
   EXPECT_DOUBLE_EQ(back.wall_per_schedule_ms, 0.75);
   // A node not in the table: its FLOPs at the table's rate.
   const int fc1 = g.FindNode("fc1");
-  EXPECT_DOUBLE_EQ(back.ForwardMs(g, fc1), NodeFlops(g, fc1) * 2e-9);
-  EXPECT_DOUBLE_EQ(back.BackwardMs(g, fc1), NodeFlops(g, fc1) * 2e-9 * 1.5);
+  EXPECT_DOUBLE_EQ(back.Of(g, fc1).forward_ms, NodeFlops(g, fc1) * 2e-9);
+  EXPECT_DOUBLE_EQ(back.Of(g, fc1).backward_ms, NodeFlops(g, fc1) * 2e-9 * 1.5);
+  EXPECT_EQ(back.Of(g, fc1).count, 0);
+  EXPECT_EQ(back.Of(g, fc0).count, 2);
 }
 
 TEST(CostTable, BadFilesNameTheLine) {

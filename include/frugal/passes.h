@@ -73,10 +73,9 @@ class CostTable {
   // "op attr=value ... (input shape) ..." of node i (shapes inferred).
   static std::string Key(const Graph& g, int i);
   void Add(const std::string& key, double forward_ms, double backward_ms);
-  // Node i's forward / backward time: measured, or priced by FLOPs.
-  double ForwardMs(const Graph& g, int i) const;
-  double BackwardMs(const Graph& g, int i) const;
-  bool Has(const Graph& g, int i) const { return costs_.count(Key(g, i)) > 0; }
+  // Node i's forward and backward times: measured (count > 0), or priced
+  // by its FLOPs (count 0); a variable's are 0.
+  Cost Of(const Graph& g, int i) const;
   // Each node's time in a training graph: a forward node's forward time, a
   // gradient node's share of its forward node's backward time, a
   // recomputation's original's forward time, a gradient sum's share of

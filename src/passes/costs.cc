@@ -23,16 +23,12 @@ void CostTable::Add(const std::string& key, double forward_ms, double backward_m
   ++c.count;
 }
 
-double CostTable::ForwardMs(const Graph& g, int i) const {
-  if (g.node(i).is_variable()) return 0;
+CostTable::Cost CostTable::Of(const Graph& g, int i) const {
+  if (g.node(i).is_variable()) return {};
   auto it = costs_.find(Key(g, i));
-  return it != costs_.end() ? it->second.forward_ms : NodeFlops(g, i) * ms_per_flop;
-}
-
-double CostTable::BackwardMs(const Graph& g, int i) const {
-  if (g.node(i).is_variable()) return 0;
-  auto it = costs_.find(Key(g, i));
-  return it != costs_.end() ? it->second.backward_ms : NodeFlops(g, i) * ms_per_flop * backward_ratio;
+  if (it != costs_.end()) return it->second;
+  const double forward_ms = NodeFlops(g, i) * ms_per_flop;
+  return {forward_ms, forward_ms * backward_ratio, 0};
 }
 
 std::vector<double> CostTable::NodeMs(const Graph& g) const {
@@ -48,8 +44,9 @@ std::vector<double> CostTable::NodeMs(const Graph& g) const {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
     if (i < g.num_forward()) {
-      ms[i] = ForwardMs(g, i);
-      backward[i] = BackwardMs(g, i);
+      const Cost c = Of(g, i);
+      ms[i] = c.forward_ms;
+      backward[i] = c.backward_ms;
     } else if (n.fwd >= 0) {
       ++gradient_nodes[n.fwd];
     } else if (n.mirror_of >= 0) {
@@ -130,7 +127,7 @@ CostTable CostTable::Load(const std::string& path) {
 }
 
 double RecomputeCost(const Graph& g, int i, const CostTable* costs) {
-  return costs ? costs->ForwardMs(g, i) : NodeFlops(g, i);
+  return costs ? costs->Of(g, i).forward_ms : NodeFlops(g, i);
 }
 
 }  // namespace frugal
