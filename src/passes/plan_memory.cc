@@ -285,7 +285,7 @@ std::vector<int64_t> PeakLive(const std::vector<Block>& blocks, int num_steps) {
 // (the lower bound, or the budget a search asks about); past
 // kManyBlocks only the first order runs, first fit, and then by size,
 // first fit, where the first missed by more than 2% (the logn plans of
-// LSTMs of 128-512 steps: 1.12-1.17 of the bound by the first, 1.005-1.011
+// LSTMs of 128-512 steps: 1.12-1.17 of the bound by the first, 1.000-1.003
 // by size; on the large plans of models/ no other order beat the first).
 // Below kSearchLimit blocks a local search follows: the winning order with
 // one block moved to the front or two swapped, kept when the arena does not
