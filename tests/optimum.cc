@@ -26,24 +26,15 @@ KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint
   return keep;
 }
 
-Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds) {
+DropSetSearch OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds) {
   CHECK_LE(DropCandidates(c.fwd).size(), kExactCandidates) << c.name << ": more drop candidates than a mask holds";
-  const DropSetSearch r =
+  DropSetSearch r =
       CheapestFittingDrops(c.fwd, c.inputs, MemoryStrategy::kShare, {}, budget, INFINITY, max_builds, max_builds);
-  Optimum o;
-  o.exact = r.exact;
-  o.feasible = r.plan.has_value();
-  o.cost = r.cost;
-  o.subsets = r.subsets;
-  o.builds = r.builds;
-  o.placed = r.placed;
   if (r.plan) {
     CHECK_LE(std::abs(r.plan->plan.recompute_cost() - r.cost), 1e-9 * r.cost)
         << c.name << ": each dropped node is recomputed once";
-    o.keep = r.plan->keep;
-    o.arena_bytes = r.plan->plan.arena_bytes;
   }
-  return o;
+  return r;
 }
 
 double GapRow::gap() const {
@@ -245,10 +236,10 @@ std::string Mflop(double flops) { return Fmt(std::round(flops / 1e3) / 1e3); }
 }  // namespace
 
 std::string GapTableLine(const GapRow& r) {
-  const Optimum& o = r.optimum;
-  std::string opt = !o.exact ? ">= " + Mflop(o.cost) : o.feasible ? Mflop(o.cost) : std::string("none fits");
+  const DropSetSearch& o = r.optimum;
+  std::string opt = !o.exact ? ">= " + Mflop(o.cost) : o.plan ? Mflop(o.cost) : std::string("none fits");
   std::string planner = r.planner_fits ? Mflop(r.planner_cost) : std::string("none fits");
-  const bool comparable = r.planner_fits && (o.feasible || !o.exact);
+  const bool comparable = r.planner_fits && (o.plan || !o.exact);
   std::string gap = comparable ? Fmt(o.exact ? "" : "<= ", std::round(r.gap() * 1000) / 10, "%") : std::string("-");
   return Fmt("| ", r.name, " | ", r.nodes, " | ", r.candidates, " | ", HumanBytes(r.budget), " | ", opt, " | ", planner,
              " | ", gap, " | ", std::llround(r.planner_ms), " | ", std::llround(r.optimum_ms), " | ", o.builds, " | ",

@@ -29,17 +29,6 @@ struct GapCase {
 // Keep levels with the candidates in `mask` (bit k: candidates[k]) dropped.
 KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint64_t mask);
 
-struct Optimum {
-  bool exact = false;     // the search ended: `cost` is the optimum (or nothing fits)
-  bool feasible = false;  // a plan fits (found)
-  double cost = 0;        // the optimum; when not exact, a lower bound of it
-  KeepLevels keep;        // the optimal plan (feasible)
-  int64_t arena_bytes = 0;
-  int64_t subsets = 0;  // drop sets taken from the queue
-  int64_t builds = 0;   // training graphs built
-  int64_t placed = 0;   // of them, placed (their lower bound fit)
-};
-
 // The planner's exact search of drop sets (CheapestFittingDrops,
 // passes/build_training_plan.h) with no cost limit, on the share strategy:
 // optimal without assuming the arena falls as more is dropped. Cut off
@@ -47,7 +36,9 @@ struct Optimum {
 // (every cheaper set that could fit was tried). The planner runs the same search for
 // ExactSearchBuilds builds and kExactPlacements placements;
 // OptimumGap.ReferenceIsExactOnTinyGraphs checks it against every drop set.
-Optimum OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds);
+// `exact`: the search ended, `cost` is the optimum (or nothing fits: no
+// plan); cut off, `cost` is a lower bound of it.
+DropSetSearch OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds);
 
 // The planner's plan (strategy budget) and the reference at one budget.
 struct GapRow {
@@ -58,7 +49,7 @@ struct GapRow {
   bool planner_fits = false;
   double planner_cost = 0, planner_ms = 0;
   KeepLevels planner_keep;
-  Optimum optimum;
+  DropSetSearch optimum;
   double optimum_ms = 0;
   // (planner - optimum) / optimum: exact, or an upper bound when the
   // optimum is only bounded; 0 when both are 0.

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       const test::GapRow r = test::MeasureGap(c, budget, max_builds);
       std::cout << test::GapTableLine(r) << std::endl;
       if (why)
-        std::cout << "  optimum drops: " << test::Dropped(c.fwd, r.optimum.keep)
+        std::cout << "  optimum drops: " << (r.optimum.plan ? test::Dropped(c.fwd, r.optimum.plan->keep) : "-")
                   << "\n  planner drops: " << test::Dropped(c.fwd, r.planner_keep) << std::endl;
     }
   }
