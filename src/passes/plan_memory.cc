@@ -349,15 +349,20 @@ bool PlaceShared(std::vector<Block>* blocks, int num_steps, int64_t good_enough,
   return true;
 }
 
-int64_t LowerBound(const std::vector<Block>& blocks, int num_steps) {
-  std::vector<int64_t> delta(num_steps + 2, 0);
+// The bytes live at each step 0 .. num_steps (one more entry, 0, past the end).
+std::vector<int64_t> LiveBytes(const std::vector<Block>& blocks, int num_steps) {
+  std::vector<int64_t> live(num_steps + 2, 0);
   for (const Block& b : blocks) {
-    delta[b.start] += b.size;
-    delta[b.end + 1] -= b.size;
+    live[b.start] += b.size;
+    live[b.end + 1] -= b.size;
   }
-  int64_t live = 0, peak = 0;
-  for (int64_t d : delta) peak = std::max(peak, live += d);
-  return peak;
+  for (size_t t = 1; t < live.size(); ++t) live[t] += live[t - 1];
+  return live;
+}
+
+int64_t LowerBound(const std::vector<Block>& blocks, int num_steps) {
+  const std::vector<int64_t> live = LiveBytes(blocks, num_steps);
+  return *std::max_element(live.begin(), live.end());
 }
 
 }  // namespace
@@ -566,12 +571,7 @@ bool PlaceWithGap(const Graph& g, int reuse_gap, int64_t limit, MemoryPlan* plan
   // its death while the bytes held at every step stay within the lower bound.
   std::vector<Block> blocks = plan->blocks;
   const int last = g.num_nodes();
-  std::vector<int64_t> held(last + 2, 0);
-  for (const Block& b : blocks) {
-    held[b.start] += b.size;
-    held[b.end + 1] -= b.size;
-  }
-  for (int t = 1; t <= last; ++t) held[t] += held[t - 1];
+  std::vector<int64_t> held = LiveBytes(blocks, last);
   for (Block& b : blocks)
     for (const int until = std::min(last, b.end + reuse_gap);
          b.end < until && held[b.end + 1] + b.size <= plan->lower_bound_bytes;)
