@@ -53,13 +53,14 @@ TEST(OptimumGap, ReferenceIsExactOnTinyGraphs) {
   }
 }
 
-// What a drop set keeps of BackwardReads' bytes never exceeds its arena's
-// lower bound (the exact search never takes the sets whose kept bytes exceed
-// the budget), on every drop set of the tiny graphs and on 200 random
-// ones of LeNet and the Inception module (each candidate dropped with
-// probability 1/4).
+// BackwardReads' bound (what a drop set holds at each backward step) never
+// exceeds its arena's lower bound (the exact search never takes the sets
+// whose bound exceeds the budget), on every drop set of the tiny graphs and
+// on 200 random ones of LeNet and the Inception module (each candidate
+// dropped with probability 1/4); and it is more than half of it.
 TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
   std::mt19937_64 rng(18);
+  double tightest = 1;
   for (const test::GapCase& c : test::GapSuite(/*small=*/true)) {
     const std::vector<int> cand = DropCandidates(c.fwd);
     const BackwardReads reads =
@@ -68,11 +69,16 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
     for (uint64_t k = 0; k < (all ? uint64_t{1} << cand.size() : 200); ++k) {
       const uint64_t mask = all ? k : rng() & rng() & ((uint64_t{1} << cand.size()) - 1);
       const KeepLevels keep = test::DropLevels(c.fwd, cand, mask);
-      const int64_t kept = reads.KeptBytes(keep);
+      const int64_t bound = reads.Bound(c.fwd, keep);
       const TrainingPlan t = BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, keep, {}, true);
-      ASSERT_LE(kept, t.plan.arena_bytes) << c.name << ", drop set " << mask;
+      ASSERT_LE(bound, t.plan.arena_bytes) << c.name << ", drop set " << mask;
+      tightest = std::min(tightest, static_cast<double>(bound) / static_cast<double>(t.plan.arena_bytes));
     }
   }
+  // What the sets kept between the passes bounded as little as 0.28 of the
+  // arena; the bound of each backward step with the gradient nodes' blocks
+  // 0.56, with the mirrors held from when they are made 0.60 (2026-12-05).
+  EXPECT_GE(tightest, 0.55) << "BackwardReads' bound is weaker than it was";
 }
 
 // PredictedRecomputeCost (the budget search builds no chain plan predicted
@@ -80,8 +86,7 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
 // every drop set of the tiny graphs and 100 random ones of each larger case
 // of the suite, and on each model config's drop_cheap, sqrt and 20 random
 // drop sets; in FLOPs and priced by a cost table. GradientReads is the
-// same for every plan, and what a plan keeps of BackwardReads' bytes
-// bounds its arena (the budget search builds no plan where it exceeds the
+// same for every plan, and BackwardReads' bound bounds its arena (the budget search builds no plan where it exceeds the
 // budget). Recursive levels (logn) get NaN.
 TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
   std::mt19937_64 rng(18);
@@ -102,8 +107,8 @@ TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
         const double predicted = PredictedRecomputeCost(fwd, keeps[k], reads, s.costs.get());
         ASSERT_NEAR(predicted, built, 1e-9 * built) << what << ", keep levels " << k << (priced ? ", priced" : "");
         ASSERT_EQ(GradientReads(fwd, t), reads) << what << ", keep levels " << k << ": not the same as without drops";
-        // The budget search builds no plan whose kept BackwardReads exceed the budget.
-        ASSERT_LE(backward.KeptBytes(keeps[k]), t.plan.arena_bytes)
+        // The budget search builds no plan whose BackwardReads bound exceeds the budget.
+        ASSERT_LE(backward.Bound(fwd, keeps[k]), t.plan.arena_bytes)
             << what << ", keep levels " << k << ": BackwardReads is no lower bound";
       }
     }
@@ -201,14 +206,14 @@ TEST(OptimumGap, PlannerIsWithinItsDocumentedGapOfTheOptimum) {
 // the planner's plan is optimal. Before that search, the random DAG of 30
 // nodes missed its optimum by 68.8% and 35.8% at its first two budgets
 // (optimum 48 and 268 builds away), the DenseNet block by 169.8% and 16.2%
-// at its first two (138 and 4,339).
+// at its first two (138 and 4,339). Its third (77.4%) was 18,888 builds
+// away, beyond the search, until the bound of what each backward step
+// holds (BackwardReads) brought it to 1,195.
 TEST(OptimumGap, PlannerFindsEveryOptimumWithinItsExactSearch) {
   int checked = 0;
   for (const test::GapCase& c : test::GapSuite(/*small=*/false)) {
     if (c.name != "dag30" && c.name != "densenet_block") continue;
-    std::vector<int64_t> budgets = test::GapBudgets(c);
-    if (c.name == "densenet_block") budgets.pop_back();  // its third: 18,888 builds away, 2-3 s of planning
-    for (int64_t budget : budgets) {
+    for (int64_t budget : test::GapBudgets(c)) {
       const test::GapRow r = test::MeasureGap(c, budget, ExactSearchBuilds(c.fwd));
       if (!r.optimum.exact || r.optimum.placed > kExactPlacements) continue;  // further than the planner searches
       ++checked;
@@ -216,7 +221,7 @@ TEST(OptimumGap, PlannerFindsEveryOptimumWithinItsExactSearch) {
       EXPECT_EQ(r.gap(), 0) << test::GapTableLine(r);
     }
   }
-  EXPECT_GE(checked, 2) << "the cases' optima are further away than the exact search: choose others";
+  EXPECT_GE(checked, 6) << "the cases' optima are further away than the exact search: choose others";
 }
 
 // A memory plan placed until it fits a size: at most that size where the

@@ -32,29 +32,40 @@ std::vector<int> DropCandidates(const Graph& fwd);
 // is exact without assuming the arena falls as more is dropped. Sets that
 // cost max_cost or more are not tried; a set dropping a node no backward
 // reader needs (directly or through another dropped node) is skipped (it
-// builds the graph of the set without it, taken earlier); sets that keep
-// more of BackwardReads' bytes than the budget are never taken (CoverKeys,
-// drop_sets.cc). A set is placed only where its lower bound fits (rarely
-// in vain: 45 sets on the solved rows of docs/memory.md's gap suite, 34 at
-// one Inception budget, against 3,000-7,000 builds on its slower rows).
+// builds the graph of the set without it, taken earlier); sets whose
+// BackwardReads bound exceeds the budget at one of the steps where it can
+// peak are never taken (CoverKeys, drop_sets.cc). A set is placed only
+// where its lower bound fits.
 // Stops after max_builds training graphs or max_placed placements; graphs
 // of more than kExactCandidates candidates (a set is a 64-bit mask) are
 // not searched.
 constexpr size_t kExactCandidates = 64;
 // What the backward pass of `share` (fwd's training graph without
 // recomputation) reads of each forward node: whether it reads an output,
-// and the bytes of the outputs it reads. Those a drop set keeps are live
-// between its forward and backward passes, each in a block of its own:
-// their sum is a lower bound of its arena.
+// the bytes of the outputs it reads, and the steps (node indices of
+// `share`) of its first and last reader; and the bytes held at each step by
+// the blocks only gradient nodes write. A drop set's gradient nodes are
+// share's, with the same outputs, in share's order (a mirror is added just
+// before the gradient node that first needs it), so when the gradient node
+// at step g runs, the gradient blocks live at g in share are live, and so
+// is every kept node read at g or later (or by a mirror made at g or
+// later) and, under one-level keep levels, every dropped node whose mirror
+// is made at or before g (for its first reader or for a mirror made then)
+// and read at g or later (it is held for its last reader), each in a block
+// of its own: a lower bound of the arena at g. A drop set changes it only
+// by the nodes whose mirror is made after g, at the latest their first
+// reader's step (CoverKeys, drop_sets.cc).
 struct BackwardReads {
   std::vector<bool> read;
   std::vector<int64_t> bytes;
-  // What one-level keep levels keep of those bytes: a lower bound of their arena.
-  int64_t KeptBytes(const KeepLevels& keep) const {
-    int64_t kept = 0;
-    for (size_t i = 0; i < keep.size(); ++i) kept += keep[i] == 0 ? bytes[i] : 0;
-    return kept;
-  }
+  std::vector<int> first, last;        // -1 where not read
+  std::vector<int64_t> gradient_held;  // [step of share]
+  // The bytes held at each step of share under keep levels (0 before the
+  // backward pass; dropped nodes count only where every level is 0 or
+  // kDropped).
+  std::vector<int64_t> Held(const Graph& fwd, const KeepLevels& keep) const;
+  // The most held at any step: a lower bound of the arena.
+  int64_t Bound(const Graph& fwd, const KeepLevels& keep) const;
 };
 BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share);
 // The forward nodes whose values the gradient nodes of t read (kept, or

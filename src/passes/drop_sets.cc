@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <optional>
 #include <queue>
@@ -26,59 +27,119 @@ bool AllRecomputed(const Graph& fwd, const KeepLevels& base, const std::vector<i
   return true;
 }
 
+// The bytes held at each step by the blocks that only gradient nodes write
+// (not mirrors, not forward nodes): a gradient node's outputs are the same,
+// in the same order among gradient nodes, whatever is dropped. (Not their
+// workspaces: counted, they exceeded some of LeNet's drop sets' arenas.)
+std::vector<int64_t> GradientHeld(const Graph& g, const MemoryPlan& plan) {
+  std::vector<int> last_read(g.num_entries(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (const Entry& e : g.node(i).inputs) last_read[g.EntryId(e)] = i;
+  struct Span {
+    int start = INT_MAX, end = -1;
+    int64_t bytes = 0;
+    bool gradient = true;
+  };
+  std::vector<Span> spans;
+  for (int e = 0; e < g.num_entries(); ++e) {
+    const int b = plan.entry_block[e];
+    if (b < 0) continue;
+    if (b >= static_cast<int>(spans.size())) spans.resize(b + 1);
+    const int i = g.EntryOf(e).node;
+    Span& s = spans[b];
+    s.start = std::min(s.start, i);
+    s.end = std::max({s.end, i, last_read[e]});
+    s.bytes = std::max(s.bytes, g.EntryBytes(e));
+    s.gradient = s.gradient && i >= g.num_forward() && g.node(i).mirror_of < 0;
+  }
+  std::vector<int64_t> held(g.num_nodes() + 1, 0);
+  for (const Span& s : spans)
+    if (s.gradient && s.end >= 0) held[s.start] += s.bytes, held[s.end + 1] -= s.bytes;
+  for (int t = 1; t < g.num_nodes(); ++t) held[t] += held[t - 1];
+  held.pop_back();
+  return held;
+}
+
+bool OneLevel(const KeepLevels& keep) {
+  return std::all_of(keep.begin(), keep.end(), [](int level) { return level == 0 || level == kDropped; });
+}
+
 // A drop set in the queue: its members (bit k: the k-th cheapest
 // candidate), its most expensive member, from which its two successors are
-// made, its cost, the bytes of BackwardReads it frees, and its key: a lower
-// bound of the cost of the sets made from it (itself included) that free
-// enough.
+// made, its cost, whether it frees enough at every step of the cover, and
+// its key: a lower bound of the cost of the sets made from it (itself
+// included) that free enough.
 struct Subset {
   double key;
   double cost;
-  int64_t freed;
   uint64_t mask;
   int last;
+  bool frees_enough;
   bool operator>(const Subset& o) const { return key > o.key; }
 };
 using Queue = std::priority_queue<Subset, std::vector<Subset>, std::greater<Subset>>;
 
-// Keys of drop sets: a set fits only if what it keeps of BackwardReads'
-// bytes fits, that is, if it frees at least `need` of them. The sets made
-// from s share its members below s.last and take any of the candidates from
-// s.last on, so the least cost of those that free enough is at least that
-// of the fractional cover (candidates by cost per byte freed, the last one
-// in part); none can when all of them together free too little. Taking sets
-// by key, each set that frees enough comes after the cheaper ones that do,
-// and sets from which none does are never made.
+// What a drop set must free of BackwardReads' bytes held at one backward
+// step for its arena's lower bound to fit, and what each candidate frees
+// there: its bytes if its first reader comes later (a dropped node read at
+// or before the step and after it is held there by its mirror).
+struct Cover {
+  int64_t need;
+  std::vector<int64_t> frees;              // [candidate]
+  std::vector<std::vector<int>> by_ratio;  // [from]: the candidates from `from` on that free bytes, by cost per byte
+};
+
+// Keys of drop sets: a set fits only if it frees enough at every step of
+// the covers. The sets made from s share its members below s.last and take
+// any of the candidates from s.last on, so the least cost of those that
+// free enough at one step is at least that of its fractional cover
+// (candidates by cost per byte freed, the last one in part), and the key is
+// the most of these over the covers; none can when all of them together
+// free too little. Taking sets by key, each set that frees enough comes
+// after the cheaper ones that do, and sets from which none does are never
+// made.
 class CoverKeys {
  public:
-  CoverKeys(const std::vector<double>& cost, const std::vector<int64_t>& frees, int64_t need)
-      : cost_(cost), frees_(frees), need_(need), by_ratio_(cost.size()) {
+  CoverKeys(const std::vector<double>& cost, std::vector<Cover> covers) : cost_(cost), covers_(std::move(covers)) {
     const int n = static_cast<int>(cost.size());
-    for (int from = 0; from < n; ++from) {
-      for (int j = from; j < n; ++j)
-        if (frees[j] > 0) by_ratio_[from].push_back(j);
-      std::stable_sort(by_ratio_[from].begin(), by_ratio_[from].end(),
-                       [&](int a, int b) { return cost[a] * frees[b] < cost[b] * frees[a]; });
+    for (Cover& c : covers_) {
+      c.by_ratio.resize(n);
+      for (int from = 0; from < n; ++from) {
+        for (int j = from; j < n; ++j)
+          if (c.frees[j] > 0) c.by_ratio[from].push_back(j);
+        std::stable_sort(c.by_ratio[from].begin(), c.by_ratio[from].end(),
+                         [&](int a, int b) { return cost[a] * c.frees[b] < cost[b] * c.frees[a]; });
+      }
     }
   }
 
   // s with its key; nullopt when no set made from it frees enough.
-  std::optional<Subset> Keyed(double cost, int64_t freed, uint64_t mask, int last) const {
-    if (freed >= need_) return Subset{cost, cost, freed, mask, last};
+  std::optional<Subset> Keyed(double cost, uint64_t mask, int last) const {
     const int from = std::max(last, 0);
-    double fixed_cost = cost;
-    int64_t missing = need_ - freed;
-    if (last >= 0) fixed_cost -= cost_[last], missing += frees_[last];
-    double cover = 0;
-    for (int j : by_ratio_[from]) {
-      if (frees_[j] >= missing) {
-        cover += cost_[j] * static_cast<double>(missing) / static_cast<double>(frees_[j]);
-        return Subset{(fixed_cost + cover) * (1 - 1e-12), cost, freed, mask, last};  // below rounding's errors
+    const double fixed_cost = last >= 0 ? cost - cost_[last] : cost;
+    double key = cost;
+    bool frees_enough = true;
+    for (const Cover& c : covers_) {
+      int64_t freed = 0;
+      for (uint64_t m = mask; m; m &= m - 1) freed += c.frees[__builtin_ctzll(m)];
+      if (freed >= c.need) continue;
+      frees_enough = false;
+      int64_t missing = c.need - freed + (last >= 0 ? c.frees[last] : 0);
+      double cover = 0;
+      bool covered = false;
+      for (int j : c.by_ratio[from]) {
+        if (c.frees[j] >= missing) {
+          cover += cost_[j] * static_cast<double>(missing) / static_cast<double>(c.frees[j]);
+          covered = true;
+          break;
+        }
+        cover += cost_[j];
+        missing -= c.frees[j];
       }
-      cover += cost_[j];
-      missing -= frees_[j];
+      if (!covered) return std::nullopt;
+      key = std::max(key, (fixed_cost + cover) * (1 - 1e-12));  // below rounding's errors
     }
-    return std::nullopt;
+    return Subset{key, cost, mask, last, frees_enough};
   }
 
   // The two sets made from s: member last + 1 added, and member last
@@ -87,11 +148,9 @@ class CoverKeys {
     const int next = s.last + 1;
     if (next >= static_cast<int>(cost_.size())) return;
     const uint64_t bit = uint64_t{1} << next;
-    Push(Keyed(s.cost + cost_[next], s.freed + frees_[next], s.mask | bit, next), queue);
+    Push(Keyed(s.cost + cost_[next], s.mask | bit, next), queue);
     if (s.last >= 0)
-      Push(Keyed(s.cost - cost_[s.last] + cost_[next], s.freed - frees_[s.last] + frees_[next],
-                 (s.mask ^ uint64_t{1} << s.last) | bit, next),
-           queue);
+      Push(Keyed(s.cost - cost_[s.last] + cost_[next], (s.mask ^ uint64_t{1} << s.last) | bit, next), queue);
   }
 
   static void Push(std::optional<Subset> s, Queue* queue) {
@@ -100,10 +159,45 @@ class CoverKeys {
 
  private:
   const std::vector<double>& cost_;
-  const std::vector<int64_t>& frees_;
-  const int64_t need_;
-  std::vector<std::vector<int>> by_ratio_;  // [from]: the candidates from `from` on that free bytes, by cost per byte
+  std::vector<Cover> covers_;
 };
+
+// The covers of the steps where the bytes held can peak (between two first
+// backward reads, the step holding most), the kCovers whose fractional
+// cover from the empty set costs most (the strongest keys at the start);
+// nullopt when one cannot be covered.
+constexpr size_t kCovers = 8;
+std::optional<std::vector<Cover>> Covers(const Graph& fwd, const BackwardReads& reads, const KeepLevels& base,
+                                         const std::vector<int>& cand, const std::vector<double>& cost,
+                                         int64_t budget) {
+  // Between two first reads the candidates that free bytes are the same:
+  // the step holding the most stands for them all.
+  std::vector<int> firsts;
+  for (int f : reads.first)
+    if (f >= 0) firsts.push_back(f);
+  std::sort(firsts.begin(), firsts.end());
+  std::vector<std::pair<int, int64_t>> steps;  // step, bytes held
+  const std::vector<int64_t> held = reads.Held(fwd, base);
+  for (int t = firsts.empty() ? held.size() : firsts[0], span = -1; t < static_cast<int>(held.size()); ++t) {
+    const int now = static_cast<int>(std::upper_bound(firsts.begin(), firsts.end(), t) - firsts.begin());
+    if (now != span) steps.emplace_back(t, held[t]), span = now;
+    if (held[t] > steps.back().second) steps.back() = {t, held[t]};
+  }
+  std::vector<std::pair<double, Cover>> covers;
+  for (auto [g, held] : steps) {
+    Cover c{held - budget, {}, {}};
+    if (c.need <= 0) continue;
+    for (int i : cand) c.frees.push_back(reads.first[i] > g ? reads.bytes[i] : 0);
+    const CoverKeys one(cost, {c});
+    const std::optional<Subset> root = one.Keyed(0, 0, -1);
+    if (!root) return std::nullopt;
+    covers.emplace_back(root->key, std::move(c));
+  }
+  std::stable_sort(covers.begin(), covers.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<Cover> out;
+  for (size_t k = 0; k < covers.size() && k < kCovers; ++k) out.push_back(std::move(covers[k].second));
+  return out;
+}
 
 // Sets skipped unbuilt (a dropped node not recomputed) are cheap; the
 // queue grows by one per set taken, so their number is bounded too.
@@ -122,16 +216,69 @@ constexpr int64_t kSubsetsPerBuild = 64;
 // pooling's second): dropping it still recomputes it.
 BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share) {
   const Graph& g = share.graph;
-  std::vector<bool> entry_read(g.num_entries(), false);
+  std::vector<int> entry_first(g.num_entries(), -1), entry_last(g.num_entries(), -1);
   for (int i = g.num_forward(); i < g.num_nodes(); ++i)
     for (const Entry& e : g.node(i).inputs)
-      if (e.node < fwd.num_nodes()) entry_read[g.EntryId(e)] = true;
-  BackwardReads r{std::vector<bool>(fwd.num_nodes(), false), std::vector<int64_t>(fwd.num_nodes(), 0)};
-  for (int i = 0; i < fwd.num_nodes(); ++i)
-    if (!fwd.node(i).is_variable())
-      for (int k = 0; k < g.NumOutputs(i); ++k)
-        if (entry_read[g.EntryId({i, k})]) r.read[i] = true, r.bytes[i] += g.EntryBytes(Entry{i, k});
+      if (e.node < fwd.num_nodes()) {
+        const int id = g.EntryId(e);
+        if (entry_first[id] < 0) entry_first[id] = i;
+        entry_last[id] = i;
+      }
+  const int n = fwd.num_nodes();
+  BackwardReads r{std::vector<bool>(n, false), std::vector<int64_t>(n, 0), std::vector<int>(n, -1),
+                  std::vector<int>(n, -1), GradientHeld(g, share.plan)};
+  for (int i = 0; i < n; ++i) {
+    if (fwd.node(i).is_variable()) continue;
+    for (int k = 0; k < g.NumOutputs(i); ++k) {
+      const int id = g.EntryId({i, k});
+      if (entry_first[id] < 0) continue;
+      r.read[i] = true;
+      r.bytes[i] += g.EntryBytes(Entry{i, k});
+      r.first[i] = r.first[i] < 0 ? entry_first[id] : std::min(r.first[i], entry_first[id]);
+      r.last[i] = std::max(r.last[i], entry_last[id]);
+    }
+  }
   return r;
+}
+
+std::vector<int64_t> BackwardReads::Held(const Graph& fwd, const KeepLevels& keep) const {
+  const int n = static_cast<int>(keep.size());
+  const int num_steps = static_cast<int>(gradient_held.size());
+  // One-level mirrors are made once, for the first gradient node that reads
+  // them or a mirror made for one, and held for their last reader; a kept
+  // node a mirror reads is held until that mirror is made.
+  std::vector<int> made(n, INT_MAX), kept_until(n, -1);
+  if (OneLevel(keep)) {
+    for (int i = n - 1; i >= 0; --i) {
+      if (keep[i] == 0) continue;
+      if (read[i]) made[i] = std::min(made[i], first[i]);
+      if (made[i] == INT_MAX) continue;
+      for (const Entry& e : fwd.node(i).inputs) {
+        made[e.node] = std::min(made[e.node], made[i]);
+        kept_until[e.node] = std::max(kept_until[e.node], made[i]);
+      }
+    }
+  }
+  std::vector<int64_t> held(num_steps + 1, 0);
+  int start = num_steps;
+  for (int i = 0; i < n; ++i) {
+    if (!read[i]) continue;
+    start = std::min(start, first[i]);
+    const int from = keep[i] == 0 ? 0 : made[i];
+    const int to = keep[i] == 0 ? std::max(last[i], kept_until[i]) : last[i];
+    if (from > to) continue;
+    held[from] += bytes[i];
+    held[to + 1] -= bytes[i];
+  }
+  for (int t = 1; t <= num_steps; ++t) held[t] += held[t - 1];
+  held.pop_back();
+  for (int t = 0; t < num_steps; ++t) held[t] = t < start ? 0 : held[t] + gradient_held[t];
+  return held;
+}
+
+int64_t BackwardReads::Bound(const Graph& fwd, const KeepLevels& keep) const {
+  const std::vector<int64_t> held = Held(fwd, keep);
+  return held.empty() ? 0 : *std::max_element(held.begin(), held.end());
 }
 
 std::vector<bool> GradientReads(const Graph& fwd, const TrainingPlan& t) {
@@ -202,13 +349,14 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
   const KeepLevels base = ApplyAnnotations(fwd, {});
   const BackwardReads reads = BackwardReadsOf(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
   ++r.builds;
-  const int64_t held_by_base = reads.KeptBytes(base);
-  std::vector<int64_t> frees;
-  for (int i : cand) frees.push_back(reads.bytes[i]);
-  const int64_t need = held_by_base - budget;  // what a set must free of it to fit
-  const CoverKeys keys(cost, frees, need);
+  const std::optional<std::vector<Cover>> covers = Covers(fwd, reads, base, cand, cost, budget);
+  if (!covers) {  // no set frees enough
+    r.exact = true;
+    return r;
+  }
+  const CoverKeys keys(cost, *covers);
   Queue queue;
-  CoverKeys::Push(keys.Keyed(0, 0, 0, -1), &queue);  // the empty set first
+  CoverKeys::Push(keys.Keyed(0, 0, -1), &queue);  // the empty set first
   while (!queue.empty()) {
     const Subset set = queue.top();
     r.cost = set.key;
@@ -221,13 +369,14 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
     queue.pop();
     ++r.subsets;
     keys.PushSuccessors(set, &queue);
-    if (set.freed < need || !AllRecomputed(fwd, base, cand, set.mask, reads.read)) continue;
+    if (!set.frees_enough || !AllRecomputed(fwd, base, cand, set.mask, reads.read)) continue;
     KeepLevels keep = base;
     for (size_t k = 0; k < cand.size(); ++k)
       if (set.mask >> k & 1) keep[cand[k]] = kDropped;
+    if (reads.Bound(fwd, keep) > budget) continue;  // its mirrors are held longer than the covers count
     ++r.builds;
     TrainingPlan t = BuildTrainingPlan(fwd, inputs, s, std::move(keep), dev, /*estimate=*/true);
-    CHECK_LE(held_by_base - set.freed, t.plan.arena_bytes) << "BackwardReads's bytes are no lower bound";
+    CHECK_LE(reads.Bound(fwd, t.keep), t.plan.arena_bytes) << "BackwardReads' bound is no lower bound (a bug)";
     if (t.plan.arena_bytes > budget) continue;  // its lower bound does not fit
     ++r.placed;
     t.plan = PlanMemory(t.graph, s, /*estimate=*/false, /*fit_bytes=*/budget);

@@ -435,7 +435,7 @@ class BudgetSearch {
 
   // Whether one-level keep levels keep more of what the backward pass reads
   // than the budget: their arena's lower bound (BackwardReads) cannot fit.
-  bool CannotFit(const KeepLevels& keep) const { return backward_reads_.KeptBytes(keep) > budget_; }
+  bool CannotFit(const KeepLevels& keep) const { return backward_reads_.Bound(fwd_, keep) > budget_; }
 
   // Whether keep levels are predicted to recompute no less than the best fit
   // (with a margin for the rounding of the sums' order).
