@@ -41,28 +41,36 @@ std::vector<int> DropCandidates(const Graph& fwd);
 // not searched.
 constexpr size_t kExactCandidates = 64;
 // What the backward pass of `share` (fwd's training graph without
-// recomputation) reads of each forward node: whether it reads an output,
-// the bytes of the outputs it reads, and the steps (node indices of
-// `share`) of its first and last reader; and the bytes held at each step by
-// the blocks only gradient nodes write. A drop set's gradient nodes are
-// share's, with the same outputs, in share's order (a mirror is added just
-// before the gradient node that first needs it), so when the gradient node
-// at step g runs, the gradient blocks live at g in share are live, and so
-// is every kept node read at g or later (or by a mirror made at g or
-// later) and, under one-level keep levels, every dropped node whose mirror
-// is made at or before g (for its first reader or for a mirror made then)
-// and read at g or later (it is held for its last reader), each in a block
-// of its own: a lower bound of the arena at g. A drop set changes it only
-// by the nodes whose mirror is made after g, at the latest their first
-// reader's step (CoverKeys, drop_sets.cc).
+// recomputation) reads of each forward node (whether it reads an output,
+// the bytes of those outputs, the step of share of the first reader), each
+// output's bytes and last backward reader, and the bytes held at each step
+// whatever is dropped (at a forward step, the outputs only forward nodes
+// read and the workspace; at a backward step, the blocks only gradient
+// nodes write). A drop set's forward pass is share's, and its gradient
+// nodes are share's, with the same outputs, in share's order (a mirror is
+// added just before the gradient node that first needs it). So at each
+// step of share a drop set holds at least: what it holds whatever is
+// dropped; each kept output read by the backward pass, from its forward
+// step to its last reader; each kept output a mirror reads, to the step
+// before that mirror is made; and, under one-level keep levels (a mirror
+// made once, for its first reader or for a mirror made for one, and held
+// for its last), each dropped output the backward pass reads, from the
+// step its mirror is made for to its last reader; each in a block of its
+// own. A drop set changes it only by the nodes made before a step and
+// first read after it (CoverKeys, drop_sets.cc).
 struct BackwardReads {
-  std::vector<bool> read;
-  std::vector<int64_t> bytes;
-  std::vector<int> first, last;        // -1 where not read
-  std::vector<int64_t> gradient_held;  // [step of share]
-  // The bytes held at each step of share under keep levels (0 before the
-  // backward pass; dropped nodes count only where every level is 0 or
-  // kDropped).
+  std::vector<bool> read;      // [forward node]
+  std::vector<int64_t> bytes;  // of the outputs read
+  std::vector<int> first;      // the first reader's step; -1 where not read
+  struct Output {              // of a forward node that is not a variable
+    int64_t bytes;
+    int last;  // its last backward reader's step; -1 where none
+  };
+  std::vector<Output> outputs;
+  std::vector<int> output_of;        // [forward node]: its first output in outputs; one more at the end
+  std::vector<int64_t> held_anyway;  // [step of share]
+  // The bytes held at each step of share under keep levels (dropped nodes
+  // count only where every level is 0 or kDropped).
   std::vector<int64_t> Held(const Graph& fwd, const KeepLevels& keep) const;
   // The most held at any step: a lower bound of the arena.
   int64_t Bound(const Graph& fwd, const KeepLevels& keep) const;

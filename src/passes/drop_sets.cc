@@ -27,14 +27,21 @@ bool AllRecomputed(const Graph& fwd, const KeepLevels& base, const std::vector<i
   return true;
 }
 
-// The bytes held at each step by the blocks that only gradient nodes write
-// (not mirrors, not forward nodes): a gradient node's outputs are the same,
-// in the same order among gradient nodes, whatever is dropped. (Not their
-// workspaces: counted, they exceeded some of LeNet's drop sets' arenas.)
-std::vector<int64_t> GradientHeld(const Graph& g, const MemoryPlan& plan) {
+// The bytes held at each step of share whatever is dropped: at a forward
+// step, the node's outputs that only forward nodes read and its workspace
+// (the forward pass is the same); at a backward step, the blocks only
+// gradient nodes write (not mirrors, not forward nodes): a gradient node's
+// outputs are the same, in the same order among gradient nodes. (Not the
+// gradient nodes' workspaces: counted, they exceeded some of LeNet's drop
+// sets' arenas.)
+std::vector<int64_t> HeldAnyway(const Graph& g, const MemoryPlan& plan) {
   std::vector<int> last_read(g.num_entries(), -1);
+  std::vector<bool> read_forward(g.num_entries(), false);
   for (int i = 0; i < g.num_nodes(); ++i)
-    for (const Entry& e : g.node(i).inputs) last_read[g.EntryId(e)] = i;
+    for (const Entry& e : g.node(i).inputs) {
+      last_read[g.EntryId(e)] = i;
+      if (i < g.num_forward()) read_forward[g.EntryId(e)] = true;
+    }
   struct Span {
     int start = INT_MAX, end = -1;
     int64_t bytes = 0;
@@ -57,6 +64,13 @@ std::vector<int64_t> GradientHeld(const Graph& g, const MemoryPlan& plan) {
     if (s.gradient && s.end >= 0) held[s.start] += s.bytes, held[s.end + 1] -= s.bytes;
   for (int t = 1; t < g.num_nodes(); ++t) held[t] += held[t - 1];
   held.pop_back();
+  for (int i = 0; i < g.num_forward(); ++i) {
+    held[i] += plan.workspace_bytes[i];
+    for (int k = 0; k < g.NumOutputs(i); ++k) {
+      const int e = g.EntryId({i, k});
+      if (plan.entry_block[e] >= 0 && read_forward[e] && last_read[e] < g.num_forward()) held[i] += g.EntryBytes(e);
+    }
+  }
   return held;
 }
 
@@ -79,10 +93,11 @@ struct Subset {
 };
 using Queue = std::priority_queue<Subset, std::vector<Subset>, std::greater<Subset>>;
 
-// What a drop set must free of BackwardReads' bytes held at one backward
-// step for its arena's lower bound to fit, and what each candidate frees
-// there: its bytes if its first reader comes later (a dropped node read at
-// or before the step and after it is held there by its mirror).
+// What a drop set must free of the bytes held at one step (BackwardReads)
+// for its arena's lower bound to fit, and what each candidate frees there:
+// its bytes if it is made at or before the step and first read by the
+// backward pass after it (a dropped node is held by its mirror from at
+// the latest its first reader on).
 struct Cover {
   int64_t need;
   std::vector<int64_t> frees;              // [candidate]
@@ -162,24 +177,24 @@ class CoverKeys {
   std::vector<Cover> covers_;
 };
 
-// The covers of the steps where the bytes held can peak (between two first
-// backward reads, the step holding most), the kCovers whose fractional
+// The covers of the steps where the bytes held can peak, the kCovers whose fractional
 // cover from the empty set costs most (the strongest keys at the start);
 // nullopt when one cannot be covered.
 constexpr size_t kCovers = 8;
 std::optional<std::vector<Cover>> Covers(const Graph& fwd, const BackwardReads& reads, const KeepLevels& base,
                                          const std::vector<int>& cand, const std::vector<double>& cost,
                                          int64_t budget) {
-  // Between two first reads the candidates that free bytes are the same:
-  // the step holding the most stands for them all.
-  std::vector<int> firsts;
-  for (int f : reads.first)
-    if (f >= 0) firsts.push_back(f);
-  std::sort(firsts.begin(), firsts.end());
+  // Between two steps where a node read by the backward pass is made or
+  // first read, the candidates that free bytes are the same: the step
+  // holding the most stands for them all.
+  std::vector<int> bounds;
+  for (size_t i = 0; i < reads.read.size(); ++i)
+    if (reads.read[i]) bounds.push_back(static_cast<int>(i)), bounds.push_back(reads.first[i]);
+  std::sort(bounds.begin(), bounds.end());
   std::vector<std::pair<int, int64_t>> steps;  // step, bytes held
   const std::vector<int64_t> held = reads.Held(fwd, base);
-  for (int t = firsts.empty() ? held.size() : firsts[0], span = -1; t < static_cast<int>(held.size()); ++t) {
-    const int now = static_cast<int>(std::upper_bound(firsts.begin(), firsts.end(), t) - firsts.begin());
+  for (int t = 0, span = -1; t < static_cast<int>(held.size()); ++t) {
+    const int now = static_cast<int>(std::upper_bound(bounds.begin(), bounds.end(), t) - bounds.begin());
     if (now != span) steps.emplace_back(t, held[t]), span = now;
     if (held[t] > steps.back().second) steps.back() = {t, held[t]};
   }
@@ -187,7 +202,7 @@ std::optional<std::vector<Cover>> Covers(const Graph& fwd, const BackwardReads& 
   for (auto [g, held] : steps) {
     Cover c{held - budget, {}, {}};
     if (c.need <= 0) continue;
-    for (int i : cand) c.frees.push_back(reads.first[i] > g ? reads.bytes[i] : 0);
+    for (int i : cand) c.frees.push_back(i <= g && g < reads.first[i] ? reads.bytes[i] : 0);
     const CoverKeys one(cost, {c});
     const std::optional<Subset> root = one.Keyed(0, 0, -1);
     if (!root) return std::nullopt;
@@ -225,29 +240,36 @@ BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share) {
         entry_last[id] = i;
       }
   const int n = fwd.num_nodes();
-  BackwardReads r{std::vector<bool>(n, false), std::vector<int64_t>(n, 0), std::vector<int>(n, -1),
-                  std::vector<int>(n, -1), GradientHeld(g, share.plan)};
+  BackwardReads r;
+  r.read.assign(n, false);
+  r.bytes.assign(n, 0);
+  r.first.assign(n, -1);
+  r.held_anyway = HeldAnyway(g, share.plan);
   for (int i = 0; i < n; ++i) {
+    r.output_of.push_back(static_cast<int>(r.outputs.size()));
     if (fwd.node(i).is_variable()) continue;
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       const int id = g.EntryId({i, k});
+      const int64_t bytes = g.EntryBytes(id);
+      r.outputs.push_back({bytes, entry_last[id]});
       if (entry_first[id] < 0) continue;
       r.read[i] = true;
-      r.bytes[i] += g.EntryBytes(Entry{i, k});
+      r.bytes[i] += bytes;
       r.first[i] = r.first[i] < 0 ? entry_first[id] : std::min(r.first[i], entry_first[id]);
-      r.last[i] = std::max(r.last[i], entry_last[id]);
     }
   }
+  r.output_of.push_back(static_cast<int>(r.outputs.size()));
   return r;
 }
 
 std::vector<int64_t> BackwardReads::Held(const Graph& fwd, const KeepLevels& keep) const {
   const int n = static_cast<int>(keep.size());
-  const int num_steps = static_cast<int>(gradient_held.size());
+  const int num_steps = static_cast<int>(held_anyway.size());
   // One-level mirrors are made once, for the first gradient node that reads
-  // them or a mirror made for one, and held for their last reader; a kept
-  // node a mirror reads is held until that mirror is made.
-  std::vector<int> made(n, INT_MAX), kept_until(n, -1);
+  // them or a mirror made for one (just before the gradient node of that
+  // step), and held for their last reader; a kept output a mirror reads is
+  // held until the step before.
+  std::vector<int> made(n, INT_MAX), until(outputs.size(), -1);
   if (OneLevel(keep)) {
     for (int i = n - 1; i >= 0; --i) {
       if (keep[i] == 0) continue;
@@ -255,24 +277,31 @@ std::vector<int64_t> BackwardReads::Held(const Graph& fwd, const KeepLevels& kee
       if (made[i] == INT_MAX) continue;
       for (const Entry& e : fwd.node(i).inputs) {
         made[e.node] = std::min(made[e.node], made[i]);
-        kept_until[e.node] = std::max(kept_until[e.node], made[i]);
+        const int o = output_of[e.node] + e.index;
+        if (o < output_of[e.node + 1]) until[o] = std::max(until[o], made[i] - 1);  // made before that step
       }
     }
   }
   std::vector<int64_t> held(num_steps + 1, 0);
-  int start = num_steps;
+  auto hold = [&](int from, int to, int64_t bytes) {
+    if (from > to) return;
+    held[from] += bytes;
+    held[to + 1] -= bytes;
+  };
   for (int i = 0; i < n; ++i) {
-    if (!read[i]) continue;
-    start = std::min(start, first[i]);
-    const int from = keep[i] == 0 ? 0 : made[i];
-    const int to = keep[i] == 0 ? std::max(last[i], kept_until[i]) : last[i];
-    if (from > to) continue;
-    held[from] += bytes[i];
-    held[to + 1] -= bytes[i];
+    for (int o = output_of[i]; o < output_of[i + 1]; ++o) {
+      const Output& out = outputs[o];
+      if (keep[i] == 0 && out.last >= 0)  // from its step in the forward pass
+        hold(i, std::max(out.last, until[o]), out.bytes);
+      else if (keep[i] == 0)  // held_anyway holds it at its step
+        hold(i + 1, until[o], out.bytes);
+      else if (made[i] != INT_MAX && out.last >= 0)
+        hold(made[i], out.last, out.bytes);
+    }
   }
   for (int t = 1; t <= num_steps; ++t) held[t] += held[t - 1];
   held.pop_back();
-  for (int t = 0; t < num_steps; ++t) held[t] = t < start ? 0 : held[t] + gradient_held[t];
+  for (int t = 0; t < num_steps; ++t) held[t] += held_anyway[t];
   return held;
 }
 

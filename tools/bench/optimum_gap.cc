@@ -1,8 +1,9 @@
 // The budget planner against the exact reference (tests/optimum.h) on the
 // gap suite at three budgets each: one markdown table row per case and
 // budget (docs/memory.md, "How far from the optimum").
-//   build/frugal_bench_optimum [--small] [--max-builds N] [--why]
-// --why: after each row, what the optimum and the planner drop.
+//   build/frugal_bench_optimum [--small] [--case NAME] [--max-builds N] [--why]
+// --case: only the case of that name (chain40, resnet20, ...); --why: after
+// each row, what the optimum and the planner drop.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -11,6 +12,7 @@
 
 int main(int argc, char** argv) {
   bool small = false, why = false;
+  std::string only;
   int64_t max_builds = 200000;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -18,23 +20,32 @@ int main(int argc, char** argv) {
       small = true;
     } else if (arg == "--why") {
       why = true;
+    } else if (arg == "--case" && i + 1 < argc) {
+      only = argv[++i];
     } else if (arg == "--max-builds" && i + 1 < argc) {
       max_builds = std::atoll(argv[++i]);
     } else {
-      std::cerr << "usage: " << argv[0] << " [--small] [--max-builds N] [--why]\n";
+      std::cerr << "usage: " << argv[0] << " [--small] [--case NAME] [--max-builds N] [--why]\n";
       return 2;
     }
   }
   std::cout << frugal::test::GapTableHeader() << std::endl;
   namespace test = frugal::test;
+  int rows = 0;
   for (const test::GapCase& c : test::GapSuite(small)) {
+    if (!only.empty() && c.name != only) continue;
     for (int64_t budget : test::GapBudgets(c)) {
       const test::GapRow r = test::MeasureGap(c, budget, max_builds);
       std::cout << test::GapTableLine(r) << std::endl;
+      ++rows;
       if (why)
         std::cout << "  optimum drops: " << (r.optimum.plan ? test::Dropped(c.fwd, r.optimum.plan->keep) : "-")
                   << "\n  planner drops: " << test::Dropped(c.fwd, r.planner_keep) << std::endl;
     }
+  }
+  if (rows == 0) {
+    std::cerr << "no case named " << only << " in the suite" << (small ? " (--small: the first four)" : "") << "\n";
+    return 2;
   }
   return 0;
 }
