@@ -294,7 +294,9 @@ class BudgetSearch {
           KeepLevels keep = best.keep;
           keep[i] = 0;
           keep[j] = kDropped;
-          TrainingPlan c = q_.Build(ApplyAnnotations(fwd_, keep));
+          keep = ApplyAnnotations(fwd_, keep);
+          if (CannotFit(keep)) continue;
+          TrainingPlan c = q_.Build(std::move(keep));
           if (c.plan.recompute_cost() < best.plan.recompute_cost() && Fits(&c)) {
             best = std::move(c);
             improved = true;
@@ -327,7 +329,9 @@ class BudgetSearch {
     for (int i : recomputed) {
       KeepLevels keep = best.keep;
       keep[i] = 0;
-      TrainingPlan c = q_.Build(ApplyAnnotations(fwd_, keep));
+      keep = ApplyAnnotations(fwd_, keep);
+      if (CannotFit(keep)) continue;
+      TrainingPlan c = q_.Build(std::move(keep));
       if (c.plan.recompute_cost() < best.plan.recompute_cost() && Fits(&c)) best = std::move(c);
     }
     return best;
