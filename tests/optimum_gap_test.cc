@@ -171,33 +171,40 @@ TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
   EXPECT_GT(recursive_configs, 0) << "no logn plan with recursive levels";
 }
 
-// Every budget of the small suite is solved exactly, and the planner's plan
-// recomputes at most 5% more than the optimum, or no more than the gap
-// docs/memory.md records ("How far from the optimum": where and why it
-// misses). A planner that closes a gap passes; update the table then.
-// The layouts oneDNN picks for the CPU change the Inception module's
-// arenas, so its budgets and gaps: 295% and 215% at its second and third
-// budgets on an AMD EPYC, 228% and 307% on an Intel Xeon with AVX-512 (0%
-// and 0% there since the planner's swaps and exact search; the EPYC not
-// measured since); each bound is the larger.
+// Every budget of the suite that the reference solves in a few thousand
+// builds is solved exactly, and the planner's plan recomputes at most 5%
+// more than the optimum, or no more than the gap docs/memory.md records
+// ("How far from the optimum": where and why it misses). A planner that
+// closes a gap passes; update the table then. NAN: a row the reference
+// solves only in millions of sets (chain40's second budget, 14 s) or not
+// at all (cut off), not run here. The layouts oneDNN picks for the CPU
+// change the Inception module's arenas, so its budgets and gaps: 295% and
+// 215% at its second and third budgets on an AMD EPYC, 228% and 307% on an
+// Intel Xeon with AVX-512 (0% and 0% there since the planner's swaps and
+// exact search; the EPYC not measured since); each bound is the larger.
 TEST(OptimumGap, PlannerIsWithinItsDocumentedGapOfTheOptimum) {
   const std::map<std::string, std::vector<double>> documented = {
-      {"chain10", {0.05, 0.05, 0.05}},
-      {"dag10", {0.05, 0.05, 0.05}},
-      {"lenet", {0.05, 0.05, 0.05}},
-      {"inception", {0.05, 2.946, 3.069}},
+      {"chain10", {0.05, 0.05, 0.05}},     {"dag10", {0.05, 0.05, 0.05}},          {"lenet", {0.05, 0.05, 0.05}},
+      {"inception", {0.05, 2.946, 3.069}}, {"chain20", {0.05, 0.05, 0.05}},        {"chain30", {0.05, 0.05, 0.05}},
+      {"chain40", {0.05, NAN, NAN}},       {"dag20", {0.05, 0.05, 0.05}},          {"dag30", {0.05, 0.05, 0.05}},
+      {"dag40", {0.05, 0.05, 0.05}},       {"densenet_block", {0.05, 0.05, 0.05}}, {"resnet20", {NAN, NAN, NAN}},
   };
-  for (const test::GapCase& c : test::GapSuite(/*small=*/true)) {
+  int solved = 0;
+  for (const test::GapCase& c : test::GapSuite(/*small=*/false)) {
     const std::vector<int64_t> budgets = test::GapBudgets(c);
     ASSERT_EQ(budgets.size(), 3u);
     for (size_t k = 0; k < budgets.size(); ++k) {
+      const double gap = documented.at(c.name)[k];
+      if (std::isnan(gap)) continue;
       const test::GapRow r = test::MeasureGap(c, budgets[k], 20000);
       ASSERT_TRUE(r.optimum.exact && r.optimum.plan) << test::GapTableLine(r);
       ASSERT_TRUE(r.planner_fits) << test::GapTableLine(r);
-      EXPECT_LE(r.gap(), documented.at(c.name)[k] + 5e-4) << test::GapTableLine(r);
+      EXPECT_LE(r.gap(), gap + 5e-4) << test::GapTableLine(r);
       EXPECT_GE(r.gap(), 0) << "a one-level plan beat the exact reference: " << test::GapTableLine(r);
+      ++solved;
     }
   }
+  EXPECT_EQ(solved, 31);
 }
 
 // The planner ends with the exact search (drop sets cheaper than its best
