@@ -80,7 +80,7 @@ bool OneLevel(const KeepLevels& keep) {
 
 // A drop set in the queue: its members (bit k: the k-th cheapest
 // candidate), its most expensive member, from which its two successors are
-// made, its cost, whether it frees enough at every step of the cover, and
+// made, its cost, whether it frees enough at every step of the covers, and
 // its key: a lower bound of the cost of the sets made from it (itself
 // included) that free enough.
 struct Subset {
@@ -177,9 +177,9 @@ class CoverKeys {
   std::vector<Cover> covers_;
 };
 
-// The covers of the steps where the bytes held can peak, the kCovers whose fractional
-// cover from the empty set costs most (the strongest keys at the start);
-// nullopt when one cannot be covered.
+// The covers of the steps where the bytes held can peak, the kCovers whose
+// fractional cover from the empty set costs most (the strongest keys at the
+// start); nullopt when one cannot be covered.
 constexpr size_t kCovers = 8;
 std::optional<std::vector<Cover>> Covers(const Graph& fwd, const BackwardReads& reads, const KeepLevels& base,
                                          const std::vector<int>& cand, const std::vector<double>& cost,
@@ -199,8 +199,8 @@ std::optional<std::vector<Cover>> Covers(const Graph& fwd, const BackwardReads& 
     if (held[t] > steps.back().second) steps.back() = {t, held[t]};
   }
   std::vector<std::pair<double, Cover>> covers;
-  for (auto [g, held] : steps) {
-    Cover c{held - budget, {}, {}};
+  for (auto [g, bytes] : steps) {
+    Cover c{bytes - budget, {}, {}};
     if (c.need <= 0) continue;
     for (int i : cand) c.frees.push_back(i <= g && g < reads.first[i] ? reads.bytes[i] : 0);
     const CoverKeys one(cost, {c});
@@ -250,7 +250,7 @@ BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share) {
     if (fwd.node(i).is_variable()) continue;
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       const int id = g.EntryId({i, k});
-      const int64_t bytes = g.EntryBytes(id);
+      const int64_t bytes = share.plan.entry_block[id] >= 0 ? g.EntryBytes(id) : 0;  // in the arena
       r.outputs.push_back({bytes, entry_last[id]});
       if (entry_first[id] < 0) continue;
       r.read[i] = true;
@@ -402,10 +402,11 @@ DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair
     KeepLevels keep = base;
     for (size_t k = 0; k < cand.size(); ++k)
       if (set.mask >> k & 1) keep[cand[k]] = kDropped;
-    if (reads.Bound(fwd, keep) > budget) continue;  // its mirrors are held longer than the covers count
+    const int64_t bound = reads.Bound(fwd, keep);  // the covers free bytes its mirrors hold
+    if (bound > budget) continue;
     ++r.builds;
     TrainingPlan t = BuildTrainingPlan(fwd, inputs, s, std::move(keep), dev, /*estimate=*/true);
-    CHECK_LE(reads.Bound(fwd, t.keep), t.plan.arena_bytes) << "BackwardReads' bound is no lower bound (a bug)";
+    CHECK_LE(bound, t.plan.arena_bytes) << "BackwardReads' bound is no lower bound (a bug)";
     if (t.plan.arena_bytes > budget) continue;  // its lower bound does not fit
     ++r.placed;
     t.plan = PlanMemory(t.graph, s, /*estimate=*/false, /*fit_bytes=*/budget);

@@ -437,8 +437,8 @@ class BudgetSearch {
     }
   }
 
-  // Whether one-level keep levels keep more of what the backward pass reads
-  // than the budget: their arena's lower bound (BackwardReads) cannot fit.
+  // Whether keep levels' arena cannot fit: their BackwardReads bound (what
+  // the share plan's steps hold under them) exceeds the budget.
   bool CannotFit(const KeepLevels& keep) const { return backward_reads_.Bound(fwd_, keep) > budget_; }
 
   // Whether keep levels are predicted to recompute no less than the best fit
