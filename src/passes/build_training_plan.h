@@ -32,13 +32,14 @@ std::vector<int> DropCandidates(const Graph& fwd);
 // is exact without assuming the arena falls as more is dropped. Sets that
 // cost max_cost or more are not tried; a set dropping a node no backward
 // reader needs (directly or through another dropped node) is skipped (it
-// builds the graph of the set without it, taken earlier); sets whose
-// BackwardReads bound exceeds the budget at one of the steps where it can
-// peak are never taken (CoverKeys, drop_sets.cc). A set is placed only
-// where its lower bound fits.
-// Stops after max_builds training graphs or max_placed placements; graphs
-// of more than kExactCandidates candidates (a set is a 64-bit mask) are
-// not searched.
+// builds the graph of the set without it, taken earlier); sets that cannot
+// free enough of the BackwardReads bound at one of up to 8 steps where it
+// can peak are never taken (CoverKeys, drop_sets.cc), and a set whose whole
+// bound exceeds the budget is not built. A set is built with its lower
+// bound estimated and placed only where that fits. Stops after max_builds
+// training graphs, 64 sets taken per build allowed, or max_placed
+// placements; graphs of more than kExactCandidates candidates (a set is a
+// 64-bit mask) are not searched.
 constexpr size_t kExactCandidates = 64;
 // What the backward pass of `share` (fwd's training graph without
 // recomputation) reads of each forward node (whether it reads an output,
