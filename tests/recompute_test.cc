@@ -167,7 +167,11 @@ TEST(Recompute, SearchesBuildFewGraphsAtAnyLength) {
     const Model sqrt = BuildModel(cfg, MemoryStrategy::kSqrt);
     const int64_t budget = (share.train_plan.arena_bytes + sqrt.train_plan.arena_bytes) / 2;
     budget_builds[depth] = BuildModel(cfg, {MemoryStrategy::kBudget, budget}).train_plan.num_builds;
-    EXPECT_LE(sqrt_builds[depth], 8) << "depth " << depth << ": the downhill walk stops after two worse budgets";
+    // share's build (for its BackwardReads), then the walk's, which stops
+    // after two budgets no better and does not build those whose bound
+    // exceeds the best arena so far (4, 3 and 3 builds; 5, 4 and 4 without
+    // share's before the bound).
+    EXPECT_LE(sqrt_builds[depth], 4) << "depth " << depth << ": the downhill walk builds what may be better";
   }
   // 16x the layers: at most a few more builds (log2 16 = 4 bisection steps),
   // and up to 16 nodes kept again after the searches (12 layers recompute

@@ -86,22 +86,31 @@ int64_t ForwardBytes(const Graph& g) {
 // with the budget (small segments keep many checkpoints, large ones
 // recompute much at once), so the search walks downhill from j = 0 and
 // stops after two budgets in a row that are no better: 5-7 builds instead
-// of 13 (planning the 4x1024 T=1000 LSTM took 3.2 s with all 13).
-TrainingPlan BestSqrt(Search& q, int64_t* best_b = nullptr) {
+// of 13 (planning the 4x1024 T=1000 LSTM took 3.2 s with all 13). A budget
+// whose BackwardReads bound (reads: of share's plan) exceeds the best arena
+// so far is no better unbuilt: the bound is within 0.3-1.5% of the sqrt
+// plans' arenas, so three of the six builds on the 4x1024 LSTM at T=4096
+// and of ResNet-1001's are not made.
+TrainingPlan BestSqrt(Search& q, const BackwardReads& reads, int64_t* best_b = nullptr) {
   const double n = std::max<size_t>(1, SplitCandidates(q.fwd).size());
   const double base = ForwardBytes(q.fwd) / std::sqrt(n);
   auto budget = [&](int j) { return static_cast<int64_t>(base * std::pow(2.0, j / 2.0)); };
-  auto build = [&](int j) { return q.Build(SqrtLevels(q.fwd, budget(j))); };
+  auto better = [&](int j, TrainingPlan* best) {  // builds budget j into *best if it is better
+    KeepLevels keep = SqrtLevels(q.fwd, budget(j));
+    if (reads.Bound(q.fwd, keep) > best->plan.arena_bytes) return false;
+    TrainingPlan t = q.Build(std::move(keep));
+    if (!Better(t, *best)) return false;
+    *best = std::move(t);
+    return true;
+  };
   constexpr int kLo = -6, kHi = 6;
-  TrainingPlan best = build(0);
+  TrainingPlan best = q.Build(SqrtLevels(q.fwd, budget(0)));
   int j_best = 0;
-  TrainingPlan next = build(1);
-  int dir = Better(next, best) ? 1 : -1;
-  if (dir > 0) best = std::move(next), j_best = 1;
+  const int dir = better(1, &best) ? 1 : -1;
+  if (dir > 0) j_best = 1;
   for (int j = j_best + dir, worse = 0; j >= kLo && j <= kHi && worse < 2; j += dir) {
-    TrainingPlan t = build(j);
-    if (Better(t, best))
-      best = std::move(t), j_best = j, worse = 0;
+    if (better(j, &best))
+      j_best = j, worse = 0;
     else
       ++worse;
   }
@@ -473,25 +482,44 @@ class BudgetSearch {
   }
 
   // (b) drop_cheap with the fewest sqrt segments recomputed whole, ranked
-  // by bytes freed per cost: binary search on the lower bound, then the
-  // first count whose placed arena fits. Keeps the sqrt plan for step 3.
+  // by bytes freed per cost, whose lower bound fits, then the first count
+  // from there whose placed arena fits. Keeps the sqrt plan for step 3.
+  // The fewest that fit are at least the fewest whose BackwardReads bound
+  // does (bisected without a build), and mostly those: the counts from
+  // there are tried 1, 2, 4, ... further until one fits, then bisected back
+  // (the 4x1024 LSTM at T=4096, its 10% budget: one build where bisecting
+  // every count built five, and the winner built again).
   void SqrtSegments(const KeepLevels& cheap) {
     int64_t b = 0;
-    sqrt_ = BestSqrt(q_, &b);
-    std::vector<Segment> segs = Segments(fwd_, cheap, b, s_.costs.get());
-    size_t lo = 1, hi = segs.size();
+    sqrt_ = BestSqrt(q_, backward_reads_, &b);
+    const std::vector<Segment> segs = Segments(fwd_, cheap, b, s_.costs.get());
+    const size_t n = segs.size();
+    size_t lo = 1, hi = n;  // to the fewest whose bound fits
     while (lo <= hi) {
       const size_t mid = lo + (hi - lo) / 2;
-      KeepLevels keep = DropSegments(cheap, segs, mid);
-      if (!CannotFit(keep) && q_.Build(std::move(keep)).plan.arena_bytes <= budget_)
-        hi = mid - 1;
-      else
+      if (CannotFit(DropSegments(cheap, segs, mid)))
         lo = mid + 1;
+      else
+        hi = mid - 1;
     }
-    for (size_t k = lo; k <= segs.size(); ++k) {
+    // Counts up to `fails` do not fit; `fit`, of fit_count segments, does (its lower bound).
+    size_t fails = lo - 1, fit_count = n + 1;
+    std::optional<TrainingPlan> fit;
+    auto try_count = [&](size_t k) {
+      TrainingPlan t = q_.Build(DropSegments(cheap, segs, k));
+      if (t.plan.arena_bytes > budget_) {
+        fails = k;
+      } else {
+        fit = std::move(t);
+        fit_count = k;
+      }
+    };
+    for (size_t step = 1; !fit && fails < n; step *= 2) try_count(std::min(fails + step, n));
+    while (fit_count - fails > 1) try_count(fails + (fit_count - fails) / 2);
+    for (size_t k = fit_count; k <= n; ++k) {
       KeepLevels keep = DropSegments(cheap, segs, k);
       if (CannotFit(keep)) continue;
-      TrainingPlan m = q_.Build(std::move(keep));
+      TrainingPlan m = k == fit_count ? std::move(*fit) : q_.Build(std::move(keep));
       if (m.plan.recompute_cost() > sqrt_.plan.recompute_cost()) break;  // sqrt recomputes less from here on
       if (Consider(std::move(m), "drop_cheap with sqrt segments recomputed") > 0) break;
     }
@@ -620,7 +648,11 @@ TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemorySt
     case MemoryStrategy::kInplace:
     case MemoryStrategy::kShare: t = q.Build(ApplyAnnotations(fwd, {})); break;
     case MemoryStrategy::kDropCheap: t = q.Build(DropCheapLevels(fwd)); break;
-    case MemoryStrategy::kSqrt: t = BestSqrt(q); break;
+    case MemoryStrategy::kSqrt: {
+      const TrainingPlan share = q.Build(ApplyAnnotations(fwd, {}));
+      t = BestSqrt(q, BackwardReadsOf(fwd, share));
+      break;
+    }
     case MemoryStrategy::kLogn: t = q.Build(LognLevels(fwd)); break;
     case MemoryStrategy::kBudget:
       t = BudgetSearch(q).Run();
