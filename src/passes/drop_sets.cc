@@ -104,6 +104,29 @@ struct Cover {
   std::vector<std::vector<int>> by_ratio;  // [from]: the candidates from `from` on that free bytes, by cost per byte
 };
 
+// The least cost of candidates that free `missing` bytes taken in `order`
+// (by cost per byte freed), the last one in part: a fractional cover;
+// nullopt when all of them free too little.
+std::optional<double> FractionalCover(const std::vector<int>& order, const std::vector<int64_t>& frees,
+                                      const std::vector<double>& cost, int64_t missing) {
+  double cover = 0;
+  for (int j : order) {
+    if (frees[j] >= missing) return cover + cost[j] * static_cast<double>(missing) / static_cast<double>(frees[j]);
+    cover += cost[j];
+    missing -= frees[j];
+  }
+  return std::nullopt;
+}
+
+// The candidates from `from` on that free bytes, by cost per byte freed.
+std::vector<int> ByRatio(const std::vector<int64_t>& frees, const std::vector<double>& cost, int from) {
+  std::vector<int> out;
+  for (int j = from; j < static_cast<int>(frees.size()); ++j)
+    if (frees[j] > 0) out.push_back(j);
+  std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return cost[a] * frees[b] < cost[b] * frees[a]; });
+  return out;
+}
+
 // Keys of drop sets: a set fits only if it frees enough at every step of
 // the covers. The sets made from s share its members below s.last and take
 // any of the candidates from s.last on, so the least cost of those that
@@ -117,15 +140,8 @@ class CoverKeys {
  public:
   CoverKeys(const std::vector<double>& cost, std::vector<Cover> covers) : cost_(cost), covers_(std::move(covers)) {
     const int n = static_cast<int>(cost.size());
-    for (Cover& c : covers_) {
-      c.by_ratio.resize(n);
-      for (int from = 0; from < n; ++from) {
-        for (int j = from; j < n; ++j)
-          if (c.frees[j] > 0) c.by_ratio[from].push_back(j);
-        std::stable_sort(c.by_ratio[from].begin(), c.by_ratio[from].end(),
-                         [&](int a, int b) { return cost[a] * c.frees[b] < cost[b] * c.frees[a]; });
-      }
-    }
+    for (Cover& c : covers_)
+      for (int from = 0; from < n; ++from) c.by_ratio.push_back(ByRatio(c.frees, cost, from));
   }
 
   // s with its key; nullopt when no set made from it frees enough.
@@ -139,20 +155,10 @@ class CoverKeys {
       for (uint64_t m = mask; m; m &= m - 1) freed += c.frees[__builtin_ctzll(m)];
       if (freed >= c.need) continue;
       frees_enough = false;
-      int64_t missing = c.need - freed + (last >= 0 ? c.frees[last] : 0);
-      double cover = 0;
-      bool covered = false;
-      for (int j : c.by_ratio[from]) {
-        if (c.frees[j] >= missing) {
-          cover += cost_[j] * static_cast<double>(missing) / static_cast<double>(c.frees[j]);
-          covered = true;
-          break;
-        }
-        cover += cost_[j];
-        missing -= c.frees[j];
-      }
-      if (!covered) return std::nullopt;
-      key = std::max(key, (fixed_cost + cover) * (1 - 1e-12));  // below rounding's errors
+      const int64_t missing = c.need - freed + (last >= 0 ? c.frees[last] : 0);
+      const std::optional<double> cover = FractionalCover(c.by_ratio[from], c.frees, cost_, missing);
+      if (!cover) return std::nullopt;
+      key = std::max(key, (fixed_cost + *cover) * (1 - 1e-12));  // below rounding's errors
     }
     return Subset{key, cost, mask, last, frees_enough};
   }
@@ -203,10 +209,9 @@ std::optional<std::vector<Cover>> Covers(const Graph& fwd, const BackwardReads& 
     Cover c{bytes - budget, {}, {}};
     if (c.need <= 0) continue;
     for (int i : cand) c.frees.push_back(i <= g && g < reads.first[i] ? reads.bytes[i] : 0);
-    const CoverKeys one(cost, {c});
-    const std::optional<Subset> root = one.Keyed(0, 0, -1);
+    const std::optional<double> root = FractionalCover(ByRatio(c.frees, cost, 0), c.frees, cost, c.need);
     if (!root) return std::nullopt;
-    covers.emplace_back(root->key, std::move(c));
+    covers.emplace_back(*root, std::move(c));
   }
   std::stable_sort(covers.begin(), covers.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<Cover> out;
