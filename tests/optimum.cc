@@ -209,6 +209,17 @@ GapCase ModelCase(const std::string& name, const std::string& path, const std::v
 
 }  // namespace
 
+std::vector<GapCase> RandomGapCases(uint64_t first_seed, uint64_t last_seed) {
+  std::vector<GapCase> out;
+  for (bool dag : {false, true})
+    for (int n : {20, 30, 40})
+      for (uint64_t seed = first_seed; seed <= last_seed; ++seed) {
+        out.push_back(dag ? RandomDag(n, seed) : RandomChain(n, seed));
+        out.back().name += "/" + std::to_string(seed);
+      }
+  return out;
+}
+
 std::vector<GapCase> GapSuite(bool small) {
   std::vector<GapCase> out;
   out.push_back(RandomChain(10, 1));

@@ -67,6 +67,9 @@ std::vector<int64_t> GapBudgets(const GapCase& c);
 // DenseNet block, an Inception-style module. `small`: the cases the test
 // solves in seconds.
 std::vector<GapCase> GapSuite(bool small);
+// More random chains and DAGs of 20, 30 and 40 nodes, one per seed in
+// [first_seed, last_seed], named "chain20/SEED" and so on.
+std::vector<GapCase> RandomGapCases(uint64_t first_seed, uint64_t last_seed);
 
 // "case nodes cand budget optimum planner gap% ..." table lines.
 std::string GapTableHeader();

@@ -2,13 +2,42 @@
 // gap suite at three budgets each: one markdown table row per case and
 // budget (docs/memory.md, "How far from the optimum").
 //   build/frugal_bench_optimum [--small] [--case NAME] [--max-builds N] [--why]
+//   build/frugal_bench_optimum --planner-only FIRST:LAST
 // --case: only the case of that name (chain40, resnet20, ...); --why: after
-// each row, what the optimum and the planner drop.
+// each row, what the optimum and the planner drop. --planner-only: no
+// reference; the planner's recomputation (FLOPs) at the three budgets of
+// random chains and DAGs of 20, 30 and 40 nodes, seeds FIRST to LAST, one
+// line each: to compare two planners on more graphs than the suite's.
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "optimum.h"
+
+namespace {
+
+int PlannerOnly(uint64_t first_seed, uint64_t last_seed) {
+  namespace test = frugal::test;
+  using frugal::MemoryStrategy;
+  std::cout << "| case | budget | planner FLOPs | planner ms |\n|---|---:|---:|---:|" << std::endl;
+  for (const test::GapCase& c : test::RandomGapCases(first_seed, last_seed))
+    for (int64_t budget : test::GapBudgets(c)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::string flops = "none fits";
+      try {
+        flops = std::to_string(static_cast<int64_t>(
+            frugal::PlanTraining(c.fwd, c.inputs, {MemoryStrategy::kBudget, budget}).plan.recompute_cost()));
+      } catch (const frugal::Error&) {}
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::cout << "| " << c.name << " | " << budget << " | " << flops << " | " << static_cast<int>(ms) << " |"
+                << std::endl;
+    }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   bool small = false, why = false;
@@ -22,10 +51,18 @@ int main(int argc, char** argv) {
       why = true;
     } else if (arg == "--case" && i + 1 < argc) {
       only = argv[++i];
+    } else if (arg == "--planner-only" && i + 1 < argc) {
+      unsigned long long first = 0, last = 0;
+      if (std::sscanf(argv[++i], "%llu:%llu", &first, &last) != 2 || first > last) {
+        std::cerr << "--planner-only takes FIRST:LAST seeds, e.g. 100:109\n";
+        return 2;
+      }
+      return PlannerOnly(first, last);
     } else if (arg == "--max-builds" && i + 1 < argc) {
       max_builds = std::atoll(argv[++i]);
     } else {
-      std::cerr << "usage: " << argv[0] << " [--small] [--case NAME] [--max-builds N] [--why]\n";
+      std::cerr << "usage: " << argv[0] << " [--small] [--case NAME] [--max-builds N] [--why]"
+                << " | --planner-only FIRST:LAST\n";
       return 2;
     }
   }
