@@ -88,9 +88,9 @@ int64_t ForwardBytes(const Graph& g) {
 // stops after two budgets in a row that are no better: 5-7 builds instead
 // of 13 (planning the 4x1024 T=1000 LSTM took 3.2 s with all 13). A budget
 // whose BackwardReads bound (reads: of share's plan) exceeds the best arena
-// so far is no better unbuilt: the bound is within 0.3-1.5% of the sqrt
-// plans' arenas, so three of the six builds on the 4x1024 LSTM at T=4096
-// and of ResNet-1001's are not made.
+// so far cannot be better and is not built: the bound is within 0.3-1.5%
+// of the sqrt plans' arenas, so three of the six builds on the 4x1024 LSTM
+// at T=4096 and of ResNet-1001 are not made.
 TrainingPlan BestSqrt(Search& q, const BackwardReads& reads, int64_t* best_b = nullptr) {
   const double n = std::max<size_t>(1, SplitCandidates(q.fwd).size());
   const double base = ForwardBytes(q.fwd) / std::sqrt(n);
