@@ -42,7 +42,7 @@ double GapRow::gap() const {
   return optimum.cost > 0 ? (planner_cost - optimum.cost) / optimum.cost : INFINITY;
 }
 
-GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds) {
+GapRow MeasurePlanner(const GapCase& c, int64_t budget) {
   GapRow r;
   r.name = c.name;
   for (const Node& n : c.fwd.nodes()) r.nodes += !n.is_variable();
@@ -56,7 +56,12 @@ GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds) {
     r.planner_keep = t.keep;
   } catch (const Error&) { r.planner_fits = false; }
   r.planner_ms = Ms(t0);
-  t0 = std::chrono::steady_clock::now();
+  return r;
+}
+
+GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds) {
+  GapRow r = MeasurePlanner(c, budget);
+  const auto t0 = std::chrono::steady_clock::now();
   r.optimum = OptimalDrops(c, budget, max_builds);
   r.optimum_ms = Ms(t0);
   return r;

@@ -56,6 +56,8 @@ struct GapRow {
   double gap() const;
 };
 GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds);
+// The planner's half of a row (no reference).
+GapRow MeasurePlanner(const GapCase& c, int64_t budget);
 
 // Three budgets for a case: 3/4, 1/2 and 1/4 of the way from the smallest
 // arena of the planner's fixed strategies (drop_cheap, sqrt, logn) to

@@ -289,9 +289,7 @@ class BudgetSearch {
     best = KeepAgain(std::move(best));
     std::vector<int> candidates = DropCandidates(fwd_);
     if (candidates.size() > kExactCandidates) return best;
-    const CostTable* costs = s_.costs.get();
-    auto cost = [&](int i) { return RecomputeCost(fwd_, i, costs); };
-    std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) { return cost(a) > cost(b); });
+    CostliestFirst(&candidates);
     return KeepAndRepair(Swaps(std::move(best), candidates), candidates);
   }
 
@@ -300,14 +298,12 @@ class BudgetSearch {
   // kept and a cheaper candidate (candidates: the most expensive first)
   // dropped instead where the plan fits.
   TrainingPlan Swaps(TrainingPlan best, const std::vector<int>& candidates) {
-    const CostTable* costs = s_.costs.get();
-    auto cost = [&](int i) { return RecomputeCost(fwd_, i, costs); };
     const int start = q_.builds, start_misfits = misfits_;
     for (bool improved = true; improved;) {
       improved = false;
       for (int i : Recomputed(best)) {
         for (int j : candidates) {
-          if (best.keep[j] != 0 || cost(j) >= cost(i)) continue;
+          if (best.keep[j] != 0 || Cost(j) >= Cost(i)) continue;
           if (q_.builds - start >= kSwapBuilds || misfits_ - start_misfits >= kSwapMisfits) return best;
           KeepLevels keep = best.keep;
           keep[i] = 0;
@@ -339,15 +335,14 @@ class BudgetSearch {
   // predicted cost first (a move: a candidate, or a candidate and the kept
   // candidates it reads: a relu's gradient reads only its output, so
   // dropping either alone frees nothing), then each dropped node, the
-  // costliest first, kept again where the bound still fits. Nothing where
-  // no move frees more.
+  // costliest first (candidates: in that order), kept again where the bound
+  // still fits. Nothing where no move frees more.
   std::optional<KeepLevels> DropByBound(KeepLevels keep, int fixed, int64_t target,
                                         const std::vector<int>& candidates) const {
-    const CostTable* costs = s_.costs.get();
     std::vector<bool> is_candidate(fwd_.num_nodes(), false);
     for (int j : candidates) is_candidate[j] = j != fixed;
     for (int64_t excess = Excess(keep, target); excess > 0;) {
-      const double now = PredictedRecomputeCost(fwd_, keep, reads_, costs);
+      const double now = Predicted(keep);
       std::vector<int> best_move;
       double best_score = 0;
       int64_t best_excess = excess;
@@ -360,8 +355,7 @@ class BudgetSearch {
         for (const std::vector<int>& move : moves) {
           for (int m : move) keep[m] = kDropped;
           const int64_t e = Excess(keep, target);
-          const double score = static_cast<double>(excess - e) /
-                               std::max(PredictedRecomputeCost(fwd_, keep, reads_, costs) - now, 1e-12);
+          const double score = static_cast<double>(excess - e) / std::max(Predicted(keep) - now, 1e-12);
           for (int m : move) keep[m] = 0;
           if (e < excess && score > best_score) best_move = move, best_score = score, best_excess = e;
         }
@@ -370,12 +364,8 @@ class BudgetSearch {
       for (int m : best_move) keep[m] = kDropped;
       excess = best_excess;
     }
-    std::vector<int> dropped;
-    for (int j : candidates)
-      if (keep[j] == kDropped) dropped.push_back(j);
-    std::stable_sort(dropped.begin(), dropped.end(),
-                     [&](int a, int b) { return RecomputeCost(fwd_, a, costs) > RecomputeCost(fwd_, b, costs); });
-    for (int j : dropped) {
+    for (int j : candidates) {
+      if (keep[j] != kDropped) continue;
       keep[j] = 0;
       if (Excess(keep, target) > 0) keep[j] = kDropped;
     }
@@ -406,7 +396,7 @@ class BudgetSearch {
         int64_t target = budget_;
         for (int attempt = 0; attempt < 3 && !improved; ++attempt) {
           std::optional<KeepLevels> k = DropByBound(keep, i, target, candidates);
-          if (!k || PredictedRecomputeCost(fwd_, *k, reads_, s_.costs.get()) >= best.plan.recompute_cost()) break;
+          if (!k || Predicted(*k) >= best.plan.recompute_cost()) break;
           if (q_.builds - start >= kSwapBuilds) return best;
           TrainingPlan c = q_.Build(ApplyAnnotations(fwd_, *k));
           if (Fits(&c)) {
@@ -430,10 +420,15 @@ class BudgetSearch {
       if (n.mirror_of >= 0 && t.keep[n.mirror_of] != 0) out.push_back(n.mirror_of);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    const CostTable* costs = s_.costs.get();
-    std::stable_sort(out.begin(), out.end(),
-                     [&](int a, int b) { return RecomputeCost(fwd_, a, costs) > RecomputeCost(fwd_, b, costs); });
+    CostliestFirst(&out);
     return out;
+  }
+
+  // A forward node's recomputation cost; keep levels' predicted one.
+  double Cost(int i) const { return RecomputeCost(fwd_, i, s_.costs.get()); }
+  double Predicted(const KeepLevels& keep) const { return PredictedRecomputeCost(fwd_, keep, reads_, s_.costs.get()); }
+  void CostliestFirst(std::vector<int>* nodes) const {
+    std::stable_sort(nodes->begin(), nodes->end(), [&](int a, int b) { return Cost(a) > Cost(b); });
   }
 
   // Each node the plan recomputes, most expensive first (at most
@@ -579,8 +574,7 @@ class BudgetSearch {
   // (with a margin for the rounding of the sums' order).
   bool CannotWin(const KeepLevels& keep) const {
     if (!best_fit_) return false;
-    const double predicted = PredictedRecomputeCost(fwd_, keep, reads_, s_.costs.get());
-    return predicted >= best_fit_->plan.recompute_cost() * (1 + 1e-9);
+    return Predicted(keep) >= best_fit_->plan.recompute_cost() * (1 + 1e-9);
   }
 
   // (d) On small graphs (at most kExactCandidates drop candidates), every

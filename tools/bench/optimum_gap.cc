@@ -8,7 +8,6 @@
 // reference; the planner's recomputation (FLOPs) at the three budgets of
 // random chains and DAGs of 20, 30 and 40 nodes, seeds FIRST to LAST, one
 // line each: to compare two planners on more graphs than the suite's.
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -20,19 +19,14 @@ namespace {
 
 int PlannerOnly(uint64_t first_seed, uint64_t last_seed) {
   namespace test = frugal::test;
-  using frugal::MemoryStrategy;
   std::cout << "| case | budget | planner FLOPs | planner ms |\n|---|---:|---:|---:|" << std::endl;
   for (const test::GapCase& c : test::RandomGapCases(first_seed, last_seed))
     for (int64_t budget : test::GapBudgets(c)) {
-      const auto t0 = std::chrono::steady_clock::now();
-      std::string flops = "none fits";
-      try {
-        flops = std::to_string(static_cast<int64_t>(
-            frugal::PlanTraining(c.fwd, c.inputs, {MemoryStrategy::kBudget, budget}).plan.recompute_cost()));
-      } catch (const frugal::Error&) {}
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      std::cout << "| " << c.name << " | " << budget << " | " << flops << " | " << static_cast<int>(ms) << " |"
-                << std::endl;
+      const test::GapRow r = test::MeasurePlanner(c, budget);
+      const std::string flops =
+          r.planner_fits ? std::to_string(static_cast<int64_t>(r.planner_cost)) : std::string("none fits");
+      std::cout << "| " << c.name << " | " << budget << " | " << flops << " | " << static_cast<int>(r.planner_ms)
+                << " |" << std::endl;
     }
   return 0;
 }
