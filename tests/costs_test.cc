@@ -3,6 +3,8 @@
 // rather than FLOPs where the two disagree.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "frugal/train.h"
@@ -54,6 +56,12 @@ MemoryStrategy Priced(MemoryStrategy s, const CostTable& t) {
 }
 
 // Predicted recomputation of a plan under a table: its mirrors' forward times.
+double Sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
 double ExtraMs(const Graph& train, const CostTable& t) {
   double ms = 0;
   for (int i = 0; i < train.num_nodes(); ++i)
@@ -67,11 +75,14 @@ TEST(CostTable, SavesLoadsAndAveragesPerKey) {
   const int fc0 = g.FindNode("fc0");
   EXPECT_EQ(CostTable::Key(g, fc0), "fully_connected num_hidden=256 (16,64)float32 (256,64)float32 (256)float32");
   CostTable t;
-  t.Add(CostTable::Key(g, fc0), 1.0, 3.0);
-  t.Add(CostTable::Key(g, fc0), 2.0, 5.0);
+  t.Add(CostTable::Key(g, fc0), 1.0, 3.0, 100, 300);
+  t.Add(CostTable::Key(g, fc0), 2.0, 5.0, 200, 500);
   t.ms_per_flop = 2e-9;
   t.backward_ratio = 1.5;
   t.sums_ms = 0.125;
+  t.sums_cold = 4096;
+  t.cache_bytes = int64_t{32} << 20;
+  t.ms_per_cold_byte = 2.5e-8;
   t.workers = 2;
   t.wall_per_schedule_ms = 0.75;
   test::TempDir dir;
@@ -80,8 +91,13 @@ TEST(CostTable, SavesLoadsAndAveragesPerKey) {
   ASSERT_EQ(back.costs().size(), 1u);
   EXPECT_DOUBLE_EQ(back.Of(g, fc0).forward_ms, 1.5);
   EXPECT_DOUBLE_EQ(back.Of(g, fc0).backward_ms, 4.0);
+  EXPECT_DOUBLE_EQ(back.Of(g, fc0).forward_cold, 150);
+  EXPECT_DOUBLE_EQ(back.Of(g, fc0).backward_cold, 400);
   EXPECT_EQ(back.costs().begin()->second.count, 2);
   EXPECT_DOUBLE_EQ(back.sums_ms, 0.125);
+  EXPECT_DOUBLE_EQ(back.sums_cold, 4096);
+  EXPECT_EQ(back.cache_bytes, int64_t{32} << 20);
+  EXPECT_DOUBLE_EQ(back.ms_per_cold_byte, 2.5e-8);
   EXPECT_EQ(back.workers, 2);
   EXPECT_DOUBLE_EQ(back.wall_per_schedule_ms, 0.75);
   // A node not in the table: its FLOPs at the table's rate.
@@ -101,13 +117,18 @@ TEST(CostTable, BadFilesNameTheLine) {
       ADD_FAILURE() << "no error for: " << text;
     } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); }
   };
-  expect_error("ms_per_flop 1e-9\n1 2 x relu (2)float32\n", "bad.costs:2: an entry without forward_ms >= 0");
-  expect_error("ms_per_flop 1e-9\n1 2 1\n", "bad.costs:2: an entry without its key");
+  expect_error("ms_per_flop 1e-9\n1 2 0 0 x relu (2)float32\n", "bad.costs:2: an entry without forward_ms >= 0");
+  // A table of the format before cold bytes: its entries lack them.
+  expect_error("ms_per_flop 1e-9\n1 2 1 relu (2)float32\n", "bad.costs:2: an entry without forward_ms >= 0");
+  expect_error("ms_per_flop 1e-9\n1 2 0 -5 1 k\n", "backward_cold >= 0");
+  expect_error("ms_per_flop 1e-9\n1 2 0 0 1\n", "bad.costs:2: an entry without its key");
   expect_error("ms_per_flop 1e-9\nfast 1\n", "bad.costs:2: an unknown line");
   expect_error("ms_per_flop -1\n", "bad.costs:1: a missing or negative value");
+  expect_error("ms_per_flop 1\nms_per_cold_byte -1\n", "bad.costs:2: a missing or negative value");
+  expect_error("ms_per_flop 1\ncache_bytes -1\n", "bad.costs:2: a missing or negative cache size");
   expect_error("ms_per_flop 1\nworkers 0\n", "bad.costs:2: a missing or non-positive worker count");
-  expect_error("ms_per_flop 1\n1 2 1 k\n1 2 1 k\n", "bad.costs:3: a key listed twice");
-  expect_error("1 2 1 k\n", "no ms_per_flop line");
+  expect_error("ms_per_flop 1\n1 2 0 0 1 k\n1 2 0 0 1 k\n", "bad.costs:3: a key listed twice");
+  expect_error("1 2 0 0 1 k\n", "no ms_per_flop line");
   EXPECT_THROW(CostTable::Load(dir.File("missing.costs")), Error);
 }
 
@@ -128,6 +149,62 @@ TEST(CostTable, PlansOnOneWorkerPredictTheSumOfTheirNodes) {
   EXPECT_DOUBLE_EQ(m.train_plan.extra_ms, 0.5 * ExtraMs(m.train, t));
   EXPECT_NEAR(m.train_plan.step_ms, 0.5 * (fcs * 9.0 + others * 1.5) + m.train_plan.extra_ms, 1e-9);
   EXPECT_FALSE(BuildModel(cfg, MemoryStrategy::kSqrt).train_plan.priced());
+}
+
+// With ms_per_cold_byte, a placed plan's ops are priced where their bytes
+// are: each moved by that much per cold byte (ColdBytes) over what the
+// table measured. A table of the share plan's own cold bytes (what `frugal
+// time --save-costs` writes) predicts share's one-worker step unchanged; the
+// sqrt plan's moves by the cold bytes its ops gain or lose.
+TEST(CostTable, PlacedOpsArePricedByTheirColdBytes) {
+  const ConfigFile cfg = UnevenChain(6);
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  const Graph& g = share.train;
+  const int64_t cache = share.train_plan.arena_bytes / 4;
+  const std::vector<double> cold = ColdBytes(g, share.train_plan, cache);
+  CostTable flat = FlatTable(g, 3.0);
+  CostTable t;
+  std::vector<double> backward_cold(g.num_forward(), 0);
+  double sums_cold = 0;
+  for (int i = g.num_forward(); i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_variable()) continue;
+    (n.fwd >= 0 ? backward_cold[n.fwd] : sums_cold) += cold[i];
+  }
+  for (int i = 0; i < g.num_forward(); ++i) {
+    if (g.node(i).is_variable()) continue;
+    const CostTable::Cost c = flat.Of(g, i);
+    t.Add(CostTable::Key(g, i), c.forward_ms, c.backward_ms, cold[i], backward_cold[i]);
+  }
+  t.ms_per_flop = flat.ms_per_flop;
+  t.sums_ms = flat.sums_ms;
+  t.sums_cold = sums_cold;
+  t.cache_bytes = cache;
+  t.ms_per_cold_byte = 1e-6;  // 1 ms per MB
+  t.wall_per_schedule_ms = 0.5;
+  CostTable blind = t;
+  blind.ms_per_cold_byte = 0;
+
+  const Model priced_share = BuildModel(cfg, Priced(MemoryStrategy::kShare, t));
+  const Model blind_share = BuildModel(cfg, Priced(MemoryStrategy::kShare, blind));
+  ASSERT_GT(Sum(cold), 0);
+  EXPECT_NEAR(priced_share.train_plan.step_ms, blind_share.train_plan.step_ms, 1e-9);
+
+  const Model sqrt = BuildModel(cfg, Priced(MemoryStrategy::kSqrt, t));
+  const Model blind_sqrt = BuildModel(cfg, Priced(MemoryStrategy::kSqrt, blind));
+  ASSERT_GT(sqrt.train_plan.num_recomputed, 0);
+  const std::vector<double> at = t.NodeMs(sqrt.train, &sqrt.train_plan), measured = t.NodeMs(sqrt.train);
+  const std::vector<double> sqrt_cold = ColdBytes(sqrt.train, sqrt.train_plan, cache);
+  for (int i = 0; i < sqrt.train.num_nodes(); ++i) {
+    const Node& n = sqrt.train.node(i);
+    if (n.mirror_of < 0) continue;  // a recomputation: its original's forward time and cold bytes
+    EXPECT_NEAR(at[i], std::max(0.0, measured[i] + 1e-6 * (sqrt_cold[i] - cold[n.mirror_of])), 1e-9) << n.name;
+  }
+  EXPECT_NEAR(sqrt.train_plan.step_ms, 0.5 * Sum(at), 1e-9);
+  EXPECT_NEAR(blind_sqrt.train_plan.step_ms, 0.5 * Sum(measured), 1e-9);
+  EXPECT_GT(std::abs(sqrt.train_plan.step_ms - blind_sqrt.train_plan.step_ms), 1e-3);  // some bytes moved
+  // The planners' price stays the measured times.
+  EXPECT_DOUBLE_EQ(sqrt.train_plan.extra_ms, blind_sqrt.train_plan.extra_ms);
 }
 
 TEST(CostTable, BudgetPlansMinimiseTimeWhereFlopsDisagree) {
@@ -162,6 +239,10 @@ TEST(CostTable, TimeWritesATablePlanReadsIt) {
       test::RunFrugal("time --config " + config + " --iters 1 --warmup 0 --save-costs " + dir.File("mlp.costs"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cost table: " + dir.File("mlp.costs")), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("locality: "), std::string::npos) << r.output;
+  const CostTable t = CostTable::Load(dir.File("mlp.costs"));
+  EXPECT_GT(t.cache_bytes, 0);
+  EXPECT_GE(t.ms_per_cold_byte, 0);
   r = test::RunFrugal("plan --config " + config + " --costs " + dir.File("mlp.costs"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("predicted step"), std::string::npos) << r.output;

@@ -151,5 +151,58 @@ TEST(Schedule, PlansForTwoWorkersKeepReusedBytesApart) {
   }
 }
 
+// ColdBytes against a byte-by-byte simulation of the same rule: a byte an op
+// reads or writes is cold when the ops before it (the previous step's
+// included) touched more than the cache's bytes since it was last touched.
+TEST(Schedule, ColdBytesAreTheBytesTouchedLongestAgo) {
+  for (MemoryStrategy s : {MemoryStrategy::kShare, MemoryStrategy::kSqrt}) {
+    const Model m = BuildModel(SmallLstm(), s);
+    const Graph& g = m.train;
+    const MemoryPlan& plan = m.train_plan;
+    for (int64_t cache : {int64_t{0}, plan.arena_bytes / 8, plan.arena_bytes / 2, int64_t{1} << 40}) {
+      std::vector<double> touched(plan.arena_bytes, -1e300), expect(g.num_nodes(), 0);
+      double clock = 0;
+      for (int pass = 0; pass < 2; ++pass)
+        for (int i = 0; i < g.num_nodes(); ++i) {
+          const Node& n = g.node(i);
+          if (n.is_variable()) continue;
+          std::vector<std::pair<int64_t, int64_t>> ranges;
+          double bytes = 0;
+          std::vector<int> entries;
+          for (const Entry& e : n.inputs) entries.push_back(g.EntryId(e));
+          for (int k = 0; k < g.NumOutputs(i); ++k) entries.push_back(g.EntryId({i, k}));
+          for (int e : entries) {
+            bytes += g.EntryBytes(e);
+            if (plan.entry_offset[e] >= 0) ranges.push_back({plan.entry_offset[e], g.EntryBytes(e)});
+          }
+          if (plan.workspace_offset[i] >= 0) {
+            ranges.push_back({plan.workspace_offset[i], plan.workspace_bytes[i]});
+            bytes += plan.workspace_bytes[i];
+          }
+          std::vector<char> seen(plan.arena_bytes, 0);  // a byte counts once per op
+          double cold = 0;
+          for (auto [offset, size] : ranges)
+            for (int64_t x = offset; x < offset + size; ++x)
+              if (!seen[x]) {
+                seen[x] = 1;
+                cold += touched[x] < clock - static_cast<double>(cache);
+              }
+          clock += bytes;
+          for (auto [offset, size] : ranges)
+            for (int64_t x = offset; x < offset + size; ++x) touched[x] = clock;
+          if (pass == 1) expect[i] = cold;
+        }
+      const std::vector<double> cold = ColdBytes(g, plan, cache);
+      for (int i = 0; i < g.num_nodes(); ++i)
+        ASSERT_EQ(cold[i], expect[i]) << s.Name() << " cache " << cache << " node " << g.node(i).name;
+      if (cache == plan.arena_bytes / 8) {
+        EXPECT_GT(Sum(cold), 0) << s.Name();
+      } else if (cache == int64_t{1} << 40) {
+        EXPECT_EQ(Sum(cold), 0) << s.Name();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace frugal

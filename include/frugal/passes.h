@@ -57,6 +57,8 @@ constexpr int kDropped = 1 << 30;
 // graph->grad_of. Throws Error if the graph has no loss.
 void Gradient(Graph* graph, const KeepLevels& keep = {});
 
+struct MemoryPlan;
+
 // Measured op times, to price recomputation in time instead of FLOPs
 // (`frugal time --save-costs FILE` writes one; `--costs FILE` or the
 // config's memory.costs gives it to the planner). An entry is keyed by what
@@ -64,28 +66,45 @@ void Gradient(Graph* graph, const KeepLevels& keep = {});
 // layers share one (their average) and a table serves every config with
 // those layers. A node not in the table is priced by its FLOPs at the
 // table's average rate.
+//
+// An op's time also depends on where its bytes are: one whose inputs and
+// output were touched shortly before finds them in the cache. So each entry
+// keeps the arena bytes its nodes touched cold when measured (ColdBytes),
+// and a placed plan's ops are priced at their own: ms_per_cold_byte more or
+// less per cold byte (a recomputation, run just before its reader, writes
+// into bytes the cache still holds; under share its original did not).
 class CostTable {
  public:
   struct Cost {
-    double forward_ms = 0, backward_ms = 0;  // averages over `count` nodes
+    double forward_ms = 0, backward_ms = 0;      // averages over `count` nodes
+    double forward_cold = 0, backward_cold = 0;  // cold bytes (ColdBytes) when measured, averages
     int count = 0;
   };
   // "op attr=value ... (input shape) ..." of node i (shapes inferred).
   static std::string Key(const Graph& g, int i);
-  void Add(const std::string& key, double forward_ms, double backward_ms);
+  void Add(const std::string& key, double forward_ms, double backward_ms, double forward_cold = 0,
+           double backward_cold = 0);
   // Node i's forward and backward times: measured (count > 0), or priced
   // by its FLOPs (count 0); a variable's are 0.
   Cost Of(const Graph& g, int i) const;
   // Each node's time in a training graph: a forward node's forward time, a
   // gradient node's share of its forward node's backward time, a
   // recomputation's original's forward time, a gradient sum's share of
-  // sums_ms by its elements.
-  std::vector<double> NodeMs(const Graph& train) const;
+  // sums_ms by its elements. With a placed plan, each measured op's time
+  // moves by ms_per_cold_byte times its cold bytes in that plan less those
+  // it had when measured (shared out as the times are; at least 0).
+  std::vector<double> NodeMs(const Graph& train, const MemoryPlan* placed = nullptr) const;
   const std::map<std::string, Cost>& costs() const { return costs_; }
 
   double ms_per_flop = 0;     // forward time per FLOP over the measured nodes
   double backward_ratio = 2;  // backward time per forward time over them
   double sums_ms = 0;         // the step's gradient sums (add_n), measured
+  double sums_cold = 0;       // their cold bytes, when measured
+  // The cache cold bytes are counted against (ColdBytes), and the time a
+  // cold byte costs over a cached one, fitted by `frugal time` from its ops
+  // run under a second plan; 0: times do not depend on the placement.
+  int64_t cache_bytes = 0;
+  double ms_per_cold_byte = 0;
   // The engine's CPU workers when the table was measured: a plan's step is
   // predicted as its ops scheduled on that many (ScheduledStepMs).
   int workers = 1;
@@ -96,8 +115,10 @@ class CostTable {
   double wall_per_schedule_ms = 1;
 
   // A text file: a header line, `ms_per_flop X`, `backward_ratio X`,
-  // `sums_ms X`, `workers N`, `wall_per_schedule_ms X`, then one
-  // `forward_ms backward_ms count key` line per entry.
+  // `sums_ms X`, `sums_cold X`, `cache_bytes N`, `ms_per_cold_byte X`,
+  // `workers N`, `wall_per_schedule_ms X`, then one
+  // `forward_ms backward_ms forward_cold backward_cold count key` line per
+  // entry.
   // Save writes atomically; Load throws Error naming the file and line.
   void Save(const std::string& path) const;
   static CostTable Load(const std::string& path);
@@ -249,8 +270,10 @@ struct MemoryPlan {
   double extra_flops = 0;                 // of the recomputations
   double extra_flops_ratio() const { return step_flops > 0 ? extra_flops / step_flops : 0; }
   // Predicted from the strategy's cost table (0 without one): the whole
-  // step, its ops scheduled as the engine runs them (ScheduledStepMs; not
-  // for an estimate), and the recomputed ops' time (the sum of their times).
+  // step, its ops scheduled as the engine runs them, each priced where the
+  // placement puts its bytes (ScheduledStepMs, NodeMs; not for an
+  // estimate), and the recomputed ops' time (the sum of their measured
+  // times, the planners' price).
   double step_ms = 0, extra_ms = 0;
   bool priced() const { return strategy.costs != nullptr; }
   // What the planner's searches minimise: predicted ms, or FLOPs.
@@ -313,6 +336,11 @@ std::vector<OpAccess> EngineAccesses(const Graph& graph, const MemoryPlan& plan)
 // threaded engine runs them: each waits for its accesses' earlier writers
 // (and a write for the reads since), and a free worker of `workers` takes
 // the ready op pushed first.
+// Per node of a placed plan, the bytes of the arena it reads or writes that
+// a cache of cache_bytes no longer holds: those not touched within the last
+// cache_bytes of bytes the ops before it touched (in node order, a step
+// after a step, so the first ops see the previous step's last).
+std::vector<double> ColdBytes(const Graph& graph, const MemoryPlan& plan, int64_t cache_bytes);
 double ScheduledStepMs(const Graph& graph, const MemoryPlan& plan, const std::vector<double>& node_ms, int workers);
 
 // A graph's total cost over the cost of its longest dependency path (1: a

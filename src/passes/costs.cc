@@ -1,5 +1,6 @@
 // CostTable: measured op times keyed by op, attributes and input shapes,
 // and the planner's price of recomputing a node (passes.h).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -16,10 +17,14 @@ std::string CostTable::Key(const Graph& g, int i) {
   return key;
 }
 
-void CostTable::Add(const std::string& key, double forward_ms, double backward_ms) {
+void CostTable::Add(const std::string& key, double forward_ms, double backward_ms, double forward_cold,
+                    double backward_cold) {
   Cost& c = costs_[key];
-  c.forward_ms = (c.forward_ms * c.count + forward_ms) / (c.count + 1);
-  c.backward_ms = (c.backward_ms * c.count + backward_ms) / (c.count + 1);
+  auto average = [&](double* mean, double x) { *mean = (*mean * c.count + x) / (c.count + 1); };
+  average(&c.forward_ms, forward_ms);
+  average(&c.backward_ms, backward_ms);
+  average(&c.forward_cold, forward_cold);
+  average(&c.backward_cold, backward_cold);
   ++c.count;
 }
 
@@ -28,11 +33,13 @@ CostTable::Cost CostTable::Of(const Graph& g, int i) const {
   auto it = costs_.find(Key(g, i));
   if (it != costs_.end()) return it->second;
   const double forward_ms = NodeFlops(g, i) * ms_per_flop;
-  return {forward_ms, forward_ms * backward_ratio, 0};
+  return {forward_ms, forward_ms * backward_ratio, 0, 0, 0};
 }
 
-std::vector<double> CostTable::NodeMs(const Graph& g) const {
-  std::vector<double> ms(g.num_nodes(), 0), backward(g.num_forward(), 0);
+std::vector<double> CostTable::NodeMs(const Graph& g, const MemoryPlan* placed) const {
+  // Each node's time, and its cold bytes when measured (-1: not measured).
+  std::vector<double> ms(g.num_nodes(), 0), measured_cold(g.num_nodes(), -1);
+  std::vector<Cost> forward(g.num_forward());
   std::vector<int> gradient_nodes(g.num_forward(), 0);
   double sum_elements = 0;
   auto elements = [&](int i) {
@@ -44,21 +51,34 @@ std::vector<double> CostTable::NodeMs(const Graph& g) const {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
     if (i < g.num_forward()) {
-      const Cost c = Of(g, i);
-      ms[i] = c.forward_ms;
-      backward[i] = c.backward_ms;
+      forward[i] = Of(g, i);
     } else if (n.fwd >= 0) {
       ++gradient_nodes[n.fwd];
-    } else if (n.mirror_of >= 0) {
-      ms[i] = ms[n.mirror_of];
-    } else {
+    } else if (n.mirror_of < 0) {
       sum_elements += elements(i);
     }
   }
-  for (int i = g.num_forward(); i < g.num_nodes(); ++i) {
+  for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
-    if (n.is_variable() || n.mirror_of >= 0) continue;
-    ms[i] = n.fwd >= 0 ? backward[n.fwd] / gradient_nodes[n.fwd] : sums_ms * elements(i) / sum_elements;
+    if (n.is_variable()) continue;
+    if (i < g.num_forward() || n.mirror_of >= 0) {
+      const Cost& c = forward[i < g.num_forward() ? i : n.mirror_of];
+      ms[i] = c.forward_ms;
+      if (c.count > 0) measured_cold[i] = c.forward_cold;
+    } else if (n.fwd >= 0) {
+      const Cost& c = forward[n.fwd];
+      ms[i] = c.backward_ms / gradient_nodes[n.fwd];
+      if (c.count > 0) measured_cold[i] = c.backward_cold / gradient_nodes[n.fwd];
+    } else {
+      const double share = elements(i) / sum_elements;
+      ms[i] = sums_ms * share;
+      measured_cold[i] = sums_cold * share;
+    }
+  }
+  if (placed && ms_per_cold_byte > 0) {
+    const std::vector<double> cold = ColdBytes(g, *placed, cache_bytes);
+    for (int i = 0; i < g.num_nodes(); ++i)
+      if (measured_cold[i] >= 0) ms[i] = std::max(0.0, ms[i] + ms_per_cold_byte * (cold[i] - measured_cold[i]));
   }
   return ms;
 }
@@ -68,10 +88,14 @@ void CostTable::Save(const std::string& path) const {
   {
     std::ofstream out(tmp, std::ios::trunc);
     FRUGAL_REQUIRE(out, tmp, ": cannot write (check the directory exists and is writable)");
-    out << "# frugal cost table: forward_ms backward_ms count key (op attrs input-shapes)\n";
-    out << Fmt("ms_per_flop ", ms_per_flop, "\nbackward_ratio ", backward_ratio, "\nsums_ms ", sums_ms, "\nworkers ",
-               workers, "\nwall_per_schedule_ms ", wall_per_schedule_ms, "\n");
-    for (const auto& [key, c] : costs_) out << Fmt(c.forward_ms, " ", c.backward_ms, " ", c.count, " ", key, "\n");
+    out << "# frugal cost table: forward_ms backward_ms forward_cold backward_cold count key (op attrs "
+           "input-shapes)\n";
+    out << Fmt("ms_per_flop ", ms_per_flop, "\nbackward_ratio ", backward_ratio, "\nsums_ms ", sums_ms, "\nsums_cold ",
+               sums_cold, "\ncache_bytes ", cache_bytes, "\nms_per_cold_byte ", ms_per_cold_byte, "\nworkers ", workers,
+               "\nwall_per_schedule_ms ", wall_per_schedule_ms, "\n");
+    for (const auto& [key, c] : costs_)
+      out << Fmt(c.forward_ms, " ", c.backward_ms, " ", c.forward_cold, " ", c.backward_cold, " ", c.count, " ", key,
+                 "\n");
     out.close();
     FRUGAL_REQUIRE(out, tmp, ": write failed (disk full?)");
   }
@@ -97,9 +121,15 @@ CostTable CostTable::Load(const std::string& path) {
       if (!(s >> t.workers) || t.workers < 1) throw bad("a missing or non-positive worker count");
       continue;
     }
+    if (first == "cache_bytes") {
+      if (!(s >> t.cache_bytes) || t.cache_bytes < 0) throw bad("a missing or negative cache size");
+      continue;
+    }
     double* field = first == "ms_per_flop"            ? &t.ms_per_flop
                     : first == "backward_ratio"       ? &t.backward_ratio
                     : first == "sums_ms"              ? &t.sums_ms
+                    : first == "sums_cold"            ? &t.sums_cold
+                    : first == "ms_per_cold_byte"     ? &t.ms_per_cold_byte
                     : first == "wall_per_schedule_ms" ? &t.wall_per_schedule_ms
                                                       : nullptr;
     if (field) {
@@ -113,11 +143,14 @@ CostTable CostTable::Load(const std::string& path) {
       c.forward_ms = std::stod(first);
     } catch (const std::exception&) {
       throw bad(
-          "an unknown line (not a number, ms_per_flop, backward_ratio, sums_ms, workers or "
-          "wall_per_schedule_ms)");
+          "an unknown line (not a number, ms_per_flop, backward_ratio, sums_ms, sums_cold, cache_bytes, "
+          "ms_per_cold_byte, workers or wall_per_schedule_ms)");
     }
-    if (!(s >> c.backward_ms >> c.count) || c.forward_ms < 0 || c.backward_ms < 0 || c.count < 1)
-      throw bad("an entry without forward_ms >= 0, backward_ms >= 0 and count >= 1");
+    if (!(s >> c.backward_ms >> c.forward_cold >> c.backward_cold >> c.count) || c.forward_ms < 0 ||
+        c.backward_ms < 0 || c.forward_cold < 0 || c.backward_cold < 0 || c.count < 1)
+      throw bad(
+          "an entry without forward_ms >= 0, backward_ms >= 0, forward_cold >= 0, backward_cold >= 0 and "
+          "count >= 1");
     std::getline(s >> std::ws, key);
     if (key.empty()) throw bad("an entry without its key");
     if (!t.costs_.emplace(key, c).second) throw bad("a key listed twice");

@@ -414,9 +414,9 @@ double NodeFlops(const Graph& g, int i) {
 }
 
 // FLOPs of the step without recomputation, and of the recomputations; with
-// a cost table, the recomputed ops' time (scaled to wall time by the
-// table's wall_per_schedule_ms), and each node's time (returned).
-std::vector<double> CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
+// a cost table, the recomputed ops' time at their measured times (scaled to
+// wall time by the table's wall_per_schedule_ms), the planners' price.
+void CountCosts(const Graph& g, const CostTable* costs, MemoryPlan* plan) {
   std::vector<double> node_ms;
   if (costs) node_ms = costs->NodeMs(g);
   for (int i = 0; i < g.num_nodes(); ++i) {
@@ -432,7 +432,6 @@ std::vector<double> CountCosts(const Graph& g, const CostTable* costs, MemoryPla
     }
   }
   if (costs) plan->extra_ms *= costs->wall_per_schedule_ms;
-  return node_ms;
 }
 
 namespace {
@@ -445,8 +444,8 @@ int64_t ArenaOf(const std::vector<Block>& blocks) {
 
 // A placement (the offsets of plan->blocks) into the plan: its arena, the
 // offsets of its entries and workspaces, and with a cost table its
-// predicted step (node_ms: CostTable::NodeMs).
-void TakePlacement(const Graph& g, const std::vector<double>& node_ms, MemoryPlan* plan) {
+// predicted step (its ops priced where the placement puts their bytes).
+void TakePlacement(const Graph& g, MemoryPlan* plan) {
   plan->arena_bytes = ArenaOf(plan->blocks);
   plan->entry_offset.assign(g.num_entries(), -1);
   for (int e = 0; e < g.num_entries(); ++e)
@@ -455,7 +454,7 @@ void TakePlacement(const Graph& g, const std::vector<double>& node_ms, MemoryPla
   for (const Block& b : plan->blocks)
     if (b.entry < 0) plan->workspace_offset[b.node] = b.offset;
   if (const CostTable* costs = plan->strategy.costs.get())
-    plan->step_ms = ScheduledStepMs(g, *plan, node_ms, costs->workers) * costs->wall_per_schedule_ms;
+    plan->step_ms = ScheduledStepMs(g, *plan, costs->NodeMs(g, plan), costs->workers) * costs->wall_per_schedule_ms;
 }
 
 }  // namespace
@@ -559,7 +558,8 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     PlaceEndToEnd(&blocks);
   plan.num_blocks = static_cast<int>(blocks.size());
   plan.blocks = std::move(blocks);
-  TakePlacement(g, CountCosts(g, strategy.costs.get(), &plan), &plan);
+  CountCosts(g, strategy.costs.get(), &plan);
+  TakePlacement(g, &plan);
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
 }
@@ -579,8 +579,7 @@ bool PlaceWithGap(const Graph& g, int reuse_gap, int64_t limit, MemoryPlan* plan
   if (!PlaceShared(&blocks, last + 1, plan->lower_bound_bytes, limit)) return false;
   for (size_t b = 0; b < blocks.size(); ++b) plan->blocks[b].offset = blocks[b].offset;  // lifetimes stay true
   plan->reuse_gap = reuse_gap;
-  const CostTable* costs = plan->strategy.costs.get();
-  TakePlacement(g, costs ? costs->NodeMs(g) : std::vector<double>{}, plan);
+  TakePlacement(g, plan);
   return true;
 }
 

@@ -1,6 +1,7 @@
 // What the engine orders a plan's ops by (EngineAccesses, which the executor
-// declares), and the step that ordering predicts on a number of workers
-// (ScheduledStepMs, which a cost table's prediction uses).
+// declares), the step that ordering predicts on a number of workers
+// (ScheduledStepMs, which a cost table's prediction uses), and the arena
+// bytes each op finds cold (ColdBytes, which prices it there).
 //
 // A plan that reuses more of its arena also orders more: the op that first
 // writes a block waits for the last readers of every block whose bytes it
@@ -17,32 +18,33 @@
 namespace frugal {
 namespace {
 
-// Which block last held each byte of the arena, kept as breakpoints: the
-// bytes from one key to the next belong to the key's value (-1: nobody yet).
-class ArenaOwners {
+// A value for each byte of the arena, kept as breakpoints: the bytes from
+// one key to the next have the key's value.
+template <typename T>
+class ByteMap {
  public:
-  ArenaOwners() { owner_[0] = -1; }
-  // Gives [begin, end) to `owner`; appends to *before the distinct earlier
-  // holders of any of those bytes, other than `owner` itself.
-  void Claim(int64_t begin, int64_t end, int owner, std::vector<int>* before) {
+  explicit ByteMap(T initial) { map_[0] = initial; }
+  // Sets [begin, end) to `value`, first calling visit(bytes, old value) for
+  // each run of those bytes that had one value.
+  template <typename Visit>
+  void Set(int64_t begin, int64_t end, T value, Visit&& visit) {
     if (begin >= end) return;
     Split(begin);
     Split(end);
-    auto it = owner_.find(begin);
+    auto it = map_.find(begin);
     while (it->first < end) {
-      int o = it->second;
-      if (o >= 0 && o != owner && std::find(before->begin(), before->end(), o) == before->end()) before->push_back(o);
-      it = owner_.erase(it);
+      visit(std::next(it)->first - it->first, it->second);
+      it = map_.erase(it);
     }
-    owner_.emplace_hint(it, begin, owner);
+    map_.emplace_hint(it, begin, value);
   }
 
  private:
   void Split(int64_t x) {
-    auto it = std::prev(owner_.upper_bound(x));
-    if (it->first != x) owner_.emplace_hint(std::next(it), x, it->second);
+    auto it = std::prev(map_.upper_bound(x));
+    if (it->first != x) map_.emplace_hint(std::next(it), x, it->second);
   }
-  std::map<int64_t, int> owner_;
+  std::map<int64_t, T> map_;
 };
 
 void AddOnce(std::vector<int>* v, int x) {
@@ -61,12 +63,14 @@ std::vector<OpAccess> EngineAccesses(const Graph& g, const MemoryPlan& plan) {
   // step, where the next step starts; the second records, per block, the
   // earlier holders of its bytes (the previous step's, for the first ones).
   std::vector<std::vector<int>> reuse(num_blocks);
-  ArenaOwners owners;
+  ByteMap<int> owners(-1);  // the block that last held each byte (-1: none yet)
   for (int pass = 0; pass < 2; ++pass)
     for (int b = 0; b < num_blocks; ++b) {
       const ArenaBlock& blk = plan.blocks[b];
       reuse[b].clear();
-      owners.Claim(blk.offset, blk.offset + blk.size, b, &reuse[b]);
+      owners.Set(blk.offset, blk.offset + blk.size, b, [&](int64_t, int owner) {
+        if (owner >= 0 && owner != b) AddOnce(&reuse[b], owner);
+      });
     }
   std::vector<std::vector<int>> reuse_of_node(g.num_nodes());
   for (int b = 0; b < num_blocks; ++b)
@@ -93,6 +97,46 @@ std::vector<OpAccess> EngineAccesses(const Graph& g, const MemoryPlan& plan) {
     ops.push_back(std::move(a));
   }
   return ops;
+}
+
+std::vector<double> ColdBytes(const Graph& g, const MemoryPlan& plan, int64_t cache_bytes) {
+  ByteMap<double> touched(-1e300);  // when each byte was last touched, on a clock of bytes touched
+  std::vector<double> cold(g.num_nodes(), 0);
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // the op's arena bytes
+  double clock = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < g.num_nodes(); ++i) {
+      const Node& n = g.node(i);
+      if (n.is_variable()) continue;
+      ranges.clear();
+      double bytes = 0;
+      auto access = [&](int e) {
+        bytes += static_cast<double>(g.EntryBytes(e));
+        if (plan.entry_offset[e] >= 0) ranges.push_back({plan.entry_offset[e], plan.entry_offset[e] + g.EntryBytes(e)});
+      };
+      for (const Entry& e : n.inputs) access(g.EntryId(e));
+      for (int k = 0; k < g.NumOutputs(i); ++k) access(g.EntryId({i, k}));
+      if (plan.workspace_offset[i] >= 0) {
+        ranges.push_back({plan.workspace_offset[i], plan.workspace_offset[i] + plan.workspace_bytes[i]});
+        bytes += static_cast<double>(plan.workspace_bytes[i]);
+      }
+      // An entry read twice, or an output in its input's bytes: each byte once.
+      std::sort(ranges.begin(), ranges.end());
+      size_t merged = 0;
+      for (size_t r = 0; r < ranges.size(); ++r)
+        if (merged > 0 && ranges[r].first <= ranges[merged - 1].second)
+          ranges[merged - 1].second = std::max(ranges[merged - 1].second, ranges[r].second);
+        else
+          ranges[merged++] = ranges[r];
+      ranges.resize(merged);
+      const double since = clock - static_cast<double>(cache_bytes);
+      clock += bytes;
+      double c = 0;
+      for (const auto& [begin, end] : ranges)
+        touched.Set(begin, end, clock, [&](int64_t run, double last) { c += last < since ? run : 0; });
+      if (pass == 1) cold[i] = c;
+    }
+  return cold;
 }
 
 double GraphParallelism(const Graph& g) {

@@ -9,15 +9,19 @@
 // (kernels run asynchronously on the GPU's stream). The step time is the
 // median of --iters steps timed one by one, printed with the fastest and
 // slowest.
+// Per-op times are each op's fastest of the --iters profiled steps.
 // --save-costs FILE writes the per-op times as a cost table (CostTable,
-// passes.h) for the planner; with a cost table given (--costs), the plan's
-// predicted step time is printed beside the measured one.
+// passes.h) for the planner, with the time a cold byte of the arena costs,
+// fitted on the same ops run under a second plan; with a cost table given
+// (--costs), the plan's predicted step time is printed beside the measured
+// one.
 #include <gflags/gflags.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -129,6 +133,56 @@ StepTimes TimeSteps(Executor& exec, uint64_t seed) {
   return t;
 }
 
+// Each op's fastest time (ms) over --iters profiled steps: like the step's
+// fastest, the time least slowed by other processes (a mean takes in every
+// stall).
+std::vector<double> FastestOpMs(Executor& exec, int num_nodes, int64_t first_step, uint64_t seed) {
+  std::vector<double> ms(num_nodes, std::numeric_limits<double>::infinity());
+  for (int it = 0; it < FLAGS_iters; ++it) {
+    exec.SetProfiling(true);  // from 0
+    exec.Run(true, first_step + it, seed);
+    for (int i = 0; i < num_nodes; ++i) ms[i] = std::min(ms[i], exec.node_seconds()[i] * 1e3);
+  }
+  exec.SetProfiling(false);
+  return ms;
+}
+
+// The time a cold byte of the arena costs over a cached one (ms): the ops
+// of t, timed (op_ms) with their cold bytes (ColdBytes: cold), run again
+// under a second plan whose bytes lie elsewhere (sqrt, or share where t's
+// plan recomputes; named in *second); the least-squares slope of the
+// change in an op's time against the change in its cold bytes, over the
+// ops both run (by name; recomputations apart), at least 0.
+double FitMsPerColdByte(const ConfigFile& cfg, Device dev, const Timed& t, const std::vector<double>& op_ms,
+                        const std::vector<double>& cold, int64_t cache, std::string* second) {
+  ConfigFile other_cfg = cfg;
+  *second = t.plan.strategy.recomputes() ? "share" : "sqrt";
+  other_cfg.net.mutable_memory()->set_strategy(*second);
+  Timed other;
+  Build(other_cfg, dev, &other);
+  std::unique_ptr<Engine> engine = MakeEngineFor(other_cfg.net.solver(), other.g);
+  Bindings b{other.vars, other.grads};
+  b.device = dev;
+  Executor exec(other.g, other.plan, b, engine.get());
+  const uint64_t seed = cfg.net.solver().seed();
+  for (int i = 0; i < FLAGS_warmup; ++i) exec.Run(true, i, seed);
+  const std::vector<double> other_ms = FastestOpMs(exec, other.g.num_nodes(), FLAGS_warmup, seed);
+  const std::vector<double> other_cold = ColdBytes(other.g, other.plan, cache);
+  std::map<std::string, int> by_name;
+  for (int i = 0; i < other.g.num_nodes(); ++i)
+    if (!other.g.node(i).is_variable() && other.g.node(i).mirror_of < 0) by_name[other.g.node(i).name] = i;
+  double time_by_cold = 0, cold_squared = 0;
+  for (int i = 0; i < t.g.num_nodes(); ++i) {
+    const Node& n = t.g.node(i);
+    auto it = by_name.find(n.name);
+    if (n.is_variable() || n.mirror_of >= 0 || it == by_name.end()) continue;
+    const double d_cold = other_cold[it->second] - cold[i];
+    time_by_cold += (other_ms[it->second] - op_ms[i]) * d_cold;
+    cold_squared += d_cold * d_cold;
+  }
+  return cold_squared > 0 ? std::max(0.0, time_by_cold / cold_squared) : 0;
+}
+
 // The GPU summary: step time, and device memory beside the plan.
 int ReportGpu(const ConfigFile& cfg, const Timed& t, Device dev, const StepTimes& steps, int64_t arena_allocated) {
   const MemoryAccounting& acc = MemoryAccounting::Get();
@@ -172,24 +226,31 @@ int Time() {
   const int64_t arena_allocated = MemoryAccounting::Get().Current(dev, MemKind::kArena);
   if (dev.type == DeviceType::kCUDA) return ReportGpu(cfg, t, dev, steps, arena_allocated);
 
-  // Per-op times: backward nodes and recomputations count for the forward
-  // node they differentiate or recompute.
-  exec.SetProfiling(true);
-  for (int i = 0; i < FLAGS_iters; ++i) exec.Run(true, FLAGS_warmup + FLAGS_iters + i, seed);
+  // Per-op times (and the arena bytes each op finds cold). Backward nodes
+  // and recomputations count for the forward node they differentiate or
+  // recompute.
   const Graph& g = t.g;
+  const std::vector<double> op_ms = FastestOpMs(exec, g.num_nodes(), FLAGS_warmup + FLAGS_iters, seed);
+  const int64_t cache = cpu::LastLevelCacheBytes();
+  const std::vector<double> cold = ColdBytes(g, t.plan, cache);
   std::vector<double> fwd(g.num_nodes(), 0), bwd(g.num_nodes(), 0), rec(g.num_nodes(), 0);
-  double other = 0;
+  std::vector<double> fwd_cold(g.num_nodes(), 0), bwd_cold(g.num_nodes(), 0);
+  double other = 0, other_cold = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
-    const double ms = exec.node_seconds()[i] * 1e3 / FLAGS_iters;
+    const double ms = op_ms[i];
     const Node& n = g.node(i);
-    if (i < g.num_forward())
+    if (i < g.num_forward()) {
       fwd[i] += ms;
-    else if (n.fwd >= 0)
+      fwd_cold[i] += cold[i];
+    } else if (n.fwd >= 0) {
       bwd[n.fwd] += ms;
-    else if (n.mirror_of >= 0)
+      bwd_cold[n.fwd] += cold[i];
+    } else if (n.mirror_of >= 0) {
       rec[n.mirror_of] += ms;
-    else
+    } else {
       other += ms;  // gradient sums (add_n)
+      other_cold += cold[i];
+    }
   }
   std::printf("%-20s %-24s %-20s %12s %12s\n", "node", "op", "output", "forward ms", "backward ms");
   double sum_f = 0, sum_b = 0, flops = 0;
@@ -202,7 +263,7 @@ int Time() {
     sum_f += fwd[i];
     sum_b += bwd[i] + rec[i];
     flops += NodeFlops(g, i);
-    costs.Add(CostTable::Key(g, i), fwd[i], bwd[i]);
+    costs.Add(CostTable::Key(g, i), fwd[i], bwd[i], fwd_cold[i], bwd_cold[i]);
   }
   if (other > 0) std::printf("%-20s %-24s %-20s %12s %12.3f\n", "(gradient sums)", "add_n", "", "", other);
   std::printf("sum of ops: forward %.3f ms, backward %.3f ms (recomputation included)\n", sum_f, sum_b + other);
@@ -230,10 +291,16 @@ int Time() {
     costs.ms_per_flop = flops > 0 ? sum_f / flops : 0;
     costs.backward_ratio = sum_f > 0 ? bwd_only / sum_f : 2;
     costs.sums_ms = other;
+    costs.sums_cold = other_cold;
+    costs.cache_bytes = cache;
+    std::string second;
+    costs.ms_per_cold_byte = FitMsPerColdByte(cfg, dev, t, op_ms, cold, cache, &second);
+    std::printf("locality: %.2f ps per cold byte of the arena (cache %s), fitted on the ops run under %s too\n",
+                costs.ms_per_cold_byte * 1e9, HumanBytes(cache).c_str(), second.c_str());
     costs.workers = cfg.net.solver().engine() == "threaded"
                         ? ChooseEngineSplit(cfg.net.solver(), g, cpu::NumCores()).cpu_workers
                         : 1;
-    costs.wall_per_schedule_ms = steps.ms.front() / ScheduledStepMs(g, t.plan, costs.NodeMs(g), costs.workers);
+    costs.wall_per_schedule_ms = steps.ms.front() / ScheduledStepMs(g, t.plan, costs.NodeMs(g, &t.plan), costs.workers);
     costs.Save(FLAGS_save_costs);
     std::printf("cost table: %s (%zu entries from %d op nodes)\n", FLAGS_save_costs.c_str(), costs.costs().size(),
                 static_cast<int>(std::count_if(g.nodes().begin(), g.nodes().begin() + g.num_forward(),

@@ -1,11 +1,14 @@
 #include "backend/cpu/parallel.h"
 
 #include <sched.h>
+#include <unistd.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 #include <thread>
 #ifdef _OPENMP
 #include <omp.h>
@@ -24,6 +27,28 @@ int NumCores() {
     return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   }();
   return cores;
+}
+
+int64_t LastLevelCacheBytes() {
+  // sysfs first: glibc's sysconf reads CPUID, which a virtual machine may
+  // fill oddly (320 MiB of L3 on a 2-core AMD EPYC guest whose sysfs says 32).
+  int64_t bytes = 0;
+  int best_level = 0;
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(dir + "level"), size_file(dir + "size");
+    int level = 0;
+    int64_t size = 0;
+    std::string unit;
+    if (!(level_file >> level) || !(size_file >> size) || level <= best_level || size <= 0) continue;
+    size_file >> unit;
+    best_level = level;
+    bytes = unit == "M" ? size << 20 : unit == "K" ? size << 10 : size;
+  }
+  if (bytes > 0) return bytes;
+  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE})
+    if (const long size = sysconf(name); size > 0) return size;
+  return int64_t{8} << 20;
 }
 
 int KernelThreads() { return t_kernel_threads > 0 ? t_kernel_threads : NumCores(); }

@@ -6,11 +6,16 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 namespace frugal::cpu {
 
 // CPUs this process may run on (its affinity mask at first call), at least 1.
 int NumCores();
+
+// The last-level cache's bytes (sysfs's largest level, else sysconf's L3 or
+// L2), 8 MiB where the system does not say.
+int64_t LastLevelCacheBytes();
 
 // Threads a kernel may use on this thread: what SetKernelThreads set here,
 // else NumCores().
