@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,8 @@ DEFINE_int32(warmup, 3, "time: untimed iterations first");
 DEFINE_bool(data_grad, true, "time: compute the gradient of the data input too");
 DEFINE_int64(token_data, 0, "time: data are whole numbers in [0, N) (token ids for an embedding) instead of [-1, 1)");
 DEFINE_string(save_costs, "",
-              "time: write the measured per-op times as a cost table FILE (for --costs: plans priced in time)");
+              "time: write the measured per-op times as a cost table FILE (for --costs: plans priced in time); "
+              "runs the ops again under a second plan to fit the time a cold byte costs");
 
 namespace frugal::cli {
 namespace {
@@ -215,12 +217,12 @@ int Time() {
               omp_wait ? omp_wait : "(unset)");
   Bindings b{t.vars, t.grads};
   b.device = dev;
-  Executor exec(t.g, t.plan, b, engine.get());
+  auto exec = std::make_unique<Executor>(t.g, t.plan, b, engine.get());
   const uint64_t seed = cfg.net.solver().seed();
-  for (int i = 0; i < FLAGS_warmup; ++i) exec.Run(true, i, seed);
+  for (int i = 0; i < FLAGS_warmup; ++i) exec->Run(true, i, seed);
 
   // Whole steps, without per-op timing.
-  const StepTimes steps = TimeSteps(exec, seed);
+  const StepTimes steps = TimeSteps(*exec, seed);
   const double step_ms = steps.median();
 
   const int64_t arena_allocated = MemoryAccounting::Get().Current(dev, MemKind::kArena);
@@ -230,7 +232,8 @@ int Time() {
   // and recomputations count for the forward node they differentiate or
   // recompute.
   const Graph& g = t.g;
-  const std::vector<double> op_ms = FastestOpMs(exec, g.num_nodes(), FLAGS_warmup + FLAGS_iters, seed);
+  const std::vector<double> op_ms = FastestOpMs(*exec, g.num_nodes(), FLAGS_warmup + FLAGS_iters, seed);
+  exec.reset();  // its arena freed before a second plan's (--save-costs) takes one
   const int64_t cache = cpu::LastLevelCacheBytes();
   const std::vector<double> cold = ColdBytes(g, t.plan, cache);
   std::vector<double> fwd(g.num_nodes(), 0), bwd(g.num_nodes(), 0), rec(g.num_nodes(), 0);
