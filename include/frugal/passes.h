@@ -94,6 +94,9 @@ class CostTable {
   // moves by ms_per_cold_byte times its cold bytes in that plan less those
   // it had when measured (shared out as the times are; at least 0).
   std::vector<double> NodeMs(const Graph& train, const MemoryPlan* placed = nullptr) const;
+  // A placed plan's predicted step: its ops (NodeMs at the placement)
+  // scheduled on `workers` (ScheduledStepMs), times wall_per_schedule_ms.
+  double StepMs(const Graph& train, const MemoryPlan& placed) const;
   const std::map<std::string, Cost>& costs() const { return costs_; }
 
   double ms_per_flop = 0;     // forward time per FLOP over the measured nodes
@@ -271,9 +274,9 @@ struct MemoryPlan {
   double extra_flops_ratio() const { return step_flops > 0 ? extra_flops / step_flops : 0; }
   // Predicted from the strategy's cost table (0 without one): the whole
   // step, its ops scheduled as the engine runs them, each priced where the
-  // placement puts its bytes (ScheduledStepMs, NodeMs; not for an
-  // estimate), and the recomputed ops' time (the sum of their measured
-  // times, the planners' price).
+  // placement puts its bytes (CostTable::StepMs; PlanTraining sets it on
+  // the plan it returns), and the recomputed ops' time (the sum of their
+  // measured times, the planners' price).
   double step_ms = 0, extra_ms = 0;
   bool priced() const { return strategy.costs != nullptr; }
   // What the planner's searches minimise: predicted ms, or FLOPs.

@@ -83,6 +83,10 @@ std::vector<double> CostTable::NodeMs(const Graph& g, const MemoryPlan* placed) 
   return ms;
 }
 
+double CostTable::StepMs(const Graph& g, const MemoryPlan& placed) const {
+  return ScheduledStepMs(g, placed, NodeMs(g, &placed), workers) * wall_per_schedule_ms;
+}
+
 void CostTable::Save(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   {

@@ -442,9 +442,8 @@ int64_t ArenaOf(const std::vector<Block>& blocks) {
   return arena;
 }
 
-// A placement (the offsets of plan->blocks) into the plan: its arena, the
-// offsets of its entries and workspaces, and with a cost table its
-// predicted step (its ops priced where the placement puts their bytes).
+// A placement (the offsets of plan->blocks) into the plan: its arena and
+// the offsets of its entries and workspaces.
 void TakePlacement(const Graph& g, MemoryPlan* plan) {
   plan->arena_bytes = ArenaOf(plan->blocks);
   plan->entry_offset.assign(g.num_entries(), -1);
@@ -453,8 +452,6 @@ void TakePlacement(const Graph& g, MemoryPlan* plan) {
   plan->workspace_offset.assign(g.num_nodes(), -1);
   for (const Block& b : plan->blocks)
     if (b.entry < 0) plan->workspace_offset[b.node] = b.offset;
-  if (const CostTable* costs = plan->strategy.costs.get())
-    plan->step_ms = ScheduledStepMs(g, *plan, costs->NodeMs(g, plan), costs->workers) * costs->wall_per_schedule_ms;
 }
 
 }  // namespace
@@ -548,8 +545,8 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
 
   plan.lower_bound_bytes = LowerBound(blocks, g.num_nodes());
   if (estimate && strategy.shares()) {
-    plan.arena_bytes = plan.lower_bound_bytes;   // no offsets: for comparing candidate plans
-    CountCosts(g, strategy.costs.get(), &plan);  // no step_ms: the schedule needs the placement
+    plan.arena_bytes = plan.lower_bound_bytes;  // no offsets: for comparing candidate plans
+    CountCosts(g, strategy.costs.get(), &plan);
     return plan;
   }
   if (strategy.shares())  // steps 0 .. num_nodes: graph outputs live to the end

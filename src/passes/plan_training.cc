@@ -664,6 +664,7 @@ TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemorySt
   if (s.shares() && t.plan.entry_offset.empty()) t = Finish(std::move(t), s);  // searched on estimates
   if (s.shares() && dev.type == DeviceType::kCPU) Spread(&t, s);  // a GPU's one stream runs ops in push order
   t.plan.strategy = s;
+  if (s.costs) t.plan.step_ms = s.costs->StepMs(t.graph, t.plan);  // the plan returned only: a schedule is not cheap
   t.plan.num_builds = q.builds;
   t.plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return t;
