@@ -339,12 +339,13 @@ std::vector<OpAccess> EngineAccesses(const Graph& graph, const MemoryPlan& plan)
 // threaded engine runs them: each waits for its accesses' earlier writers
 // (and a write for the reads since), and a free worker of `workers` takes
 // the ready op pushed first.
+double ScheduledStepMs(const Graph& graph, const MemoryPlan& plan, const std::vector<double>& node_ms, int workers);
+
 // Per node of a placed plan, the bytes of the arena it reads or writes that
 // a cache of cache_bytes no longer holds: those not touched within the last
 // cache_bytes of bytes the ops before it touched (in node order, a step
 // after a step, so the first ops see the previous step's last).
 std::vector<double> ColdBytes(const Graph& graph, const MemoryPlan& plan, int64_t cache_bytes);
-double ScheduledStepMs(const Graph& graph, const MemoryPlan& plan, const std::vector<double>& node_ms, int workers);
 
 // A graph's total cost over the cost of its longest dependency path (1: a
 // chain), a node's cost being its FLOPs or its output elements, the larger.
