@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 
 #include "frugal/train.h"
 #include "test_util.h"
@@ -56,12 +57,6 @@ MemoryStrategy Priced(MemoryStrategy s, const CostTable& t) {
 }
 
 // Predicted recomputation of a plan under a table: its mirrors' forward times.
-double Sum(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
-
 double ExtraMs(const Graph& train, const CostTable& t) {
   double ms = 0;
   for (int i = 0; i < train.num_nodes(); ++i)
@@ -187,7 +182,7 @@ TEST(CostTable, PlacedOpsArePricedByTheirColdBytes) {
 
   const Model priced_share = BuildModel(cfg, Priced(MemoryStrategy::kShare, t));
   const Model blind_share = BuildModel(cfg, Priced(MemoryStrategy::kShare, blind));
-  ASSERT_GT(Sum(cold), 0);
+  ASSERT_GT(std::accumulate(cold.begin(), cold.end(), 0.0), 0);
   EXPECT_NEAR(priced_share.train_plan.step_ms, blind_share.train_plan.step_ms, 1e-9);
 
   const Model sqrt = BuildModel(cfg, Priced(MemoryStrategy::kSqrt, t));
@@ -200,8 +195,8 @@ TEST(CostTable, PlacedOpsArePricedByTheirColdBytes) {
     if (n.mirror_of < 0) continue;  // a recomputation: its original's forward time and cold bytes
     EXPECT_NEAR(at[i], std::max(0.0, measured[i] + 1e-6 * (sqrt_cold[i] - cold[n.mirror_of])), 1e-9) << n.name;
   }
-  EXPECT_NEAR(sqrt.train_plan.step_ms, 0.5 * Sum(at), 1e-9);
-  EXPECT_NEAR(blind_sqrt.train_plan.step_ms, 0.5 * Sum(measured), 1e-9);
+  EXPECT_NEAR(sqrt.train_plan.step_ms, 0.5 * std::accumulate(at.begin(), at.end(), 0.0), 1e-9);
+  EXPECT_NEAR(blind_sqrt.train_plan.step_ms, 0.5 * std::accumulate(measured.begin(), measured.end(), 0.0), 1e-9);
   EXPECT_GT(std::abs(sqrt.train_plan.step_ms - blind_sqrt.train_plan.step_ms), 1e-3);  // some bytes moved
   // The planners' price stays the measured times.
   EXPECT_DOUBLE_EQ(sqrt.train_plan.extra_ms, blind_sqrt.train_plan.extra_ms);
@@ -242,7 +237,6 @@ TEST(CostTable, TimeWritesATablePlanReadsIt) {
   EXPECT_NE(r.output.find("locality: "), std::string::npos) << r.output;
   const CostTable t = CostTable::Load(dir.File("mlp.costs"));
   EXPECT_GT(t.cache_bytes, 0);
-  EXPECT_GE(t.ms_per_cold_byte, 0);
   r = test::RunFrugal("plan --config " + config + " --costs " + dir.File("mlp.costs"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("predicted step"), std::string::npos) << r.output;

@@ -100,6 +100,8 @@ std::vector<OpAccess> EngineAccesses(const Graph& g, const MemoryPlan& plan) {
 }
 
 std::vector<double> ColdBytes(const Graph& g, const MemoryPlan& plan, int64_t cache_bytes) {
+  CHECK_EQ(plan.entry_offset.size(), static_cast<size_t>(g.num_entries()))
+      << "ColdBytes needs a placed plan, not an estimate";
   ByteMap<double> touched(-1e300);  // when each byte was last touched, on a clock of bytes touched
   std::vector<double> cold(g.num_nodes(), 0);
   std::vector<std::pair<int64_t, int64_t>> ranges;  // the op's arena bytes

@@ -135,6 +135,15 @@ StepTimes TimeSteps(Executor& exec, uint64_t seed) {
   return t;
 }
 
+// An executor of t's plan on `engine`, after --warmup steps.
+std::unique_ptr<Executor> WarmExecutor(Timed* t, Device dev, Engine* engine, uint64_t seed) {
+  Bindings b{t->vars, t->grads};
+  b.device = dev;
+  auto exec = std::make_unique<Executor>(t->g, t->plan, b, engine);
+  for (int i = 0; i < FLAGS_warmup; ++i) exec->Run(true, i, seed);
+  return exec;
+}
+
 // Each op's fastest time (ms) over --iters profiled steps: like the step's
 // fastest, the time least slowed by other processes (a mean takes in every
 // stall).
@@ -163,12 +172,9 @@ double FitMsPerColdByte(const ConfigFile& cfg, Device dev, const Timed& t, const
   Timed other;
   Build(other_cfg, dev, &other);
   std::unique_ptr<Engine> engine = MakeEngineFor(other_cfg.net.solver(), other.g);
-  Bindings b{other.vars, other.grads};
-  b.device = dev;
-  Executor exec(other.g, other.plan, b, engine.get());
   const uint64_t seed = cfg.net.solver().seed();
-  for (int i = 0; i < FLAGS_warmup; ++i) exec.Run(true, i, seed);
-  const std::vector<double> other_ms = FastestOpMs(exec, other.g.num_nodes(), FLAGS_warmup, seed);
+  const std::unique_ptr<Executor> exec = WarmExecutor(&other, dev, engine.get(), seed);
+  const std::vector<double> other_ms = FastestOpMs(*exec, other.g.num_nodes(), FLAGS_warmup, seed);
   const std::vector<double> other_cold = ColdBytes(other.g, other.plan, cache);
   std::map<std::string, int> by_name;
   for (int i = 0; i < other.g.num_nodes(); ++i)
@@ -215,11 +221,8 @@ int Time() {
   std::printf("engine: %s (graph parallelism %.2f); kernels: %s; dtype: %s; OMP_WAIT_POLICY=%s\n",
               engine->Describe().c_str(), GraphParallelism(t.g), cpu::Vec().isa, cfg.net.dtype().c_str(),
               omp_wait ? omp_wait : "(unset)");
-  Bindings b{t.vars, t.grads};
-  b.device = dev;
-  auto exec = std::make_unique<Executor>(t.g, t.plan, b, engine.get());
   const uint64_t seed = cfg.net.solver().seed();
-  for (int i = 0; i < FLAGS_warmup; ++i) exec->Run(true, i, seed);
+  std::unique_ptr<Executor> exec = WarmExecutor(&t, dev, engine.get(), seed);
 
   // Whole steps, without per-op timing.
   const StepTimes steps = TimeSteps(*exec, seed);
