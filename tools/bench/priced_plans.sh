@@ -21,7 +21,8 @@ import json, os, re, statistics, subprocess, tempfile
 
 frugal, iters, rounds = os.environ["FRUGAL"], os.environ["ITERS"], int(os.environ["ROUNDS"])
 env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-tmp = tempfile.mkdtemp()
+tmp_dir = tempfile.TemporaryDirectory()  # removed at exit, tables and all
+tmp = tmp_dir.name
 
 
 def run(*args):
