@@ -40,6 +40,21 @@ KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint
 // plan); cut off, `cost` is a lower bound of it.
 DropSetSearch OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds);
 
+// The same optimum by integer programming (tests/optimum_ilp.cc, Debian's
+// coinor-cbc): the least-cost drop set whose linear form of the
+// BackwardReads bound fits at every step, checked exactly and cut off where
+// it does not fit, max_solves times at most. `subsets`: programs solved;
+// cut off, `cost` (the last program's optimum) is a lower bound of the
+// optimum.
+DropSetSearch IlpOptimalDrops(const GapCase& c, int64_t budget, int64_t max_solves);
+// For a drop set: what the program's rows hold at each step of share (its
+// forced columns at their least), and BackwardReads::Held with the gradient
+// nodes' workspaces, which the rows never exceed.
+struct ProgramHeld {
+  std::vector<int64_t> form, exact;
+};
+ProgramHeld IlpHeld(const GapCase& c, const KeepLevels& keep);
+
 // The planner's plan (strategy budget) and the reference at one budget.
 struct GapRow {
   std::string name;
@@ -50,12 +65,16 @@ struct GapRow {
   double planner_cost = 0, planner_ms = 0;
   KeepLevels planner_keep;
   DropSetSearch optimum;
+  int64_t programs = 0;  // integer programs solved (IlpOptimalDrops), where the search was cut off
   double optimum_ms = 0;
   // (planner - optimum) / optimum: exact, or an upper bound when the
   // optimum is only bounded; 0 when both are 0.
   double gap() const;
 };
-GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds);
+// The reference: OptimalDrops for max_builds builds; where that is cut
+// off, IlpOptimalDrops for max_programs programs, whose optimum (or lower
+// bound, if higher) it takes; builds and placements are both searches'.
+GapRow MeasureGap(const GapCase& c, int64_t budget, int64_t max_builds, int64_t max_programs = 0);
 // The planner's half of a row (no reference).
 GapRow MeasurePlanner(const GapCase& c, int64_t budget);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <random>
@@ -81,6 +82,55 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
   // made 0.60, with the forward pass and each output's own reader 0.70
   // (2026-12-05).
   EXPECT_GE(tightest, 0.65) << "BackwardReads' bound is weaker than it was";
+}
+
+// The integer program's rows (IlpOptimalDrops) hold no more at any step
+// than BackwardReads' bound with the gradient nodes' workspaces, and that
+// bound is no more than the arena's lower bound, on every drop set of the
+// tiny graphs and on random ones of LeNet, the Inception module and
+// ResNet-20 (each candidate dropped with probability 1/4): the program
+// rules out no set that fits. And the rows are that bound on most of them.
+TEST(OptimumGap, ProgramHoldsNoMoreThanEveryDropSetsArena) {
+  std::mt19937_64 rng(18);
+  int sets = 0, tight = 0;
+  std::vector<test::GapCase> cases = test::GapSuite(/*small=*/true);
+  for (test::GapCase& c : test::GapSuite(/*small=*/false))
+    if (c.name == "resnet20") cases.push_back(std::move(c));
+  for (const test::GapCase& c : cases) {
+    const std::vector<int> cand = DropCandidates(c.fwd);
+    const bool all = cand.size() <= 10;
+    for (uint64_t k = 0; k < (all ? uint64_t{1} << cand.size() : c.name == "resnet20" ? 40 : 100); ++k) {
+      const uint64_t mask = all ? k : rng() & rng() & ((uint64_t{1} << cand.size()) - 1);
+      const KeepLevels keep = test::DropLevels(c.fwd, cand, mask);
+      const test::ProgramHeld held = test::IlpHeld(c, keep);
+      ASSERT_EQ(held.form.size(), held.exact.size());
+      for (size_t t = 0; t < held.form.size(); ++t)
+        ASSERT_LE(held.form[t], held.exact[t]) << c.name << ", drop set " << mask << ", step " << t;
+      const int64_t bound = *std::max_element(held.exact.begin(), held.exact.end());
+      const TrainingPlan built = BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, keep, {}, true);
+      ASSERT_LE(bound, built.plan.arena_bytes) << c.name << ", drop set " << mask;
+      ++sets;
+      tight += *std::max_element(held.form.begin(), held.form.end()) == bound;
+    }
+  }
+  EXPECT_GE(tight, sets / 2) << "the program's rows are far from BackwardReads' bound";
+  std::cerr << "rows at the bound on " << tight << " of " << sets << " drop sets\n";
+}
+
+// The integer program finds the optimum the search of drop sets finds, at
+// the small suite's three budgets each: two exact references, one answer.
+TEST(OptimumGap, ProgramFindsTheSearchsOptimum) {
+  for (const test::GapCase& c : test::GapSuite(/*small=*/true))
+    for (int64_t budget : test::GapBudgets(c)) {
+      const DropSetSearch search = test::OptimalDrops(c, budget, 1 << 20);
+      const DropSetSearch program = test::IlpOptimalDrops(c, budget, 1000);
+      ASSERT_TRUE(search.exact && program.exact) << c.name << " at " << budget;
+      ASSERT_EQ(search.plan.has_value(), program.plan.has_value()) << c.name << " at " << budget;
+      if (!search.plan) continue;
+      EXPECT_NEAR(program.cost, search.cost, 1e-9 * search.cost) << c.name << " at " << budget;
+      EXPECT_LE(program.plan->plan.arena_bytes, budget) << c.name;
+      EXPECT_NEAR(program.plan->plan.recompute_cost(), program.cost, 1e-9 * program.cost) << c.name;
+    }
 }
 
 // PredictedRecomputeCost (the budget search builds no chain plan predicted

@@ -7,7 +7,7 @@ packages=(
   g++ cmake make pkg-config
   libprotobuf-dev protobuf-compiler
   libgoogle-glog-dev libgflags-dev
-  libgtest-dev
+  libgtest-dev coinor-libcbc-dev
   libdnnl-dev zlib1g-dev
   libgoogle-perftools-dev
   libonnx-dev libonnx-testdata

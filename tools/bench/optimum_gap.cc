@@ -1,8 +1,10 @@
 // The budget planner against the exact reference (tests/optimum.h) on the
 // gap suite at three budgets each: one markdown table row per case and
 // budget (docs/memory.md, "How far from the optimum").
-//   build/frugal_bench_optimum [--small] [--case NAME] [--max-builds N] [--why]
+//   build/frugal_bench_optimum [--small] [--case NAME] [--max-builds N] [--max-programs N] [--why]
 //   build/frugal_bench_optimum --planner-only FIRST:LAST
+// --max-programs: integer programs the reference solves where its search of
+// drop sets is cut off after --max-builds (0: none).
 // --case: only the case of that name (chain40, resnet20, ...); --why: after
 // each row, what the optimum and the planner drop. --planner-only: no
 // reference; the planner's recomputation (FLOPs) at the three budgets of
@@ -36,7 +38,7 @@ int PlannerOnly(uint64_t first_seed, uint64_t last_seed) {
 int main(int argc, char** argv) {
   bool small = false, why = false;
   std::string only;
-  int64_t max_builds = 200000;
+  int64_t max_builds = 200000, max_programs = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--small") {
@@ -54,8 +56,10 @@ int main(int argc, char** argv) {
       return PlannerOnly(first, last);
     } else if (arg == "--max-builds" && i + 1 < argc) {
       max_builds = std::atoll(argv[++i]);
+    } else if (arg == "--max-programs" && i + 1 < argc) {
+      max_programs = std::atoll(argv[++i]);
     } else {
-      std::cerr << "usage: " << argv[0] << " [--small] [--case NAME] [--max-builds N] [--why]"
+      std::cerr << "usage: " << argv[0] << " [--small] [--case NAME] [--max-builds N] [--max-programs N] [--why]"
                 << " | --planner-only FIRST:LAST\n";
       return 2;
     }
@@ -66,7 +70,7 @@ int main(int argc, char** argv) {
   for (const test::GapCase& c : test::GapSuite(small)) {
     if (!only.empty() && c.name != only) continue;
     for (int64_t budget : test::GapBudgets(c)) {
-      const test::GapRow r = test::MeasureGap(c, budget, max_builds);
+      const test::GapRow r = test::MeasureGap(c, budget, max_builds, max_programs);
       std::cout << test::GapTableLine(r) << std::endl;
       ++rows;
       if (why)
