@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <random>
@@ -84,18 +83,21 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
   EXPECT_GE(tightest, 0.65) << "BackwardReads' bound is weaker than it was";
 }
 
-// The integer program's rows (IlpOptimalDrops) hold no more at any step
-// than BackwardReads' bound with the gradient nodes' workspaces, and that
-// bound is no more than the arena's lower bound, on every drop set of the
-// tiny graphs and on random ones of LeNet, the Inception module and
-// ResNet-20 (each candidate dropped with probability 1/4): the program
-// rules out no set that fits. And the rows are that bound on most of them.
-TEST(OptimumGap, ProgramHoldsNoMoreThanEveryDropSetsArena) {
+// The integer program's rows (IlpOptimalDrops) are BackwardReads' bound
+// with the gradient nodes' workspaces, at every step, and that bound is no
+// more than the arena's lower bound, on every drop set of the tiny graphs
+// and on random ones of LeNet, the Inception module and ResNet-20 (each
+// candidate dropped with probability 1/4): the program rules out no set
+// that fits, and only the sets the bound rules out. (With only the step
+// each mirror is made at latest, its rows were below the bound's peak on
+// 347 of these 1,264 sets, and the program took 455 solves on ResNet-20's
+// first budget without reaching the optimum.)
+TEST(OptimumGap, ProgramRowsAreTheBoundOfEveryDropSet) {
   std::mt19937_64 rng(18);
-  int sets = 0, tight = 0;
   std::vector<test::GapCase> cases = test::GapSuite(/*small=*/true);
   for (test::GapCase& c : test::GapSuite(/*small=*/false))
     if (c.name == "resnet20") cases.push_back(std::move(c));
+  int sets = 0;
   for (const test::GapCase& c : cases) {
     const std::vector<int> cand = DropCandidates(c.fwd);
     const bool all = cand.size() <= 10;
@@ -104,17 +106,17 @@ TEST(OptimumGap, ProgramHoldsNoMoreThanEveryDropSetsArena) {
       const KeepLevels keep = test::DropLevels(c.fwd, cand, mask);
       const test::ProgramHeld held = test::IlpHeld(c, keep);
       ASSERT_EQ(held.form.size(), held.exact.size());
-      for (size_t t = 0; t < held.form.size(); ++t)
-        ASSERT_LE(held.form[t], held.exact[t]) << c.name << ", drop set " << mask << ", step " << t;
+      for (size_t t = 0; t < held.form.size(); ++t) {
+        ASSERT_LE(held.form[t], held.exact[t]) << c.name << ", drop set " << mask << ", step " << t << ": unsound";
+        EXPECT_EQ(held.form[t], held.exact[t]) << c.name << ", drop set " << mask << ", step " << t << ": weaker";
+      }
       const int64_t bound = *std::max_element(held.exact.begin(), held.exact.end());
       const TrainingPlan built = BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, keep, {}, true);
       ASSERT_LE(bound, built.plan.arena_bytes) << c.name << ", drop set " << mask;
       ++sets;
-      tight += *std::max_element(held.form.begin(), held.form.end()) == bound;
     }
   }
-  EXPECT_GE(tight, sets / 2) << "the program's rows are far from BackwardReads' bound";
-  std::cerr << "rows at the bound on " << tight << " of " << sets << " drop sets\n";
+  EXPECT_EQ(sets, 1264);
 }
 
 // The integer program finds the optimum the search of drop sets finds, at
@@ -225,23 +227,24 @@ TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
 }
 
 // Every budget of the suite that the reference solves within 1.28 million
-// sets (20,000 builds allowed) is solved exactly, and the planner's plan
-// recomputes at most 5% more than the optimum, or no more than the gap
-// docs/memory.md records ("How far from the optimum": where and why it
-// misses). A planner that closes a gap passes; update the table then. NAN:
-// a row the reference solves only in millions of sets (chain40's second
-// budget, 10-15 s: PlannerMatchesTheKnownOptimumOfChain40 holds the
-// planner to its optimum) or not at all (cut off), not run here. The layouts oneDNN picks for the CPU
-// change the Inception module's arenas, so its budgets and gaps: 295% and
-// 215% at its second and third budgets on an AMD EPYC, 228% and 307% on an
-// Intel Xeon with AVX-512 (0% and 0% there since the planner's swaps and
-// exact search; the EPYC not measured since); each bound is the larger.
+// sets (20,000 builds allowed) or, where those are cut off, with one
+// integer program (chain40's second budget and ResNet-20's three), is
+// solved exactly, and the planner's plan recomputes at most 5% more than
+// the optimum, or no more than the gap docs/memory.md records ("How far
+// from the optimum": where and why it misses). A planner that closes a gap
+// passes; update the table then. NAN: chain40's third budget, whose
+// optimum takes more programs than a test should (the planner is within
+// 0.8% of its lower bound). The layouts oneDNN picks for the CPU change
+// the Inception module's arenas, so its budgets and gaps: 295% and 215% at
+// its second and third budgets on an AMD EPYC, 228% and 307% on an Intel
+// Xeon with AVX-512 (0% and 0% on both since the planner's swaps and exact
+// search); each bound is the larger.
 TEST(OptimumGap, PlannerIsWithinItsDocumentedGapOfTheOptimum) {
   const std::map<std::string, std::vector<double>> documented = {
       {"chain10", {0.05, 0.05, 0.05}},     {"dag10", {0.05, 0.05, 0.05}},          {"lenet", {0.05, 0.05, 0.05}},
       {"inception", {0.05, 2.946, 3.069}}, {"chain20", {0.05, 0.05, 0.05}},        {"chain30", {0.05, 0.05, 0.05}},
-      {"chain40", {0.05, NAN, NAN}},       {"dag20", {0.05, 0.05, 0.05}},          {"dag30", {0.05, 0.05, 0.05}},
-      {"dag40", {0.05, 0.05, 0.05}},       {"densenet_block", {0.05, 0.05, 0.05}}, {"resnet20", {NAN, NAN, NAN}},
+      {"chain40", {0.05, 0.05, NAN}},      {"dag20", {0.05, 0.05, 0.05}},          {"dag30", {0.05, 0.05, 0.05}},
+      {"dag40", {0.05, 0.05, 0.05}},       {"densenet_block", {0.05, 0.05, 0.05}}, {"resnet20", {0.05, 0.05, 0.05}},
   };
   int solved = 0;
   for (const test::GapCase& c : test::GapSuite(/*small=*/false)) {
@@ -250,7 +253,7 @@ TEST(OptimumGap, PlannerIsWithinItsDocumentedGapOfTheOptimum) {
     for (size_t k = 0; k < budgets.size(); ++k) {
       const double gap = documented.at(c.name)[k];
       if (std::isnan(gap)) continue;
-      const test::GapRow r = test::MeasureGap(c, budgets[k], 20000);
+      const test::GapRow r = test::MeasureGap(c, budgets[k], 20000, /*max_programs=*/1);
       ASSERT_TRUE(r.optimum.exact && r.optimum.plan) << test::GapTableLine(r);
       ASSERT_TRUE(r.planner_fits) << test::GapTableLine(r);
       EXPECT_LE(r.gap(), gap + 5e-4) << test::GapTableLine(r);
@@ -258,31 +261,7 @@ TEST(OptimumGap, PlannerIsWithinItsDocumentedGapOfTheOptimum) {
       ++solved;
     }
   }
-  EXPECT_EQ(solved, 31);
-}
-
-// chain40's second budget, whose optimum the reference finds only 6.4-12.8
-// million sets into its cost order (10-15 s), beyond the planner's exact
-// search: the optimum's drop set (docs/memory.md) fits, and the planner
-// recomputes at most 5% more. Its plan dropped n0 (0.79 MFLOP) and three
-// more for the optimum's cheaper n9 n10 n11 n14, 148.8% above, until
-// KeepAndRepair kept n0 again and dropped what the bound then needed.
-TEST(OptimumGap, PlannerMatchesTheKnownOptimumOfChain40) {
-  const std::vector<test::GapCase> suite = test::GapSuite(/*small=*/false);
-  const auto c = std::find_if(suite.begin(), suite.end(), [](const test::GapCase& g) { return g.name == "chain40"; });
-  ASSERT_NE(c, suite.end());
-  const int64_t budget = test::GapBudgets(*c)[1];
-  KeepLevels keep(c->fwd.num_nodes(), 0);
-  for (const char* name :
-       {"n4", "n5", "n9", "n10", "n11", "n12", "n14", "n15", "n19", "n20", "n21", "n27", "n28", "n31"})
-    keep[c->fwd.FindNode(name)] = kDropped;
-  const TrainingPlan optimum =
-      BuildTrainingPlan(c->fwd, c->inputs, MemoryStrategy::kShare, ApplyAnnotations(c->fwd, keep));
-  ASSERT_LE(optimum.plan.arena_bytes, budget) << "the reference's optimum no longer fits: measure it again";
-  const TrainingPlan planned = PlanTraining(c->fwd, c->inputs, {MemoryStrategy::kBudget, budget});
-  EXPECT_LE(planned.plan.arena_bytes, budget);
-  EXPECT_LE(planned.plan.recompute_cost(), optimum.plan.recompute_cost() * 1.05)
-      << "planner drops " << test::Dropped(c->fwd, planned.keep);
+  EXPECT_EQ(solved, 35);
 }
 
 // The planner ends with the exact search (drop sets cheaper than its best

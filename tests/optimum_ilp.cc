@@ -66,8 +66,8 @@ class Program {
       const double* x = Cbc_getColSolution(model);
       out.emplace(x, x + columns_.size());
     } else {
-      CHECK(Cbc_isProvenInfeasible(model)) << "CBC neither solved nor proved infeasible (status " << Cbc_status(model)
-                                           << ")";
+      CHECK(Cbc_isProvenInfeasible(model))
+          << "CBC neither solved nor proved infeasible (status " << Cbc_status(model) << ")";
     }
     Cbc_deleteModel(model);
     return out;
@@ -86,20 +86,19 @@ class Program {
   std::vector<Row> rows_;
 };
 
-// The linear form of BackwardReads::Held (build_training_plan.h) over the
-// drop set's columns at every step of share, with the gradient nodes'
-// workspaces, never above them for any set (checked each solve): d_i, node
-// i dropped (a candidate's column, or base's level); r_i, at least 1 where
-// i is recomputed (rows force it: r_i >= d_i where the backward pass reads
-// i, r_i >= r_j + d_i - 1 for each reader j); and per output and range of
-// steps a column y, forced to 1 where some condition holding the output
-// there holds. Held's terms: a kept output from its step to its last
-// backward reader, and on until the step before a recomputed reader's
-// mirror is made, which is no earlier than its first backward reader's, or
-// any of its recomputed readers' mirrors (`made_after`), and is the first
-// reader's step where none of its readers is dropped; a dropped output from
-// the step its mirror is made to its last reader, made by its first reader
-// or before, by a dropped reader's first reader or before. Bytes in KiB.
+// BackwardReads::Held (build_training_plan.h) with the gradient nodes'
+// workspaces, at every step of share, as a linear form over the program's
+// columns: d_i, node i dropped (a candidate's column, or base's level);
+// r_i, at least 1 where i is recomputed (r_i >= d_i where the backward
+// pass reads i, r_i >= r_j + d_i - 1 for each reader j); u and v per node
+// and step where its mirror can be made (below), at most and at least
+// whether it is made by then; and per output and range of steps a column,
+// forced to 1 where one of Held's terms holds the output there: kept, from
+// its step to its last backward reader, and on to the step before a
+// recomputed reader's mirror is made; dropped, from the step its mirror is
+// made to its last backward reader. With the forced columns at their
+// least, the form is Held at every step (Evaluate; the tests compare them
+// on every drop set of the tiny graphs). Bytes in KiB.
 class HeldForm {
  public:
   HeldForm(const Graph& fwd, const TrainingPlan& share, const BackwardReads& reads, const KeepLevels& base,
@@ -110,22 +109,55 @@ class HeldForm {
     std::vector<std::vector<Entry>> readers(n);  // [node]: (reader, output index)
     for (int j = 0; j < n; ++j)
       for (const Entry& e : fwd.node(j).inputs) readers[e.node].push_back({j, e.index});
-    std::vector<int> made_after(n, INT_MAX);
+    // Where a dropped node's mirror can be made: the first backward
+    // readers' steps of the read nodes it reaches through droppable
+    // readers (itself included), ascending. It is made at the earliest of
+    // those reached through dropped ones (BackwardReads::Held's `made`), so
+    // at or before such a step exactly where it reaches one there: u is at
+    // most that (its rows: a path of dropped nodes), v at least.
+    thresholds_.resize(n);
+    u_.resize(n);
+    v_.resize(n);
     for (int i = n - 1; i >= 0; --i) {
       if (!Droppable(i)) continue;
-      if (reads.read[i]) made_after[i] = reads.first[i];
+      std::vector<int>& tau = thresholds_[i];
+      if (reads.read[i]) tau.push_back(reads.first[i]);
       for (const Entry& e : readers[i])
-        if (Droppable(e.node)) made_after[i] = std::min(made_after[i], made_after[e.node]);
+        if (Droppable(e.node)) tau.insert(tau.end(), thresholds_[e.node].begin(), thresholds_[e.node].end());
+      std::sort(tau.begin(), tau.end());
+      tau.erase(std::unique(tau.begin(), tau.end()), tau.end());
       r_[i] = Column(p, 0, false);
+      for (size_t m = 0; m < tau.size(); ++m)
+        u_[i].push_back(Column(p, 0, false)), v_[i].push_back(Column(p, 0, false));
     }
     for (int i = 0; i < n; ++i) {
       if (!Droppable(i)) continue;
       if (reads.read[i]) p->AddRow(Sum(Dropped(i), Col(r_[i], -1)), 0);  // r_i >= d_i
+      std::vector<int> dropped_readers;
       for (const Entry& e : readers[i])
-        if (Droppable(e.node)) p->AddRow(Sum(Sum(Dropped(i), Col(r_[e.node], 1)), Col(r_[i], -1)), 1);
+        if (Droppable(e.node)) dropped_readers.push_back(e.node);
+      std::sort(dropped_readers.begin(), dropped_readers.end());
+      dropped_readers.erase(std::unique(dropped_readers.begin(), dropped_readers.end()), dropped_readers.end());
+      for (int j : dropped_readers) p->AddRow(Sum(Sum(Dropped(i), Col(r_[j], 1)), Col(r_[i], -1)), 1);
+      for (size_t m = 0; m < thresholds_[i].size(); ++m) {
+        const int tau = thresholds_[i][m];
+        const bool here = reads.read[i] && reads.first[i] <= tau;
+        const int u = u_[i][m], v = v_[i][m];
+        p->AddRow(Sum(Col(u, 1), Times(Dropped(i), -1)), 0);  // u <= d_i
+        Linear paths{here ? -1. : 0., {{u, 1}}};              // u <= here + the readers' u
+        if (here) p->AddRow(Sum(Dropped(i), Col(v, -1)), 0);  // v >= d_i
+        for (int j : dropped_readers) {
+          const int at = At(j, tau);
+          if (at < 0) continue;
+          paths.terms.push_back({u_[j][at], -1});
+          p->AddRow(Sum(Sum(Col(v_[j][at], 1), Dropped(i)), Col(v, -1)), 1);  // v >= v_j + d_i - 1
+        }
+        p->AddRow(paths, 0);
+      }
     }
     anyway_ = reads.held_anyway;
-    for (int t = share.graph.num_forward(); t < share.graph.num_nodes(); ++t) anyway_[t] += share.plan.workspace_bytes[t];
+    for (int t = share.graph.num_forward(); t < share.graph.num_nodes(); ++t)
+      anyway_[t] += share.plan.workspace_bytes[t];
     held_.assign(anyway_.size(), Linear{});
     for (size_t t = 0; t < held_.size(); ++t) held_[t].constant = Kib(anyway_[t]);
     for (int i = 0; i < n; ++i) {
@@ -138,18 +170,26 @@ class HeldForm {
           if (reads.read[i]) Hold(reads.first[i], out.last, Times(Dropped(i), Kib(out.bytes)));
         }
         const int from = out.last >= 0 ? out.last + 1 : i + 1;  // kept, on past its last reader
+        const int end = static_cast<int>(reads.held_anyway.size()) - 1;
+        std::vector<int> done;
         for (const Entry& e : readers[i]) {
           const int j = e.node;
-          if (e.index != o - reads.output_of[i] || !Droppable(j)) continue;
-          if (made_after[j] != INT_MAX) triggers.push_back({from, made_after[j] - 1, Sum(Sum(Kept(i), Col(r_[j], 1)), {-1, {}})});
-          if (reads.read[j]) {  // none of j's readers dropped: made at its first reader
-            Linear force = Sum(Sum(Kept(i), Dropped(j)), {-1, {}});
-            for (const Entry& k : readers[j])
-              if (Droppable(k.node)) force = Sum(force, Times(Dropped(k.node), -1));
-            triggers.push_back({from, reads.first[j] - 1, force});
-          }
-          if (out.last >= 0 && reads.read[i] && reads.read[j])  // dropped with j: made by j's first reader
-            triggers.push_back({reads.first[j], reads.first[i] - 1, Sum(Sum(Dropped(i), Dropped(j)), {-1, {}})});
+          if (e.index != o - reads.output_of[i] || !Droppable(j) || thresholds_[j].empty()) continue;
+          if (std::find(done.begin(), done.end(), j) != done.end()) continue;
+          done.push_back(j);
+          // Kept and read by j recomputed: held until the step before j's mirror is made.
+          const std::vector<int>& tau = thresholds_[j];
+          const Linear held = Sum(Sum(Kept(i), Col(r_[j], 1)), {-1, {}});
+          triggers.push_back({from, tau[0] - 1, held});
+          for (size_t m = 0; m < tau.size(); ++m)
+            triggers.push_back(
+                {std::max(from, tau[m]), m + 1 < tau.size() ? tau[m + 1] - 1 : end, Sum(held, Col(u_[j][m], -1))});
+        }
+        if (out.last >= 0 && reads.read[i]) {  // dropped: held from the step its mirror is made
+          const std::vector<int>& tau = thresholds_[i];
+          for (size_t m = 0; m < tau.size() && tau[m] < reads.first[i]; ++m)
+            triggers.push_back(
+                {tau[m], std::min(m + 1 < tau.size() ? tau[m + 1] : INT_MAX, reads.first[i]) - 1, Col(v_[i][m], 1)});
         }
         HoldIfAny(triggers, out.bytes, p);
       }
@@ -192,10 +232,20 @@ class HeldForm {
   // least: never above Exact.
   std::vector<int64_t> Evaluate(const KeepLevels& keep) const {
     const std::vector<bool> recomputed = RecomputedNodes(fwd_, keep, reads_.read);
+    const int n = fwd_.num_nodes();
+    std::vector<int> made(n, INT_MAX);  // as BackwardReads::Held's
+    for (int i = n - 1; i >= 0; --i) {
+      if (keep[i] == 0) continue;
+      if (reads_.read[i]) made[i] = std::min(made[i], reads_.first[i]);
+      if (made[i] == INT_MAX) continue;
+      for (const Entry& e : fwd_.node(i).inputs) made[e.node] = std::min(made[e.node], made[i]);
+    }
     std::vector<double> x(forces_.size(), 0);
-    for (int i = 0; i < fwd_.num_nodes(); ++i) {
+    for (int i = 0; i < n; ++i) {
       if (d_[i] >= 0) x[d_[i]] = keep[i] == kDropped;
       if (r_[i] >= 0) x[r_[i]] = recomputed[i];
+      for (size_t m = 0; m < thresholds_[i].size(); ++m)
+        x[u_[i][m]] = x[v_[i][m]] = keep[i] != 0 && made[i] <= thresholds_[i][m];
     }
     for (size_t col = 0; col < forces_.size(); ++col)
       for (const Linear& f : forces_[col]) x[col] = std::max(x[col], Value(f, x));
@@ -233,6 +283,11 @@ class HeldForm {
       if (y >= 0) Hold(cuts[k], cuts[k + 1] - 1, Col(y, Kib(bytes)));
     }
   }
+  // The index of k's largest threshold at most tau; -1 where none is.
+  int At(int k, int tau) const {
+    const std::vector<int>& t = thresholds_[k];
+    return static_cast<int>(std::upper_bound(t.begin(), t.end(), tau) - t.begin()) - 1;
+  }
   bool Droppable(int i) const { return d_[i] >= 0 || (!fwd_.node(i).is_variable() && base_[i] == kDropped); }
   Linear Dropped(int i) const { return d_[i] >= 0 ? Col(d_[i], 1) : Linear{base_[i] == kDropped ? 1. : 0., {}}; }
   Linear Kept(int i) const { return Sum({1, {}}, Times(Dropped(i), -1)); }
@@ -261,9 +316,10 @@ class HeldForm {
   const BackwardReads& reads_;
   const KeepLevels& base_;
   std::vector<int> d_, r_;
-  std::vector<std::vector<Linear>> forces_;  // [column]: what forces it (y), empty for d and r
-  std::vector<int64_t> anyway_;              // [step of share]
-  std::vector<Linear> held_;                 // [step of share]
+  std::vector<std::vector<int>> thresholds_, u_, v_;  // [node]
+  std::vector<std::vector<Linear>> forces_;           // [column]: what forces it (y), empty for d and r
+  std::vector<int64_t> anyway_;                       // [step of share]
+  std::vector<Linear> held_;                          // [step of share]
 };
 
 }  // namespace
