@@ -3,6 +3,7 @@
 // budget (docs/memory.md, "How far from the optimum").
 //   build/frugal_bench_optimum [--small] [--case NAME] [--max-builds N] [--max-programs N] [--why]
 //   build/frugal_bench_optimum --planner-only FIRST:LAST
+//   build/frugal_bench_optimum --seeds FIRST:LAST [--max-builds N] [--max-programs N] [--why]
 // --max-programs: integer programs the reference solves where its search of
 // drop sets is cut off after --max-builds (0: none).
 // --case: only the case of that name (chain40, resnet20, ...); --why: after
@@ -10,6 +11,10 @@
 // reference; the planner's recomputation (FLOPs) at the three budgets of
 // random chains and DAGs of 20, 30 and 40 nodes, seeds FIRST to LAST, one
 // line each: to compare two planners on more graphs than the suite's.
+// --seeds: the table on those random cases instead of the suite, and a
+// last line: the rows within 5%, the largest gap known, and the rows only
+// bounded with their largest bound.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -39,6 +44,8 @@ int main(int argc, char** argv) {
   bool small = false, why = false;
   std::string only;
   int64_t max_builds = 200000, max_programs = 20;
+  bool seeded = false;
+  unsigned long long first = 0, last = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--small") {
@@ -47,37 +54,48 @@ int main(int argc, char** argv) {
       why = true;
     } else if (arg == "--case" && i + 1 < argc) {
       only = argv[++i];
-    } else if (arg == "--planner-only" && i + 1 < argc) {
-      unsigned long long first = 0, last = 0;
+    } else if ((arg == "--planner-only" || arg == "--seeds") && i + 1 < argc) {
       if (std::sscanf(argv[++i], "%llu:%llu", &first, &last) != 2 || first > last) {
-        std::cerr << "--planner-only takes FIRST:LAST seeds, e.g. 100:109\n";
+        std::cerr << arg << " takes FIRST:LAST seeds, e.g. 100:109\n";
         return 2;
       }
-      return PlannerOnly(first, last);
+      if (arg == "--planner-only") return PlannerOnly(first, last);
+      seeded = true;
     } else if (arg == "--max-builds" && i + 1 < argc) {
       max_builds = std::atoll(argv[++i]);
     } else if (arg == "--max-programs" && i + 1 < argc) {
       max_programs = std::atoll(argv[++i]);
     } else {
-      std::cerr << "usage: " << argv[0] << " [--small] [--case NAME] [--max-builds N] [--max-programs N] [--why]"
-                << " | --planner-only FIRST:LAST\n";
+      std::cerr << "usage: " << argv[0] << " [--small | --seeds FIRST:LAST] [--case NAME] [--max-builds N]"
+                << " [--max-programs N] [--why] | --planner-only FIRST:LAST\n";
       return 2;
     }
   }
   std::cout << frugal::test::GapTableHeader() << std::endl;
   namespace test = frugal::test;
-  int rows = 0;
-  for (const test::GapCase& c : test::GapSuite(small)) {
+  int rows = 0, within = 0, bounded = 0;
+  double largest = 0, largest_bound = 0;  // of the gaps known, and of the bounds of those only bounded
+  for (const test::GapCase& c : seeded ? test::RandomGapCases(first, last) : test::GapSuite(small)) {
     if (!only.empty() && c.name != only) continue;
     for (int64_t budget : test::GapBudgets(c)) {
       const test::GapRow r = test::MeasureGap(c, budget, max_builds, max_programs);
       std::cout << test::GapTableLine(r) << std::endl;
       ++rows;
+      if (r.planner_fits && (r.optimum.plan || !r.optimum.exact)) {
+        within += r.gap() <= 0.05 + 5e-4;
+        bounded += !r.optimum.exact;
+        double& most = r.optimum.exact ? largest : largest_bound;
+        most = std::max(most, r.gap());
+      }
       if (why)
         std::cout << "  optimum drops: " << (r.optimum.plan ? test::Dropped(c.fwd, r.optimum.plan->keep) : "-")
                   << "\n  planner drops: " << test::Dropped(c.fwd, r.planner_keep) << std::endl;
     }
   }
+  std::cout << "\n"
+            << within << " of " << rows << " rows within 5% of the optimum or its bound; largest gap known "
+            << largest * 100 << "%; " << bounded << " only bounded, by up to " << largest_bound * 100 << "%"
+            << std::endl;
   if (rows == 0) {
     std::cerr << "no case named " << only << " in the suite" << (small ? " (--small: the first four)" : "") << "\n";
     return 2;
