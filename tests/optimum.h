@@ -43,10 +43,10 @@ DropSetSearch OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds)
 // The same optimum by integer programming (tests/optimum_ilp.cc, Debian's
 // coinor-cbc): the least-cost drop set whose linear form of the
 // BackwardReads bound fits at every step, checked exactly and cut off where
-// it does not fit, max_solves times at most. `subsets`: programs solved;
+// it does not fit, max_programs times at most. `subsets`: programs solved;
 // cut off, `cost` (the last program's optimum) is a lower bound of the
 // optimum.
-DropSetSearch IlpOptimalDrops(const GapCase& c, int64_t budget, int64_t max_solves);
+DropSetSearch IlpOptimalDrops(const GapCase& c, int64_t budget, int64_t max_programs);
 // For a drop set: what the program's rows hold at each step of share (its
 // forced columns at their least), and BackwardReads::Held with the gradient
 // nodes' workspaces, which the rows never exceed.

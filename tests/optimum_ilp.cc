@@ -355,7 +355,7 @@ ProgramHeld IlpHeld(const GapCase& c, const KeepLevels& keep) {
   return {p.held->Evaluate(keep), p.held->Exact(keep)};
 }
 
-DropSetSearch IlpOptimalDrops(const GapCase& c, int64_t budget, int64_t max_solves) {
+DropSetSearch IlpOptimalDrops(const GapCase& c, int64_t budget, int64_t max_programs) {
   const Graph& fwd = c.fwd;
   const MemoryStrategy share(MemoryStrategy::kShare);
   CaseProgram p(c);
@@ -367,7 +367,7 @@ DropSetSearch IlpOptimalDrops(const GapCase& c, int64_t budget, int64_t max_solv
   ++r.builds;  // share's
   held.AddRows(budget, &program);
   for (;;) {
-    if (r.subsets >= max_solves) return r;  // cut off: r.cost, the last optimum of the program, bounds the optimum
+    if (r.subsets >= max_programs) return r;  // cut off: r.cost, the last optimum of the program, bounds the optimum
     ++r.subsets;
     const std::optional<std::vector<double>> x = program.Solve();
     if (!x) {  // no set left that could fit

@@ -92,13 +92,17 @@ int main(int argc, char** argv) {
                   << "\n  planner drops: " << test::Dropped(c.fwd, r.planner_keep) << std::endl;
     }
   }
+  if (rows == 0) {
+    std::cerr << "no case named " << only
+              << (seeded  ? " among the seeds' cases (chain20/SEED, dag40/SEED, ...)"
+                  : small ? " in the suite (--small: the first four)"
+                          : " in the suite")
+              << "\n";
+    return 2;
+  }
   std::cout << "\n"
             << within << " of " << rows << " rows within 5% of the optimum or its bound; largest gap known "
             << largest * 100 << "%; " << bounded << " only bounded, by up to " << largest_bound * 100 << "%"
             << std::endl;
-  if (rows == 0) {
-    std::cerr << "no case named " << only << " in the suite" << (small ? " (--small: the first four)" : "") << "\n";
-    return 2;
-  }
   return 0;
 }
