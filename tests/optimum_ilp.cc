@@ -34,8 +34,9 @@ struct Linear {
 // A 0-1 program: minimize the objective subject to rows `form <= rhs`.
 class Program {
  public:
-  int AddColumn(double lower, double upper, double objective, bool integer) {
-    columns_.push_back({lower, upper, objective, integer});
+  // A column in [0, 1].
+  int AddColumn(double objective, bool integer) {
+    columns_.push_back({objective, integer});
     return static_cast<int>(columns_.size()) - 1;
   }
   // form <= rhs; a column's terms summed (CBC takes each column once a row).
@@ -53,7 +54,7 @@ class Program {
     Cbc_setLogLevel(model, 0);
     Cbc_setAllowableFractionGap(model, 0);
     Cbc_setAllowableGap(model, 1e-9);
-    for (const Column& c : columns_) Cbc_addCol(model, "", c.lower, c.upper, c.objective, c.integer, 0, 0, 0);
+    for (const Column& c : columns_) Cbc_addCol(model, "", 0, 1, c.objective, c.integer, 0, 0, 0);
     for (const Row& r : rows_) {
       std::vector<int> cols;
       std::vector<double> coefs;
@@ -75,7 +76,7 @@ class Program {
 
  private:
   struct Column {
-    double lower, upper, objective;
+    double objective;
     bool integer;
   };
   struct Row {
@@ -262,7 +263,7 @@ class HeldForm {
   };
   int Column(Program* p, double objective, bool integer) {
     forces_.emplace_back();
-    return p->AddColumn(0, 1, objective, integer);
+    return p->AddColumn(objective, integer);
   }
   // bytes held at each step where one of the triggers covering it holds: a
   // column per range between their ends.
@@ -321,10 +322,6 @@ class HeldForm {
   std::vector<int64_t> anyway_;                       // [step of share]
   std::vector<Linear> held_;                          // [step of share]
 };
-
-}  // namespace
-
-namespace {
 
 // The program of a case: its candidates, their costs, share's training
 // graph and what its backward pass reads, and the form over them.
