@@ -45,7 +45,7 @@ TEST(PlanMemory, EveryStrategyIsSound) {
 }
 
 // The timeline reads the plan's blocks back: its peak is the lower bound,
-// made of the kinds it stacks; recomputation shows only where a plan
+// at the plan's peak step, made of the kinds it stacks; recomputation shows only where a plan
 // recomputes; the names at the peak are its largest blocks.
 TEST(PlanMemory, TimelinePeaksAtTheLowerBound) {
   for (MemoryStrategy s : AllMemoryStrategies()) {
@@ -55,6 +55,7 @@ TEST(PlanMemory, TimelinePeaksAtTheLowerBound) {
     EXPECT_EQ(t.num_steps, m.train.num_nodes());
     EXPECT_LE(t.steps.size(), 7u);
     EXPECT_EQ(t.peak_bytes, m.train_plan.lower_bound_bytes);
+    EXPECT_EQ(t.peak_step, m.train_plan.peak_step) << "the plan's peak is the timeline's first";
     int64_t at_peak = 0;
     for (size_t j = 0; j < t.steps.size(); ++j) {
       int64_t sum = 0;

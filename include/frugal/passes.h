@@ -262,6 +262,7 @@ struct MemoryPlan {
   std::vector<ArenaBlock> blocks;         // the blocks (not kept by an estimate)
   int64_t arena_bytes = 0;                // the arena to allocate
   int64_t lower_bound_bytes = 0;          // largest total of live bytes at one step
+  int peak_step = -1;                     // the first step that holds lower_bound_bytes
   int64_t param_bytes = 0;                // parameters and aux state (not in the arena)
   int64_t param_grad_bytes = 0;           // their gradients (not in the arena)
   int64_t input_bytes = 0;                // data inputs (not in the arena)

@@ -25,6 +25,7 @@
 #include <climits>
 #include <iterator>
 #include <random>
+#include <tuple>
 
 #include "frugal/passes.h"
 
@@ -360,9 +361,11 @@ std::vector<int64_t> LiveBytes(const std::vector<Block>& blocks, int num_steps) 
   return live;
 }
 
-int64_t LowerBound(const std::vector<Block>& blocks, int num_steps) {
+// The largest total of live bytes at one step, and the first step of it.
+std::pair<int64_t, int> LowerBound(const std::vector<Block>& blocks, int num_steps) {
   const std::vector<int64_t> live = LiveBytes(blocks, num_steps);
-  return *std::max_element(live.begin(), live.end());
+  const auto peak = std::max_element(live.begin(), live.end());
+  return {*peak, static_cast<int>(peak - live.begin())};
 }
 
 }  // namespace
@@ -543,7 +546,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
     }
   }
 
-  plan.lower_bound_bytes = LowerBound(blocks, g.num_nodes());
+  std::tie(plan.lower_bound_bytes, plan.peak_step) = LowerBound(blocks, g.num_nodes());
   if (estimate && strategy.shares()) {
     plan.arena_bytes = plan.lower_bound_bytes;  // no offsets: for comparing candidate plans
     CountCosts(g, strategy.costs.get(), &plan);
