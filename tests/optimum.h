@@ -48,8 +48,8 @@ DropSetSearch OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds)
 // optimum.
 DropSetSearch IlpOptimalDrops(const GapCase& c, int64_t budget, int64_t max_programs);
 // For a drop set: what the program's rows hold at each step of share (its
-// forced columns at their least), and BackwardReads::Held with the gradient
-// nodes' workspaces, which the rows never exceed.
+// forced columns at their least), and BackwardReads::Held, which the rows
+// never exceed.
 struct ProgramHeld {
   std::vector<int64_t> form, exact;
 };

@@ -83,12 +83,12 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
   EXPECT_GE(tightest, 0.65) << "BackwardReads' bound is weaker than it was";
 }
 
-// The integer program's rows (IlpOptimalDrops) are BackwardReads' bound
-// with the gradient nodes' workspaces, at every step, and that bound is no
-// more than the arena's lower bound, on every drop set of the tiny graphs
-// and on random ones of LeNet, the Inception module and ResNet-20 (each
-// candidate dropped with probability 1/4): the program rules out no set
-// that fits, and only the sets the bound rules out. (With only the step
+// The integer program's rows (IlpOptimalDrops) are BackwardReads' bound at
+// every step, and that bound is no more than the arena's lower bound, on
+// every drop set of the tiny graphs and on random ones of LeNet, the
+// Inception module and ResNet-20 (each candidate dropped with probability
+// 1/4): the program rules out no set that fits, and only the sets the
+// bound rules out. (With only the step
 // each mirror is made at latest, its rows were below the bound's peak on
 // 347 of these 1,264 sets, and the program took 455 solves on ResNet-20's
 // first budget without reaching the optimum.)

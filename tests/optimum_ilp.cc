@@ -87,9 +87,9 @@ class Program {
   std::vector<Row> rows_;
 };
 
-// BackwardReads::Held (build_training_plan.h) with the gradient nodes'
-// workspaces, at every step of share, as a linear form over the program's
-// columns: d_i, node i dropped (a candidate's column, or base's level);
+// BackwardReads::Held (build_training_plan.h) at every step of share, as a
+// linear form over the program's columns: d_i, node i dropped (a
+// candidate's column, or base's level);
 // r_i, at least 1 where i is recomputed (r_i >= d_i where the backward
 // pass reads i, r_i >= r_j + d_i - 1 for each reader j); u and v per node
 // and step where its mirror can be made (below), at most and at least
@@ -156,11 +156,8 @@ class HeldForm {
         p->AddRow(paths, 0);
       }
     }
-    anyway_ = reads.held_anyway;
-    for (int t = share.graph.num_forward(); t < share.graph.num_nodes(); ++t)
-      anyway_[t] += share.plan.workspace_bytes[t];
-    held_.assign(anyway_.size(), Linear{});
-    for (size_t t = 0; t < held_.size(); ++t) held_[t].constant = Kib(anyway_[t]);
+    held_.assign(reads.held_anyway.size(), Linear{});
+    for (size_t t = 0; t < held_.size(); ++t) held_[t].constant = Kib(reads.held_anyway[t]);
     for (int i = 0; i < n; ++i) {
       if (fwd.node(i).is_variable()) continue;
       for (int o = reads.output_of[i]; o < reads.output_of[i + 1]; ++o) {
@@ -222,12 +219,8 @@ class HeldForm {
     p->AddRow(row, -1);  // sum over dropped d - sum over kept d <= |dropped| - 1
   }
 
-  // BackwardReads::Held with the gradient nodes' workspaces, at each step.
-  std::vector<int64_t> Exact(const KeepLevels& keep) const {
-    std::vector<int64_t> held = reads_.Held(fwd_, keep);
-    for (size_t t = 0; t < held.size(); ++t) held[t] += anyway_[t] - reads_.held_anyway[t];
-    return held;
-  }
+  // BackwardReads::Held, at each step.
+  std::vector<int64_t> Exact(const KeepLevels& keep) const { return reads_.Held(fwd_, keep); }
 
   // The form's bytes at each step for keep, its forced columns at their
   // least: never above Exact.
@@ -319,7 +312,6 @@ class HeldForm {
   std::vector<int> d_, r_;
   std::vector<std::vector<int>> thresholds_, u_, v_;  // [node]
   std::vector<std::vector<Linear>> forces_;           // [column]: what forces it (y), empty for d and r
-  std::vector<int64_t> anyway_;                       // [step of share]
   std::vector<Linear> held_;                          // [step of share]
 };
 
@@ -382,7 +374,7 @@ DropSetSearch IlpOptimalDrops(const GapCase& c, int64_t budget, int64_t max_prog
     if (bound <= budget) {
       ++r.builds;
       TrainingPlan t = BuildTrainingPlan(fwd, c.inputs, share, keep, {}, /*estimate=*/true);
-      CHECK_LE(bound, t.plan.arena_bytes) << c.name << ": the bound with the gradient workspaces is no lower bound"
+      CHECK_LE(bound, t.plan.arena_bytes) << c.name << ": BackwardReads' bound is no lower bound"
                                           << " (dropping " << Dropped(fwd, keep) << ")";
       if (t.plan.arena_bytes <= budget) {
         ++r.placed;

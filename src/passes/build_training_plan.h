@@ -47,8 +47,9 @@ constexpr size_t kExactCandidates = 64;
 // output's bytes and last backward reader, and the bytes held at each step
 // whatever is dropped (at a forward step, the outputs only forward nodes
 // read and the workspace; at a backward step, the blocks only gradient
-// nodes write). A drop set's forward pass is share's, and its gradient
-// nodes are share's, with the same outputs, in share's order (a mirror is
+// nodes write and the gradient node's workspace). A drop set's forward pass
+// is share's, and its gradient nodes are share's, with the same outputs and
+// workspaces, in share's order (a mirror is
 // added just before the gradient node that first needs it). So at each
 // step of share a drop set holds at least: what it holds whatever is
 // dropped; each kept output read by the backward pass, from its forward

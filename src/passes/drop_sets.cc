@@ -31,9 +31,8 @@ bool AllRecomputed(const Graph& fwd, const KeepLevels& base, const std::vector<i
 // step, the node's outputs that only forward nodes read and its workspace
 // (the forward pass is the same); at a backward step, the blocks only
 // gradient nodes write (not mirrors, not forward nodes): a gradient node's
-// outputs are the same, in the same order among gradient nodes. (Not the
-// gradient nodes' workspaces: counted, they exceeded some of LeNet's drop
-// sets' arenas.)
+// outputs are the same, in the same order among gradient nodes, and so are
+// their workspaces.
 std::vector<int64_t> HeldAnyway(const Graph& g, const MemoryPlan& plan) {
   std::vector<int> last_read(g.num_entries(), -1);
   std::vector<bool> read_forward(g.num_entries(), false);
@@ -64,8 +63,9 @@ std::vector<int64_t> HeldAnyway(const Graph& g, const MemoryPlan& plan) {
     if (s.gradient && s.end >= 0) held[s.start] += s.bytes, held[s.end + 1] -= s.bytes;
   for (int t = 1; t < g.num_nodes(); ++t) held[t] += held[t - 1];
   held.pop_back();
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (g.node(i).mirror_of < 0) held[i] += plan.workspace_bytes[i];  // a forward or gradient node's
   for (int i = 0; i < g.num_forward(); ++i) {
-    held[i] += plan.workspace_bytes[i];
     for (int k = 0; k < g.NumOutputs(i); ++k) {
       const int e = g.EntryId({i, k});
       if (plan.entry_block[e] >= 0 && read_forward[e] && last_read[e] < g.num_forward()) held[i] += g.EntryBytes(e);
