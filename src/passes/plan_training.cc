@@ -385,15 +385,16 @@ class BudgetSearch {
   // recomputes, most expensive first (at most kKeepTries), kept again and
   // what the bound then needs dropped instead; where none improves, each
   // kept candidate dropped and what the bound then no longer needs kept
-  // again (both by Repair, the moved node fixed). Dropping n0 of the random chain of 40 nodes at its second
-  // budget, the plan missed the optimum by 148.8%: keeping it needs four
-  // cheaper nodes dropped, beyond one-for-one swaps. Of 720 random cases
-  // (frugal_bench_optimum --planner-only 100:139), 53 recompute less than
-  // before the moves that drop and Repair's mirror steps, one 2.4% more
-  // (chain40/113's third budget), planned in 22% more time (the longest
-  // 1.0 -> 1.4 s; without kRepairMisfits 3.4 s). Run after the swaps, it
-  // only improves on their plan (before them, the swaps started elsewhere
-  // and ended costlier on 2 of 180 random graphs).
+  // again (both by Repair, the moved node fixed). Dropping n0 of the random
+  // chain of 40 nodes at its second budget, the plan missed the optimum by
+  // 148.8%: keeping it needs four cheaper nodes dropped, beyond one-for-one
+  // swaps. Of 720 random cases (frugal_bench_optimum --planner-only
+  // 100:139), 53 recompute less than before the moves that drop and
+  // Repair's mirror steps, one 2.4% more (chain40/113's third budget),
+  // planned in 22% more time (the longest 1.0 -> 1.4 s; without
+  // kRepairMisfits 3.4 s). Run after the swaps, it only improves on their
+  // plan (before them, the swaps started elsewhere and ended costlier on 2
+  // of 180 random graphs).
   TrainingPlan RepairedMoves(TrainingPlan best, const std::vector<int>& candidates) {
     if (!std::all_of(best.keep.begin(), best.keep.end(), [](int l) { return l == 0 || l == kDropped; })) return best;
     const Allowance stop{q_.builds + kSwapBuilds, misfits_ + kRepairMisfits};
@@ -419,8 +420,8 @@ class BudgetSearch {
   // Keep levels made to fit the bound at `target` (DropByBound, the `fixed`
   // nodes left as they are), built where they are predicted to recompute
   // less than *best, which they replace where they fit. Where they miss the
-  // budget, repaired again (`repairs` times at most, while q_.builds <
-  // stop) with the target lowered by the miss (ResNet-20: 12.95 -> 12.845
+  // budget, repaired again (`repairs` times at most, within `stop`) with
+  // the target lowered by the miss (ResNet-20: 12.95 -> 12.845
   // MFLOP at its first budget); where the built graph's live bytes peak at
   // a mirror's step (its workspace and the mirrors made for the same step
   // are not in the bound), first with that mirror's node kept (the random
