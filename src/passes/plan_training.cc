@@ -197,8 +197,11 @@ constexpr size_t kKeepTries = 16;
 constexpr int kSwapBuilds = 200;
 constexpr int kSwapMisfits = 64;
 constexpr int kKeepNodes = 1000;
-constexpr int kRepairs = 2;         // RepairedMoves' repairs of a move that misses the budget
-constexpr int kRepairMisfits = 16;  // and its misfits
+// What BudgetSearch::RepairedMoves tries: repairs of a move that misses
+// the budget, builds and misfits in all.
+constexpr int kRepairs = 2;
+constexpr int kRepairBuilds = 200;
+constexpr int kRepairMisfits = 16;
 // Part of drop_cheap is searched where it has at most this many runs: each
 // run's prefixes are built (as many builds as drop_cheap drops), then up to
 // one more per run for the best prefixes together.
@@ -306,13 +309,13 @@ class BudgetSearch {
   // kept and a cheaper candidate (candidates: the most expensive first)
   // dropped instead where the plan fits.
   TrainingPlan Swaps(TrainingPlan best, const std::vector<int>& candidates) {
-    const int start = q_.builds, start_misfits = misfits_;
+    const Allowance stop{q_.builds + kSwapBuilds, misfits_ + kSwapMisfits};
     for (bool improved = true; improved;) {
       improved = false;
       for (int i : Recomputed(best)) {
         for (int j : candidates) {
           if (best.keep[j] != 0 || Cost(j) >= Cost(i)) continue;
-          if (q_.builds - start >= kSwapBuilds || misfits_ - start_misfits >= kSwapMisfits) return best;
+          if (Spent(stop)) return best;
           KeepLevels keep = best.keep;
           keep[i] = 0;
           keep[j] = kDropped;
@@ -381,7 +384,7 @@ class BudgetSearch {
   }
 
   // Local moves on a one-level plan, while one recomputes less (at most
-  // kSwapBuilds builds and kRepairMisfits misfits): each node the plan
+  // kRepairBuilds builds and kRepairMisfits misfits): each node the plan
   // recomputes, most expensive first (at most kKeepTries), kept again and
   // what the bound then needs dropped instead; where none improves, each
   // kept candidate dropped and what the bound then no longer needs kept
@@ -397,7 +400,7 @@ class BudgetSearch {
   // of 180 random graphs).
   TrainingPlan RepairedMoves(TrainingPlan best, const std::vector<int>& candidates) {
     if (!std::all_of(best.keep.begin(), best.keep.end(), [](int l) { return l == 0 || l == kDropped; })) return best;
-    const Allowance stop{q_.builds + kSwapBuilds, misfits_ + kRepairMisfits};
+    const Allowance stop{q_.builds + kRepairBuilds, misfits_ + kRepairMisfits};
     auto move = [&](int node, int level) {
       KeepLevels keep = best.keep;
       keep[node] = level;
