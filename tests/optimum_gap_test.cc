@@ -88,10 +88,10 @@ TEST(OptimumGap, BytesReadByBackwardBoundEveryDropSetsArena) {
 // every drop set of the tiny graphs and on random ones of LeNet, the
 // Inception module and ResNet-20 (each candidate dropped with probability
 // 1/4): the program rules out no set that fits, and only the sets the
-// bound rules out. (With only the step
-// each mirror is made at latest, its rows were below the bound's peak on
-// 347 of these 1,264 sets, and the program took 455 solves on ResNet-20's
-// first budget without reaching the optimum.)
+// bound rules out. (With only the step each mirror is made at latest, its
+// rows were below the bound's peak on 347 of these 1,264 sets, and the
+// program took 455 solves on ResNet-20's first budget without reaching
+// the optimum.)
 TEST(OptimumGap, ProgramRowsAreTheBoundOfEveryDropSet) {
   std::mt19937_64 rng(18);
   std::vector<test::GapCase> cases = test::GapSuite(/*small=*/true);
