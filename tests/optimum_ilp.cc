@@ -89,9 +89,9 @@ class Program {
 
 // BackwardReads::Held (build_training_plan.h) at every step of share, as a
 // linear form over the program's columns: d_i, node i dropped (a
-// candidate's column, or base's level);
-// r_i, at least 1 where i is recomputed (r_i >= d_i where the backward
-// pass reads i, r_i >= r_j + d_i - 1 for each reader j); u and v per node
+// candidate's column, or base's level); r_i, at least 1 where i is
+// recomputed (r_i >= d_i where the backward pass reads i, r_i >= r_j +
+// d_i - 1 for each reader j); u and v per node
 // and step where its mirror can be made (below), at most and at least
 // whether it is made by then; and per output and range of steps a column,
 // forced to 1 where one of Held's terms holds the output there: kept, from
@@ -102,8 +102,8 @@ class Program {
 // on every drop set of the tiny graphs). Bytes in KiB.
 class HeldForm {
  public:
-  HeldForm(const Graph& fwd, const TrainingPlan& share, const BackwardReads& reads, const KeepLevels& base,
-           const std::vector<int>& cand, const std::vector<double>& cost, Program* p)
+  HeldForm(const Graph& fwd, const BackwardReads& reads, const KeepLevels& base, const std::vector<int>& cand,
+           const std::vector<double>& cost, Program* p)
       : fwd_(fwd), reads_(reads), base_(base), d_(fwd.num_nodes(), -1), r_(fwd.num_nodes(), -1) {
     const int n = fwd.num_nodes();
     for (size_t k = 0; k < cand.size(); ++k) d_[cand[k]] = Column(p, cost[k] * 1e-6, true);  // MFLOP
@@ -315,23 +315,21 @@ class HeldForm {
   std::vector<Linear> held_;                          // [step of share]
 };
 
-// The program of a case: its candidates, their costs, share's training
-// graph and what its backward pass reads, and the form over them.
+// The program of a case: its candidates, their costs, what share's
+// backward pass reads, and the form over them.
 struct CaseProgram {
   explicit CaseProgram(const GapCase& c)
       : base(ApplyAnnotations(c.fwd, {})),
         cand(DropCandidates(c.fwd)),
-        share(BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, base, {}, true)),
-        reads(BackwardReadsOf(c.fwd, share)) {
+        reads(BackwardReadsOf(c.fwd, BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, base, {}, true))) {
     CHECK(std::all_of(base.begin(), base.end(), [](int l) { return l == 0 || l == kDropped; }))
         << c.name << ": the program is of one-level plans";
     for (int i : cand) cost.push_back(RecomputeCost(c.fwd, i, nullptr));
-    held.emplace(c.fwd, share, reads, base, cand, cost, &program);
+    held.emplace(c.fwd, reads, base, cand, cost, &program);
   }
   KeepLevels base;
   std::vector<int> cand;
   std::vector<double> cost;
-  TrainingPlan share;
   BackwardReads reads;
   Program program;
   std::optional<HeldForm> held;

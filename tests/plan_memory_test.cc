@@ -45,8 +45,9 @@ TEST(PlanMemory, EveryStrategyIsSound) {
 }
 
 // The timeline reads the plan's blocks back: its peak is the lower bound,
-// at the plan's peak step, made of the kinds it stacks; recomputation shows only where a plan
-// recomputes; the names at the peak are its largest blocks.
+// at the plan's peak step, made of the kinds it stacks; recomputation
+// shows only where a plan recomputes; the names at the peak are its
+// largest blocks.
 TEST(PlanMemory, TimelinePeaksAtTheLowerBound) {
   for (MemoryStrategy s : AllMemoryStrategies()) {
     SCOPED_TRACE(s.Name());
