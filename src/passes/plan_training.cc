@@ -429,7 +429,8 @@ class BudgetSearch {
   // a mirror's step (its workspace and the mirrors made for the same step
   // are not in the bound), first with that mirror's node kept (the random
   // chain of 40 nodes of seed 102 at its second budget: 0.154 -> 0.036
-  // MFLOP, its optimum; only that, 0.317 -> 1.528 on seed 101's third).
+  // MFLOP, its optimum; only that, 0.317 -> 1.528 on seed 101's third),
+  // unless the configuration marks it to be dropped (not a candidate).
   // Whether *best was replaced.
   bool Repair(KeepLevels keep, std::vector<bool> fixed, int64_t target, int repairs, const Allowance& stop,
               const std::vector<int>& candidates, TrainingPlan* best) {
@@ -445,7 +446,8 @@ class BudgetSearch {
     const int64_t miss = c.plan.arena_bytes - budget_;
     const int peak = c.plan.peak_step;
     const int mirror_of = peak < c.graph.num_nodes() ? c.graph.node(peak).mirror_of : -1;
-    if (c.plan.lower_bound_bytes > budget_ && mirror_of >= 0 && !fixed[mirror_of]) {
+    const bool candidate = std::find(candidates.begin(), candidates.end(), mirror_of) != candidates.end();
+    if (c.plan.lower_bound_bytes > budget_ && candidate && !fixed[mirror_of]) {
       KeepLevels kept = *k;
       kept[mirror_of] = 0;
       std::vector<bool> also = fixed;
