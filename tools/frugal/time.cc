@@ -231,14 +231,15 @@ int Time() {
   const int64_t arena_allocated = MemoryAccounting::Get().Current(dev, MemKind::kArena);
   if (dev.type == DeviceType::kCUDA) return ReportGpu(cfg, t, dev, steps, arena_allocated);
 
-  // Per-op times (and the arena bytes each op finds cold). Backward nodes
-  // and recomputations count for the forward node they differentiate or
-  // recompute.
+  // Per-op times (and for --save-costs the arena bytes each op finds
+  // cold). Backward nodes and recomputations count for the forward node they
+  // differentiate or recompute.
   const Graph& g = t.g;
   const std::vector<double> op_ms = FastestOpMs(*exec, g.num_nodes(), FLAGS_warmup + FLAGS_iters, seed);
   exec.reset();  // its arena freed before a second plan's (--save-costs) takes one
+  const bool save = !FLAGS_save_costs.empty();
   const int64_t cache = cpu::LastLevelCacheBytes();
-  const std::vector<double> cold = ColdBytes(g, t.plan, cache);
+  const std::vector<double> cold = save ? ColdBytes(g, t.plan, cache) : std::vector<double>(g.num_nodes(), 0);
   std::vector<double> fwd(g.num_nodes(), 0), bwd(g.num_nodes(), 0), rec(g.num_nodes(), 0);
   std::vector<double> fwd_cold(g.num_nodes(), 0), bwd_cold(g.num_nodes(), 0);
   double other = 0, other_cold = 0;
@@ -291,7 +292,7 @@ int Time() {
       t.plan.strategy.Name().c_str(), HumanBytes(t.plan.arena_bytes).c_str(), HumanBytes(arena_allocated).c_str(),
       t.plan.num_recomputed, 100 * t.plan.extra_flops_ratio(), HumanBytes(ProcessPeakBytes()).c_str(),
       FLAGS_data_grad ? "on" : "off");
-  if (!FLAGS_save_costs.empty()) {
+  if (save) {
     double bwd_only = 0;
     for (int i = 0; i < g.num_forward(); ++i) bwd_only += bwd[i];
     costs.ms_per_flop = flops > 0 ? sum_f / flops : 0;
