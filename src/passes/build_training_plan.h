@@ -93,9 +93,15 @@ double PredictedRecomputeCost(const Graph& fwd, const KeepLevels& keep, const st
                               const CostTable* costs);
 // The budget planner's search: ExactSearchBuilds builds, as many as
 // kExactWork forward nodes built (a build costs about its nodes: 0.1-0.6 ms
-// on the suite's graphs of 10-54 nodes), and kExactPlacements placements.
+// on the suite's graphs of 10-54 nodes), and kExactPlacements placements
+// (a placement that misses the budget runs its whole local search: about
+// 26 ms on a random DAG of 40 nodes). With 8, random DAGs of 40 nodes
+// missed their optima by up to 224% (seed 106 at its third budget: the
+// ninth set placed fits); with 32, five plans of 720 random cases
+// (frugal_bench_optimum --planner-only 100:139) recompute 6.6-69% less,
+// with 64 seven, the longest planning 1.1 -> 1.4 -> 2.0 s.
 constexpr int64_t kExactWork = 150000;
-constexpr int64_t kExactPlacements = 8;
+constexpr int64_t kExactPlacements = 32;
 int64_t ExactSearchBuilds(const Graph& fwd);
 struct DropSetSearch {
   std::optional<TrainingPlan> plan;  // the cheapest set that fits, placed until it fits
