@@ -27,9 +27,14 @@ KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint
 }
 
 DropSetSearch OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds) {
-  CHECK_LE(DropCandidates(c.fwd).size(), kExactCandidates) << c.name << ": more drop candidates than a mask holds";
+  const std::vector<int> cand = DropCandidates(c.fwd);
+  CHECK_LE(cand.size(), kExactCandidates) << c.name << ": more drop candidates than a mask holds";
+  const MemoryStrategy share(MemoryStrategy::kShare);
+  const KeepLevels base = ApplyAnnotations(c.fwd, {});
+  const BackwardReads reads = BackwardReadsOf(c.fwd, BuildTrainingPlan(c.fwd, c.inputs, share, base, {}, true));
   DropSetSearch r =
-      CheapestFittingDrops(c.fwd, c.inputs, MemoryStrategy::kShare, {}, budget, INFINITY, max_builds, max_builds);
+      CheapestFittingDrops(c.fwd, c.inputs, share, {}, base, cand, reads, budget, INFINITY, max_builds - 1, max_builds);
+  ++r.builds;  // share's
   if (r.plan) {
     CHECK_LE(std::abs(r.plan->plan.recompute_cost() - r.cost), 1e-9 * r.cost)
         << c.name << ": each dropped node is recomputed once";

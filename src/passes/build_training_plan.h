@@ -26,8 +26,9 @@ TrainingPlan BuildTrainingPlan(const Graph& fwd, const std::vector<std::pair<std
 std::vector<int> DropCandidates(const Graph& fwd);
 
 // The least recomputation of a one-level plan (each candidate kept or
-// dropped and recomputed once, on top of the config's annotations) whose
-// placed arena fits the budget: drop sets in increasing order of the sum
+// dropped and recomputed once, on top of `base`: the config's annotations,
+// or a plan's other drops held fixed) whose placed arena fits the budget
+// (CheapestFittingDrops, below): drop sets in increasing order of the sum
 // of their members' RecomputeCost, the first that fits wins, so the answer
 // is exact without assuming the arena falls as more is dropped. Sets that
 // cost max_cost or more are not tried; a set dropping a node no backward
@@ -38,8 +39,7 @@ std::vector<int> DropCandidates(const Graph& fwd);
 // bound exceeds the budget is not built. A set is built with its lower
 // bound estimated and placed only where that fits. Stops after max_builds
 // training graphs, 64 sets taken per build allowed, or max_placed
-// placements; graphs of more than kExactCandidates candidates (a set is a
-// 64-bit mask) are not searched.
+// placements; at most kExactCandidates candidates (a set is a 64-bit mask).
 constexpr size_t kExactCandidates = 64;
 // What the backward pass of `share` (fwd's training graph without
 // recomputation) reads of each forward node (whether it reads an output,
@@ -111,8 +111,11 @@ struct DropSetSearch {
   int64_t builds = 0;                // training graphs built
   int64_t placed = 0;                // of them, placed (their lower bound fit)
 };
+// `reads`: share's BackwardReadsOf; a set's cost (its key) counts its
+// members only, not base's drops.
 DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
-                                   const MemoryStrategy& strategy, Device dev, int64_t budget, double max_cost,
+                                   const MemoryStrategy& strategy, Device dev, const KeepLevels& base,
+                                   std::vector<int> cand, const BackwardReads& reads, int64_t budget, double max_cost,
                                    int64_t max_builds, int64_t max_placed);
 
 }  // namespace frugal

@@ -370,19 +370,16 @@ std::vector<int> DropCandidates(const Graph& fwd) {
 }
 
 DropSetSearch CheapestFittingDrops(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
-                                   const MemoryStrategy& s, Device dev, int64_t budget, double max_cost,
-                                   int64_t max_builds, int64_t max_placed) {
+                                   const MemoryStrategy& s, Device dev, const KeepLevels& base, std::vector<int> cand,
+                                   const BackwardReads& reads, int64_t budget, double max_cost, int64_t max_builds,
+                                   int64_t max_placed) {
   DropSetSearch r;
-  std::vector<int> cand = DropCandidates(fwd);
-  if (cand.size() > kExactCandidates) return r;  // not searched
+  CHECK_LE(cand.size(), kExactCandidates) << "a drop set is a 64-bit mask";
   const CostTable* costs = s.costs.get();
   std::stable_sort(cand.begin(), cand.end(),
                    [&](int a, int b) { return RecomputeCost(fwd, a, costs) < RecomputeCost(fwd, b, costs); });
   std::vector<double> cost;
   for (int i : cand) cost.push_back(RecomputeCost(fwd, i, costs));
-  const KeepLevels base = ApplyAnnotations(fwd, {});
-  const BackwardReads reads = BackwardReadsOf(fwd, BuildTrainingPlan(fwd, inputs, s, base, dev, true));
-  ++r.builds;
   const std::optional<std::vector<Cover>> covers = Covers(fwd, reads, base, cand, cost, budget);
   if (!covers) {  // no set frees enough
     r.exact = true;
