@@ -312,9 +312,11 @@ TEST(PlanMemory, AutoBudgetIsWhatTheMachineHasLeft) {
   ASSERT_FALSE(r.auto_budget());
   const Model share = BuildModel(Config(), MemoryStrategy::kShare);
   const int64_t outside = PlannedFootprint(share) - share.train_plan.arena_bytes;
-  // free - max(free / 10, 256 MiB) - outside, with free read between before and after.
+  // free - max(free / 10, 256 MiB) - outside, with free read between before
+  // and after; 64 MiB either way for the other processes (the tests' other
+  // shard) that allocate and free meanwhile (CI at 73f3911: 209 KiB above).
   const int64_t lo = std::min(before, after), hi = std::max(before, after);
-  EXPECT_LE(r.budget_bytes, hi - std::max<int64_t>(hi / 10, 256 << 20) - outside);
+  EXPECT_LE(r.budget_bytes, hi - std::max<int64_t>(hi / 10, 256 << 20) - outside + (64 << 20));
   EXPECT_GE(r.budget_bytes, lo - std::max<int64_t>(lo / 10, 256 << 20) - outside - (64 << 20));
   EXPECT_NE(note.find("budget=auto: "), std::string::npos) << note;
   const Model m = BuildModel(Config(), ParseMemoryStrategy("budget=auto"));
