@@ -71,10 +71,14 @@ struct BackwardReads {
   std::vector<Output> outputs;
   std::vector<int> output_of;        // [forward node]: its first output in outputs; one more at the end
   std::vector<int64_t> held_anyway;  // [step of share]
+  std::vector<int64_t> opened;       // [step of share]: of held_anyway, what is not held before the step
+  std::vector<int64_t> workspace;    // [forward node]: share's
   // The bytes held at each step of share under keep levels (dropped nodes
-  // count only where every level is 0 or kDropped).
-  std::vector<int64_t> Held(const Graph& fwd, const KeepLevels& keep) const;
-  // The most held at any step: a lower bound of the arena.
+  // count only where every level is 0 or kDropped); made_at: the step each
+  // dropped node's mirror is made for (INT_MAX: none).
+  std::vector<int64_t> Held(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at = nullptr) const;
+  // The most held at any step, or where a mirror runs: a lower bound of
+  // the arena.
   int64_t Bound(const Graph& fwd, const KeepLevels& keep) const;
 };
 BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share);
