@@ -322,8 +322,7 @@ struct CaseProgram {
       : base(ApplyAnnotations(c.fwd, {})),
         cand(DropCandidates(c.fwd)),
         reads(BackwardReadsOf(c.fwd, BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, base, {}, true))) {
-    CHECK(std::all_of(base.begin(), base.end(), [](int l) { return l == 0 || l == kDropped; }))
-        << c.name << ": the program is of one-level plans";
+    CHECK(OneLevel(base)) << c.name << ": the program is of one-level plans";
     for (int i : cand) cost.push_back(RecomputeCost(c.fwd, i, nullptr));
     held.emplace(c.fwd, reads, base, cand, cost, &program);
   }

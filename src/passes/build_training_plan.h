@@ -24,6 +24,9 @@ TrainingPlan BuildTrainingPlan(const Graph& fwd, const std::vector<std::pair<std
 // variables, and not kept or dropped by ApplyAnnotations (loss heads, graph
 // outputs, checkpoint and mirror marks).
 std::vector<int> DropCandidates(const Graph& fwd);
+// Whether keep levels are one-level: each node kept (0) or dropped and
+// recomputed once (kDropped).
+bool OneLevel(const KeepLevels& keep);
 
 // The least recomputation of a one-level plan (each candidate kept or
 // dropped and recomputed once, on top of `base`: the config's annotations,

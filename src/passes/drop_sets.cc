@@ -79,10 +79,6 @@ std::vector<int64_t> HeldAnyway(const Graph& g, const MemoryPlan& plan, std::vec
   return held;
 }
 
-bool OneLevel(const KeepLevels& keep) {
-  return std::all_of(keep.begin(), keep.end(), [](int level) { return level == 0 || level == kDropped; });
-}
-
 // A drop set in the queue: its members (bit k: the k-th cheapest
 // candidate), its most expensive member, from which its two successors are
 // made, its cost, whether it frees enough at every step of the covers, and
@@ -375,8 +371,7 @@ std::vector<bool> RecomputedNodes(const Graph& fwd, const KeepLevels& keep, cons
 
 double PredictedRecomputeCost(const Graph& fwd, const KeepLevels& keep, const std::vector<bool>& read,
                               const CostTable* costs) {
-  for (int level : keep)
-    if (level != 0 && level != kDropped) return NAN;
+  if (!OneLevel(keep)) return NAN;
   const std::vector<bool> recomputed = RecomputedNodes(fwd, keep, read);
   double cost = 0;
   for (int i = 0; i < fwd.num_nodes(); ++i)
@@ -388,6 +383,10 @@ int64_t ExactSearchBuilds(const Graph& fwd) {
   int64_t nodes = 0;
   for (const Node& n : fwd.nodes()) nodes += !n.is_variable();
   return std::max<int64_t>(1, kExactWork / std::max<int64_t>(1, nodes));
+}
+
+bool OneLevel(const KeepLevels& keep) {
+  return std::all_of(keep.begin(), keep.end(), [](int level) { return level == 0 || level == kDropped; });
 }
 
 std::vector<int> DropCandidates(const Graph& fwd) {

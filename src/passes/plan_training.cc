@@ -318,12 +318,12 @@ class BudgetSearch {
   // order of cost: of 720 random cases (frugal_bench_optimum --planner-only
   // 100:139), 9 recompute 0.2-68% less (the random DAG of 40 nodes of seed
   // 129 at its third budget 68%, chain40/113's third 2.3%, where
-  // RepairedMoves' drop moves had cost 2.4%), none more, in 13% more
+  // RepairedMoves' drop moves had cost 2.4%), none more, in 11-13% more
   // planning time. It does not replace the greedy: with the greedy's keep
   // moves left out, 50 plans recompute more. At most kExactMovesBuilds
   // builds in all.
   TrainingPlan ExactMoves(TrainingPlan best, const std::vector<int>& candidates) {
-    if (!std::all_of(best.keep.begin(), best.keep.end(), [](int l) { return l == 0 || l == kDropped; })) return best;
+    if (!OneLevel(best.keep)) return best;
     const int stop = q_.builds + kExactMovesBuilds;
     for (bool improved = true; improved && q_.builds < stop;) {
       improved = false;
@@ -445,7 +445,7 @@ class BudgetSearch {
   // plan (before them, the swaps started elsewhere and ended costlier on 2
   // of 180 random graphs).
   TrainingPlan RepairedMoves(TrainingPlan best, const std::vector<int>& candidates) {
-    if (!std::all_of(best.keep.begin(), best.keep.end(), [](int l) { return l == 0 || l == kDropped; })) return best;
+    if (!OneLevel(best.keep)) return best;
     const Allowance stop{q_.builds + kRepairBuilds, misfits_ + kRepairMisfits};
     auto move = [&](int node, int level) {
       KeepLevels keep = best.keep;
