@@ -29,11 +29,8 @@ KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint
 DropSetSearch OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds) {
   const std::vector<int> cand = DropCandidates(c.fwd);
   CHECK_LE(cand.size(), kExactCandidates) << c.name << ": more drop candidates than a mask holds";
-  const MemoryStrategy share(MemoryStrategy::kShare);
-  const KeepLevels base = ApplyAnnotations(c.fwd, {});
-  const BackwardReads reads = BackwardReadsOf(c.fwd, BuildTrainingPlan(c.fwd, c.inputs, share, base, {}, true));
-  DropSetSearch r =
-      CheapestFittingDrops(c.fwd, c.inputs, share, {}, base, cand, reads, budget, INFINITY, max_builds - 1, max_builds);
+  DropSetSearch r = CheapestFittingDrops(c.fwd, c.inputs, MemoryStrategy::kShare, {}, ApplyAnnotations(c.fwd, {}), cand,
+                                         ShareReads(c), budget, INFINITY, max_builds - 1, max_builds);
   ++r.builds;  // share's
   if (r.plan) {
     CHECK_LE(std::abs(r.plan->plan.recompute_cost() - r.cost), 1e-9 * r.cost)
@@ -235,6 +232,18 @@ std::vector<GapCase> RandomGapCases(uint64_t first_seed, uint64_t last_seed) {
         out.back().name += "/" + std::to_string(seed);
       }
   return out;
+}
+
+GapCase RandomGapCase(const std::string& name) {
+  const uint64_t seed = std::stoull(name.substr(name.find('/') + 1));
+  for (GapCase& c : RandomGapCases(seed, seed))
+    if (c.name == name) return std::move(c);
+  LOG(FATAL) << "no random case " << name;
+}
+
+BackwardReads ShareReads(const GapCase& c) {
+  const KeepLevels base = ApplyAnnotations(c.fwd, {});
+  return BackwardReadsOf(c.fwd, BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, base, {}, true));
 }
 
 std::vector<GapCase> GapSuite(bool small) {

@@ -91,6 +91,11 @@ std::vector<GapCase> GapSuite(bool small);
 // More random chains and DAGs of 20, 30 and 40 nodes, one per seed in
 // [first_seed, last_seed], named "chain20/SEED" and so on.
 std::vector<GapCase> RandomGapCases(uint64_t first_seed, uint64_t last_seed);
+// One of them by name ("chain40/102").
+GapCase RandomGapCase(const std::string& name);
+// What share's backward pass reads (BackwardReadsOf), under the case's
+// annotations.
+BackwardReads ShareReads(const GapCase& c);
 
 // "case nodes cand budget optimum planner gap% ..." table lines.
 std::string GapTableHeader();

@@ -59,25 +59,19 @@ TEST(OptimumGap, ReferenceIsExactOnTinyGraphs) {
 // fully_connected with a workspace) besides six others passes Held and
 // misses the budget in the build, and the bound says so before it.
 TEST(OptimumGap, BoundSeesAMirrorsWorkspace) {
-  for (const test::GapCase& c : test::RandomGapCases(116, 116)) {
-    if (c.name != "chain30/116") continue;
-    const int64_t budget = test::GapBudgets(c)[1];
-    const KeepLevels base = ApplyAnnotations(c.fwd, {});
-    const BackwardReads reads =
-        BackwardReadsOf(c.fwd, BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, base, {}, true));
-    KeepLevels keep = base;
-    for (int i = 0; i < c.fwd.num_nodes(); ++i)
-      for (const char* name : {"n8", "n9", "n12", "n13", "n14", "n21", "n27"})
-        if (c.fwd.node(i).name == name) keep[i] = kDropped;
-    const std::vector<int64_t> held = reads.Held(c.fwd, keep);
-    const TrainingPlan t = BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, keep, {}, true);
-    ASSERT_LE(*std::max_element(held.begin(), held.end()), budget) << "choose another set";
-    ASSERT_GT(t.plan.arena_bytes, budget) << "choose another set";
-    EXPECT_GT(reads.Bound(c.fwd, keep), budget);
-    EXPECT_LE(reads.Bound(c.fwd, keep), t.plan.arena_bytes);
-    return;
-  }
-  FAIL() << "no case chain30/116";
+  const test::GapCase c = test::RandomGapCase("chain30/116");
+  const int64_t budget = test::GapBudgets(c)[1];
+  const BackwardReads reads = test::ShareReads(c);
+  KeepLevels keep = ApplyAnnotations(c.fwd, {});
+  for (int i = 0; i < c.fwd.num_nodes(); ++i)
+    for (const char* name : {"n8", "n9", "n12", "n13", "n14", "n21", "n27"})
+      if (c.fwd.node(i).name == name) keep[i] = kDropped;
+  const std::vector<int64_t> held = reads.Held(c.fwd, keep);
+  const TrainingPlan t = BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, keep, {}, true);
+  ASSERT_LE(*std::max_element(held.begin(), held.end()), budget) << "choose another set";
+  ASSERT_GT(t.plan.arena_bytes, budget) << "choose another set";
+  EXPECT_GT(reads.Bound(c.fwd, keep), budget);
+  EXPECT_LE(reads.Bound(c.fwd, keep), t.plan.arena_bytes);
 }
 
 // BackwardReads' bound (what a drop set holds at each step) never
@@ -297,14 +291,10 @@ TEST(OptimumGap, PlannerIsWithinItsDocumentedGapOfTheOptimum) {
 // mirror's step (a recomputed fully_connected's workspace, which the bound
 // leaves out) kept that mirror's node (Repair, plan_training.cc).
 TEST(OptimumGap, PlannerRepairsAtAMirrorsStep) {
-  for (const test::GapCase& c : test::RandomGapCases(102, 102)) {
-    if (c.name != "chain40/102") continue;
-    const test::GapRow r = test::MeasureGap(c, test::GapBudgets(c)[1], 200000);
-    ASSERT_TRUE(r.optimum.exact && r.optimum.plan && r.planner_fits) << test::GapTableLine(r);
-    EXPECT_LE(r.gap(), 0.05) << test::GapTableLine(r);
-    return;
-  }
-  FAIL() << "no case chain40/102";
+  const test::GapCase c = test::RandomGapCase("chain40/102");
+  const test::GapRow r = test::MeasureGap(c, test::GapBudgets(c)[1], 200000);
+  ASSERT_TRUE(r.optimum.exact && r.optimum.plan && r.planner_fits) << test::GapTableLine(r);
+  EXPECT_LE(r.gap(), 0.05) << test::GapTableLine(r);
 }
 
 // Beyond the suite, the random DAG of 40 nodes of seed 106 at its third
@@ -312,15 +302,11 @@ TEST(OptimumGap, PlannerRepairsAtAMirrorsStep) {
 // eight cheaper ones passes the lower bound and misses in its placement).
 // With 8 placements the planner stopped one short and recomputed 224% more.
 TEST(OptimumGap, PlannerPlacesAsManySetsAsTheOptimumNeeds) {
-  for (const test::GapCase& c : test::RandomGapCases(106, 106)) {
-    if (c.name != "dag40/106") continue;
-    const test::GapRow r = test::MeasureGap(c, test::GapBudgets(c)[2], 200000);
-    ASSERT_TRUE(r.optimum.exact && r.optimum.plan && r.planner_fits) << test::GapTableLine(r);
-    EXPECT_GT(r.optimum.placed, 8) << test::GapTableLine(r);
-    EXPECT_EQ(r.gap(), 0) << test::GapTableLine(r);
-    return;
-  }
-  FAIL() << "no case dag40/106";
+  const test::GapCase c = test::RandomGapCase("dag40/106");
+  const test::GapRow r = test::MeasureGap(c, test::GapBudgets(c)[2], 200000);
+  ASSERT_TRUE(r.optimum.exact && r.optimum.plan && r.planner_fits) << test::GapTableLine(r);
+  EXPECT_GT(r.optimum.placed, 8) << test::GapTableLine(r);
+  EXPECT_EQ(r.gap(), 0) << test::GapTableLine(r);
 }
 
 // The planner's plan is a local optimum of its exact moves (ExactMoves,
@@ -330,33 +316,27 @@ TEST(OptimumGap, PlannerPlacesAsManySetsAsTheOptimumNeeds) {
 // 126 at its second budget such a move recomputed 24.8% less until the
 // planner made them.
 TEST(OptimumGap, NoExactMoveImprovesThePlannersPlan) {
-  for (const test::GapCase& c : test::RandomGapCases(126, 126)) {
-    if (c.name != "chain40/126") continue;
-    const int64_t budget = test::GapBudgets(c)[1];
-    const MemoryStrategy s(MemoryStrategy::kBudget, budget);
-    const TrainingPlan plan = PlanTraining(c.fwd, c.inputs, s);
-    const KeepLevels base = ApplyAnnotations(c.fwd, {});
-    const BackwardReads reads =
-        BackwardReadsOf(c.fwd, BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, base, {}, true));
-    const std::vector<int> candidates = DropCandidates(c.fwd);
-    int moves = 0;
-    for (int i : candidates) {
-      if (plan.keep[i] != kDropped) continue;
-      KeepLevels keep = plan.keep;
-      keep[i] = 0;
-      std::vector<int> kept;
-      for (int j : candidates)
-        if (keep[j] == 0 && j != i) kept.push_back(j);
-      const DropSetSearch r = CheapestFittingDrops(c.fwd, c.inputs, s, {}, keep, kept, reads, budget, INFINITY, 50, 1);
-      ++moves;
-      if (r.plan) {
-        EXPECT_GE(r.plan->plan.recompute_cost(), plan.plan.recompute_cost()) << "keeping " << c.fwd.node(i).name;
-      }
+  const test::GapCase c = test::RandomGapCase("chain40/126");
+  const int64_t budget = test::GapBudgets(c)[1];
+  const MemoryStrategy s(MemoryStrategy::kBudget, budget);
+  const TrainingPlan plan = PlanTraining(c.fwd, c.inputs, s);
+  const BackwardReads reads = test::ShareReads(c);
+  const std::vector<int> candidates = DropCandidates(c.fwd);
+  int moves = 0;
+  for (int i : candidates) {
+    if (plan.keep[i] != kDropped) continue;
+    KeepLevels keep = plan.keep;
+    keep[i] = 0;
+    std::vector<int> kept;
+    for (int j : candidates)
+      if (keep[j] == 0 && j != i) kept.push_back(j);
+    const DropSetSearch r = CheapestFittingDrops(c.fwd, c.inputs, s, {}, keep, kept, reads, budget, INFINITY, 50, 1);
+    ++moves;
+    if (r.plan) {
+      EXPECT_GE(r.plan->plan.recompute_cost(), plan.plan.recompute_cost()) << "keeping " << c.fwd.node(i).name;
     }
-    EXPECT_GT(moves, 0) << "the plan recomputes nothing: choose another budget";
-    return;
   }
-  FAIL() << "no case chain40/126";
+  EXPECT_GT(moves, 0) << "the plan recomputes nothing: choose another budget";
 }
 
 // The planner ends with the exact search (drop sets cheaper than its best

@@ -319,9 +319,7 @@ class HeldForm {
 // backward pass reads, and the form over them.
 struct CaseProgram {
   explicit CaseProgram(const GapCase& c)
-      : base(ApplyAnnotations(c.fwd, {})),
-        cand(DropCandidates(c.fwd)),
-        reads(BackwardReadsOf(c.fwd, BuildTrainingPlan(c.fwd, c.inputs, MemoryStrategy::kShare, base, {}, true))) {
+      : base(ApplyAnnotations(c.fwd, {})), cand(DropCandidates(c.fwd)), reads(ShareReads(c)) {
     CHECK(OneLevel(base)) << c.name << ": the program is of one-level plans";
     for (int i : cand) cost.push_back(RecomputeCost(c.fwd, i, nullptr));
     held.emplace(c.fwd, reads, base, cand, cost, &program);

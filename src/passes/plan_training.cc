@@ -21,8 +21,9 @@
 // The first step with a plan that fits wins, improved: nodes it recomputes
 // kept again where it still fits and, on small graphs, swapped for cheaper
 // ones, then kept with what the bound then needs dropped instead, and kept
-// nodes dropped with what the bound then needs no more kept again
-// (KeepWhatFits). On graphs of at most 64 drop candidates the exact
+// nodes dropped with what the bound then needs no more kept again, then
+// kept with the cheapest drops the exact search then finds among the kept
+// nodes (KeepWhatFits). On graphs of at most 64 drop candidates the exact
 // search of drop sets cheaper than the plan of steps 1-2 (drop_sets.cc;
 // before step 3 where they found none) follows, for a bounded number of
 // builds: it finds the optimum, or proves that plan optimal, when the
@@ -32,6 +33,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -327,9 +329,7 @@ class BudgetSearch {
     const int stop = q_.builds + kExactMovesBuilds;
     for (bool improved = true; improved && q_.builds < stop;) {
       improved = false;
-      std::vector<int> recomputed = Recomputed(best);
-      if (recomputed.size() > kKeepTries) recomputed.resize(kKeepTries);
-      for (int i : recomputed) {
+      for (int i : Recomputed(best, kKeepTries)) {
         KeepLevels base = best.keep;
         base[i] = 0;
         std::vector<int> cand;
@@ -456,9 +456,7 @@ class BudgetSearch {
     };
     for (bool improved = true; improved && !Spent(stop);) {
       improved = false;
-      std::vector<int> recomputed = Recomputed(best);
-      if (recomputed.size() > kKeepTries) recomputed.resize(kKeepTries);
-      for (int i : recomputed)
+      for (int i : Recomputed(best, kKeepTries))
         if ((improved = move(i, 0))) break;
       for (int j : candidates)
         if (!improved && best.keep[j] == 0 && (improved = move(j, kDropped))) break;
@@ -503,14 +501,15 @@ class BudgetSearch {
     return Repair(std::move(*k), std::move(fixed), target - miss, repairs - 1, stop, candidates, best);
   }
 
-  // The nodes a plan recomputes, most expensive first.
-  std::vector<int> Recomputed(const TrainingPlan& t) const {
+  // The nodes a plan recomputes, most expensive first (the first at_most).
+  std::vector<int> Recomputed(const TrainingPlan& t, size_t at_most = SIZE_MAX) const {
     std::vector<int> out;
     for (const Node& n : t.graph.nodes())
       if (n.mirror_of >= 0 && t.keep[n.mirror_of] != 0) out.push_back(n.mirror_of);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     CostliestFirst(&out);
+    if (out.size() > at_most) out.resize(at_most);
     return out;
   }
 
@@ -524,9 +523,7 @@ class BudgetSearch {
   // Each node the plan recomputes, most expensive first (at most
   // kKeepTries), kept again where the plan still fits.
   TrainingPlan KeepAgain(TrainingPlan best) {
-    std::vector<int> recomputed = Recomputed(best);
-    if (recomputed.size() > kKeepTries) recomputed.resize(kKeepTries);
-    for (int i : recomputed) {
+    for (int i : Recomputed(best, kKeepTries)) {
       KeepLevels keep = best.keep;
       keep[i] = 0;
       keep = ApplyAnnotations(fwd_, keep);
