@@ -9,6 +9,7 @@
 #include <set>
 
 #include "frugal/train.h"
+#include "passes/build_training_plan.h"
 #include "train_steps.h"
 
 namespace frugal {
@@ -278,53 +279,68 @@ TEST(Recompute, ResidualNetsRecomputeWithoutBlowUp) {
 }
 
 // The chain program is exact on its model: on random chains it finds the
-// least FLOPs of all decisions (blocks stored or dropped, boundaries kept
-// or not) whose peak fits (sizes in whole slots of
-// the memory, so its rounding loses nothing).
+// least FLOPs of all decisions (each block stored by one of three entries
+// of its menu or recomputed, boundaries kept or not) whose peak fits
+// (sizes in whole slots of the memory, so its rounding loses nothing).
 TEST(ChainRecompute, FindsTheBestOfAllDecisions) {
   Rng rng(7);
   const int64_t memory = 512 * 1000;  // slots of 1000 bytes
   auto slots = [&](int lo, int hi) { return 1000 * (lo + static_cast<int64_t>(rng.Uniform() * (hi - lo))); };
+  std::set<int> chosen;  // the entries the program's plans use: the test sees each chosen
   for (int trial = 0; trial < 40; ++trial) {
-    const int n = 2 + trial % 7;
+    const int n = 2 + trial % 4;
     std::vector<ChainBlock> chain(n);
     for (ChainBlock& b : chain) {
-      b.boundary_bytes = slots(3, 20);
-      b.kept_bytes = slots(10, 75);
-      b.read_bytes = b.kept_bytes + slots(0, 25);
-      b.all_bytes = b.read_bytes + b.boundary_bytes + slots(0, 50);
-      b.cheap_cost = rng.Uniform() * 10;
-      b.inner_cost = b.cheap_cost + rng.Uniform() * 100;
+      b.boundary_bytes = slots(10, 60);
+      b.read_bytes = slots(30, 200);
+      b.held_bytes = slots(0, 100);
+      b.inner_cost = 20 + rng.Uniform() * 100;
       b.boundary_cost = rng.Uniform() * 20;
-      b.cheap_keeps_boundary = rng.Uniform() < 0.5;
+      // Kept whole, part of its cheap ops recomputed, all of them (its
+      // boundary too, half the time).
+      const int64_t whole = b.read_bytes + b.boundary_bytes;
+      b.stored = {{{}, 0, true, whole, whole + slots(0, 150)},
+                  {{}, rng.Uniform() * 5, true, whole - slots(0, 30), whole + slots(0, 100)},
+                  {{}, 5 + rng.Uniform() * 10, rng.Uniform() < 0.5, slots(30, 150), slots(60, 300)}};
     }
-    // Every plan: each block stored or dropped, each boundary cut or not,
-    // where cuts are as ChainPlan says: kept after a stored block where
-    // drop_cheap keeps it, and around every run.
+    chain.back().boundary_bytes = 0;  // nothing crosses the end of the graph
+    chain.back().boundary_cost = 0;
+    // Every plan: each block's entry (3: recomputed), each boundary cut or
+    // not, where cuts are as ChainPlan says: after an entry that keeps the
+    // boundary, and around every run.
     double best = -1;
-    for (int mask = 0; mask < (1 << (2 * n)); ++mask) {
-      ChainPlan p{std::vector<bool>(n), std::vector<bool>(n)};
-      bool valid = true;
-      for (int j = 0; j < n; ++j) {
-        p.dropped[j] = mask >> j & 1;
-        p.cut[j] = mask >> (n + j) & 1;
-        valid = valid && (p.dropped[j] || !chain[j].cheap_keeps_boundary || p.cut[j]);
-        valid = valid && (j + 1 < n || p.cut[j]);  // nothing follows the last block
+    int entries = 1;
+    for (int j = 0; j < n; ++j) entries *= 4;
+    for (int code = 0; code < entries; ++code) {
+      for (int cuts = 0; cuts < (1 << n); ++cuts) {
+        ChainPlan p{std::vector<int>(n), std::vector<bool>(n)};
+        bool valid = true;
+        for (int j = 0, c = code; j < n; ++j, c /= 4) {
+          p.entry[j] = c % 4 == 3 ? ChainPlan::kRecompute : c % 4;
+          p.cut[j] = cuts >> j & 1;
+          if (p.entry[j] != ChainPlan::kRecompute && chain[j].stored[p.entry[j]].keeps_boundary)
+            valid = valid && p.cut[j];
+          valid = valid && (j + 1 < n || p.cut[j]);  // nothing follows the last block
+        }
+        for (int j = 0; j + 1 < n; ++j) {  // runs start and end at cuts
+          const bool run = p.entry[j] == ChainPlan::kRecompute, next = p.entry[j + 1] == ChainPlan::kRecompute;
+          valid = valid && (run == next || p.cut[j]);
+        }
+        if (valid && ChainPeak(chain, p) <= memory && (best < 0 || ChainCost(chain, p) < best))
+          best = ChainCost(chain, p);
       }
-      for (int j = 0; j + 1 < n; ++j)
-        valid = valid && (p.dropped[j] == p.dropped[j + 1] || p.cut[j]);  // runs start and end at cuts
-      if (valid && ChainPeak(chain, p) <= memory && (best < 0 || ChainCost(chain, p) < best))
-        best = ChainCost(chain, p);
     }
     const ChainPlan got = ChainRecompute(chain, memory);
     if (best < 0) {
       EXPECT_TRUE(got.empty()) << "trial " << trial << ": nothing fits";
       continue;
     }
-    ASSERT_EQ(got.dropped.size(), chain.size()) << "trial " << trial;
+    ASSERT_EQ(got.entry.size(), chain.size()) << "trial " << trial;
     EXPECT_LE(ChainPeak(chain, got), memory) << "trial " << trial;
     EXPECT_NEAR(ChainCost(chain, got), best, 1e-9) << "trial " << trial;
+    chosen.insert(got.entry.begin(), got.entry.end());
   }
+  EXPECT_EQ(chosen, (std::set<int>{ChainPlan::kRecompute, 0, 1, 2})) << "an entry no plan chose is not tested";
 }
 
 }  // namespace

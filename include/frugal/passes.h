@@ -189,52 +189,6 @@ KeepLevels SqrtLevels(const Graph& fwd, int64_t b);
 // Recursive halving of the candidate list: O(log n) checkpoints alive at once.
 KeepLevels LognLevels(const Graph& fwd);
 
-// The forward graph as a chain: the split candidates cut it into blocks
-// (block j ends at candidate j, the last block at the graph's end). The
-// figures are those of the chain model below.
-struct ChainBlock {
-  std::vector<int> nodes;      // its forward nodes, in order (variables excluded)
-  std::vector<int> boundary;   // producers of what crosses the cut after it (none for the last)
-  int64_t kept_bytes = 0;      // what drop_cheap keeps of it, the boundary excluded
-  int64_t all_bytes = 0;       // every forward result of the block, the boundary included
-  int64_t read_bytes = 0;      // what its gradients read, the boundary excluded
-  int64_t boundary_bytes = 0;  // what crosses the cut after it
-  // Recomputation costs (RecomputeCost: FLOPs, or ms with a cost table).
-  double cheap_cost = 0;             // recomputed when the block is stored (drop_cheap's part)
-  double inner_cost = 0;             // recomputed when it is dropped: all but the boundary ...
-  double boundary_cost = 0;          // ... which is recomputed too unless it is kept
-  bool cheap_keeps_boundary = true;  // drop_cheap keeps the boundary (else it is recomputed)
-};
-std::vector<ChainBlock> Chain(const Graph& fwd, const KeepLevels& cheap, const CostTable* costs = nullptr);
-
-// A decision on a chain: which blocks are recomputed (dropped), and after
-// which blocks the boundary is kept (cut: where drop_cheap keeps it after a
-// stored block, before and after every run of dropped blocks).
-struct ChainPlan {
-  std::vector<bool> dropped, cut;
-  bool empty() const { return dropped.empty(); }
-};
-// The chain model of one-level recomputation (each dropped node recomputed
-// once, as the gradient pass does): a stored block keeps kept_bytes and
-// recomputes cheap_flops; a kept boundary keeps its bytes, one not kept is
-// recomputed. While backward goes through a run (dropped blocks
-// between cuts), everything kept before the run is live, plus the run's
-// read_bytes and boundaries (recomputed, and read by the gradients), plus
-// the largest all_bytes among them (the block being differentiated).
-// The forward pass of a stored block has everything kept before it live
-// plus its all_bytes. ChainPeak is the largest of those totals and of
-// everything kept; ChainCost the recomputation.
-int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
-double ChainCost(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
-// Exact dynamic programming on the chain model (memory in 1/512 steps of
-// `memory`, each size rounded up): the plan with the least ChainCost whose
-// ChainPeak <= memory. Empty when nothing fits.
-ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory);
-// Keep levels of a chain plan: stored blocks as `cheap`, dropped blocks
-// recomputed, the cut boundaries kept.
-KeepLevels ChainLevels(const Graph& fwd, const KeepLevels& cheap, const std::vector<ChainBlock>& chain,
-                       const ChainPlan& plan);
-
 // Every byte of activations, gradients and workspaces, placed before the
 // first step as offsets in one arena. Variables (inputs, parameters) and
 // parameter gradients live outside the arena and are counted separately.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -80,11 +81,77 @@ struct BackwardReads {
   // count only where every level is 0 or kDropped); made_at: the step each
   // dropped node's mirror is made for (INT_MAX: none).
   std::vector<int64_t> Held(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at = nullptr) const;
+  // What Held adds to held_anyway: each output of a node held over steps
+  // [from, to] of share.
+  void Spans(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at,
+             const std::function<void(int node, int from, int to, int64_t bytes)>& span) const;
   // The most held at any step, or where a mirror runs: a lower bound of
   // the arena.
   int64_t Bound(const Graph& fwd, const KeepLevels& keep) const;
 };
 BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share);
+// The forward graph as a chain: the split candidates cut it into blocks
+// (block j ends at candidate j, the last block at the graph's end), each
+// with a menu: stored entries, from kept whole through more and more of
+// its cheap ops recomputed to drop_cheap's (nested: each recomputes what
+// the one before it does and a group more), or recomputed whole in a run
+// of blocks. A stored entry is priced by the BackwardReads bound of share
+// under the keep levels that give every block its entry of that rank:
+// what the block's own outputs hold (Spans) at the first backward step,
+// and at its forward and its backward steps on top of what is held there
+// whatever is dropped (held_anyway).
+struct ChainBlock {
+  std::vector<int> nodes;     // its forward nodes, in order (variables excluded)
+  std::vector<int> boundary;  // producers of what crosses the cut after it (none for the last)
+  struct Stored {
+    std::vector<int> drops;      // the nodes it recomputes (beyond the config's marks)
+    double cost = 0;             // their recomputation (RecomputeCost: FLOPs, or ms with a cost table)
+    bool keeps_boundary = true;  // else the boundary is recomputed unless it is cut
+    int64_t kept = 0;            // held for the blocks after it (at the first backward step)
+    int64_t peak = 0;            // the most held at one of its forward or gradients' steps
+  };
+  std::vector<Stored> stored;  // kept whole first, drop_cheap's last
+  // A recomputed run holds what its gradients read (read_bytes) and its
+  // boundaries, and while a block of it is recomputed or differentiated
+  // what is held there whatever is dropped (held_bytes).
+  int64_t read_bytes = 0;      // the boundary excluded
+  int64_t boundary_bytes = 0;  // what crosses the cut after it
+  int64_t held_bytes = 0;
+  double inner_cost = 0;     // recomputed when it is dropped: all but the boundary ...
+  double boundary_cost = 0;  // ... which is recomputed too unless it is kept
+};
+// reads: BackwardReadsOf(fwd, share); cheap: DropCheapLevels(fwd).
+std::vector<ChainBlock> Chain(const Graph& fwd, const KeepLevels& cheap, const CostTable* costs,
+                              const TrainingPlan& share, const BackwardReads& reads);
+
+// A decision on a chain: each block's stored entry or kRecompute, and
+// after which blocks the boundary is kept (cut: after a stored entry that
+// keeps it, before and after every run of recomputed blocks).
+struct ChainPlan {
+  static constexpr int kRecompute = -1;
+  std::vector<int> entry;
+  std::vector<bool> cut;
+  bool empty() const { return entry.empty(); }
+};
+// The chain model of one-level recomputation (each dropped node recomputed
+// once, as the gradient pass does), with K the bytes kept before a block:
+// a stored block holds K + its entry's peak and adds its entry's kept
+// bytes to K (and its boundary where it is cut and the entry does not keep
+// it); a run of recomputed blocks between cuts holds K + its read and
+// boundary bytes + the most held_bytes among them. ChainPeak is the most
+// held at one of these points and at the end of the forward pass (K);
+// ChainCost the recomputation (a boundary not cut is recomputed).
+int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
+double ChainCost(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
+// Exact dynamic programming on the chain model, its sizes in 1/512 steps
+// of `memory` (chain.cc says how they are rounded): the plan with the
+// least ChainCost whose ChainPeak fits memory. Empty when nothing fits.
+ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory);
+// Keep levels of a chain plan: the config's, with each stored block's
+// entry's drops, each recomputed block's nodes dropped, the cut
+// boundaries kept.
+KeepLevels ChainLevels(const Graph& fwd, const std::vector<ChainBlock>& chain, const ChainPlan& plan);
+
 // The forward nodes whose values the gradient nodes of t read (kept, or
 // recomputed by a mirror), t being any training graph of fwd: they are the
 // same whatever is dropped.

@@ -1,30 +1,36 @@
 // The chain model of one-level recomputation and its exact dynamic program
-// (the budget strategy's planner; passes.h states the model).
+// (the budget strategy's planner; build_training_plan.h states the model).
 //
-// Blocks 0..L-1 are stored or dropped; a run of dropped blocks i..k
-// between cuts is recomputed from the boundary before it, once, while
-// backward goes through it. With K = the bytes kept before a point:
-//   stored block j:   peak >= K + all_j (its forward pass),  K += kept_j,
-//                     cost += cheap_j
-//   dropped run i..k: peak >= K + sum(read_m + boundary_m) + max(all_m),
-//                     cost += sum(inner_i..inner_k)
-//   each boundary:    kept (a cut): K += boundary_j; else cost += its cost.
-// A stored block's boundary is cut where drop_cheap keeps it, and may be
-// cut where it does not; runs start and end at cuts. A run of one block,
-// cut on both sides everywhere, is the sqrt plan's shape. The state records
-// whether the boundary before the next block is kept (a run may start only
-// there). The peak is at least the final K (everything kept at the end of
-// the forward pass). The program runs over (block, K in 1/kSlots steps of the
-// memory): best[j][q] = the least cost of blocks 0..j-1 keeping q slots, each
-// size rounded up, so any decision it returns keeps ChainPeak <= memory.
-// O(L kSlots + L log L): runs are relaxed by target, from a sliding window
-// of their starts per slot count.
+// Blocks 0..L-1 are stored (one entry of their menu) or recomputed; a run
+// of recomputed blocks i..k between cuts is recomputed from the boundary
+// before it, once, while backward goes through it. With K = the bytes kept
+// before a block:
+//   stored block j, entry e: peak >= K + e.peak; K += e.kept (+ boundary_j
+//                     where it is cut and e does not keep it); cost += e.cost
+//                     (+ boundary_cost_j where e recomputes it and it is not cut)
+//   recomputed run i..k: peak >= K + sum(read_m + boundary_m) + max(held_m),
+//                     cost += sum(inner_i..inner_k) + the boundaries inside
+//                     it and after it that are not cut
+// A stored entry that keeps its boundary is cut; one that does not may be;
+// runs start and end at cuts. A run of one block, cut on both sides
+// everywhere, is the sqrt plan's shape. The state records whether the
+// boundary before the next block is kept (a run may start only there). The
+// peak is at least the final K (everything kept at the end of the forward
+// pass). The program runs over (block, K in 1/kSlots steps of the
+// memory): best[j][q] = the least cost of blocks 0..j-1 keeping q slots. Block j's sizes are rounded up where their
+// fraction of a slot exceeds frac(j * golden ratio), down elsewhere: the
+// thresholds spread evenly over the blocks, so a plan's rounding errors
+// cancel instead of adding up (rounded up, ResNet-50's 337 blocks took
+// more than the 512 slots), and a plan the program returns has ChainPeak
+// within a few slots of memory. O(L kSlots E + L log L), E the entries of
+// a menu: runs are relaxed by target, from a sliding window of their
+// starts per slot count.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#include "frugal/passes.h"
+#include "passes/build_training_plan.h"
 
 namespace frugal {
 namespace {
@@ -34,25 +40,31 @@ constexpr int kSlots = 512;
 int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
   int64_t kept = 0, peak = 0, run = 0, widest = 0;
   for (size_t j = 0; j < chain.size(); ++j) {
-    if (plan.dropped[j]) {
-      run += chain[j].read_bytes + chain[j].boundary_bytes;
-      widest = std::max(widest, chain[j].all_bytes);
-      if (!plan.cut[j] && j + 1 < chain.size() && plan.dropped[j + 1]) continue;  // the run goes on
+    const ChainBlock& b = chain[j];
+    if (plan.entry[j] == ChainPlan::kRecompute) {
+      run += b.read_bytes + b.boundary_bytes;
+      widest = std::max(widest, b.held_bytes);
+      if (!plan.cut[j] && j + 1 < chain.size() && plan.entry[j + 1] == ChainPlan::kRecompute)
+        continue;  // the run goes on
       peak = std::max(peak, kept + run + widest);
       run = widest = 0;
-    } else {
-      peak = std::max(peak, kept + chain[j].all_bytes);  // its forward pass
-      kept += chain[j].kept_bytes;
+      if (plan.cut[j]) kept += b.boundary_bytes;
+      continue;
     }
-    if (plan.cut[j]) kept += chain[j].boundary_bytes;
+    const ChainBlock::Stored& e = b.stored[plan.entry[j]];
+    peak = std::max(peak, kept + e.peak);
+    kept += e.kept + (plan.cut[j] && !e.keeps_boundary ? b.boundary_bytes : 0);
   }
   return std::max(peak, kept);
 }
 
 double ChainCost(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
   double cost = 0;
-  for (size_t j = 0; j < chain.size(); ++j)
-    cost += (plan.dropped[j] ? chain[j].inner_cost : chain[j].cheap_cost) + (plan.cut[j] ? 0 : chain[j].boundary_cost);
+  for (size_t j = 0; j < chain.size(); ++j) {
+    const ChainBlock& b = chain[j];
+    cost += plan.entry[j] == ChainPlan::kRecompute ? b.inner_cost : b.stored[plan.entry[j]].cost;
+    cost += plan.cut[j] ? 0 : b.boundary_cost;
+  }
   return cost;
 }
 
@@ -60,15 +72,21 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   const size_t n = chain.size();
   if (memory <= 0 || n == 0) return {};
   const double slot = static_cast<double>(memory) / kSlots;
-  auto slots = [&](int64_t bytes) {
-    const double s = std::ceil(static_cast<double>(bytes) / slot);
+  auto slots = [&](int64_t bytes, double threshold) {
+    const double x = static_cast<double>(bytes) / slot, s = std::floor(x) + (x - std::floor(x) > threshold);
     return s > kSlots ? kSlots + 1 : static_cast<int>(s);
   };
-  std::vector<int> all(n), kept(n), boundary(n);
+  struct Sizes {
+    int kept, peak;  // a stored entry's, in slots
+  };
+  std::vector<std::vector<Sizes>> stored(n);
+  std::vector<int> boundary(n);
   for (size_t j = 0; j < n; ++j) {
-    all[j] = slots(chain[j].all_bytes);
-    kept[j] = slots(chain[j].kept_bytes);
-    boundary[j] = slots(chain[j].boundary_bytes);
+    const ChainBlock& b = chain[j];
+    const double threshold = std::fmod(static_cast<double>(j) * 0.6180339887498949, 1.0);
+    for (const ChainBlock::Stored& e : b.stored)
+      stored[j].push_back({slots(e.kept, threshold), slots(e.peak, threshold)});
+    boundary[j] = slots(b.boundary_bytes, threshold);
   }
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr size_t kWidth = kSlots + 1;
@@ -81,7 +99,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     int32_t start = -1;
     int16_t q = -1;
     uint8_t c = 0;
-    bool dropped = false;
+    int16_t entry = ChainPlan::kRecompute;
   };
   std::vector<Step> from(best.size());
   auto relax = [&](int c, size_t j, int q, double cost, Step step) {
@@ -105,8 +123,9 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     B[j + 1] = B[j] + chain[j].boundary_cost;
     R[j + 1] = R[j] + chain[j].read_bytes + chain[j].boundary_bytes;
   }
-  std::vector<std::vector<int64_t>> widest(1);  // widest[k][i]: the largest all_bytes of blocks i..i+2^k-1
-  for (const ChainBlock& b : chain) widest[0].push_back(b.all_bytes);
+  // widest[k][i]: the largest held_bytes of blocks i..i+2^k-1
+  std::vector<std::vector<int64_t>> widest(1);
+  for (const ChainBlock& b : chain) widest[0].push_back(b.held_bytes);
   for (size_t k = 1; (size_t{1} << k) <= n; ++k) {
     widest.emplace_back(n - (size_t{1} << k) + 1);
     for (size_t i = 0; i < widest[k].size(); ++i)
@@ -115,7 +134,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   auto run_slots = [&](size_t i, size_t j) {
     const int k = 63 - __builtin_clzll(j - i);
     const int64_t wide = std::max(widest[k][i], widest[k][j - (size_t{1} << k)]);
-    return slots(R[j] - R[i] + wide);
+    return slots(R[j] - R[i] + wide, 0.5);
   };
   // Runs are relaxed by target: for each slot count q, the states (1, i, q)
   // a run may start from, in a window (a deque of increasing cost less the
@@ -138,7 +157,9 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
       std::vector<Start>& w = window[q];
       size_t& h = head[q];
       while (h < w.size() && q + run_slots(w[h].i, i + 1) > kSlots) ++h;
-      if (h < w.size()) relax(1, i + 1, q + boundary[i], w[h].key + to_end, {w[h].i, static_cast<int16_t>(q), 1, true});
+      if (h < w.size())
+        relax(1, i + 1, q + boundary[i], w[h].key + to_end,
+              {w[h].i, static_cast<int16_t>(q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
     }
     for (int c = 0; c < 2; ++c) {
       // A state that keeps more slots than one that costs no more is not
@@ -150,14 +171,26 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
         const double f = best[At(c, i, q)];
         if (f < cheapest) cheapest = f, front.push_back(q);
       }
-      // Block i stored, as drop_cheap does it, its boundary kept (a cut) or
-      // recomputed where drop_cheap recomputes it.
+      // Block i stored, each entry of its menu: its boundary kept (a cut),
+      // or recomputed where the entry does not keep it.
       for (int q : front) {
-        if (q + all[i] > kSlots) break;
         const double f = best[At(c, i, q)];
-        const Step step{static_cast<int32_t>(i), static_cast<int16_t>(q), static_cast<uint8_t>(c), false};
-        relax(1, i + 1, q + kept[i] + boundary[i], f + b.cheap_cost, step);
-        if (!b.cheap_keeps_boundary) relax(0, i + 1, q + kept[i], f + b.cheap_cost + b.boundary_cost, step);
+        bool fits = false;
+        for (size_t e = 0; e < stored[i].size(); ++e) {
+          const Sizes& z = stored[i][e];
+          if (q + z.peak > kSlots) continue;
+          fits = true;
+          const ChainBlock::Stored& entry = b.stored[e];
+          const Step step{static_cast<int32_t>(i), static_cast<int16_t>(q), static_cast<uint8_t>(c),
+                          static_cast<int16_t>(e)};
+          if (entry.keeps_boundary) {
+            relax(1, i + 1, q + z.kept, f + entry.cost, step);
+          } else {
+            relax(1, i + 1, q + z.kept + boundary[i], f + entry.cost, step);
+            relax(0, i + 1, q + z.kept, f + entry.cost + b.boundary_cost, step);
+          }
+        }
+        if (!fits) break;  // nor with more slots kept before it
       }
       if (c == 0) continue;
       // Block i dropped alone, then block i a run's first for later targets.
@@ -166,7 +199,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
         const double f = best[At(1, i, q)];
         if (q + alone <= kSlots)
           relax(1, i + 1, q + boundary[i], f + b.inner_cost,
-                {static_cast<int32_t>(i), static_cast<int16_t>(q), 1, true});
+                {static_cast<int32_t>(i), static_cast<int16_t>(q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
         std::vector<Start>& w = window[q];
         const double key = f - I[i] - B[i];
         while (w.size() > head[q] && w.back().key > key) w.pop_back();
@@ -179,10 +212,10 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     for (int s = 0; s <= kSlots; ++s)
       if (best[At(cc, n, s)] < kInf && (q < 0 || best[At(cc, n, s)] < best[At(c, n, q)])) c = cc, q = s;
   if (q < 0) return {};
-  ChainPlan plan{std::vector<bool>(n, false), std::vector<bool>(n, false)};
+  ChainPlan plan{std::vector<int>(n, ChainPlan::kRecompute), std::vector<bool>(n, false)};
   for (size_t j = n; j > 0;) {
     const Step st = from[At(c, j, q)];
-    for (size_t k = st.start; k < j; ++k) plan.dropped[k] = st.dropped;
+    for (size_t k = st.start; k < j; ++k) plan.entry[k] = st.entry;
     plan.cut[j - 1] = c == 1;
     j = st.start;
     c = st.c;

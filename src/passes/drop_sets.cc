@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <queue>
 
@@ -269,9 +270,9 @@ BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share) {
   return r;
 }
 
-std::vector<int64_t> BackwardReads::Held(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at) const {
+void BackwardReads::Spans(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at,
+                          const std::function<void(int node, int from, int to, int64_t bytes)>& span) const {
   const int n = static_cast<int>(keep.size());
-  const int num_steps = static_cast<int>(held_anyway.size());
   // One-level mirrors are made once, for the first gradient node that reads
   // them or a mirror made for one (just before the gradient node of that
   // step), and held for their last reader; a kept output a mirror reads is
@@ -292,23 +293,28 @@ std::vector<int64_t> BackwardReads::Held(const Graph& fwd, const KeepLevels& kee
       }
     }
   }
-  std::vector<int64_t> held(num_steps + 1, 0);
-  auto hold = [&](int from, int to, int64_t bytes) {
-    if (from > to) return;
-    held[from] += bytes;
-    held[to + 1] -= bytes;
-  };
   for (int i = 0; i < n; ++i) {
     for (int o = output_of[i]; o < output_of[i + 1]; ++o) {
       const Output& out = outputs[o];
+      int from = 0, to = -1;
       if (keep[i] == 0 && out.last >= 0)  // from its step in the forward pass
-        hold(i, std::max(out.last, until[o]), out.bytes);
+        from = i, to = std::max(out.last, until[o]);
       else if (keep[i] == 0)  // held_anyway holds it at its step
-        hold(i + 1, until[o], out.bytes);
+        from = i + 1, to = until[o];
       else if (made[i] != INT_MAX && out.last >= 0)
-        hold(made[i], out.last, out.bytes);
+        from = made[i], to = out.last;
+      if (from <= to) span(i, from, to, out.bytes);
     }
   }
+}
+
+std::vector<int64_t> BackwardReads::Held(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at) const {
+  const int num_steps = static_cast<int>(held_anyway.size());
+  std::vector<int64_t> held(num_steps + 1, 0);
+  Spans(fwd, keep, made_at, [&](int, int from, int to, int64_t bytes) {
+    held[from] += bytes;
+    held[to + 1] -= bytes;
+  });
   for (int t = 1; t <= num_steps; ++t) held[t] += held[t - 1];
   held.pop_back();
   for (int t = 0; t < num_steps; ++t) held[t] += held_anyway[t];

@@ -1,22 +1,20 @@
 // PlanTraining: choose what to recompute, then build and plan the training
 // graph. sqrt searches the segment budget of the paper's greedy split for
-// the smallest arena; budget=SIZE looks for the least recomputation whose
-// planned arena fits:
-//   1. no recomputation (share), then drop_cheap;
-//   2. the least recomputation (in FLOPs, or in predicted time with the
-//      strategy's cost table) among the fitting plans of three searches:
-//      (a) on small graphs, part of drop_cheap: its runs of cheap ops
-//      ranked by bytes freed per cost, the fewest best-ranked that fit;
-//      (b) drop_cheap with some sqrt segments recomputed whole, ranked by
-//      bytes freed per cost, the count found by binary search;
-//      (c) the exact dynamic program on the graph's chain of blocks (cut at
-//      the split candidates; chain.cc): which blocks to store as drop_cheap
-//      does and which runs of blocks to recompute whole, for the least
-//      cost under the model's memory, the model's memory searched; a plan
-//      whose predicted cost (PredictedRecomputeCost) is no less than the
-//      best fit's is not built;
-//      (the model of (c) misjudges some plans by a few percent, which (b)
-//      measures directly: neither wins everywhere);
+// the smallest arena; budget=SIZE looks for the least recomputation (in
+// FLOPs, or in predicted time with the strategy's cost table) whose placed
+// arena fits:
+//   1. no recomputation (share), where it fits;
+//   2. the least recomputation among the fitting plans of drop_cheap and
+//      of two searches:
+//      (a) drop_cheap with some sqrt segments recomputed whole, ranked by
+//      bytes freed per cost, the count found by binary search (where
+//      drop_cheap does not fit);
+//      (b) the block program: the graph's chain of blocks (cut at the
+//      split candidates), each with a menu of entries priced by the
+//      BackwardReads bound (kept whole, some or all of its cheap ops
+//      recomputed, recomputed whole in a run), one entry per block chosen
+//      by the chain program (chain.cc) under a model memory that a
+//      correction loop moves by what the built plans hold;
 //   3. the sqrt plan, then logn.
 // The first step with a plan that fits wins, improved: nodes it recomputes
 // kept again where it still fits and, on small graphs, swapped for cheaper
@@ -32,6 +30,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -165,35 +164,6 @@ KeepLevels DropSegments(const KeepLevels& base, const std::vector<Segment>& segs
   return keep;
 }
 
-// drop_cheap's drops beyond the config's, in runs: a dropped node joins the
-// run of each dropped node it reads (LeNet's bn1, relu1 and pool1 are one
-// run, whose prefixes the budget search tries).
-std::vector<std::vector<int>> CheapRuns(const Graph& fwd, const KeepLevels& base, const KeepLevels& cheap) {
-  std::vector<int> run_of(fwd.num_nodes(), -1);
-  std::vector<std::vector<int>> runs;
-  for (int i = 0; i < fwd.num_nodes(); ++i) {
-    if (cheap[i] == 0 || base[i] != 0) continue;
-    int r = -1;
-    for (const Entry& e : fwd.node(i).inputs) {
-      const int from = run_of[e.node];
-      if (from < 0 || from == r) continue;
-      if (r < 0) {
-        r = from;
-        continue;
-      }
-      for (int j : runs[from]) run_of[j] = r;  // i joins two runs: merge them
-      runs[r].insert(runs[r].end(), runs[from].begin(), runs[from].end());
-      runs[from].clear();
-    }
-    if (r < 0) r = static_cast<int>(runs.size()), runs.emplace_back();
-    run_of[i] = r;
-    runs[r].push_back(i);
-  }
-  runs.erase(std::remove_if(runs.begin(), runs.end(), [](const std::vector<int>& r) { return r.empty(); }), runs.end());
-  for (std::vector<int>& r : runs) std::sort(r.begin(), r.end());  // graph order (merged runs interleave)
-  return runs;
-}
-
 // What BudgetSearch::KeepWhatFits tries, and on which graphs.
 constexpr size_t kKeepTries = 16;
 constexpr int kSwapBuilds = 200;
@@ -209,10 +179,10 @@ constexpr int kRepairMisfits = 16;
 constexpr int kExactMoveBuilds = 50;
 constexpr int kExactMovePlacements = 1;
 constexpr int kExactMovesBuilds = 2000;
-// Part of drop_cheap is searched where it has at most this many runs: each
-// run's prefixes are built (as many builds as drop_cheap drops), then up to
-// one more per run for the best prefixes together.
-constexpr size_t kRunsTried = 64;
+// The correction loop's rounds at most (BudgetSearch::BlockProgram). Each
+// round brackets the model memory tighter; the cap bounds the planning
+// time of a graph whose model memory needs many rounds to close.
+constexpr int kCorrections = 16;
 
 // One budget search: the candidates' fits, the best that fits and the
 // smallest seen (for the error when none fits).
@@ -227,23 +197,23 @@ class BudgetSearch {
     smallest_ = q_.Build(base);
     reads_ = GradientReads(fwd_, smallest_);
     backward_reads_ = BackwardReadsOf(fwd_, smallest_);
-    share_bytes_ = smallest_.plan.arena_bytes;     // its lower bound
     base_cost_ = smallest_.plan.recompute_cost();  // of the config's mirror marks
     if (Fits(&smallest_)) return std::move(smallest_);
     const KeepLevels cheap = DropCheapLevels(fwd_);
+    const std::vector<ChainBlock> chain = Chain(fwd_, cheap, s_.costs.get(), smallest_, backward_reads_);
     TrainingPlan t = q_.Build(cheap);
     if (Fits(&t)) {
       best_fit_ = std::move(t);
     } else {
       KeepSmallest(&t, "drop_cheap");
-      PartOfDropCheap(base, cheap);
       SqrtSegments(cheap);
-      ChainProgram(cheap);
     }
+    BlockProgram(chain);
     if (best_fit_) best_fit_ = KeepWhatFits(std::move(*best_fit_));
     if (ExactDropSets()) return std::move(*best_fit_);
     if (best_fit_) return std::move(*best_fit_);
     // The fixed plans.
+    if (sqrt_.keep.empty()) sqrt_ = BestSqrt(q_, backward_reads_);
     if (Fits(&sqrt_)) return KeepWhatFits(std::move(sqrt_));
     KeepSmallest(&sqrt_, "sqrt");
     TrainingPlan logn = q_.Build(LognLevels(fwd_));
@@ -534,44 +504,7 @@ class BudgetSearch {
     return best;
   }
 
-  // (a) On small graphs, part of drop_cheap: each run's prefixes (in graph
-  // order) measured alone, the one freeing the most of share's arena per
-  // cost kept per run; then the best-ranked runs' prefixes together, fewest
-  // first, until a set fits. Where drop_cheap does not shrink the arena
-  // (LeNet: its run bn1 relu1 pool1 frees nothing, bn1 relu1 does), or a
-  // budget needs only part of it, this finds what drops a few cheap ops.
-  void PartOfDropCheap(const KeepLevels& base, const KeepLevels& cheap) {
-    if (fwd_.num_nodes() > kKeepNodes) return;
-    const std::vector<std::vector<int>> runs = CheapRuns(fwd_, base, cheap);
-    if (runs.size() > kRunsTried) return;
-    auto drop = [&](const std::vector<std::vector<int>>& parts) {
-      KeepLevels keep = base;
-      for (const std::vector<int>& part : parts)
-        for (int i : part) keep[i] = kDropped;
-      return keep;
-    };
-    std::vector<std::pair<double, std::vector<int>>> ranked;  // (-bytes freed per cost, a run's prefix)
-    for (const std::vector<int>& run : runs) {
-      std::pair<double, std::vector<int>> best_prefix{0, {}};
-      for (size_t len = 1; len <= run.size(); ++len) {
-        std::vector<int> prefix(run.begin(), run.begin() + static_cast<std::ptrdiff_t>(len));
-        TrainingPlan c = q_.Build(drop({prefix}));
-        const double freed = static_cast<double>(share_bytes_ - c.plan.arena_bytes);
-        const double score = -freed / std::max(c.plan.recompute_cost(), 1e-30);
-        if (freed > 0 && score < best_prefix.first) best_prefix = {score, std::move(prefix)};
-        Consider(std::move(c), "part of drop_cheap");
-      }
-      if (!best_prefix.second.empty()) ranked.push_back(std::move(best_prefix));
-    }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::vector<int>> parts;
-    for (auto& [score, prefix] : ranked) {
-      parts.push_back(std::move(prefix));
-      if (parts.size() > 1 && Consider(q_.Build(drop(parts)), "part of drop_cheap") > 0) break;
-    }
-  }
-
-  // (b) drop_cheap with the fewest sqrt segments recomputed whole, ranked
+  // (a) drop_cheap with the fewest sqrt segments recomputed whole, ranked
   // by bytes freed per cost, whose lower bound fits, then the first count
   // from there whose placed arena fits. Keeps the sqrt plan for step 3.
   // The fewest that fit are at least the fewest whose BackwardReads bound
@@ -615,42 +548,54 @@ class BudgetSearch {
     }
   }
 
-  // (c) The chain program. Its model over- or underestimates the real plan
-  // (in-place reuse, gradients and workspaces are not in it), so the
-  // model's memory is searched: doubled or halved from the budget until one
-  // plan fits and one does not, then bisected (4 steps, to 2% of the
-  // budget; on small graphs 12 steps, to 0.05%: the random chain of 30
-  // nodes at its second budget, 1.812 MFLOP with 4 steps, 1.614 with 12,
-  // against an optimum of 1.612). A plan predicted to recompute no less
-  // than the best fit is not built and counts as fitting: only a larger
-  // model memory can give one that recomputes less (on the 4x1024 T=1000
-  // LSTM, where (b) wins at 700 MB and up, 2-4 builds of 22-23 saved, and
-  // their placements).
-  void ChainProgram(const KeepLevels& cheap) {
-    const std::vector<ChainBlock> chain = Chain(fwd_, cheap, s_.costs.get());
-    if (chain.size() <= 1) return;
-    auto consider = [&](int64_t model) {
+  // (b) The block program (chain.cc) under a model memory, corrected against
+  // the built plans. The model prices each block's entries by the bound of
+  // the plans that give every block that entry, so the memory it is given
+  // starts at the budget and moves by what the plan it chose then holds
+  // under or over the budget (its BackwardReads bound, or its placed arena
+  // where that misses), within the bracket of the largest model memory
+  // known to fit and the smallest known to miss (halved where a move
+  // leaves it or the plan repeats one seen before), until the bracket is
+  // one of the program's slots wide (kCorrections rounds at most). Each
+  // plan is Consider()ed where its bound fits and it is predicted to
+  // recompute less than the best fit (PredictedRecomputeCost).
+  void BlockProgram(const std::vector<ChainBlock>& chain) {
+    std::vector<std::pair<KeepLevels, int64_t>> seen;  // each plan's keep levels and what it holds
+    int64_t fits = 0, misses = INT64_MAX;              // model memories known to fit, to miss
+    int64_t model = budget_;
+    for (int round = 0; round < kCorrections && misses - fits > std::max<int64_t>(1, model / 512); ++round) {
       const ChainPlan p = ChainRecompute(chain, model);
-      if (p.empty()) return 0;
-      KeepLevels keep = ChainLevels(fwd_, cheap, chain, p);
-      if (CannotWin(keep)) return 1;
-      if (CannotFit(keep)) return -1;
-      return Consider(q_.Build(std::move(keep)), "the chain program");
-    };
-    int64_t lo = 0, hi = 0;  // model memories that fit or had no plan / too big (0: none yet)
-    for (int64_t m = budget_; (lo == 0 || hi == 0) && m > 0 && m < budget_ * 64;) {
-      if (consider(m) >= 0)
-        lo = m, m *= 2;
-      else
-        hi = m, m /= 2;
+      const size_t plans = seen.size();
+      const int64_t held = p.empty() ? 0 : Held(ChainLevels(fwd_, chain, p), &seen);
+      const bool repeated = !p.empty() && seen.size() == plans;
+      VLOG(1) << "block program: model memory " << model << ", plan cost " << (p.empty() ? 0 : ChainCost(chain, p))
+              << ", holds " << held << " of " << budget_;
+      (held <= budget_ ? fits : misses) = model;  // nothing fits the model (held 0): it needs more memory
+      const int64_t moved = p.empty() ? model * 2 : model + (budget_ - held);
+      const bool inside = moved > fits && moved < misses && !repeated;
+      model = inside ? moved : misses == INT64_MAX ? model * 2 : fits + (misses - fits) / 2;
     }
-    const bool small = fwd_.num_nodes() <= kKeepNodes;  // builds are cheap: bisect finer
-    const int steps = small ? 12 : 4;
-    const int64_t close = budget_ / (small ? 2000 : 50);
-    for (int k = 0; k < steps && lo > 0 && hi > 0 && std::abs(hi - lo) > close; ++k) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      (consider(mid) >= 0 ? lo : hi) = mid;
+  }
+
+  // What a plan of the block program holds, against the budget: its
+  // BackwardReads bound, or, where that fits and it may recompute less
+  // than the best fit, its built and placed arena (Consider).
+  int64_t Held(KeepLevels keep, std::vector<std::pair<KeepLevels, int64_t>>* seen) {
+    for (const auto& [k, held] : *seen)
+      if (k == keep) return held;
+    int64_t held = backward_reads_.Bound(fwd_, keep);
+    if (held <= budget_ && !CannotWin(keep)) {
+      TrainingPlan t = q_.Build(keep);
+      if (Fits(&t)) {
+        held = t.plan.lower_bound_bytes;
+        if (!best_fit_ || t.plan.recompute_cost() < best_fit_->plan.recompute_cost()) best_fit_ = std::move(t);
+      } else {
+        held = t.plan.arena_bytes;
+        KeepSmallest(&t, "the block program");
+      }
     }
+    seen->emplace_back(std::move(keep), held);
+    return held;
   }
 
   // Whether keep levels' arena cannot fit: their BackwardReads bound (what
@@ -664,7 +609,7 @@ class BudgetSearch {
     return Predicted(keep) >= best_fit_->plan.recompute_cost() * (1 + 1e-9);
   }
 
-  // (d) On small graphs (at most kExactCandidates drop candidates), every
+  // On small graphs (at most kExactCandidates drop candidates), every
   // drop set cheaper than the best fit that could fit (CoverKeys,
   // drop_sets.cc), cheapest first, for at most
   // ExactSearchBuilds builds and kExactPlacements placements: the first
@@ -688,13 +633,12 @@ class BudgetSearch {
   const int64_t budget_;
   std::vector<bool> reads_;       // GradientReads of the plans
   BackwardReads backward_reads_;  // of the share plan
-  int64_t share_bytes_ = 0;
   double base_cost_ = 0;
   std::optional<TrainingPlan> best_fit_;
   TrainingPlan smallest_;
   std::string smallest_by_ = "share";
   int misfits_ = 0;
-  TrainingPlan sqrt_;
+  TrainingPlan sqrt_;  // BestSqrt's, where SqrtSegments ran
 };
 
 }  // namespace

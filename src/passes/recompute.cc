@@ -5,9 +5,12 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <array>
+#include <climits>
 #include <map>
 
 #include "frugal/passes.h"
+#include "passes/build_training_plan.h"
 
 namespace frugal {
 namespace {
@@ -208,50 +211,153 @@ KeepLevels LognLevels(const Graph& g) {
   return ApplyAnnotations(g, levels);
 }
 
-std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const CostTable* costs) {
+namespace {
+// A block's cheap drops beyond the config's (drop_cheap's, the boundary
+// excluded) in groups: a node joins the group of a dropped node it reads (a
+// relu's gradient reads only its output, so dropping it frees nothing
+// unless the batch_norm before it goes too), the most bytes that the
+// backward pass reads per cost first.
+std::vector<std::vector<int>> CheapGroups(const Graph& g, const ChainBlock& b, const KeepLevels& base,
+                                          const KeepLevels& cheap, const BackwardReads& reads, const CostTable* costs) {
+  std::map<int, int> group_of;
+  std::vector<std::vector<int>> groups;
+  for (int i : b.nodes) {
+    if (cheap[i] == 0 || base[i] != 0) continue;
+    if (std::find(b.boundary.begin(), b.boundary.end(), i) != b.boundary.end()) continue;
+    int r = -1;
+    for (const Entry& e : g.node(i).inputs) {
+      const auto it = group_of.find(e.node);
+      if (it == group_of.end() || it->second == r) continue;
+      if (r < 0) {
+        r = it->second;
+        continue;
+      }
+      const int from = it->second;  // i joins two groups: merge them
+      for (int j : groups[from]) group_of[j] = r;
+      groups[r].insert(groups[r].end(), groups[from].begin(), groups[from].end());
+      groups[from].clear();
+    }
+    if (r < 0) r = static_cast<int>(groups.size()), groups.emplace_back();
+    group_of[i] = r;
+    groups[r].push_back(i);
+  }
+  groups.erase(std::remove_if(groups.begin(), groups.end(), [](const auto& x) { return x.empty(); }), groups.end());
+  auto ratio = [&](const std::vector<int>& x) {
+    double bytes = 0, cost = 0;
+    for (int i : x) bytes += static_cast<double>(reads.bytes[i]), cost += RecomputeCost(g, i, costs);
+    return bytes / std::max(cost, 1e-30);
+  };
+  std::stable_sort(groups.begin(), groups.end(), [&](const auto& x, const auto& y) { return ratio(x) > ratio(y); });
+  return groups;
+}
+}  // namespace
+
+std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const CostTable* costs,
+                              const TrainingPlan& share, const BackwardReads& reads) {
   const std::vector<int> cands = SplitCandidates(g);
   std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
   std::vector<ChainBlock> chain(cands.size() + 1);
+  std::vector<int> block_of(g.num_nodes(), -1);
   size_t j = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
     if (g.node(i).is_variable()) continue;
     chain[j].nodes.push_back(i);
+    block_of[i] = static_cast<int>(j);
     if (j < cands.size() && cands[j] == i) ++j;
   }
   for (size_t c = 0; c < cands.size(); ++c) chain[c].boundary = std::move(crossing[c]);
-  std::vector<bool> read = ReadByBackward(g);
+  const KeepLevels base = ApplyAnnotations(g, {});
+  const std::vector<bool> read = ReadByBackward(g);
+  // Each block's menu of stored entries: kept whole, its cheap groups one
+  // more at a time, then drop_cheap's (its boundary as drop_cheap keeps it).
+  size_t ranks = 0;
   for (ChainBlock& b : chain) {
+    bool cheap_keeps_boundary = true;
     for (int p : b.boundary) {
       b.boundary_bytes += OutputBytes(g, p);
-      b.cheap_keeps_boundary = b.cheap_keeps_boundary && cheap[p] == 0;
+      cheap_keeps_boundary = cheap_keeps_boundary && cheap[p] == 0;
     }
+    ChainBlock::Stored drop_cheap;
+    drop_cheap.keeps_boundary = cheap_keeps_boundary;
     for (int i : b.nodes) {
-      const int64_t bytes = OutputBytes(g, i);
       const double cost = RecomputeCost(g, i, costs);
-      b.all_bytes += bytes;
-      if (std::find(b.boundary.begin(), b.boundary.end(), i) != b.boundary.end()) {
-        b.boundary_cost += cost;
-      } else {
-        b.inner_cost += cost;
-        for (int k = 0; k < g.NumOutputs(i); ++k)
-          if (read[g.EntryId({i, k})]) b.read_bytes += g.EntryBytes({i, k});
-        if (cheap[i] == 0)
-          b.kept_bytes += bytes;
-        else
-          b.cheap_cost += cost;
+      const bool is_boundary = std::find(b.boundary.begin(), b.boundary.end(), i) != b.boundary.end();
+      (is_boundary ? b.boundary_cost : b.inner_cost) += cost;
+      if (cheap[i] != 0 && base[i] == 0) drop_cheap.drops.push_back(i), drop_cheap.cost += cost;
+      for (int k = 0; !is_boundary && k < g.NumOutputs(i); ++k)
+        if (read[g.EntryId({i, k})]) b.read_bytes += g.EntryBytes({i, k});
+    }
+    b.stored.emplace_back();  // kept whole
+    for (const std::vector<int>& group : CheapGroups(g, b, base, cheap, reads, costs)) {
+      ChainBlock::Stored more = b.stored.back();
+      for (int i : group) more.drops.push_back(i), more.cost += RecomputeCost(g, i, costs);
+      b.stored.push_back(std::move(more));
+    }
+    if (b.stored.back().drops.size() == drop_cheap.drops.size())
+      b.stored.back() = std::move(drop_cheap);
+    else
+      b.stored.push_back(std::move(drop_cheap));
+    ranks = std::max(ranks, b.stored.size());
+  }
+  // Each block's steps of share: its forward nodes', then its gradient
+  // nodes' (from the first to the last).
+  const Graph& s = share.graph;
+  std::vector<std::pair<int, int>> forward(chain.size(), {INT_MAX, -1}), backward(chain.size(), {INT_MAX, -1});
+  for (int t = 0; t < s.num_nodes(); ++t) {
+    const int i = t < s.num_forward() ? t : s.node(t).fwd;
+    if (i < 0 || block_of[i] < 0) continue;
+    auto& range = (t < s.num_forward() ? forward : backward)[block_of[i]];
+    range = {std::min(range.first, t), std::max(range.second, t)};
+  }
+  for (size_t b = 0; b < chain.size(); ++b)
+    for (const auto& range : {forward[b], backward[b]})
+      for (int t = range.first; t <= range.second; ++t)
+        chain[b].held_bytes = std::max(chain[b].held_bytes, reads.held_anyway[t]);
+  // The stored entries of each rank: each block's own spans over its steps,
+  // under the keep levels that give every block its entry of that rank.
+  for (size_t rank = 0; rank < ranks; ++rank) {
+    KeepLevels keep = base;
+    for (const ChainBlock& b : chain)
+      for (int i : b.stored[std::min(rank, b.stored.size() - 1)].drops) keep[i] = kDropped;
+    std::vector<std::vector<std::array<int64_t, 3>>> spans(chain.size());  // from, to, bytes
+    reads.Spans(g, keep, nullptr, [&](int i, int from, int to, int64_t bytes) {
+      if (block_of[i] >= 0) spans[block_of[i]].push_back({from, to, bytes});
+    });
+    for (size_t b = 0; b < chain.size(); ++b) {
+      if (rank >= chain[b].stored.size()) continue;
+      ChainBlock::Stored& st = chain[b].stored[rank];
+      for (const auto& [from, to, bytes] : spans[b])
+        if (from <= s.num_forward() && s.num_forward() <= to) st.kept += bytes;
+      for (const auto& range : {forward[b], backward[b]}) {
+        if (range.first > range.second) continue;
+        std::vector<int64_t> held(range.second - range.first + 2, 0);
+        for (const auto& [from, to, bytes] : spans[b]) {
+          const int lo = std::max<int>(from, range.first), hi = std::min<int>(to, range.second);
+          if (lo > hi) continue;
+          held[lo - range.first] += bytes;
+          held[hi - range.first + 1] -= bytes;
+        }
+        int64_t now = 0;
+        for (int t = range.first; t <= range.second; ++t) {
+          now += held[t - range.first];
+          st.peak = std::max(st.peak, now + reads.held_anyway[t]);
+        }
       }
     }
   }
   return chain;
 }
 
-KeepLevels ChainLevels(const Graph& g, const KeepLevels& cheap, const std::vector<ChainBlock>& chain,
-                       const ChainPlan& plan) {
-  CHECK_EQ(chain.size(), plan.dropped.size());
-  KeepLevels levels = cheap;
-  for (size_t j = 0; j < chain.size(); ++j)
-    if (plan.dropped[j])
+KeepLevels ChainLevels(const Graph& g, const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
+  CHECK_EQ(chain.size(), plan.entry.size());
+  KeepLevels levels = ApplyAnnotations(g, {});
+  for (size_t j = 0; j < chain.size(); ++j) {
+    if (plan.entry[j] == ChainPlan::kRecompute) {
       for (int i : chain[j].nodes) levels[i] = kDropped;
+    } else {
+      for (int i : chain[j].stored[plan.entry[j]].drops) levels[i] = kDropped;
+    }
+  }
   for (size_t j = 0; j < chain.size(); ++j)
     if (plan.cut[j])
       for (int p : chain[j].boundary) levels[p] = 0;

@@ -2,7 +2,7 @@
 // gap suite at three budgets each: one markdown table row per case and
 // budget (docs/memory.md, "How far from the optimum").
 //   build/frugal_bench_optimum [--small] [--case NAME] [--max-builds N] [--max-programs N] [--why]
-//   build/frugal_bench_optimum --planner-only FIRST:LAST
+//   build/frugal_bench_optimum --planner-only FIRST:LAST | --planner-only suite
 //   build/frugal_bench_optimum --seeds FIRST:LAST [--max-builds N] [--max-programs N] [--why]
 // --max-programs: integer programs the reference solves where its search of
 // drop sets is cut off after --max-builds (0: none).
@@ -10,7 +10,8 @@
 // each row, what the optimum and the planner drop. --planner-only: no
 // reference; the planner's recomputation (FLOPs) at the three budgets of
 // random chains and DAGs of 20, 30 and 40 nodes, seeds FIRST to LAST, one
-// line each: to compare two planners on more graphs than the suite's.
+// line each: to compare two planners on more graphs than the suite's
+// (`suite`: on the suite's cases).
 // --seeds: the table on those random cases instead of the suite, and a
 // last line: the rows within 5%, the largest gap known, and the rows only
 // bounded with their largest bound.
@@ -19,15 +20,16 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "optimum.h"
 
 namespace {
 
-int PlannerOnly(uint64_t first_seed, uint64_t last_seed) {
+int PlannerOnly(const std::vector<frugal::test::GapCase>& cases) {
   namespace test = frugal::test;
   std::cout << "| case | budget | planner FLOPs | planner ms |\n|---|---:|---:|---:|" << std::endl;
-  for (const test::GapCase& c : test::RandomGapCases(first_seed, last_seed))
+  for (const test::GapCase& c : cases)
     for (int64_t budget : test::GapBudgets(c)) {
       const test::GapRow r = test::MeasurePlanner(c, budget);
       const std::string flops =
@@ -54,12 +56,14 @@ int main(int argc, char** argv) {
       why = true;
     } else if (arg == "--case" && i + 1 < argc) {
       only = argv[++i];
+    } else if (arg == "--planner-only" && i + 1 < argc && std::string(argv[i + 1]) == "suite") {
+      return PlannerOnly(frugal::test::GapSuite(/*small=*/false));
     } else if ((arg == "--planner-only" || arg == "--seeds") && i + 1 < argc) {
       if (std::sscanf(argv[++i], "%llu:%llu", &first, &last) != 2 || first > last) {
         std::cerr << arg << " takes FIRST:LAST seeds, e.g. 100:109\n";
         return 2;
       }
-      if (arg == "--planner-only") return PlannerOnly(first, last);
+      if (arg == "--planner-only") return PlannerOnly(frugal::test::RandomGapCases(first, last));
       seeded = true;
     } else if (arg == "--max-builds" && i + 1 < argc) {
       max_builds = std::atoll(argv[++i]);
@@ -67,7 +71,7 @@ int main(int argc, char** argv) {
       max_programs = std::atoll(argv[++i]);
     } else {
       std::cerr << "usage: " << argv[0] << " [--small | --seeds FIRST:LAST] [--case NAME] [--max-builds N]"
-                << " [--max-programs N] [--why] | --planner-only FIRST:LAST\n";
+                << " [--max-programs N] [--why] | --planner-only FIRST:LAST|suite\n";
       return 2;
     }
   }
