@@ -309,12 +309,11 @@ TEST(OptimumGap, PlannerPlacesAsManySetsAsTheOptimumNeeds) {
   EXPECT_EQ(r.gap(), 0) << test::GapTableLine(r);
 }
 
-// The planner's plan is a local optimum of its exact moves (ExactMoves,
-// plan_training.cc): no recomputed node kept again with the cheapest drops
-// the exact search then finds (the plan's other drops fixed, 50 builds and
-// one placement) recomputes less. On the random chain of 40 nodes of seed
-// 126 at its second budget such a move recomputed 24.8% less until the
-// planner made them.
+// The planner's plan is a local optimum of exact moves: no recomputed node
+// kept again with the cheapest drops the exact search then finds (the
+// plan's other drops fixed, 50 builds and one placement) recomputes less,
+// on the random chain of 40 nodes of seed 126 at its second budget, where
+// such a move once recomputed 24.8% less.
 TEST(OptimumGap, NoExactMoveImprovesThePlannersPlan) {
   const test::GapCase c = test::RandomGapCase("chain40/126");
   const int64_t budget = test::GapBudgets(c)[1];

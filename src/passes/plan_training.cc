@@ -20,8 +20,7 @@
 // kept again where it still fits and, on small graphs, swapped for cheaper
 // ones, then kept with what the bound then needs dropped instead, and kept
 // nodes dropped with what the bound then needs no more kept again, then
-// kept with the cheapest drops the exact search then finds among the kept
-// nodes (KeepWhatFits). On graphs of at most 64 drop candidates the exact
+// (KeepWhatFits). On graphs of at most 64 drop candidates the exact
 // search of drop sets cheaper than the plan of steps 1-2 (drop_sets.cc;
 // before step 3 where they found none) follows, for a bounded number of
 // builds: it finds the optimum, or proves that plan optimal, when the
@@ -174,11 +173,6 @@ constexpr int kKeepNodes = 1000;
 constexpr int kRepairs = 2;
 constexpr int kRepairBuilds = 200;
 constexpr int kRepairMisfits = 16;
-// What BudgetSearch::ExactMoves allows each move's exact search, and
-// builds in all.
-constexpr int kExactMoveBuilds = 50;
-constexpr int kExactMovePlacements = 1;
-constexpr int kExactMovesBuilds = 2000;
 // The correction loop's rounds at most (BudgetSearch::BlockProgram). Each
 // round brackets the model memory tighter; the cap bounds the planning
 // time of a graph whose model memory needs many rounds to close.
@@ -278,46 +272,7 @@ class BudgetSearch {
     std::vector<int> candidates = DropCandidates(fwd_);
     if (candidates.size() > kExactCandidates) return best;
     CostliestFirst(&candidates);
-    return ExactMoves(RepairedMoves(Swaps(std::move(best), candidates), candidates), candidates);
-  }
-
-  // Each node the plan recomputes, most expensive first (at most
-  // kKeepTries), kept again and the cheapest set of kept candidates dropped
-  // instead found by the exact search (CheapestFittingDrops, the plan's
-  // other drops fixed; kExactMoveBuilds builds and kExactMovePlacements
-  // placements each), while one recomputes less. Where RepairedMoves'
-  // greedy drops what frees most of the bound per cost, this takes them in
-  // order of cost: of 720 random cases (frugal_bench_optimum --planner-only
-  // 100:139), 9 recompute 0.2-68% less (the random DAG of 40 nodes of seed
-  // 129 at its third budget 68%, chain40/113's third 2.3%, where
-  // RepairedMoves' drop moves had cost 2.4%), none more, in 11-13% more
-  // planning time. It does not replace the greedy: with the greedy's keep
-  // moves left out, 50 plans recompute more. At most kExactMovesBuilds
-  // builds in all.
-  TrainingPlan ExactMoves(TrainingPlan best, const std::vector<int>& candidates) {
-    if (!OneLevel(best.keep)) return best;
-    const int stop = q_.builds + kExactMovesBuilds;
-    for (bool improved = true; improved && q_.builds < stop;) {
-      improved = false;
-      for (int i : Recomputed(best, kKeepTries)) {
-        KeepLevels base = best.keep;
-        base[i] = 0;
-        std::vector<int> cand;
-        for (int j : candidates)
-          if (best.keep[j] == 0 && j != i) cand.push_back(j);
-        const double max_cost = best.plan.recompute_cost() - Predicted(base);
-        if (max_cost <= 0) continue;
-        DropSetSearch r = CheapestFittingDrops(fwd_, q_.inputs, s_, q_.dev, base, std::move(cand), backward_reads_,
-                                               budget_, max_cost, kExactMoveBuilds, kExactMovePlacements);
-        q_.builds += static_cast<int>(r.builds);
-        if (r.plan && r.plan->plan.recompute_cost() < best.plan.recompute_cost()) {
-          best = std::move(*r.plan);
-          improved = true;
-          break;
-        }
-      }
-    }
-    return best;
+    return RepairedMoves(Swaps(std::move(best), candidates), candidates);
   }
 
   // Rounds of swaps while one recomputes less (at most kSwapBuilds builds
