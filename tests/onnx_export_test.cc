@@ -17,6 +17,7 @@
 #include "frugal/executor.h"
 #include "frugal/io.h"
 #include "frugal/onnx.h"
+#include "frugal/params_file.h"
 #include "frugal/passes.h"
 #include "onnx.pb.h"
 #include "test_util.h"
@@ -229,6 +230,41 @@ TEST(OnnxExport, EveryOtherMappedOpImportsBackToTheSameOutputs) { ExpectRoundTri
 // read by the next step and the layer above), the initial state as aux values,
 // a loss head at every step.
 TEST(OnnxExport, CharLstmImportsBackToTheSameOutputs) { ExpectRoundTrip("char_lm", CharLm(), kSmallLstm, 12); }
+
+// `frugal import-onnx` on frugal's own export of a net with batch_norm ->
+// relu pairs (kResNet's bn0 and bn1): the config it writes builds them
+// fused again, as the trained config did (the command aborted on a CHECK of
+// the node count before), and that config with the weights the command
+// wrote computes what the trained model did.
+TEST(OnnxExport, ImportOnnxCommandRebuildsFusedBatchNormRelu) {
+  Exported ex("resnet", kResNet);
+  ASSERT_EQ(ex.Export().exit_code, 0);
+  const std::string prefix = ex.dir.File("imported");
+  RunResult r = RunFrugal("import-onnx " + ex.model + " --out " + prefix);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("Check failed"), std::string::npos) << r.output;
+
+  const ConfigFile back = LoadConfig(prefix + ".prototxt", {});
+  const Graph g = BuildGraph(back);
+  int fused = 0;
+  for (const Node& n : g.nodes())
+    fused += !n.is_variable() && n.op->name() == "batch_norm" && n.attrs.count("act_type");
+  EXPECT_EQ(fused, 2);
+
+  const ConfigFile cfg = ParseConfig(kResNet, ex.config, {});
+  std::mt19937 rng(5);
+  const Tensor x = Uniform(Shape{4, 3, 8, 8}, -1, 1, &rng);
+  std::map<std::string, Tensor> vars = {{"data", x}, {"label", Tensor::Empty(Shape{4})}};
+  for (const auto* part : {&ex.state.params, &ex.state.aux}) vars.insert(part->begin(), part->end());
+  const std::vector<Tensor> want = RunForward(BuildGraph(cfg), vars);
+  std::map<std::string, Tensor> weights = {{back.net.data().data_name(), x}};
+  for (auto& [name, t] : LoadParams(prefix + ".params")) weights[name] = t;
+  const std::vector<Tensor> got = RunForward(g, weights);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(got[0].shape(), want[0].shape());
+  for (int64_t i = 0; i < want[0].size(); ++i) ASSERT_NEAR(got[0].f()[i], want[0].f()[i], 1e-5) << i;
+}
 
 TEST(OnnxExport, TheTestConfigsUseEveryMappedOp) {
   std::set<std::string> used;
