@@ -1,15 +1,14 @@
 // frugal import-onnx MODEL.onnx --out PREFIX: writes PREFIX.prototxt (a
-// frugal config) and PREFIX.params (the weights, include/frugal/params_file.h),
-// after checking that the config builds back into the imported graph.
+// frugal config) and PREFIX.frugal (a checkpoint holding the weights, for
+// `frugal test --checkpoint` and `frugal train --weights`), after checking
+// that the config builds back into the imported graph.
 #include <gflags/gflags.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "cli.h"
 #include "frugal/onnx.h"
-#include "frugal/params_file.h"
 
 DEFINE_string(out, "",
               "import-onnx, import-mxnet: output prefix; writes PREFIX.prototxt and the weights beside it. "
@@ -50,30 +49,28 @@ void CheckRebuilds(const Graph& back, const ConfigFile& cfg, const Graph& import
 
 int ImportOnnx() {
   FRUGAL_REQUIRE(g_args.size() == 1, "import-onnx takes one model: frugal import-onnx MODEL.onnx --out PREFIX");
-  FRUGAL_REQUIRE(!FLAGS_out.empty(), "import-onnx needs --out PREFIX (writes PREFIX.prototxt and PREFIX.params)");
+  FRUGAL_REQUIRE(!FLAGS_out.empty(), "import-onnx needs --out PREFIX (writes PREFIX.prototxt and PREFIX.frugal)");
   const std::string& path = g_args[0];
   OnnxImport imp = ImportOnnxFile(path);
   FRUGAL_REQUIRE(imp.unsupported.empty(), path, ": ", imp.unsupported.size(),
                  " node(s) cannot be imported: ", DescribeUnsupported(imp.unsupported, 5));
   const std::string name = std::filesystem::path(path).stem().string();
-  const std::string config_path = FLAGS_out + ".prototxt", params_path = FLAGS_out + ".params";
   FrugalExport ex;
   try {
     ex = ExportFrugalConfig(imp, name);
-    const ConfigFile back = ParseConfig(ex.config_text, config_path, {});
+    const ConfigFile back = ParseConfig(ex.config_text, FLAGS_out + ".prototxt", {});
     CheckRebuilds(BuildGraph(back), back, imp.graph);
   } catch (const Error& e) { throw Error(Fmt(path, ": ", e.what())); }
 
-  std::ofstream(config_path) << ex.config_text;
-  FRUGAL_REQUIRE(std::ifstream(config_path).good(), config_path, ": cannot write the config");
-  SaveParams(params_path, ex.params);
+  const ImportedFiles out = WriteImported(FLAGS_out, ex.config_text, ex.params, ex.aux);
   int64_t values = 0;
-  for (const auto& [n, t] : ex.params) values += t.size();
+  for (const auto* part : {&ex.params, &ex.aux})
+    for (const auto& [n, t] : *part) values += t.size();
   int ops = 0;
   for (const Node& n : imp.graph.nodes()) ops += !n.is_variable();
-  std::printf("%s: opset %lld, %d nodes -> %s (%d op nodes), %s (%zu tensors, %lld values)\n", path.c_str(),
-              static_cast<long long>(imp.opset), imp.graph.num_nodes(), config_path.c_str(), ops, params_path.c_str(),
-              ex.params.size(), static_cast<long long>(values));
+  std::printf("%s: opset %lld, %d nodes -> %s (%d op nodes), %s (%zu params, %zu aux, %lld values)\n", path.c_str(),
+              static_cast<long long>(imp.opset), imp.graph.num_nodes(), out.config.c_str(), ops, out.checkpoint.c_str(),
+              ex.params.size(), ex.aux.size(), static_cast<long long>(values));
   return 0;
 }
 
