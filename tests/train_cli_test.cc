@@ -256,7 +256,7 @@ std::string AugmentedConvConfig(const TempDir& dir) {
          "\" "
          "augment { pad: 4 rand_crop: true mirror: true } } }\n"
          "       batch_size: 4 sample_shape: [3, 32, 32] }\n"
-         "solver { optimizer: ADAM lr: 0.01 lr_policy: COSINE max_iter: 11 min_lr: 0.001 warmup_iters: 3 "
+         "solver { optimizer: ADAM lr: 0.01 lr_policy: COSINE lr_schedule_iters: 11 min_lr: 0.001 warmup_iters: 3 "
          "warmup_start: 0.002 iter_size: 2 epochs: 2 checkpoint_interval: 1 keep_checkpoints: 0 }\n";
 }
 
