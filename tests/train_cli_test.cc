@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 
 #include "event.pb.h"
 #include "frugal/checkpoint.h"
+#include "frugal/lr_schedule.h"
 #include "frugal/tensorboard.h"
 #include "io/json.h"
 #include "test_util.h"
@@ -352,6 +354,60 @@ TEST(TrainCli, StepPolicyLowersTheLoggedLr) {
   EXPECT_FLOAT_EQ(lr[10], 0.1f);
   EXPECT_FLOAT_EQ(lr[40], 0.05f);
   EXPECT_FLOAT_EQ(lr[70], 0.025f);
+}
+
+// Each window's lr in a --log-json file, by the updates done after it.
+std::map<int64_t, double> LoggedLr(const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::string line;
+  std::map<int64_t, double> lr;
+  while (std::getline(log, line)) {
+    if (line.find("\"batch\":") == std::string::npos) continue;
+    Json j = ParseJson(line, "the JSON log");
+    lr[static_cast<int64_t>(j["iterations"].num)] = j["lr"].num;
+  }
+  return lr;
+}
+
+// A cosine schedule whose length comes from the run (no lr_schedule_iters):
+// a run stopped by --max-iters 10 follows a 10-update cosine, and resuming
+// its checkpoint with --max-iters 20 continues that schedule (the rate stays
+// at its end, min_lr) instead of restarting a 20-update one (the rate
+// jumping from 0.01 back up to 0.055); the length is in both checkpoints.
+TEST(TrainCli, AResumeWithAnotherMaxItersContinuesTheLrSchedule) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg =
+      dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 lr_policy: COSINE min_lr: 0.01 epochs: 2 display: 1"));
+  RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("ck") +
+                          " --max-iters 10 --log-json " + dir.File("a.json"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(LoadCheckpoint(Ckpt(dir.File("ck"), 10)).lr_schedule_iters, 10);
+  RunResult b = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("ck") +
+                          " --max-iters 20 --resume " + dir.File("ck") + " --log-json " + dir.File("b.json"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("the learning rate continues the schedule of 10 updates that " + Ckpt(dir.File("ck"), 10) +
+                          " was trained on, not one of this run's 20 (past its end it stays at its last rate)"),
+            std::string::npos)
+      << b.output;
+  EXPECT_EQ(LoadCheckpoint(Ckpt(dir.File("ck"), 20)).lr_schedule_iters, 10);
+
+  LrScheduleOptions o;
+  o.policy = LrPolicy::kCosine;
+  o.base_lr = 0.1;
+  o.min_lr = 0.01;
+  o.schedule_iters = 10;
+  const LrSchedule want(o);
+  std::map<int64_t, double> lr = LoggedLr(dir.File("a.json"));
+  const std::map<int64_t, double> resumed = LoggedLr(dir.File("b.json"));
+  ASSERT_EQ(lr.size(), 10u) << a.output;
+  ASSERT_EQ(resumed.size(), 10u) << b.output;
+  lr.insert(resumed.begin(), resumed.end());
+  // A window's lr is the rate of the update pushed last when it is logged:
+  // update k (0-based) after k updates, or k - 1 at the run's end.
+  for (const auto& [k, rate] : lr)
+    EXPECT_LT(std::min(std::fabs(rate - want.At(k)), std::fabs(rate - want.At(k - 1))), 1e-6) << "after update " << k;
+  for (const auto& [k, rate] : resumed) EXPECT_NEAR(rate, 0.01, 1e-6) << "after update " << k;
 }
 
 // A checkpoint of the toy model after one epoch, in dir/a.

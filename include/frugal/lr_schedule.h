@@ -52,6 +52,9 @@ class LrSchedule {
   // "cosine(lr=0.1, lr_schedule_iters=1000, min_lr=0), warmup 100 from 0" for the log.
   std::string ToString() const;
   const LrScheduleOptions& options() const { return o_; }
+  // The updates a POLY or COSINE schedule runs over (schedule_iters); 0 for
+  // the other policies, which have no end.
+  int64_t Length() const;
 
  private:
   double Scheduled(int64_t it) const;  // without warm-up

@@ -65,6 +65,10 @@ double LrSchedule::At(int64_t it) const {
   return Scheduled(it);
 }
 
+int64_t LrSchedule::Length() const {
+  return o_.policy == LrPolicy::kPoly || o_.policy == LrPolicy::kCosine ? o_.schedule_iters : 0;
+}
+
 std::string LrSchedule::ToString() const {
   std::string s = Fmt(LrPolicyName(o_.policy), "(lr=", o_.base_lr);
   switch (o_.policy) {
