@@ -198,6 +198,23 @@ TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
   EXPECT_TRUE(fs::exists(Ckpt(dir.File("c"), 75))) << c.output;
 }
 
+// A run resumed inside an epoch (at batch 7, display 10) logs its first
+// window as the batches it ran, [7-10], not [0-10]; the next as [10-20].
+TEST(TrainCli, TheFirstWindowAfterAResumeStartsAtTheResumedBatch) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1 display: 10 checkpoint_interval: 7"));
+  RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("a") + " --max-iters 7");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult b =
+      RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("a") + " --resume " + Ckpt(dir.File("a"), 7));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(b.output, m, std::regex("Epoch\\[0\\] Batch \\[[0-9]+-[0-9]+\\]"))) << b.output;
+  EXPECT_EQ(m.str(0), "Epoch[0] Batch [7-10]") << b.output;
+  EXPECT_NE(b.output.find("Epoch[0] Batch [10-20]"), std::string::npos) << b.output;
+}
+
 // With checkpoint_interval, the run's end is checkpointed too: 50 updates
 // at interval 7 leave 7, 14, ..., 49 and 50 (the trained model was lost
 // after 49 before). An epoch's last update that is also a multiple is

@@ -192,7 +192,7 @@ class Fit {
     window_m_.Reset();
     window_ = {};
     untimed_samples_ = 0;
-    r_.batch = r_.first_batch = logged_ = skip;
+    r_.batch = r_.first_batch = r_.window_first = skip;
     r_.rate = static_cast<float>(lr_.At(r_.updates()));
     train_->Reset(r_.epoch);
     feed_.Skip(train_, skip);
@@ -245,9 +245,10 @@ class Fit {
     return true;
   }
 
-  // The metrics of batches [0, r.batch) are in: reports the window if it is full.
+  // The metrics of batches [0, r.batch) are in: reports the window
+  // [r.window_first, r.batch) if it ends at a multiple of display.
   void ReportWindow() {
-    if (r_.batch == logged_ || r_.batch % display_ != 0) return;
+    if (r_.batch == r_.window_first || r_.batch % display_ != 0) return;
     r_.progress.Clear();
     const MetricValues m = r_.Reduce(window_m_);
     const int64_t timed = r_.Sum(window_.samples - untimed_samples_);
@@ -257,7 +258,7 @@ class Fit {
     window_m_.Reset();
     window_.samples = untimed_samples_ = 0;
     window_start_ = window_.last_in;
-    logged_ = r_.batch;
+    r_.window_first = r_.batch;
   }
 
   Run& r_;
@@ -278,7 +279,6 @@ class Fit {
   // likewise). Its samples are left out of the first window's speed.
   int64_t untimed_samples_ = 0;
   Clock::time_point window_start_;
-  int64_t logged_ = 0;  // the batch of the window last reported
   const int display_;
 };
 
