@@ -2,7 +2,9 @@
 // message, interrupted writes, keep-last-K, resume and --weights loading.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -27,6 +29,7 @@ CheckpointState Sample(int64_t iteration = 1234) {
   s.epoch = 3;
   s.iteration = iteration;
   s.data_position = 17;
+  s.lr_schedule_iters = 300;
   Rng rng(9);
   rng.Next();
   s.rng_state = rng.Save();
@@ -76,6 +79,7 @@ TEST(Checkpoint, RoundTrip) {
   EXPECT_EQ(r.epoch, 3);
   EXPECT_EQ(r.iteration, 1234);
   EXPECT_EQ(r.data_position, 17);
+  EXPECT_EQ(r.lr_schedule_iters, 300);
   EXPECT_EQ(r.optimizer, "adam");
   EXPECT_EQ(r.rng_state, s.rng_state);
   ExpectSameTensors(s.params, r.params);
@@ -135,9 +139,35 @@ TEST(Checkpoint, BadMagicAndVersionAreRefused) {
   bad = bytes;
   bad[8] = 7;  // version, little-endian
   WriteFile(path, bad);
-  EXPECT_NE(LoadError(path).find(": format version 7, but this build reads version 1"), std::string::npos)
+  EXPECT_NE(LoadError(path).find(": format version 7, but this build reads versions 1 to 2"), std::string::npos)
       << LoadError(path);
   EXPECT_NE(LoadError(dir.File("none.frugal")).find("none.frugal: cannot open"), std::string::npos);
+}
+
+// A checkpoint of format version 1 (before lr_schedule_iters) still loads,
+// with no schedule length: the resumed run's own length applies, as it did.
+TEST(Checkpoint, VersionOneFilesLoadWithoutAScheduleLength) {
+  TempDir dir;
+  const std::string path = dir.File("a.frugal");
+  const CheckpointState s = Sample();
+  SaveCheckpoint(path, s);
+  std::string bytes = ReadFile(path);
+  // The payload without the int64 after data_position, under a version-1 header.
+  const size_t field = 24 + 8 + s.config_text.size() + 3 * 8;
+  std::string payload = bytes.substr(24, field - 24) + bytes.substr(field + 8);
+  const uint32_t version = 1,
+                 crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(payload.data()), payload.size()));
+  const uint64_t size = payload.size();
+  std::string header = bytes.substr(0, 24);
+  std::memcpy(&header[8], &version, 4);
+  std::memcpy(&header[12], &crc, 4);
+  std::memcpy(&header[16], &size, 8);
+  WriteFile(path, header + payload);
+  const CheckpointState r = LoadCheckpoint(path);
+  EXPECT_EQ(r.lr_schedule_iters, 0);
+  EXPECT_EQ(r.data_position, 17);
+  EXPECT_EQ(r.optimizer, "adam");
+  ExpectSameTensors(s.params, r.params);
 }
 
 TEST(Checkpoint, InterruptedWriteLeavesThePreviousCheckpoint) {

@@ -52,17 +52,17 @@ TEST(LrSchedule, ExpInvPoly) {
   EXPECT_DOUBLE_EQ(LrSchedule(o).At(5000), 0.1 * std::pow(1 + 1e-4 * 5000, -0.75));
   o = Opts(LrPolicy::kPoly);
   o.power = 2;
-  o.max_iter = 1000;
+  o.schedule_iters = 1000;
   LrSchedule poly(o);
   EXPECT_DOUBLE_EQ(poly.At(0), 0.1);
   EXPECT_DOUBLE_EQ(poly.At(250), 0.1 * 0.75 * 0.75);
   EXPECT_DOUBLE_EQ(poly.At(1000), 0.0);
-  EXPECT_DOUBLE_EQ(poly.At(2000), 0.0);  // clamped past max_iter
+  EXPECT_DOUBLE_EQ(poly.At(2000), 0.0);  // clamped past schedule_iters
 }
 
 TEST(LrSchedule, Cosine) {
   LrScheduleOptions o = Opts(LrPolicy::kCosine);
-  o.max_iter = 100;
+  o.schedule_iters = 100;
   o.min_lr = 0.001;
   LrSchedule cos(o);
   EXPECT_DOUBLE_EQ(cos.At(0), 0.1);
@@ -74,7 +74,7 @@ TEST(LrSchedule, Cosine) {
 
 TEST(LrSchedule, LinearWarmupMeetsTheSchedule) {
   LrScheduleOptions o = Opts(LrPolicy::kCosine);
-  o.max_iter = 100;
+  o.schedule_iters = 100;
   o.warmup_iters = 10;
   o.warmup_start = 0.01;
   LrSchedule s(o);
@@ -95,7 +95,7 @@ TEST(LrSchedule, MissingParametersAreErrors) {
   LrScheduleOptions o = Opts(LrPolicy::kMultiStep);
   o.stepvalues = {30, 10};
   EXPECT_NE(ErrorOf(o).find("stepvalues must increase, got 30 then 10"), std::string::npos) << ErrorOf(o);
-  EXPECT_NE(ErrorOf(Opts(LrPolicy::kCosine)).find("cosine needs max_iter > 0"), std::string::npos);
+  EXPECT_NE(ErrorOf(Opts(LrPolicy::kCosine)).find("cosine needs lr_schedule_iters > 0"), std::string::npos);
 }
 
 TEST(LrSchedule, FromConfigUsesTheRunLengthForMaxIter) {
@@ -104,7 +104,7 @@ TEST(LrSchedule, FromConfigUsesTheRunLengthForMaxIter) {
   s.set_lr_policy(config::Solver::POLY);
   s.set_power(1);
   LrSchedule sched = LrScheduleFromConfig(s, 400, "net.prototxt");
-  EXPECT_EQ(sched.options().max_iter, 400);
+  EXPECT_EQ(sched.options().schedule_iters, 400);
   EXPECT_NEAR(sched.At(100), 0.2 * 0.75, 1e-7);
   s.set_lr_policy(config::Solver::STEP);
   try {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <set>
 
 #include "frugal/checkpoint.h"
@@ -229,6 +230,86 @@ TEST(OnnxExport, EveryOtherMappedOpImportsBackToTheSameOutputs) { ExpectRoundTri
 // read by the next step and the layer above), the initial state as aux values,
 // a loss head at every step.
 TEST(OnnxExport, CharLstmImportsBackToTheSameOutputs) { ExpectRoundTrip("char_lm", CharLm(), kSmallLstm, 12); }
+
+// `frugal import-onnx` on frugal's own export of a net with batch_norm ->
+// relu pairs (kResNet's bn0 and bn1): the config it writes builds them
+// fused again, as the trained config did (the command aborted on a CHECK of
+// the node count before), and that config with the weights the command
+// wrote computes what the trained model did.
+TEST(OnnxExport, ImportOnnxCommandRebuildsFusedBatchNormRelu) {
+  Exported ex("resnet", kResNet);
+  ASSERT_EQ(ex.Export().exit_code, 0);
+  const std::string prefix = ex.dir.File("imported");
+  RunResult r = RunFrugal("import-onnx " + ex.model + " --out " + prefix);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("Check failed"), std::string::npos) << r.output;
+
+  const ConfigFile back = LoadConfig(prefix + ".prototxt", {});
+  const Graph g = BuildGraph(back);
+  int fused = 0;
+  for (const Node& n : g.nodes())
+    fused += !n.is_variable() && n.op->name() == "batch_norm" && n.attrs.count("act_type");
+  EXPECT_EQ(fused, 2);
+
+  const ConfigFile cfg = ParseConfig(kResNet, ex.config, {});
+  std::mt19937 rng(5);
+  const Tensor x = Uniform(Shape{4, 3, 8, 8}, -1, 1, &rng);
+  std::map<std::string, Tensor> vars = {{"data", x}, {"label", Tensor::Empty(Shape{4})}};
+  for (const auto* part : {&ex.state.params, &ex.state.aux}) vars.insert(part->begin(), part->end());
+  const std::vector<Tensor> want = RunForward(BuildGraph(cfg), vars);
+  const CheckpointState ck = LoadCheckpoint(prefix + ".frugal");
+  std::map<std::string, Tensor> weights = ck.params;
+  weights.insert(ck.aux.begin(), ck.aux.end());
+  weights[back.net.data().data_name()] = x;
+  const std::vector<Tensor> got = RunForward(g, weights);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(got[0].shape(), want[0].shape());
+  for (int64_t i = 0; i < want[0].size(); ++i) ASSERT_NEAR(got[0].f()[i], want[0].f()[i], 1e-5) << i;
+}
+
+// What import-onnx writes is what every command reads: the weights as a
+// checkpoint (PREFIX.frugal; a PREFIX.params of its own format was read by
+// none), which `frugal test --checkpoint` evaluates to the trained model's
+// metrics and `frugal train --weights` loads whole, once the config has data
+// sources and a loss head, as a user adds them.
+TEST(OnnxExport, ImportOnnxCommandWritesACheckpointTestAndTrainRead) {
+  Exported ex("resnet", kResNet);
+  ASSERT_EQ(ex.Export().exit_code, 0);
+  const std::string prefix = ex.dir.File("imported");
+  RunResult r = RunFrugal("import-onnx " + ex.model + " --out " + prefix);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(prefix + ".frugal (10 params, 4 aux, "), std::string::npos) << r.output;
+
+  const std::string sources =
+      "data {\n  train { synthetic { num_samples: 8 } }\n  val { synthetic { num_samples: 8 } }\n";
+  std::string config = ReadTextFile(prefix + ".prototxt");
+  const std::string softmax = "op: \"softmax\" input: \"fc\" attr { key: \"axis\" value: \"1\" }";
+  ASSERT_NE(config.find(softmax), std::string::npos) << config;
+  config.replace(config.find(softmax), softmax.size(), "op: \"softmax_cross_entropy\" input: \"fc\" input: \"label\"");
+  config.replace(config.find("data {\n"), 7, sources);
+  ex.dir.Write("imported.prototxt", config);
+  std::string trained = kResNet;
+  trained.replace(trained.find("data {"), 6, sources);
+  const std::string trained_config = ex.dir.Write("trained.prototxt", trained);
+
+  // The same metrics as the trained config with its checkpoint.
+  auto metrics = [](const RunResult& r) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(r.output, m, std::regex("accuracy=[^\n]*"))) << r.output;
+    return m.size() ? m.str(0) : "";
+  };
+  r = RunFrugal("test --config " + prefix + ".prototxt --checkpoint " + prefix + ".frugal");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  RunResult want = RunFrugal("test --config " + trained_config + " --checkpoint " + ex.checkpoint);
+  ASSERT_EQ(want.exit_code, 0) << want.output;
+  EXPECT_EQ(metrics(r), metrics(want));
+  EXPECT_NE(metrics(r), "");
+
+  r = RunFrugal("train --config " + prefix + ".prototxt --weights " + prefix + ".frugal --max-iters 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("14 matched, 0 missing, 0 wrong shape, 0 unused"), std::string::npos) << r.output;
+}
 
 TEST(OnnxExport, TheTestConfigsUseEveryMappedOp) {
   std::set<std::string> used;

@@ -1,17 +1,17 @@
 // The ONNX importer on models built here with the generated onnx.proto
 // classes: variables and their kinds, values, unsupported detection, and
-// `frugal import-onnx` round trips (config + params loaded back and run).
+// `frugal import-onnx` round trips (config + checkpoint loaded back and run).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 #include <limits>
 
+#include "frugal/checkpoint.h"
 #include "frugal/config.h"
 #include "frugal/engine.h"
 #include "frugal/executor.h"
 #include "frugal/onnx.h"
-#include "frugal/params_file.h"
 #include "frugal/passes.h"
 #include "onnx.pb.h"
 #include "test_util.h"
@@ -477,12 +477,14 @@ std::string WriteModel(const TempDir& dir, const std::string& name, const onnx::
   return dir.File(name);
 }
 
-// Loads PREFIX.prototxt and PREFIX.params as a user would and runs the graph.
+// Loads PREFIX.prototxt and the checkpoint PREFIX.frugal as a user would and
+// runs the graph.
 std::vector<float> RunExported(const std::string& prefix, const Tensor& x) {
   ConfigFile cfg = LoadConfig(prefix + ".prototxt", {});
   Graph g = BuildGraph(cfg);
-  std::map<std::string, Tensor> vars;
-  for (auto& [name, t] : LoadParams(prefix + ".params")) vars[name] = t;
+  const CheckpointState ck = LoadCheckpoint(prefix + ".frugal");
+  std::map<std::string, Tensor> vars = ck.params;
+  vars.insert(ck.aux.begin(), ck.aux.end());
   vars[cfg.net.data().data_name()] = x;
   return RunGraph(g, vars);
 }
@@ -493,15 +495,15 @@ TEST(OnnxImport, ImportOnnxCommandRoundTrips) {
   std::string model = WriteModel(dir, "mlp.onnx", mlp.b.m);
   RunResult r = RunFrugal("import-onnx " + model + " --out " + dir.File("mlp"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("mlp.params (4 tensors, 53 values)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("mlp.frugal (4 params, 0 aux, 53 values)"), std::string::npos) << r.output;
   std::ifstream cfg(dir.File("mlp.prototxt"));
   std::string text((std::istreambuf_iterator<char>(cfg)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("version: 1"), std::string::npos);
   EXPECT_NE(text.find("data_name: \"x_0\""), std::string::npos) << text;
   EXPECT_NE(text.find("# The data section is yours"), std::string::npos);
-  NamedTensors params = LoadParams(dir.File("mlp.params"));
-  ASSERT_EQ(params.size(), 4u);
-  EXPECT_EQ(params[0].first, "h_weight");  // W1_T, renamed to what BuildGraph makes
+  const CheckpointState ck = LoadCheckpoint(dir.File("mlp.frugal"));
+  EXPECT_EQ(ck.params.size(), 4u);
+  EXPECT_TRUE(ck.params.count("h_weight"));  // W1_T, renamed to what BuildGraph makes
   ExpectNear(RunExported(dir.File("mlp"), FromVector(Shape{2, 3, 2}, mlp.x)), mlp.Expected());
 }
 
@@ -541,7 +543,7 @@ TEST(OnnxImport, ImportOnnxCommandWritesVariablesForOtherParameters) {
 TEST(OnnxImport, ImportOnnxCommandOnPyTorchTransformerBlock) {
   // A pre-LN GPT block (causal attention, erf GELU) PyTorch 2.x exported at
   // opset 17 (tools/onnx/transformer_block.py), with PyTorch's output:
-  // the causal mask folds to a constant, and the config and params that
+  // the causal mask folds to a constant, and the config and checkpoint that
   // import-onnx writes compute what PyTorch did.
   const std::string test = std::string(FRUGAL_SOURCE_DIR) + "/tests/onnx/pytorch/test_transformer_block";
   TempDir dir;

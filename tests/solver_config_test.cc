@@ -68,5 +68,27 @@ TEST(SolverConfig, SolverFieldsParse) {
   EXPECT_FALSE(s.deterministic());
 }
 
+// solver.max_iter, the old name of lr_schedule_iters (one letter from
+// max_iters, when the run stops), is read into it; both set is an error
+// naming the line and both values.
+TEST(SolverConfig, MaxIterIsTheDeprecatedNameOfLrScheduleIters) {
+  const std::string head = "version: 1\nnode { name: \"fc\" op: \"fully_connected\" input: \"data\" }\n";
+  ConfigFile cfg =
+      ParseConfig(head + "solver { lr_policy: COSINE\n  max_iter: 50 max_iters: 7 }\n", "old.prototxt", {});
+  EXPECT_EQ(cfg.net.solver().lr_schedule_iters(), 50);
+  EXPECT_FALSE(cfg.net.solver().has_max_iter());
+  EXPECT_EQ(cfg.net.solver().max_iters(), 7);
+  EXPECT_EQ(LrScheduleFromConfig(cfg.net.solver(), 7, cfg.path).options().schedule_iters, 50);
+  try {
+    ParseConfig(head + "solver { lr_policy: COSINE\n  max_iter: 50 lr_schedule_iters: 60 }\n", "both.prototxt", {});
+    FAIL() << "both names accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("both.prototxt:4: solver sets max_iter 50 and lr_schedule_iters 60, which are "
+                                         "one field (max_iter is its old name): keep lr_schedule_iters"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace frugal

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 
 #include "event.pb.h"
 #include "frugal/checkpoint.h"
+#include "frugal/lr_schedule.h"
 #include "frugal/tensorboard.h"
 #include "io/json.h"
 #include "test_util.h"
@@ -196,6 +198,23 @@ TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
   EXPECT_TRUE(fs::exists(Ckpt(dir.File("c"), 75))) << c.output;
 }
 
+// A run resumed inside an epoch (at batch 7, display 10) logs its first
+// window as the batches it ran, [7-10], not [0-10]; the next as [10-20].
+TEST(TrainCli, TheFirstWindowAfterAResumeStartsAtTheResumedBatch) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1 display: 10 checkpoint_interval: 7"));
+  RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("a") + " --max-iters 7");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult b =
+      RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("a") + " --resume " + Ckpt(dir.File("a"), 7));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(b.output, m, std::regex("Epoch\\[0\\] Batch \\[[0-9]+-[0-9]+\\]"))) << b.output;
+  EXPECT_EQ(m.str(0), "Epoch[0] Batch [7-10]") << b.output;
+  EXPECT_NE(b.output.find("Epoch[0] Batch [10-20]"), std::string::npos) << b.output;
+}
+
 // With checkpoint_interval, the run's end is checkpointed too: 50 updates
 // at interval 7 leave 7, 14, ..., 49 and 50 (the trained model was lost
 // after 49 before). An epoch's last update that is also a multiple is
@@ -256,7 +275,7 @@ std::string AugmentedConvConfig(const TempDir& dir) {
          "\" "
          "augment { pad: 4 rand_crop: true mirror: true } } }\n"
          "       batch_size: 4 sample_shape: [3, 32, 32] }\n"
-         "solver { optimizer: ADAM lr: 0.01 lr_policy: COSINE max_iter: 11 min_lr: 0.001 warmup_iters: 3 "
+         "solver { optimizer: ADAM lr: 0.01 lr_policy: COSINE lr_schedule_iters: 11 min_lr: 0.001 warmup_iters: 3 "
          "warmup_start: 0.002 iter_size: 2 epochs: 2 checkpoint_interval: 1 keep_checkpoints: 0 }\n";
 }
 
@@ -352,6 +371,60 @@ TEST(TrainCli, StepPolicyLowersTheLoggedLr) {
   EXPECT_FLOAT_EQ(lr[10], 0.1f);
   EXPECT_FLOAT_EQ(lr[40], 0.05f);
   EXPECT_FLOAT_EQ(lr[70], 0.025f);
+}
+
+// Each window's lr in a --log-json file, by the updates done after it.
+std::map<int64_t, double> LoggedLr(const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::string line;
+  std::map<int64_t, double> lr;
+  while (std::getline(log, line)) {
+    if (line.find("\"batch\":") == std::string::npos) continue;
+    Json j = ParseJson(line, "the JSON log");
+    lr[static_cast<int64_t>(j["iterations"].num)] = j["lr"].num;
+  }
+  return lr;
+}
+
+// A cosine schedule whose length comes from the run (no lr_schedule_iters):
+// a run stopped by --max-iters 10 follows a 10-update cosine, and resuming
+// its checkpoint with --max-iters 20 continues that schedule (the rate stays
+// at its end, min_lr) instead of restarting a 20-update one (the rate
+// jumping from 0.01 back up to 0.055); the length is in both checkpoints.
+TEST(TrainCli, AResumeWithAnotherMaxItersContinuesTheLrSchedule) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg =
+      dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 lr_policy: COSINE min_lr: 0.01 epochs: 2 display: 1"));
+  RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("ck") +
+                          " --max-iters 10 --log-json " + dir.File("a.json"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(LoadCheckpoint(Ckpt(dir.File("ck"), 10)).lr_schedule_iters, 10);
+  RunResult b = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("ck") +
+                          " --max-iters 20 --resume " + dir.File("ck") + " --log-json " + dir.File("b.json"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("the learning rate continues the schedule of 10 updates that " + Ckpt(dir.File("ck"), 10) +
+                          " was trained on, not one of this run's 20 (past its end it stays at its last rate)"),
+            std::string::npos)
+      << b.output;
+  EXPECT_EQ(LoadCheckpoint(Ckpt(dir.File("ck"), 20)).lr_schedule_iters, 10);
+
+  LrScheduleOptions o;
+  o.policy = LrPolicy::kCosine;
+  o.base_lr = 0.1;
+  o.min_lr = 0.01;
+  o.schedule_iters = 10;
+  const LrSchedule want(o);
+  std::map<int64_t, double> lr = LoggedLr(dir.File("a.json"));
+  const std::map<int64_t, double> resumed = LoggedLr(dir.File("b.json"));
+  ASSERT_EQ(lr.size(), 10u) << a.output;
+  ASSERT_EQ(resumed.size(), 10u) << b.output;
+  lr.insert(resumed.begin(), resumed.end());
+  // A window's lr is the rate of the update pushed last when it is logged:
+  // update k (0-based) after k updates, or k - 1 at the run's end.
+  for (const auto& [k, rate] : lr)
+    EXPECT_LT(std::min(std::fabs(rate - want.At(k)), std::fabs(rate - want.At(k - 1))), 1e-6) << "after update " << k;
+  for (const auto& [k, rate] : resumed) EXPECT_NEAR(rate, 0.01, 1e-6) << "after update " << k;
 }
 
 // A checkpoint of the toy model after one epoch, in dir/a.

@@ -1,13 +1,15 @@
 // Checkpoints: everything needed to resume a run (config text, parameters,
 // auxiliary state, optimizer state, RNG state, epoch, iteration, data
-// position, and inside an iter_size accumulation its gradient sums) in one
-// file, written atomically and checked on load.
+// position, the length of its learning-rate schedule, and inside an
+// iter_size accumulation its gradient sums) in one file, written atomically
+// and checked on load.
 //
 // File format (little-endian):
-//   header   8 bytes magic "FRUGALCK", uint32 format version (1),
+//   header   8 bytes magic "FRUGALCK", uint32 format version (2),
 //            uint32 CRC-32 (zlib) of the payload, uint64 payload bytes
 //   payload  string config_text; int64 epoch, iteration, data_position;
-//            string rng_state; string optimizer; uint32 tensor count; per
+//            int64 lr_schedule_iters (from version 2 on; version 1 files
+//            read as 0); string rng_state; string optimizer; uint32 tensor count; per
 //            tensor: uint8 section (1 param, 2 aux, 3 optimizer state,
 //            4 gradient sum),
 //            string name, uint8 dtype, uint32 ndim, int64 dims[ndim], then
@@ -31,15 +33,19 @@
 
 namespace frugal {
 
-constexpr uint32_t kCheckpointVersion = 1;
+constexpr uint32_t kCheckpointVersion = 2;  // 1: without lr_schedule_iters (still read)
 
 struct CheckpointState {
   std::string config_text;    // the config as run (after variable substitution)
   int64_t epoch = 0;          // the epoch in progress
   int64_t iteration = 0;      // updates done
   int64_t data_position = 0;  // batches of `epoch` already consumed (BatchIter::position())
-  std::string rng_state;      // Rng::Save()
-  std::string optimizer;      // Optimizer::name(); resuming checks it
+  // The updates the run's POLY or COSINE schedule runs over (LrSchedule::
+  // Length), which a resumed run continues when the config does not set
+  // solver.lr_schedule_iters; 0: another policy, or a version-1 file.
+  int64_t lr_schedule_iters = 0;
+  std::string rng_state;  // Rng::Save()
+  std::string optimizer;  // Optimizer::name(); resuming checks it
   // By name; saving reads the tensors in place (views, no copies); loading
   // allocates fresh float32 tensors.
   std::map<std::string, Tensor> params, aux;

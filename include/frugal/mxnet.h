@@ -30,11 +30,15 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "frugal/params_file.h"
+#include "frugal/tensor.h"
 
 namespace frugal {
+
+// Named arrays in file order (an MXNet params file holds a list).
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // ---------------------------------------------------------------- params
 

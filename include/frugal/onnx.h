@@ -1,7 +1,7 @@
 // Importing ONNX models (onnx.proto as Debian's libonnx-dev ships it) into a
 // frugal forward graph, running the ONNX backend conformance tests, writing
-// an imported graph as a frugal config plus a params file, and exporting a
-// trained frugal graph as an ONNX model.
+// an imported graph as a frugal config plus its weights (a checkpoint), and
+// exporting a trained frugal graph as an ONNX model.
 //
 // The mapping from ONNX ops to frugal ops is a table in src/onnx/op_table.cc:
 // one line per ONNX op. A line may name a frugal op that is not registered
@@ -130,10 +130,13 @@ std::vector<std::string> FindOnnxTests(const std::vector<std::string>& dirs);
 // ---------------------------------------------------------------- export
 
 // An imported graph written as a frugal config (protobuf text, version 1)
-// and the parameter values under the names the config gives them.
+// and the values of its weights under the names the config gives them, as
+// the kinds BuildGraph makes them: learned parameters, and aux state
+// (moving statistics, constants). `frugal import-onnx` saves them as a
+// checkpoint (frugal/checkpoint.h).
 struct FrugalExport {
   std::string config_text;
-  std::vector<std::pair<std::string, Tensor>> params;
+  std::map<std::string, Tensor> params, aux;
 };
 // Parameters become the ops' omitted trailing parameter inputs
 // ("<node>_<input>"); the one data input becomes data.data_name. Throws

@@ -1,5 +1,6 @@
 #include "frugal/config.h"
 
+#include <glog/logging.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
@@ -150,6 +151,26 @@ config::NetConfig Parse(const std::string& text, const std::string& path, pb::Te
   return net;
 }
 
+// solver.max_iter, the old name of lr_schedule_iters (one letter from
+// max_iters, when the run stops): read into lr_schedule_iters with a warning
+// line; both set is an error.
+void ReadDeprecatedNames(ConfigFile* cfg, const pb::TextFormat::ParseInfoTree& tree) {
+  if (!cfg->net.has_solver() || !cfg->net.solver().has_max_iter()) return;
+  const pb::TextFormat::ParseInfoTree* solver =
+      tree.GetTreeForNested(config::NetConfig::descriptor()->FindFieldByName("solver"), -1);
+  const int line =
+      solver ? solver->GetLocation(config::Solver::descriptor()->FindFieldByName("max_iter"), -1).line + 1 : 0;
+  const std::string where = line > 0 ? Fmt(cfg->path, ":", line) : cfg->path;
+  config::Solver* s = cfg->net.mutable_solver();
+  FRUGAL_REQUIRE(!s->has_lr_schedule_iters(), where, ": solver sets max_iter ", s->max_iter(),
+                 " and lr_schedule_iters ", s->lr_schedule_iters(),
+                 ", which are one field (max_iter is its old name): keep lr_schedule_iters");
+  LOG(WARNING) << where << ": solver.max_iter is deprecated: rename it lr_schedule_iters (the length of the POLY or "
+               << "COSINE schedule; max_iters is when the run stops)";
+  s->set_lr_schedule_iters(s->max_iter());
+  s->clear_max_iter();
+}
+
 }  // namespace
 
 // Protobuf builds the default of a string field (solver.engine "threaded",
@@ -240,6 +261,7 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
   cfg.net = Parse(expanded, path, &tree);
   FRUGAL_REQUIRE(cfg.net.version() == 1, path, ": config version ", cfg.net.version(),
                  " is not supported (write 'version: 1' at the top)");
+  ReadDeprecatedNames(&cfg, tree);
   const pb::FieldDescriptor* require_field = config::NetConfig::descriptor()->FindFieldByName("require");
   for (int k = 0; k < cfg.net.require_size(); ++k) {
     const config::Require& r = cfg.net.require(k);

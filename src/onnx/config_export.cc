@@ -78,7 +78,7 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
                ")\" }";
       if (v.var == VarKind::kAux) nodes += " attr { key: \"kind\" value: \"aux\" }";
       nodes += " }\n";
-      out.params.emplace_back(name, value);
+      (v.var == VarKind::kAux ? out.aux : out.params)[name] = value;
     }
     nodes += "node { name: " + QuoteConfigString(n.name) + " op: " + QuoteConfigString(n.op->name());
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -89,9 +89,10 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
         continue;
       }
       const std::string pname = n.name + "_" + spec.name;
-      FRUGAL_REQUIRE(!names.count(pname) || pname == v.name, "parameter name '", pname, "' of node '", n.name,
-                     "' is taken by another node");
-      out.params.emplace_back(pname, imp.values.at(v.name));
+      auto& values = spec.made_as == VarKind::kAux ? out.aux : out.params;  // the kind BuildGraph makes
+      FRUGAL_REQUIRE((!names.count(pname) || pname == v.name) && !out.params.count(pname) && !out.aux.count(pname),
+                     "parameter name '", pname, "' of node '", n.name, "' is taken by another node");
+      values[pname] = imp.values.at(v.name);
     }
     for (const auto& [key, value] : n.attrs)
       nodes += " attr { key: " + QuoteConfigString(key) + " value: " + QuoteConfigString(value) + " }";
@@ -102,7 +103,7 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
   const Shape& shape = imp.inputs.empty() ? Shape() : imp.inputs[0].shape;
   std::string text =
       Fmt("# Imported from ONNX (opset ", imp.opset, ") by `frugal import-onnx`; the weights are in\n",
-          "# the .params file beside this one, under the parameter names BuildGraph gives\n",
+          "# the checkpoint (.frugal) beside this one, under the parameter names BuildGraph gives\n",
           "# (<node>_<input>) and the variable nodes' names.\nversion: 1\nname: ", QuoteConfigString(model_name), "\n",
           nodes);
   for (const Entry& e : g.outputs) text += "output: " + QuoteConfigString(ref(e)) + "\n";

@@ -9,6 +9,8 @@
 // the second's output takes the first's input's bytes; a recomputing plan,
 // whose arena is small, reuses most and so serialises most (docs/memory.md,
 // "Priced in time"). A sum of op times cannot see that; a schedule does.
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <map>
 #include <queue>

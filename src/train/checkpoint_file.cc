@@ -93,6 +93,7 @@ void WritePayload(PayloadWriter* w, const CheckpointState& s) {
   w->Pod<int64_t>(s.epoch);
   w->Pod<int64_t>(s.iteration);
   w->Pod<int64_t>(s.data_position);
+  w->Pod<int64_t>(s.lr_schedule_iters);
   w->Str(s.rng_state);
   w->Str(s.optimizer);
   w->Pod<uint32_t>(static_cast<uint32_t>(s.params.size() + s.aux.size() + s.opt_state.size() + s.grad_sums.size()));
@@ -231,8 +232,8 @@ CheckpointState LoadCheckpoint(const std::string& path) {
   std::memcpy(&version, header + 8, 4);
   std::memcpy(&crc, header + 12, 4);
   std::memcpy(&payload, header + 16, 8);
-  FRUGAL_REQUIRE(version == kCheckpointVersion, "checkpoint ", path, ": format version ", version,
-                 ", but this build reads version ", kCheckpointVersion);
+  FRUGAL_REQUIRE(version >= 1 && version <= kCheckpointVersion, "checkpoint ", path, ": format version ", version,
+                 ", but this build reads versions 1 to ", kCheckpointVersion);
   const uint64_t have = static_cast<uint64_t>(file_bytes - kHeaderBytes);
   FRUGAL_REQUIRE(have >= payload, "checkpoint ", path, ": truncated (the header promises ", payload,
                  " payload bytes, the file has ", have, ")");
@@ -260,6 +261,7 @@ CheckpointState LoadCheckpoint(const std::string& path) {
   s.epoch = r.Pod<int64_t>();
   s.iteration = r.Pod<int64_t>();
   s.data_position = r.Pod<int64_t>();
+  if (version >= 2) s.lr_schedule_iters = r.Pod<int64_t>();
   s.rng_state = r.Str();
   s.optimizer = r.Str();
   for (uint32_t i = 0, n = r.Pod<uint32_t>(); i < n; ++i) ReadTensor(&r, &s, path);

@@ -29,8 +29,8 @@ LrSchedule::LrSchedule(const LrScheduleOptions& o) : o_(o) {
   for (size_t i = 1; i < o.stepvalues.size(); ++i)
     FRUGAL_REQUIRE(o.stepvalues[i] > o.stepvalues[i - 1], "stepvalues must increase, got ", o.stepvalues[i - 1],
                    " then ", o.stepvalues[i]);
-  FRUGAL_REQUIRE((o.policy != LrPolicy::kPoly && o.policy != LrPolicy::kCosine) || o.max_iter > 0, "lr policy ", name,
-                 " needs max_iter > 0, got ", o.max_iter);
+  FRUGAL_REQUIRE((o.policy != LrPolicy::kPoly && o.policy != LrPolicy::kCosine) || o.schedule_iters > 0, "lr policy ",
+                 name, " needs lr_schedule_iters > 0, got ", o.schedule_iters);
   FRUGAL_REQUIRE(o.warmup_iters >= 0, "warmup_iters must not be negative, got ", o.warmup_iters);
   FRUGAL_REQUIRE(o.base_lr >= 0 && std::isfinite(o.base_lr), "lr must be a non-negative number, got ", o.base_lr);
 }
@@ -46,11 +46,11 @@ double LrSchedule::Scheduled(int64_t it) const {
     case LrPolicy::kExp: return o_.base_lr * std::pow(o_.gamma, static_cast<double>(it));
     case LrPolicy::kInv: return o_.base_lr * std::pow(1.0 + o_.gamma * static_cast<double>(it), -o_.power);
     case LrPolicy::kPoly: {
-      double frac = static_cast<double>(std::min(it, o_.max_iter)) / static_cast<double>(o_.max_iter);
+      double frac = static_cast<double>(std::min(it, o_.schedule_iters)) / static_cast<double>(o_.schedule_iters);
       return o_.base_lr * std::pow(1.0 - frac, o_.power);
     }
     case LrPolicy::kCosine: {
-      double frac = static_cast<double>(std::min(it, o_.max_iter)) / static_cast<double>(o_.max_iter);
+      double frac = static_cast<double>(std::min(it, o_.schedule_iters)) / static_cast<double>(o_.schedule_iters);
       return o_.min_lr + (o_.base_lr - o_.min_lr) * (1.0 + std::cos(M_PI * frac)) / 2.0;
     }
   }
@@ -65,6 +65,10 @@ double LrSchedule::At(int64_t it) const {
   return Scheduled(it);
 }
 
+int64_t LrSchedule::Length() const {
+  return o_.policy == LrPolicy::kPoly || o_.policy == LrPolicy::kCosine ? o_.schedule_iters : 0;
+}
+
 std::string LrSchedule::ToString() const {
   std::string s = Fmt(LrPolicyName(o_.policy), "(lr=", o_.base_lr);
   switch (o_.policy) {
@@ -77,8 +81,8 @@ std::string LrSchedule::ToString() const {
     }
     case LrPolicy::kExp: s += Fmt(", gamma=", o_.gamma); break;
     case LrPolicy::kInv: s += Fmt(", gamma=", o_.gamma, ", power=", o_.power); break;
-    case LrPolicy::kPoly: s += Fmt(", power=", o_.power, ", max_iter=", o_.max_iter); break;
-    case LrPolicy::kCosine: s += Fmt(", max_iter=", o_.max_iter, ", min_lr=", o_.min_lr); break;
+    case LrPolicy::kPoly: s += Fmt(", power=", o_.power, ", lr_schedule_iters=", o_.schedule_iters); break;
+    case LrPolicy::kCosine: s += Fmt(", lr_schedule_iters=", o_.schedule_iters, ", min_lr=", o_.min_lr); break;
   }
   s += ")";
   if (o_.warmup_iters > 0) s += Fmt(", warmup ", o_.warmup_iters, " from ", o_.warmup_start);
@@ -101,7 +105,7 @@ LrSchedule LrScheduleFromConfig(const config::Solver& s, int64_t total_iters, co
   o.stepsize = s.stepsize();
   o.stepvalues.assign(s.stepvalue().begin(), s.stepvalue().end());
   o.power = s.power();
-  o.max_iter = s.max_iter() > 0 ? s.max_iter() : total_iters;
+  o.schedule_iters = s.lr_schedule_iters() > 0 ? s.lr_schedule_iters() : total_iters;
   o.min_lr = s.min_lr();
   o.warmup_iters = s.warmup_iters();
   o.warmup_start = s.warmup_start();

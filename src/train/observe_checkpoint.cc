@@ -70,6 +70,7 @@ class Checkpoints : public Observer {
     r.progress.Clear();
     r.CheckFinite(r.iter - 1);
     CheckpointState state = r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0);
+    state.lr_schedule_iters = r.lr_schedule_iters;
     // Inside an accumulation (an epoch's end, max_iters, a signal): its
     // micro-batches so far (data-parallel: averaged over the ranks by
     // AverageAcrossRanks, which every rank ran before this).

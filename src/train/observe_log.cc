@@ -1,7 +1,6 @@
 // MXNet's log lines: a window of `display` batches, a validation, an epoch.
 #include <glog/logging.h>
 
-#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -13,10 +12,9 @@ namespace {
 class LogLines : public Observer {
  public:
   void OnWindow(Run& r, const MetricValues& m, double speed) override {
-    const int display = std::max(1, r.sc.display());
     std::ostringstream rate;
     if (speed >= 0) rate << std::fixed << std::setprecision(2) << speed;
-    LOG(INFO) << Fmt("Epoch[", r.epoch, "] Batch [", r.batch - display, "-", r.batch,
+    LOG(INFO) << Fmt("Epoch[", r.epoch, "] Batch [", r.window_first, "-", r.batch,
                      "]  Speed: ", speed >= 0 ? rate.str() : "-", " samples/sec  ", m.ToString(), " lr=")
               << std::setprecision(6) << r.rate;
   }

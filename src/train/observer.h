@@ -41,10 +41,14 @@ struct Run {
   std::vector<std::unique_ptr<Observer>> observers;
 
   int64_t epoch = 0;
-  int64_t batch = 0;        // batches of this epoch done
-  int64_t first_batch = 0;  // this epoch's first (> 0 when resumed inside it)
-  int64_t iter = 0;         // batches done in all: iter_size per update
-  float rate = 0;           // the learning rate of the last update
+  int64_t batch = 0;         // batches of this epoch done
+  int64_t first_batch = 0;   // this epoch's first (> 0 when resumed inside it)
+  int64_t window_first = 0;  // the first batch of the window in progress: OnWindow reports [window_first, batch)
+  int64_t iter = 0;          // batches done in all: iter_size per update
+  float rate = 0;            // the learning rate of the last update
+  // The length of the POLY or COSINE schedule (LrSchedule::Length),
+  // checkpointed so that a resume continues it.
+  int64_t lr_schedule_iters = 0;
   Clock::time_point epoch_start;
   MetricSet epoch_m;    // filled by pushed functions: read after the loop's wait
   MetricValues val;     // the validation at the end of this epoch, if any

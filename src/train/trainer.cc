@@ -5,7 +5,6 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <fstream>
 #include <utility>
@@ -50,9 +49,16 @@ TrainData OpenData(const ConfigFile& cfg, const Model& m, DataParallel* dp, bool
   return d;
 }
 
-// Restores a checkpoint into the session; returns {epoch, iteration, data
-// position, micro-batches of the update in progress}.
-std::array<int64_t, 4> Resume(Session* s, const std::string& where, int64_t batches, int iter_size) {
+// Where a resumed run continues.
+struct Resumed {
+  std::string path;  // the checkpoint
+  int64_t epoch = 0, iteration = 0, data_position = 0;
+  int64_t micro = 0;              // micro-batches of the update in progress
+  int64_t lr_schedule_iters = 0;  // the schedule's length the run started with (0: none stored)
+};
+
+// Restores a checkpoint into the session.
+Resumed Resume(Session* s, const std::string& where, int64_t batches, int iter_size) {
   std::string path = where;
   if (std::ifstream(path + "/.").good() || (!path.empty() && path.back() == '/')) {
     path = CheckpointManager(where, 0, 0).Latest();
@@ -83,36 +89,59 @@ std::array<int64_t, 4> Resume(Session* s, const std::string& where, int64_t batc
   }
   LOG(INFO) << "resumed from " << path << ": epoch " << c.epoch << ", iteration " << c.iteration << ", batch "
             << c.data_position << (micro > 0 ? Fmt(", ", micro, " of ", iter_size, " micro-batches summed") : "");
-  return {c.epoch, c.iteration, c.data_position, micro};
+  return {path, c.epoch, c.iteration, c.data_position, micro, c.lr_schedule_iters};
 }
 
 // Where the run starts: --weights, --resume (r's epoch and iteration; returns
-// the batches of that epoch already used), and rank 0's values on every rank.
-int64_t Start(Run* r) {
+// where it resumed, with the batches of that epoch already used), and rank
+// 0's values on every rank.
+Resumed Start(Run* r) {
   Session& s = r->s;
   if (!r->opts.weights.empty()) {
     std::map<std::string, Tensor> model_tensors = s.params.Values();
     model_tensors.insert(s.aux.begin(), s.aux.end());
     LOG_IF(INFO, !r->opts.quiet) << LoadWeights(r->opts.weights, model_tensors).ToString(r->opts.weights);
   }
-  int64_t skip = 0;
+  Resumed at;
   if (!r->opts.resume.empty()) {
-    const std::array<int64_t, 4> at = Resume(&s, r->opts.resume, r->batches, r->iter_size);
-    FRUGAL_REQUIRE(at[0] >= 0 && at[0] <= r->sc.epochs() && at[1] >= 0 && at[1] < (int64_t{1} << 53) / r->iter_size &&
-                       at[2] >= 0 && at[2] <= r->batches,
-                   r->opts.resume, ": the checkpoint says epoch ", at[0], ", iteration ", at[1], ", batch ", at[2],
+    at = Resume(&s, r->opts.resume, r->batches, r->iter_size);
+    FRUGAL_REQUIRE(at.epoch >= 0 && at.epoch <= r->sc.epochs() && at.iteration >= 0 &&
+                       at.iteration < (int64_t{1} << 53) / r->iter_size && at.data_position >= 0 &&
+                       at.data_position <= r->batches && at.lr_schedule_iters >= 0,
+                   r->opts.resume, ": the checkpoint says epoch ", at.epoch, ", iteration ", at.iteration, ", batch ",
+                   at.data_position, ", schedule length ", at.lr_schedule_iters,
                    ", which this run cannot continue from (", r->sc.epochs(), " epochs of ", r->batches,
                    " batches): it is not a checkpoint of this config and data");
-    r->epoch = at[0];
-    r->iter = at[1] * r->iter_size + at[3];
-    skip = at[2];
+    r->epoch = at.epoch;
+    r->iter = at.iteration * r->iter_size + at.micro;
   }
   if (r->dp) {
     std::map<std::string, Tensor> values = s.params.Values();
     r->dp->Broadcast(&values, "broadcast(parameters)");
     r->dp->Broadcast(&s.aux, "broadcast(aux state)");
   }
-  return skip;
+  return at;
+}
+
+// The learning-rate schedule. A POLY or COSINE schedule runs over
+// solver.lr_schedule_iters updates; without it, over the updates of the run
+// that started it: a resumed run continues its checkpoint's length (another
+// --max-iters or epochs would otherwise restart the schedule mid-run, the
+// rate jumping), a new run or a checkpoint without one takes this run's.
+LrSchedule Schedule(const config::Solver& sc, int64_t run_updates, const Resumed& at, const std::string& path) {
+  const int64_t stored = at.lr_schedule_iters;
+  const LrSchedule lr = LrScheduleFromConfig(sc, stored > 0 ? stored : run_updates, path);
+  if (lr.Length() == 0 || stored == 0) return lr;
+  if (lr.Length() != stored) {
+    LOG(WARNING) << path << ": solver.lr_schedule_iters " << lr.Length() << " replaces the schedule of " << stored
+                 << " updates that " << at.path << " was trained on: the learning rate changes at the resume";
+  } else if (stored != run_updates) {
+    LOG(WARNING) << "the learning rate continues the schedule of " << stored << " updates that " << at.path
+                 << " was trained on, not one of this run's " << run_updates
+                 << (run_updates > stored ? " (past its end it stays at its last rate)" : "")
+                 << "; set solver.lr_schedule_iters for another length";
+  }
+  return lr;
 }
 
 // The observers TrainOptions and the solver ask for, in the order they are
@@ -163,7 +192,7 @@ class Fit {
     window_m_.Reset();
     window_ = {};
     untimed_samples_ = 0;
-    r_.batch = r_.first_batch = logged_ = skip;
+    r_.batch = r_.first_batch = r_.window_first = skip;
     r_.rate = static_cast<float>(lr_.At(r_.updates()));
     train_->Reset(r_.epoch);
     feed_.Skip(train_, skip);
@@ -216,9 +245,10 @@ class Fit {
     return true;
   }
 
-  // The metrics of batches [0, r.batch) are in: reports the window if it is full.
+  // The metrics of batches [0, r.batch) are in: reports the window
+  // [r.window_first, r.batch) if it ends at a multiple of display.
   void ReportWindow() {
-    if (r_.batch == logged_ || r_.batch % display_ != 0) return;
+    if (r_.batch == r_.window_first || r_.batch % display_ != 0) return;
     r_.progress.Clear();
     const MetricValues m = r_.Reduce(window_m_);
     const int64_t timed = r_.Sum(window_.samples - untimed_samples_);
@@ -228,7 +258,7 @@ class Fit {
     window_m_.Reset();
     window_.samples = untimed_samples_ = 0;
     window_start_ = window_.last_in;
-    logged_ = r_.batch;
+    r_.window_first = r_.batch;
   }
 
   Run& r_;
@@ -249,7 +279,6 @@ class Fit {
   // likewise). Its samples are left out of the first window's speed.
   int64_t untimed_samples_ = 0;
   Clock::time_point window_start_;
-  int64_t logged_ = 0;  // the batch of the window last reported
   const int display_;
 };
 
@@ -304,18 +333,19 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const int iter_size = sc.iter_size();
   int64_t total_updates = sc.epochs() * data.batches / iter_size;
   if (sc.max_iters() > 0) total_updates = std::min(total_updates, sc.max_iters() / iter_size);
-  const LrSchedule lr = LrScheduleFromConfig(sc, std::max<int64_t>(1, total_updates), cfg.path);
+
+  Run r(cfg, opts, &s, dp.get(), data.batches);
+  const Resumed at = Start(&r);
+  const LrSchedule lr = Schedule(sc, std::max<int64_t>(1, total_updates), at, cfg.path);
+  r.lr_schedule_iters = lr.Length();
   LOG_IF(INFO, !opts.quiet) << "optimizer " << s.opt->name() << ", learning rate " << lr.ToString() << ", iter_size "
                             << iter_size
                             << (sc.clip_gradient() > 0 ? Fmt(", gradient norm clipped at ", sc.clip_gradient()) : "");
-
-  Run r(cfg, opts, &s, dp.get(), data.batches);
-  const int64_t skip = Start(&r);
   r.observers = Observers(r, feed.get(), data.val.get());
   Step step(&s, dp.get(), sc, lr);
   Fit fit(&r, feed.get(), &step, data.train.get(), lr);
   DrainOnUnwind drain(s.engine);
-  fit.Epochs(skip);
+  fit.Epochs(at.data_position);
 
   s.engine->WaitAll();
   if (dp) LOG_IF(INFO, !opts.quiet) << dp->comm()->Stats();

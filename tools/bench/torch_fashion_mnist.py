@@ -7,7 +7,7 @@ Same architecture, initialisation family (Xavier), batch, optimizer (SGD with
 momentum 0.9) and learning rate as the configs: mlp and lenet batch 64,
 weight decay 1e-4, constant lr; resnet20 batch 128, weight decay 5e-4, lr 0.1
 on a cosine to 0 over 12 epochs of updates, stepped every update (the
-config's max_iter, so a one-epoch run follows the same schedule as frugal's
+config's lr_schedule_iters, so a one-epoch run follows the same schedule as frugal's
 `--epochs 1`). The same IDX files (data/fashion-mnist/prepare.sh), pixels
 scaled by 1/255, shuffled every epoch. Times the training pass of each epoch
 (forward, backward, update; batches already in memory, as frugal's IDX
@@ -153,9 +153,9 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=wd)
     updates_per_epoch = (len(xtr) + batch - 1) // batch
     if a.model == "resnet20":  # cosine from lr to 0 over the config's 12 epochs, every update
-        max_iter = 12 * updates_per_epoch
+        schedule_iters = 12 * updates_per_epoch
         sched = torch.optim.lr_scheduler.LambdaLR(
-            opt, lambda it: (1 + math.cos(math.pi * min(it, max_iter) / max_iter)) / 2)
+            opt, lambda it: (1 + math.cos(math.pi * min(it, schedule_iters) / schedule_iters)) / 2)
     else:
         sched = None
     print("torch %s, %d threads, %s, batch %d, lr %g, weight decay %g" % (

@@ -47,6 +47,19 @@ std::string ModelName(const std::string& symbol_path) {
 
 }  // namespace
 
+ImportedFiles WriteImported(const std::string& prefix, const std::string& config_text,
+                            const std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& aux) {
+  const ImportedFiles out{prefix + ".prototxt", prefix + ".frugal"};
+  std::ofstream(out.config) << config_text;
+  FRUGAL_REQUIRE(std::ifstream(out.config).good(), out.config, ": cannot write the config");
+  CheckpointState state;
+  state.config_text = config_text;
+  state.params = params;
+  state.aux = aux;
+  SaveCheckpoint(out.checkpoint, state);
+  return out;
+}
+
 int ImportMxnet() {
   FRUGAL_REQUIRE(g_args.size() == 2, "import-mxnet takes the symbol and the params file: frugal import-mxnet ",
                  "PREFIX-symbol.json PREFIX-0000.params --out PREFIX");
@@ -57,20 +70,13 @@ int ImportMxnet() {
   const MxnetSymbol sym = ReadMxnetSymbol(symbol_path);
   const NamedTensors arrays = ReadMxnetParams(params_path);
   const MxnetImport imp = ImportMxnet(sym, arrays, ModelName(symbol_path), opts);
-  const std::string config_path = FLAGS_out + ".prototxt", checkpoint_path = FLAGS_out + ".frugal";
-  Graph g = BuildGraph(ParseConfig(imp.config_text, config_path, {}));  // the config builds
+  Graph g = BuildGraph(ParseConfig(imp.config_text, FLAGS_out + ".prototxt", {}));  // the config builds
 
-  std::ofstream(config_path) << imp.config_text;
-  FRUGAL_REQUIRE(std::ifstream(config_path).good(), config_path, ": cannot write the config");
-  CheckpointState state;
-  state.config_text = imp.config_text;
-  state.params = imp.params;
-  state.aux = imp.aux;
-  SaveCheckpoint(checkpoint_path, state);
+  const ImportedFiles out = WriteImported(FLAGS_out, imp.config_text, imp.params, imp.aux);
   int ops = 0;
   for (const Node& n : g.nodes()) ops += !n.is_variable();
   std::printf("%s: %zu nodes -> %s (%d op nodes); %s: %zu arrays -> %s (%zu params, %zu aux)%s\n", symbol_path.c_str(),
-              sym.nodes.size(), config_path.c_str(), ops, params_path.c_str(), arrays.size(), checkpoint_path.c_str(),
+              sym.nodes.size(), out.config.c_str(), ops, params_path.c_str(), arrays.size(), out.checkpoint.c_str(),
               imp.params.size(), imp.aux.size(),
               imp.unused.empty() ? "" : Fmt("; unused: ", imp.unused.size(), " (", imp.unused[0], ", ...)").c_str());
   return 0;

@@ -155,7 +155,7 @@ const std::map<std::string, Command>& Commands() {
         "run ONNX backend tests: frugal onnx-test DIR...",
         {"expect_passed", "list_passed", "list_unsupported", "summary"},
         true}},
-      {"import-onnx", {ImportOnnx, "ONNX model to config + params: MODEL.onnx --out PREFIX", {"out"}, true}},
+      {"import-onnx", {ImportOnnx, "ONNX model to config + checkpoint: MODEL.onnx --out PREFIX", {"out"}, true}},
       {"export-onnx",
        {ExportOnnx,
         "a checkpoint's inference graph as an ONNX model: --checkpoint CKPT --out MODEL.onnx",
