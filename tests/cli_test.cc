@@ -177,6 +177,24 @@ TEST(Cli, PlanTimelineDrawsEveryStrategy) {
       << r.output;
 }
 
+// --explain: which step of the planner chose the plan, its peak with the
+// tensors live there, and a line per block saying what it recomputes; it
+// explains one plan, so --memory all is refused in one line.
+TEST(Cli, PlanExplainSaysWhoChoseThePlanAndWhatEachBlockRecomputes) {
+  RunResult r = RunFrugal("plan --config models/lenet/fashion_mnist.prototxt --memory drop_cheap --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("drop_cheap: chosen by drop_cheap; peak [0-9.]+ [KM]iB at step")))
+      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\n +1 +2  bn1 \\.\\. relu1 +all "))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\n +0 +1  conv1 +nothing "))) << r.output;
+  r = RunFrugal("plan --config models/lenet/fashion_mnist.prototxt --memory budget=15MB --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("budget=15MB: chosen by [a-z_ ,]+; peak "))) << r.output;
+  r = RunFrugal("plan --config models/lenet/fashion_mnist.prototxt --memory all --explain");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("--explain explains one plan"), std::string::npos) << r.output;
+}
+
 TEST(Cli, MalformedConfigGivesFileLineAndExit1) {
   TempDir dir;
   std::string cfg = dir.Write("bad.prototxt", "version: 1\nnode { name: \"a\" op: \"relu\" input: \"data\"\n");

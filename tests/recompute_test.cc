@@ -278,6 +278,38 @@ TEST(Recompute, ResidualNetsRecomputeWithoutBlowUp) {
     EXPECT_EQ(test::TrainSteps(small, s, 2), reference) << s.Name();
 }
 
+// ExplainBlocks covers every forward node once, names exactly the nodes
+// the training graph recomputes, and their FLOPs add up to the plan's.
+TEST(ExplainBlocks, AddsUpToThePlan) {
+  const ConfigFile cfg =
+      LoadConfig(std::string(FRUGAL_SOURCE_DIR) + "/models/resnet/resnet_cifar.prototxt", {"depth=20", "batch=8"});
+  for (MemoryStrategy s : {MemoryStrategy::kShare, MemoryStrategy::kDropCheap, MemoryStrategy::kSqrt}) {
+    const Model m = BuildModel(cfg, s);
+    const std::vector<BlockReport> blocks = ExplainBlocks(m.train);
+    std::set<int> recomputed, mirrored;
+    int nodes = 0, forward = 0;
+    double flops = 0;
+    int64_t kept = 0;
+    for (const BlockReport& b : blocks) {
+      nodes += b.nodes;
+      recomputed.insert(b.recomputed.begin(), b.recomputed.end());
+      flops += b.recompute_flops;
+      kept += b.kept_bytes;
+    }
+    for (int i = 0; i < m.train.num_nodes(); ++i) {
+      forward += i < m.train.num_forward() && !m.train.node(i).is_variable();
+      if (m.train.node(i).mirror_of >= 0) mirrored.insert(m.train.node(i).mirror_of);
+    }
+    EXPECT_GT(blocks.size(), 9u) << s.Name() << ": a ResNet-20 is cut after each unit";
+    EXPECT_EQ(nodes, forward) << s.Name();
+    EXPECT_EQ(recomputed, mirrored) << s.Name();
+    EXPECT_NEAR(flops, m.train_plan.extra_flops, 1e-6 * m.train_plan.step_flops) << s.Name();
+    EXPECT_GT(kept, 0) << s.Name();
+    if (s.kind == MemoryStrategy::kShare) EXPECT_TRUE(recomputed.empty());
+    if (s.kind != MemoryStrategy::kShare) EXPECT_FALSE(recomputed.empty()) << s.Name();
+  }
+}
+
 // The chain program is exact on its model: on random chains it finds the
 // least FLOPs of all decisions (each block stored by one of three entries
 // of its menu or recomputed, boundaries kept or not) whose peak fits

@@ -114,13 +114,17 @@ std::pair<int, int> ReusedAndClose(const MemoryPlan& p, int gap) {
 // Two workers run the LSTM on the CPU: its recomputing plans are placed
 // again so that bytes are not reused within a few steps of their block's
 // death wherever the lower bound allows, within 2% of the bound, and the
-// schedule shortens; share's is not, nor a plan for a GPU.
+// schedule shortens; share's is not, nor a plan for a GPU or one worker.
 TEST(Schedule, PlansForTwoWorkersKeepReusedBytesApart) {
   const ConfigFile cfg = LoadConfig(std::string(FRUGAL_SOURCE_DIR) + "/models/lstm/lstm_lm.prototxt",
                                     {"layers=2", "hidden=64", "batch=8", "vocab=50", "seq_len=64", "outputs=63"});
   EXPECT_EQ(BuildModel(cfg, MemoryStrategy::kShare).train_plan.reuse_gap, 0);
-  // On a GPU one stream runs the ops in push order: nothing to spread.
+  // On a GPU one stream runs the ops in push order, and the config's one
+  // worker runs them in order too: nothing to spread.
   EXPECT_EQ(BuildModel(cfg, MemoryStrategy::kSqrt, Device{DeviceType::kCUDA, 0}).train_plan.reuse_gap, 0);
+  ConfigFile one_worker = cfg;
+  one_worker.net.mutable_solver()->set_engine_workers(1);
+  EXPECT_EQ(BuildModel(one_worker, MemoryStrategy::kSqrt).train_plan.reuse_gap, 0);
   for (MemoryStrategy s : {MemoryStrategy::kSqrt, MemoryStrategy::kDropCheap}) {
     const Model m = BuildModel(cfg, s);
     const MemoryPlan& p = m.train_plan;

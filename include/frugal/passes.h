@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -177,7 +178,8 @@ KeepLevels ApplyAnnotations(const Graph& fwd, KeepLevels levels);
 KeepLevels DropCheapLevels(const Graph& fwd);
 // Candidate segment boundaries: nodes marked stage, or if none is marked,
 // the articulation points of the forward graph (a node whose output is the
-// only forward result live across the boundary after it).
+// only forward result live across the boundary after it). Of a training
+// graph, its forward nodes'.
 std::vector<int> SplitCandidates(const Graph& fwd);
 // The paper's greedy segmentation with segment budget b bytes: checkpoints at
 // candidates where the bytes since the last one exceed b; the rest dropped
@@ -236,9 +238,21 @@ struct MemoryPlan {
   bool priced() const { return strategy.costs != nullptr; }
   // What the planner's searches minimise: predicted ms, or FLOPs.
   double recompute_cost() const { return priced() ? extra_ms : extra_flops; }
-  double plan_ms = 0;  // planning time (recompute search included)
-  int num_builds = 0;  // training graphs PlanTraining built (a search builds several)
+  double plan_ms = 0;    // planning time (recompute search included)
+  int num_builds = 0;    // training graphs PlanTraining built (a search builds several)
+  std::string found_by;  // the step of PlanTraining that chose the recomputation ("the block program", ...)
 };
+
+// What a training plan keeps and recomputes, block by block: its forward
+// nodes cut after each split candidate, as the budget planner cuts them.
+struct BlockReport {
+  int first = 0, last = 0;      // its first and last forward node
+  int nodes = 0;                // its forward nodes (variables excluded)
+  std::vector<int> recomputed;  // of them, those the backward pass recomputes
+  int64_t kept_bytes = 0;       // its outputs kept for the backward pass
+  double recompute_flops = 0;   // of its recomputations (a node recomputed twice counts twice)
+};
+std::vector<BlockReport> ExplainBlocks(const Graph& train);
 
 // Where a plan's arena bytes go over the step: live bytes at each step of
 // the schedule (the training graph's node order), by the kind of node that
@@ -325,9 +339,12 @@ struct TrainingPlan {
   KeepLevels keep;
 };
 // On the CPU (dev) the training graph's layouts are chosen (ChooseLayouts)
-// before it is planned: a workspace depends on them.
+// before it is planned: a workspace depends on them. workers: how many CPU
+// workers the engine runs a training graph on (CpuWorkersFor, train.h);
+// a recomputing plan for two is placed for them (PlaceWithGap). None: one.
 TrainingPlan PlanTraining(const Graph& fwd, const std::vector<std::pair<std::string, Shape>>& inputs,
-                          const MemoryStrategy& strategy, Device dev = {});
+                          const MemoryStrategy& strategy, Device dev = {},
+                          const std::function<int(const Graph& train)>& workers = {});
 
 // Checks a plan: no two entries whose lifetimes overlap overlap in memory
 // (unless one is an in-place successor of the other), and everything fits in

@@ -93,6 +93,9 @@ MemoryStrategy ConfigStrategy(const ConfigFile& cfg);
 // every core for its kernels.
 std::unique_ptr<Engine> MakeEngineFor(const config::Solver& sc, const Graph& train);
 EngineOptions ChooseEngineSplit(const config::Solver& sc, const Graph& train, int cores);
+// The CPU workers MakeEngineFor's engine runs a training graph on (1 for
+// the naive engine): what the planner places a plan for (PlanTraining).
+int CpuWorkersFor(const config::Solver& sc, const Graph& train);
 
 // Prints a table of the graph's nodes (name, op, inputs, output shape) and
 // its parameter count.

@@ -633,7 +633,7 @@ std::string PlanToJson(const MemoryPlan& p, int64_t batch) {
              ",\"num_blocks\":", p.num_blocks, ",\"num_inplace\":", p.num_inplace,
              ",\"num_recomputed\":", p.num_recomputed, ",\"extra_flops_ratio\":", p.extra_flops_ratio(),
              ",\"step_flops\":", p.step_flops, ",\"reuse_gap\":", p.reuse_gap, ",\"plan_ms\":", p.plan_ms,
-             ",\"num_builds\":", p.num_builds,
+             ",\"num_builds\":", p.num_builds, ",\"found_by\":\"", p.found_by, "\"",
              p.priced() ? Fmt(",\"predicted_step_ms\":", p.step_ms, ",\"predicted_extra_ms\":", p.extra_ms) : "", "}");
 }
 

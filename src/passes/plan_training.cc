@@ -192,12 +192,16 @@ class BudgetSearch {
     reads_ = GradientReads(fwd_, smallest_);
     backward_reads_ = BackwardReadsOf(fwd_, smallest_);
     base_cost_ = smallest_.plan.recompute_cost();  // of the config's mirror marks
-    if (Fits(&smallest_)) return std::move(smallest_);
+    if (Fits(&smallest_)) {
+      Found("share");
+      return std::move(smallest_);
+    }
     const KeepLevels cheap = DropCheapLevels(fwd_);
     const std::vector<ChainBlock> chain = Chain(fwd_, cheap, s_.costs.get(), smallest_, backward_reads_);
     TrainingPlan t = q_.Build(cheap);
     if (Fits(&t)) {
       best_fit_ = std::move(t);
+      Found("drop_cheap");
     } else {
       KeepSmallest(&t, "drop_cheap");
       SqrtSegments(cheap);
@@ -208,10 +212,16 @@ class BudgetSearch {
     if (best_fit_) return std::move(*best_fit_);
     // The fixed plans.
     if (sqrt_.keep.empty()) sqrt_ = BestSqrt(q_, backward_reads_);
-    if (Fits(&sqrt_)) return KeepWhatFits(std::move(sqrt_));
+    if (Fits(&sqrt_)) {
+      Found("sqrt");
+      return KeepWhatFits(std::move(sqrt_));
+    }
     KeepSmallest(&sqrt_, "sqrt");
     TrainingPlan logn = q_.Build(LognLevels(fwd_));
-    if (Fits(&logn)) return KeepWhatFits(std::move(logn));
+    if (Fits(&logn)) {
+      Found("logn");
+      return KeepWhatFits(std::move(logn));
+    }
     KeepSmallest(&logn, "logn");
     smallest_ = Finish(std::move(smallest_), s_);
     const int64_t need = smallest_.plan.arena_bytes;
@@ -220,7 +230,16 @@ class BudgetSearch {
                     HumanBytes(need), " (", need, " bytes); use budget=", need, " or more, or a smaller batch"));
   }
 
+  // Which step chose the plan Run returns, and which improved it.
+  const std::string& found_by() const { return found_by_; }
+
  private:
+  void Found(const std::string& by) { found_by_ = by; }
+  void Improved(const std::string& by) {
+    if (found_by_.size() < by.size() || found_by_.compare(found_by_.size() - by.size(), by.size(), by) != 0)
+      found_by_ += ", improved by " + by;
+  }
+
   // The counts of builds and misfits where a search stops.
   struct Allowance {
     int builds, misfits;
@@ -256,6 +275,7 @@ class BudgetSearch {
       return -1;
     }
     best_fit_ = std::move(c);
+    Found(by);
     return 1;
   }
 
@@ -295,6 +315,7 @@ class BudgetSearch {
           TrainingPlan c = q_.Build(std::move(keep));
           if (c.plan.recompute_cost() < best.plan.recompute_cost() && Fits(&c)) {
             best = std::move(c);
+            Improved("swaps");
             improved = true;
             break;
           }
@@ -409,6 +430,7 @@ class BudgetSearch {
     if (Fits(&c)) {
       if (c.plan.recompute_cost() >= best->plan.recompute_cost()) return false;
       *best = std::move(c);
+      Improved("repaired moves");
       return true;
     }
     if (repairs == 0) return false;
@@ -454,7 +476,9 @@ class BudgetSearch {
       keep = ApplyAnnotations(fwd_, keep);
       if (CannotFit(keep)) continue;
       TrainingPlan c = q_.Build(std::move(keep));
-      if (c.plan.recompute_cost() < best.plan.recompute_cost() && Fits(&c)) best = std::move(c);
+      if (c.plan.recompute_cost() >= best.plan.recompute_cost() || !Fits(&c)) continue;
+      best = std::move(c);
+      Improved("kept again");
     }
     return best;
   }
@@ -543,7 +567,10 @@ class BudgetSearch {
       TrainingPlan t = q_.Build(keep);
       if (Fits(&t)) {
         held = t.plan.lower_bound_bytes;
-        if (!best_fit_ || t.plan.recompute_cost() < best_fit_->plan.recompute_cost()) best_fit_ = std::move(t);
+        if (!best_fit_ || t.plan.recompute_cost() < best_fit_->plan.recompute_cost()) {
+          best_fit_ = std::move(t);
+          Found("the block program");
+        }
       } else {
         held = t.plan.arena_bytes;
         KeepSmallest(&t, "the block program");
@@ -578,7 +605,10 @@ class BudgetSearch {
         CheapestFittingDrops(fwd_, q_.inputs, s_, q_.dev, ApplyAnnotations(fwd_, {}), std::move(candidates),
                              backward_reads_, budget_, max_cost, ExactSearchBuilds(fwd_), kExactPlacements);
     q_.builds += static_cast<int>(exact.builds);
-    if (exact.plan) best_fit_ = std::move(exact.plan);
+    if (exact.plan) {
+      best_fit_ = std::move(exact.plan);
+      Found("the exact search");
+    }
     return exact.exact && best_fit_;
   }
 
@@ -593,6 +623,7 @@ class BudgetSearch {
   TrainingPlan smallest_;
   std::string smallest_by_ = "share";
   int misfits_ = 0;
+  std::string found_by_;
   TrainingPlan sqrt_;  // BestSqrt's, where SqrtSegments ran
 };
 
@@ -623,17 +654,19 @@ TrainingPlan BuildTrainingPlan(const Graph& fwd, const Inputs& inputs, const Mem
 // placements.
 constexpr double kSpreadArena = 1.02;
 void Spread(TrainingPlan* t, const MemoryStrategy& s) {
-  if (t->plan.num_recomputed == 0 || !TwoWorkersByDefault(t->graph)) return;
+  if (t->plan.num_recomputed == 0) return;
   int64_t allowed = std::max(t->plan.arena_bytes, static_cast<int64_t>(t->plan.lower_bound_bytes * kSpreadArena));
   if (s.kind == MemoryStrategy::kBudget) allowed = std::min(allowed, std::max(t->plan.arena_bytes, s.budget_bytes));
   for (int gap : {8, 6, 4})
     if (PlaceWithGap(t->graph, gap, allowed, &t->plan)) return;
 }
 
-TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, Device dev) {
+TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemoryStrategy& s, Device dev,
+                          const std::function<int(const Graph& train)>& workers) {
   auto t0 = std::chrono::steady_clock::now();
   Search q{fwd, inputs, s, dev};
   TrainingPlan t;
+  std::string found_by = s.Name();  // a budget search says which of its steps
   switch (s.kind) {
     case MemoryStrategy::kNone:
     case MemoryStrategy::kInplace:
@@ -646,15 +679,19 @@ TrainingPlan PlanTraining(const Graph& fwd, const Inputs& inputs, const MemorySt
     }
     case MemoryStrategy::kLogn: t = q.Build(LognLevels(fwd)); break;
     case MemoryStrategy::kBudget:
-      t = BudgetSearch(q).Run();
+      BudgetSearch search(q);
+      t = search.Run();
+      found_by = search.found_by();
       if (t.plan.arena_bytes > t.plan.lower_bound_bytes) t = Finish(std::move(t), s);  // placed until it fit
       break;
   }
   if (s.shares() && t.plan.entry_offset.empty()) t = Finish(std::move(t), s);  // searched on estimates
-  if (s.shares() && dev.type == DeviceType::kCPU) Spread(&t, s);  // a GPU's one stream runs ops in push order
+  // A GPU's one stream runs ops in push order: nothing to spread.
+  if (s.shares() && dev.type == DeviceType::kCPU && workers && workers(t.graph) >= 2) Spread(&t, s);
   t.plan.strategy = s;
   if (s.costs) t.plan.step_ms = s.costs->StepMs(t.graph, t.plan);  // the plan returned only: a schedule is not cheap
   t.plan.num_builds = q.builds;
+  t.plan.found_by = found_by;
   t.plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return t;
 }

@@ -98,25 +98,26 @@ KeepLevels DropCheapLevels(const Graph& g) {
 
 std::vector<int> SplitCandidates(const Graph& g) {
   std::vector<int> marked;
-  for (int i = 0; i < g.num_nodes(); ++i)
+  for (int i = 0; i < g.num_forward(); ++i)
     if (g.node(i).stage) marked.push_back(i);
   if (!marked.empty()) return marked;
   // crossing[t]: forward results produced at or before node t and read after
   // it (variables excluded). A candidate is a node whose boundary is crossed
   // by its own output alone.
+  const int n = g.num_forward();
   std::vector<int> last_read(g.num_entries(), -1);
-  for (int i = 0; i < g.num_nodes(); ++i)
+  for (int i = 0; i < n; ++i)
     for (const Entry& e : g.node(i).inputs) last_read[g.EntryId(e)] = i;
-  std::vector<int> delta(g.num_nodes() + 1, 0);
+  std::vector<int> delta(n + 1, 0);
   for (int e = 0; e < g.num_entries(); ++e) {
     Entry en = g.EntryOf(e);
-    if (g.node(en.node).is_variable() || last_read[e] < 0) continue;
+    if (en.node >= n || g.node(en.node).is_variable() || last_read[e] < 0) continue;
     delta[en.node] += 1;  // crosses boundaries en.node .. last_read-1
     delta[last_read[e]] -= 1;
   }
   std::vector<int> cands;
   int crossing = 0;
-  for (int i = 0; i < g.num_nodes(); ++i) {
+  for (int i = 0; i < n; ++i) {
     crossing += delta[i];
     const Node& n = g.node(i);
     if (n.is_variable() || crossing != 1 || g.NumOutputs(i) != 1) continue;
@@ -346,6 +347,38 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const Cos
     }
   }
   return chain;
+}
+
+std::vector<BlockReport> ExplainBlocks(const Graph& train) {
+  const std::vector<int> cands = SplitCandidates(train);
+  const int n = train.num_forward();
+  std::vector<bool> read_back(train.num_entries(), false);  // by a gradient node or a recomputation
+  std::vector<int> block_of(n, -1);
+  std::vector<BlockReport> blocks(1);
+  for (int i = 0, next = 0; i < n; ++i) {
+    if (train.node(i).is_variable()) continue;
+    BlockReport& b = blocks.back();
+    if (b.nodes++ == 0) b.first = i;
+    b.last = i;
+    block_of[i] = static_cast<int>(blocks.size()) - 1;
+    if (next < static_cast<int>(cands.size()) && cands[next] == i) ++next, blocks.emplace_back();
+  }
+  if (blocks.back().nodes == 0) blocks.pop_back();
+  for (int i = n; i < train.num_nodes(); ++i) {
+    const Node& node = train.node(i);
+    for (const Entry& e : node.inputs)
+      if (e.node < n) read_back[train.EntryId(e)] = true;
+    if (node.mirror_of < 0 || block_of[node.mirror_of] < 0) continue;
+    BlockReport& b = blocks[block_of[node.mirror_of]];
+    if (std::find(b.recomputed.begin(), b.recomputed.end(), node.mirror_of) == b.recomputed.end())
+      b.recomputed.push_back(node.mirror_of);
+    b.recompute_flops += NodeFlops(train, i);
+  }
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; block_of[i] >= 0 && k < train.NumOutputs(i); ++k)
+      if (read_back[train.EntryId({i, k})]) blocks[block_of[i]].kept_bytes += train.EntryBytes({i, k});
+  for (BlockReport& b : blocks) std::sort(b.recomputed.begin(), b.recomputed.end());
+  return blocks;
 }
 
 KeepLevels ChainLevels(const Graph& g, const std::vector<ChainBlock>& chain, const ChainPlan& plan) {

@@ -34,6 +34,10 @@ EngineOptions ChooseEngineSplit(const config::Solver& sc, const Graph& train, in
   return eo;
 }
 
+int CpuWorkersFor(const config::Solver& sc, const Graph& train) {
+  return sc.engine() == "threaded" ? ChooseEngineSplit(sc, train, cpu::NumCores()).cpu_workers : 1;
+}
+
 std::unique_ptr<Engine> MakeEngineFor(const config::Solver& sc, const Graph& train) {
   if (sc.engine() != "threaded") return MakeEngine(sc.engine(), {sc.engine_workers(), sc.engine_kernel_threads()});
   return MakeEngine(sc.engine(), ChooseEngineSplit(sc, train, cpu::NumCores()));

@@ -60,7 +60,8 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev)
   }
   m.eval = std::move(fwd);
   InferShapes(&m.eval, inputs);
-  TrainingPlan t = PlanTraining(m.eval, inputs, strategy, dev);
+  const auto workers = [&](const Graph& train) { return CpuWorkersFor(cfg.net.solver(), train); };
+  TrainingPlan t = PlanTraining(m.eval, inputs, strategy, dev, workers);
   m.train = std::move(t.graph);
   m.train_plan = std::move(t.plan);
   for (int i = 0; i < m.train.num_forward(); ++i) {

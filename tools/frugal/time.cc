@@ -74,7 +74,8 @@ void Build(const ConfigFile& cfg, Device dev, Timed* t) {
     if (!is_label && FLAGS_data_grad) n.var = VarKind::kParam;
   }
   InferShapes(&fwd, inputs);
-  TrainingPlan plan = PlanTraining(fwd, inputs, ConfigStrategy(cfg), dev);
+  const auto workers = [&](const Graph& train) { return CpuWorkersFor(cfg.net.solver(), train); };
+  TrainingPlan plan = PlanTraining(fwd, inputs, ConfigStrategy(cfg), dev, workers);
   t->g = std::move(plan.graph);
   t->plan = std::move(plan.plan);
   const Graph& g = t->g;
