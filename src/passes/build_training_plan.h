@@ -4,8 +4,9 @@
 // elsewhere (the exact reference of tests/optimum.cc).
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -81,10 +82,34 @@ struct BackwardReads {
   // count only where every level is 0 or kDropped); made_at: the step each
   // dropped node's mirror is made for (INT_MAX: none).
   std::vector<int64_t> Held(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at = nullptr) const;
-  // What Held adds to held_anyway: each output of a node held over steps
-  // [from, to] of share.
-  void Spans(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at,
-             const std::function<void(int node, int from, int to, int64_t bytes)>& span) const;
+  // What Held adds to held_anyway: span(node, from, to, bytes) for each
+  // output of a node held over steps [from, to] of share. One-level
+  // mirrors are made once, for the first gradient node that reads them or a
+  // mirror made for one (just before the gradient node of that step), and
+  // held for their last reader; a kept output a mirror reads is held until
+  // the step before.
+  template <class Span>
+  void Spans(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at, Span&& span) const {
+    std::vector<int> local, until;
+    std::vector<int>& made = made_at ? *made_at : local;
+    MadeAt(fwd, keep, &made, &until);
+    for (int i = 0; i < static_cast<int>(keep.size()); ++i) {
+      for (int o = output_of[i]; o < output_of[i + 1]; ++o) {
+        const Output& out = outputs[o];
+        int from = 0, to = -1;
+        if (keep[i] == 0 && out.last >= 0)  // from its step in the forward pass
+          from = i, to = std::max(out.last, until[o]);
+        else if (keep[i] == 0)  // held_anyway holds it at its step
+          from = i + 1, to = until[o];
+        else if (made[i] != INT_MAX && out.last >= 0)
+          from = made[i], to = out.last;
+        if (from <= to) span(i, from, to, out.bytes);
+      }
+    }
+  }
+  // The step each dropped node's mirror is made for (INT_MAX: none), and
+  // the last step before a mirror made from each output.
+  void MadeAt(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made, std::vector<int>* until) const;
   // The most held at any step, or where a mirror runs: a lower bound of
   // the arena.
   int64_t Bound(const Graph& fwd, const KeepLevels& keep) const;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <functional>
 #include <optional>
 #include <queue>
 
@@ -270,40 +269,20 @@ BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share) {
   return r;
 }
 
-void BackwardReads::Spans(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made_at,
-                          const std::function<void(int node, int from, int to, int64_t bytes)>& span) const {
+void BackwardReads::MadeAt(const Graph& fwd, const KeepLevels& keep, std::vector<int>* made,
+                           std::vector<int>* until) const {
   const int n = static_cast<int>(keep.size());
-  // One-level mirrors are made once, for the first gradient node that reads
-  // them or a mirror made for one (just before the gradient node of that
-  // step), and held for their last reader; a kept output a mirror reads is
-  // held until the step before.
-  std::vector<int> local;
-  std::vector<int>& made = made_at ? *made_at : local;
-  made.assign(n, INT_MAX);
-  std::vector<int> until(outputs.size(), -1);
-  if (OneLevel(keep)) {
-    for (int i = n - 1; i >= 0; --i) {
-      if (keep[i] == 0) continue;
-      if (read[i]) made[i] = std::min(made[i], first[i]);
-      if (made[i] == INT_MAX) continue;
-      for (const Entry& e : fwd.node(i).inputs) {
-        made[e.node] = std::min(made[e.node], made[i]);
-        const int o = output_of[e.node] + e.index;
-        if (o < output_of[e.node + 1]) until[o] = std::max(until[o], made[i] - 1);  // made before that step
-      }
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    for (int o = output_of[i]; o < output_of[i + 1]; ++o) {
-      const Output& out = outputs[o];
-      int from = 0, to = -1;
-      if (keep[i] == 0 && out.last >= 0)  // from its step in the forward pass
-        from = i, to = std::max(out.last, until[o]);
-      else if (keep[i] == 0)  // held_anyway holds it at its step
-        from = i + 1, to = until[o];
-      else if (made[i] != INT_MAX && out.last >= 0)
-        from = made[i], to = out.last;
-      if (from <= to) span(i, from, to, out.bytes);
+  made->assign(n, INT_MAX);
+  until->assign(outputs.size(), -1);
+  if (!OneLevel(keep)) return;
+  for (int i = n - 1; i >= 0; --i) {
+    if (keep[i] == 0) continue;
+    if (read[i]) (*made)[i] = std::min((*made)[i], first[i]);
+    if ((*made)[i] == INT_MAX) continue;
+    for (const Entry& e : fwd.node(i).inputs) {
+      (*made)[e.node] = std::min((*made)[e.node], (*made)[i]);
+      const int o = output_of[e.node] + e.index;
+      if (o < output_of[e.node + 1]) (*until)[o] = std::max((*until)[o], (*made)[i] - 1);  // made before that step
     }
   }
 }
