@@ -195,6 +195,23 @@ TEST(Cli, PlanExplainSaysWhoChoseThePlanAndWhatEachBlockRecomputes) {
   EXPECT_NE(ErrorLine(r).find("--explain explains one plan"), std::string::npos) << r.output;
 }
 
+// --diff A,B: both plans' figures, then each block where what they
+// recompute differs; one strategy alone is refused in one line.
+TEST(Cli, PlanDiffShowsTheBlocksWhereTwoPlansDiffer) {
+  RunResult r = RunFrugal("plan --config models/lenet/fashion_mnist.prototxt --diff share,drop_cheap");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("share -> drop_cheap: arena [0-9.]+ MiB -> [0-9.]+ MiB, recompute "
+                                                     "0.0 -> [0-9.]+ MFLOP")))
+      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\n +1  bn1 \\.\\. relu1 +nothing +all "))) << r.output;
+  EXPECT_EQ(r.output.find("conv1  "), std::string::npos) << "conv1 is kept by both: not a difference\n" << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\n[1-9] of 9 blocks differ\n"))) << r.output;
+  r = RunFrugal("plan --config models/lenet/fashion_mnist.prototxt --diff share");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("--diff share: give two strategies or budgets separated by a comma"), std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, MalformedConfigGivesFileLineAndExit1) {
   TempDir dir;
   std::string cfg = dir.Write("bad.prototxt", "version: 1\nnode { name: \"a\" op: \"relu\" input: \"data\"\n");

@@ -140,7 +140,7 @@ const std::map<std::string, Command>& Commands() {
       {"plan",
        {Plan,
         "print the memory plan without training (--fit SIZE: the largest batch that fits)",
-        {"fit", kConfig, "json", "timeline", "explain"}}},
+        {"fit", kConfig, "json", "timeline", "explain", "diff"}}},
       {"test",
        {Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE", {kConfig, "checkpoint"}}},
       {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {kConfig}}},

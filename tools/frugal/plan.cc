@@ -15,11 +15,61 @@ DEFINE_bool(explain, false,
             "after the plan, which step of the planner chose it, its peak step with the tensors live there, and one "
             "line per block of the forward graph (cut at its split candidates): what it recomputes, what it keeps "
             "for the backward pass, and the recomputation's FLOPs");
+DEFINE_string(diff, "",
+              "A,B: two strategies or budgets (e.g. sqrt,budget=60MiB): their arenas and recomputation, and per block "
+              "where they differ what each recomputes and keeps");
 DECLARE_string(fit);
 DECLARE_string(memory);
 
 namespace frugal::cli {
 namespace {
+
+// What a block recomputes, in a few words: nothing, all, or its first
+// names and how many of its nodes.
+std::string Recomputes(const Graph& g, const BlockReport& r) {
+  if (r.recomputed.empty()) return "nothing";
+  if (static_cast<int>(r.recomputed.size()) == r.nodes) return "all";
+  constexpr size_t kNames = 3;  // names shown; the rest counted
+  std::string what;
+  for (size_t k = 0; k < r.recomputed.size() && k < kNames; ++k)
+    what += Fmt(k ? ", " : "", g.node(r.recomputed[k]).name);
+  if (r.recomputed.size() > kNames) what += Fmt(" and ", r.recomputed.size() - kNames, " more");
+  return what + Fmt(" (", r.recomputed.size(), " of ", r.nodes, ")");
+}
+
+std::string Span(const Graph& g, const BlockReport& r) {
+  return r.first == r.last ? g.node(r.first).name : Fmt(g.node(r.first).name, " .. ", g.node(r.last).name);
+}
+
+// --diff A,B: the two plans, then each block whose recomputation differs.
+int Diff(const ConfigFile& cfg) {
+  const size_t comma = FLAGS_diff.find(',');
+  if (comma == std::string::npos || FLAGS_diff.find(',', comma + 1) != std::string::npos)
+    throw Error(Fmt("--diff ", FLAGS_diff,
+                    ": give two strategies or budgets separated by a comma, e.g. --diff sqrt,budget=60MiB"));
+  const Model a = BuildModel(cfg, ParseMemoryStrategy(FLAGS_diff.substr(0, comma)));
+  const Model b = BuildModel(cfg, ParseMemoryStrategy(FLAGS_diff.substr(comma + 1)));
+  const MemoryPlan &pa = a.train_plan, &pb = b.train_plan;
+  const std::string na = pa.strategy.Name(), nb = pb.strategy.Name();
+  std::printf("%s -> %s: arena %s -> %s, recompute %.1f -> %.1f MFLOP (+%.1f%% -> +%.1f%% FLOPs)\n", na.c_str(),
+              nb.c_str(), HumanBytes(pa.arena_bytes).c_str(), HumanBytes(pb.arena_bytes).c_str(), pa.extra_flops / 1e6,
+              pb.extra_flops / 1e6, 100 * pa.extra_flops_ratio(), 100 * pb.extra_flops_ratio());
+  const std::vector<BlockReport> ba = ExplainBlocks(a.train), bb = ExplainBlocks(b.train);
+  std::printf("%6s  %-40s %-40s %-40s %23s %23s\n", "block", "first .. last", (na + " recomputes").c_str(),
+              (nb + " recomputes").c_str(), "keeps", "recompute MFLOP");
+  int differ = 0;
+  for (size_t k = 0; k < ba.size() && k < bb.size(); ++k) {
+    if (ba[k].recomputed == bb[k].recomputed) continue;
+    ++differ;
+    const std::string keeps = Fmt(HumanBytes(ba[k].kept_bytes), " -> ", HumanBytes(bb[k].kept_bytes));
+    char flops[64];
+    std::snprintf(flops, sizeof flops, "%.1f -> %.1f", ba[k].recompute_flops / 1e6, bb[k].recompute_flops / 1e6);
+    std::printf("%6zu  %-40s %-40s %-40s %23s %23s\n", k, Span(a.train, ba[k]).c_str(),
+                Recomputes(a.train, ba[k]).c_str(), Recomputes(b.train, bb[k]).c_str(), keeps.c_str(), flops);
+  }
+  std::printf("%d of %zu blocks differ\n", differ, ba.size());
+  return 0;
+}
 
 // --explain: the plan's blocks (ExplainBlocks) and its peak (Timeline).
 void Explain(const Model& m) {
@@ -36,16 +86,7 @@ void Explain(const Model& m) {
   const std::vector<BlockReport> blocks = ExplainBlocks(g);
   for (size_t b = 0; b < blocks.size(); ++b) {
     const BlockReport& r = blocks[b];
-    std::string what = r.recomputed.empty() ? "nothing" : static_cast<int>(r.recomputed.size()) == r.nodes ? "all" : "";
-    if (what.empty()) {
-      constexpr size_t kNames = 3;  // names shown; the rest counted
-      for (size_t k = 0; k < r.recomputed.size() && k < kNames; ++k)
-        what += Fmt(k ? ", " : "", g.node(r.recomputed[k]).name);
-      if (r.recomputed.size() > kNames) what += Fmt(" and ", r.recomputed.size() - kNames, " more");
-      what += Fmt(" (", r.recomputed.size(), " of ", r.nodes, ")");
-    }
-    const std::string span =
-        r.first == r.last ? g.node(r.first).name : Fmt(g.node(r.first).name, " .. ", g.node(r.last).name);
+    const std::string what = Recomputes(g, r), span = Span(g, r);
     std::printf("%6zu %6d  %-40s %-48s %12s %9.1f MF\n", b, r.nodes, span.c_str(), what.c_str(),
                 HumanBytes(r.kept_bytes).c_str(), r.recompute_flops / 1e6);
   }
@@ -55,6 +96,11 @@ void Explain(const Model& m) {
 
 int Plan() {
   ConfigFile cfg = LoadConfigFromFlags();
+  if (!FLAGS_diff.empty()) {
+    if (FLAGS_json || FLAGS_explain || !FLAGS_fit.empty())
+      throw Error("--diff prints text about two plans: drop --json, --explain and --fit");
+    return Diff(cfg);
+  }
   std::vector<MemoryStrategy> strategies;
   if (FLAGS_memory == "all") {
     if (FLAGS_explain)
