@@ -155,6 +155,25 @@ TEST(Cli, PlanJsonHasOneObjectPerStrategy) {
   }
 }
 
+// The text plan: a line naming the config, its defines, batch, data shape,
+// dtype and optimizer, a header of named columns, and per strategy the
+// total of what training holds (arenas, parameters, gradients, optimizer
+// state, inputs) beside the arena and the live peak.
+TEST(Cli, PlanTextHasAHeaderAndTheTotal) {
+  RunResult r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --memory share --define batch=32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("models/mlp/fashion_mnist.prototxt --define batch=32: batch 32, data (32,1,28,28), "
+                          "float32, sgd\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("strategy +arena +live peak +params +gradients +opt state +inputs "
+                                                     "+other +total")))
+      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\nshare +[0-9.]+ KiB +[0-9.]+ KiB +2.55 MiB +2.55 MiB +2.55 MiB "
+                                                     "+[0-9.]+ KiB +[0-9.]+ KiB +[0-9.]+ MiB ")))
+      << r.output;
+}
+
 // --timeline: one SVG, a panel per strategy with its figures and the
 // tensors live at its peak; a file that cannot be written is named.
 TEST(Cli, PlanTimelineDrawsEveryStrategy) {

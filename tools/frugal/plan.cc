@@ -135,19 +135,27 @@ int Plan() {
           json.c_str(), m.optimizer.c_str(), static_cast<long long>(state), static_cast<long long>(sums),
           static_cast<long long>(update));
     } else {
-      const std::string opt =
-          Fmt(m.optimizer, " state ", HumanBytes(state), sums > 0 ? " + sums " + HumanBytes(sums) : std::string(),
-              update > 0 ? " + update arena " + HumanBytes(update) : std::string());
+      if (&s == &strategies.front()) {
+        std::string defines;
+        for (const std::string& d : g_defines) defines += " --define " + d;
+        std::printf("%s%s: batch %lld, data %s, %s, %s\n", cfg.path.c_str(), defines.c_str(),
+                    static_cast<long long>(m.batch), m.data_shape.ToString().c_str(), cfg.net.dtype().c_str(),
+                    m.optimizer.c_str());
+        std::printf("%-14s %10s %10s %10s %10s %10s %10s %10s %10s %8s %9s%s\n", "strategy", "arena", "live peak",
+                    "params", "gradients", "opt state", "inputs", "other", "total", "recomp.", "+FLOPs", "  plan ms");
+      }
+      // other: the evaluation arena and the update's (clipping's workspace).
+      const int64_t other = m.eval_plan.arena_bytes + update;
       char predicted[96] = "";
       if (p.priced())
         std::snprintf(predicted, sizeof predicted, "  predicted step %.1f ms (recompute %.1f ms)", p.step_ms,
                       p.extra_ms);
-      std::printf(
-          "%-12s arena %10s  lower bound %10s  params %10s  %s  recompute %5d nodes, +%5.1f%% FLOPs  "
-          "plan %8.2f ms%s\n",
-          s.Name().c_str(), HumanBytes(p.arena_bytes).c_str(), HumanBytes(p.lower_bound_bytes).c_str(),
-          HumanBytes(p.param_bytes).c_str(), opt.c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(), p.plan_ms,
-          predicted);
+      std::printf("%-14s %10s %10s %10s %10s %10s %10s %10s %10s %8d %8.1f%% %8.2f%s\n", s.Name().c_str(),
+                  HumanBytes(p.arena_bytes).c_str(), HumanBytes(p.lower_bound_bytes).c_str(),
+                  HumanBytes(p.param_bytes).c_str(), HumanBytes(p.param_grad_bytes).c_str(),
+                  HumanBytes(state + sums).c_str(), HumanBytes(p.input_bytes).c_str(), HumanBytes(other).c_str(),
+                  HumanBytes(PlannedFootprint(m)).c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(), p.plan_ms,
+                  predicted);
     }
     if (FLAGS_explain) Explain(m);
   }
