@@ -370,7 +370,8 @@ TEST(Cli, PrintsTheEngineAtStart) {
 }
 
 // frugal time reports the median of the steps timed one by one, between the
-// fastest and the slowest; --iters 0 is refused by the flag's range.
+// fastest and the slowest, without the data gradient unless asked (a
+// training step computes none); --iters 0 is refused by the flag's range.
 TEST(Cli, TimeReportsTheMedianStepWithItsSpread) {
   TempDir dir;
   WriteToyData(dir, "train", 32);
@@ -384,6 +385,9 @@ TEST(Cli, TimeReportsTheMedianStepWithItsSpread) {
   ASSERT_TRUE(std::regex_search(r.output, m, step)) << r.output;
   EXPECT_LE(std::stod(m[2]), std::stod(m[1])) << r.output;
   EXPECT_LE(std::stod(m[1]), std::stod(m[3])) << r.output;
+  EXPECT_NE(r.output.find("data gradient off"), std::string::npos) << "training computes none: " << r.output;
+  r = RunFrugal("time --config " + cfg + " --iters 1 --warmup 0 --data-grad");
+  EXPECT_NE(r.output.find("data gradient on"), std::string::npos) << r.output;
   r = RunFrugal("time --config " + cfg + " --iters 0");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(ErrorLine(r).find("--iters 0: must be 1 to"), std::string::npos) << r.output;

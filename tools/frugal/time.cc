@@ -37,7 +37,7 @@
 
 DEFINE_int32(iters, 20, "time: timed iterations (after the warm-up)");
 DEFINE_int32(warmup, 3, "time: untimed iterations first");
-DEFINE_bool(data_grad, true, "time: compute the gradient of the data input too");
+DEFINE_bool(data_grad, false, "time: compute the gradient of the data input too (training does not: off by default)");
 DEFINE_int64(token_data, 0, "time: data are whole numbers in [0, N) (token ids for an embedding) instead of [-1, 1)");
 DEFINE_string(save_costs, "",
               "time: write the measured per-op times as a cost table FILE (for --costs: plans priced in time); "
