@@ -106,7 +106,9 @@ void ExpectEveryStrategyGivesTheBitsOfNone(const ConfigFile& cfg, const std::str
     const Model m = BuildModel(cfg, s);
     for (const Node& n : m.train.nodes())
       if (n.mirror_of >= 0) ops.insert(n.op->name());
-    if (s.kind == MemoryStrategy::kBudget) EXPECT_GT(m.train_plan.num_recomputed, 0) << what << " with " << s.Name();
+    if (s.kind == MemoryStrategy::kBudget) {
+      EXPECT_GT(m.train_plan.num_recomputed, 0) << what << " with " << s.Name();
+    }
     const auto got = TrainAndRead(cfg, s, dir.File(s.Name()));
     ASSERT_EQ(got.size(), reference.size()) << what << " with " << s.Name();
     for (const auto& [key, b] : reference) {
