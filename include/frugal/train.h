@@ -51,6 +51,9 @@ struct Model {
 };
 // Throws Error for a config that cannot be planned (shapes, no loss, ...).
 // budget=auto is resolved for `dev` (ResolveAutoBudget; its note logged).
+// RequireLoss throws Error naming the config's file when fwd, its forward
+// graph, has no loss op to train (BuildModel checks it before planning).
+void RequireLoss(const ConfigFile& cfg, const Graph& fwd);
 Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy, Device dev = {});
 
 // What training the model holds on its device, as planned: the arenas
