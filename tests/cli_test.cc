@@ -81,6 +81,23 @@ TEST(Cli, TrainsAndWritesJsonLog) {
   EXPECT_NE(last.find("\"peak_bytes\":"), std::string::npos);
 }
 
+// A run without a checkpoint directory ends by saying nothing was saved; a
+// run with one does not.
+TEST(Cli, ARunWithoutACheckpointDirSaysNothingWasSaved) {
+  TempDir dir;
+  WriteToyData(dir, "train", 32);
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg + " --epochs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("nothing was saved: no checkpoint directory (give --checkpoint-dir DIR"), std::string::npos)
+      << r.output;
+  RunResult k = RunFrugal("train --config " + cfg + " --epochs 1 --checkpoint-dir " + dir.File("ck"));
+  ASSERT_EQ(k.exit_code, 0) << k.output;
+  EXPECT_EQ(k.output.find("nothing was saved"), std::string::npos) << k.output;
+  EXPECT_NE(k.output.find("checkpoint " + dir.File("ck") + "/ckpt-0000000004.frugal"), std::string::npos) << k.output;
+}
+
 // A window's speed is timed from when the batch before it was in; the
 // epoch's first batch alone (display 1) has nothing timed: no speed, rather
 // than one read off its forward pass alone (about 4x too fast).
