@@ -460,11 +460,33 @@ TEST(TrainCli, BadCheckpointsAreOneLineErrors) {
     EXPECT_NE(e.find(path), std::string::npos) << r.output;
     EXPECT_NE(e.find(why), std::string::npos) << r.output;
     r = RunFrugal("train --config " + cfg + " --weights " + path);
-    if (path != dir.File("empty")) {
-      EXPECT_EQ(r.exit_code, 1) << r.output;
-      EXPECT_NE(ErrorLine(r).find(path), std::string::npos) << r.output;
-    }
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    e = ErrorLine(r);
+    EXPECT_NE(e.find(path), std::string::npos) << r.output;
+    EXPECT_NE(e.find(why), std::string::npos) << r.output;
   }
+}
+
+// --checkpoint DIR (test, export-onnx) and --weights DIR take the latest
+// checkpoint in the folder, as --resume DIR does.
+TEST(TrainCli, CheckpointFlagsTakeTheLatestInAFolder) {
+  TempDir dir;
+  std::string cfg;
+  const std::string latest = TrainOneEpoch(dir, &cfg);
+  RunResult t = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("a"));
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  EXPECT_NE(t.output.find(latest + ": test-accuracy="), std::string::npos) << t.output;
+  RunResult x =
+      RunFrugal("export-onnx --config " + cfg + " --checkpoint " + dir.File("a") + " --out " + dir.File("toy.onnx"));
+  ASSERT_EQ(x.exit_code, 0) << x.output;
+  EXPECT_NE(x.output.find(" + " + latest + " -> "), std::string::npos) << x.output;
+  RunResult w = RunFrugal("train --config " + cfg + " --max-iters 1 --weights " + dir.File("a"));
+  ASSERT_EQ(w.exit_code, 0) << w.output;
+  EXPECT_NE(w.output.find("weights " + latest + ": 4 matched"), std::string::npos) << w.output;
+  fs::create_directories(dir.File("empty"));
+  RunResult e = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("empty"));
+  EXPECT_EQ(e.exit_code, 1) << e.output;
+  EXPECT_NE(ErrorLine(e).find(dir.File("empty") + ": no checkpoint in this directory"), std::string::npos) << e.output;
 }
 
 TEST(TrainCli, SigtermCheckpointsAndExitsCleanly) {

@@ -73,6 +73,11 @@ void SaveCheckpoint(const std::string& path, const CheckpointState& s, const Che
 // missing, truncated, corrupted or foreign file.
 CheckpointState LoadCheckpoint(const std::string& path);
 
+// The checkpoint that --resume, --weights and --checkpoint name: a file as
+// it is, or a directory's latest ckpt-<iteration>.frugal. Throws Error "DIR:
+// no checkpoint in this directory ..." for a directory without one.
+std::string ResolveCheckpoint(const std::string& file_or_dir);
+
 // Resuming: copies every tensor of src into the tensor of the same name in
 // dst (views of the bound tensors). Names and shapes must match exactly;
 // otherwise throws Error naming the file, `what` ("parameters", "optimizer

@@ -106,7 +106,7 @@ std::string PlanSummary(const MemoryPlan& p, int64_t batch);
 struct TrainOptions {
   std::string log_json;     // one JSON line per logged interval and per epoch, if set
   std::string resume;       // a checkpoint file, or a directory (its latest), to continue from
-  std::string weights;      // a checkpoint whose parameters initialise the model by name
+  std::string weights;      // a checkpoint (or a directory: its latest) whose parameters initialise the model by name
   std::string tensorboard;  // a directory for TensorBoard event files
   std::string profile;      // a Chrome trace (JSON) of the ops of the first profile_steps steps
   int profile_steps = 3;

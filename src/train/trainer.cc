@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <utility>
 
 #include "frugal/checkpoint.h"
@@ -59,11 +58,7 @@ struct Resumed {
 
 // Restores a checkpoint into the session.
 Resumed Resume(Session* s, const std::string& where, int64_t batches, int iter_size) {
-  std::string path = where;
-  if (std::ifstream(path + "/.").good() || (!path.empty() && path.back() == '/')) {
-    path = CheckpointManager(where, 0, 0).Latest();
-    FRUGAL_REQUIRE(!path.empty(), where, ": no checkpoint in this directory to resume from");
-  }
+  const std::string path = ResolveCheckpoint(where);
   CheckpointState c = LoadCheckpoint(path);
   FRUGAL_REQUIRE(c.optimizer == s->opt->name(), path, ": the checkpoint was written by optimizer ", c.optimizer,
                  " but the config uses ", s->opt->name());
@@ -100,7 +95,8 @@ Resumed Start(Run* r) {
   if (!r->opts.weights.empty()) {
     std::map<std::string, Tensor> model_tensors = s.params.Values();
     model_tensors.insert(s.aux.begin(), s.aux.end());
-    LOG_IF(INFO, !r->opts.quiet) << LoadWeights(r->opts.weights, model_tensors).ToString(r->opts.weights);
+    const std::string path = ResolveCheckpoint(r->opts.weights);
+    LOG_IF(INFO, !r->opts.quiet) << LoadWeights(path, model_tensors).ToString(path);
   }
   Resumed at;
   if (!r->opts.resume.empty()) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli.h"
+#include "frugal/checkpoint.h"
 #include "frugal/onnx.h"
 #include "onnx.pb.h"
 
@@ -18,12 +19,13 @@ int ExportOnnx() {
   ConfigFile cfg = LoadConfigFromFlags();
   FRUGAL_REQUIRE(!FLAGS_checkpoint.empty(), "export-onnx needs --checkpoint FILE (a checkpoint of this config)");
   FRUGAL_REQUIRE(!FLAGS_out.empty(), "export-onnx needs --out FILE (the .onnx model to write)");
-  const onnx::ModelProto m = frugal::ExportOnnx(cfg, FLAGS_checkpoint);
+  const std::string checkpoint = ResolveCheckpoint(FLAGS_checkpoint);
+  const onnx::ModelProto m = frugal::ExportOnnx(cfg, checkpoint);
   WriteOnnxModel(m, FLAGS_out);
   const onnx::GraphProto& g = m.graph();
   std::printf("%s + %s -> %s: opset %lld, %d nodes, %d initializers, %d input(s), %d output(s)\n", cfg.path.c_str(),
-              FLAGS_checkpoint.c_str(), FLAGS_out.c_str(), static_cast<long long>(m.opset_import(0).version()),
-              g.node_size(), g.initializer_size(), g.input_size(), g.output_size());
+              checkpoint.c_str(), FLAGS_out.c_str(), static_cast<long long>(m.opset_import(0).version()), g.node_size(),
+              g.initializer_size(), g.input_size(), g.output_size());
   return 0;
 }
 
