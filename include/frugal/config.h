@@ -30,6 +30,13 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
 // check or rewrite. A relative path is read from the working directory.
 std::vector<std::string*> DataPaths(config::DataSource* src);
 
+// The config as it runs, as config text that rebuilds it from any working
+// directory (what a checkpoint stores): ${...} substituted, each variable's
+// value its final one (the --defines), relative paths (data, memory.costs,
+// solver.checkpoint_dir) made absolute against the working directory, from
+// which they are read.
+std::string ConfigAsRun(const ConfigFile& cfg);
+
 // s as a string of the config language, quoted and escaped ("a\"b"), for
 // the writers of configs (import-onnx, import-mxnet).
 std::string QuoteConfigString(const std::string& s);

@@ -166,7 +166,15 @@ void TrainRanksInThreads(const ConfigFile& cfg, const TrainOptions& opts, const 
 
 // Evaluates the config's model with the parameters and aux state of a
 // checkpoint on data.val (data.train when the config has no val); returns
-// the solver's metrics. Throws Error naming the checkpoint or the data.
+// the solver's metrics. Throws Error naming the checkpoint or the data; when
+// the checkpoint's tensors do not fit the model, the error also names the
+// variables whose values differ from the checkpoint's config (a --define
+// left out), as a resume's does.
 MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint);
+
+// The config a checkpoint was trained with (ConfigAsRun: its --defines
+// applied, its paths absolute), to test or resume it without --config.
+// Throws Error naming the file when it holds none.
+ConfigFile CheckpointConfig(const std::string& checkpoint);
 
 }  // namespace frugal

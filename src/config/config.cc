@@ -400,6 +400,28 @@ std::vector<std::string*> DataPaths(config::DataSource* src) {
   return paths;
 }
 
+std::string ConfigAsRun(const ConfigFile& cfg) {
+  config::NetConfig net = cfg.net;
+  for (config::Variable& v : *net.mutable_variable()) {
+    auto it = cfg.values.find(v.name());
+    if (it != cfg.values.end()) v.set_value(it->second);
+  }
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  auto absolute = [&](std::string* p) {
+    if (!ec && !p->empty() && (*p)[0] != '/') *p = (cwd / *p).lexically_normal().string();
+  };
+  if (net.has_data() && net.data().has_train())
+    for (std::string* p : DataPaths(net.mutable_data()->mutable_train())) absolute(p);
+  if (net.has_data() && net.data().has_val())
+    for (std::string* p : DataPaths(net.mutable_data()->mutable_val())) absolute(p);
+  if (net.has_memory() && net.memory().has_costs()) absolute(net.mutable_memory()->mutable_costs());
+  if (net.has_solver() && net.solver().has_checkpoint_dir()) absolute(net.mutable_solver()->mutable_checkpoint_dir());
+  std::string text;
+  pb::TextFormat::PrintToString(net, &text);
+  return text;
+}
+
 std::string QuoteConfigString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {

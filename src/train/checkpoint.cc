@@ -86,14 +86,21 @@ void RestoreTensors(const std::map<std::string, Tensor>& src, const std::map<std
     if (it == src.end())
       missing.push_back(name);
     else if (it->second.shape() != t.shape())
-      wrong.push_back(Fmt(name, " (file ", it->second.shape(), ", model ", t.shape(), ")"));
+      wrong.push_back(Fmt(name, ": file ", it->second.shape(), ", model ", t.shape()));
   }
   for (const auto& kv : src)
     if (!dst.count(kv.first)) unexpected.push_back(kv.first);
-  FRUGAL_REQUIRE(missing.empty() && unexpected.empty() && wrong.empty(), "checkpoint ", path, ": its ", what,
-                 " do not match the model's", missing.empty() ? "" : "; missing: ", Join(missing),
-                 unexpected.empty() ? "" : "; not in the model: ", Join(unexpected),
-                 wrong.empty() ? "" : "; wrong shape: ", Join(wrong),
+  // The count of each kind and its first name: a net of another depth
+  // differs in hundreds of names, and the first says enough.
+  std::string parts;
+  auto part = [&](const std::vector<std::string>& v, const char* label) {
+    if (v.empty()) return;
+    parts += Fmt(parts.empty() ? "" : ", ", v.size(), " ", label, v.size() > 1 ? " (the first: " : " (", v[0], ")");
+  };
+  part(missing, "missing");
+  part(unexpected, "not in the model");
+  part(wrong, "of another shape");
+  FRUGAL_REQUIRE(parts.empty(), "checkpoint ", path, ": its ", what, " do not match the model's: ", parts,
                  " (was it written for another config or optimizer?)");
   for (const auto& [name, t] : dst) {
     Tensor view = t;

@@ -1,6 +1,7 @@
-// frugal export-onnx --config C --checkpoint CK --out MODEL.onnx: the
-// config's inference graph with the checkpoint's parameters and aux state
-// as an ONNX model (opset 17, include/frugal/onnx.h's ExportOnnx).
+// frugal export-onnx --checkpoint CK --out MODEL.onnx [--config C]: the
+// inference graph of the checkpoint's config (or --config) with its
+// parameters and aux state as an ONNX model (opset 17, include/frugal/onnx.h's
+// ExportOnnx).
 #include <gflags/gflags.h>
 
 #include <cstdio>
@@ -16,10 +17,10 @@ DECLARE_string(out);         // import_onnx.cc
 namespace frugal::cli {
 
 int ExportOnnx() {
-  ConfigFile cfg = LoadConfigFromFlags();
   FRUGAL_REQUIRE(!FLAGS_checkpoint.empty(), "export-onnx needs --checkpoint FILE (a checkpoint of this config)");
   FRUGAL_REQUIRE(!FLAGS_out.empty(), "export-onnx needs --out FILE (the .onnx model to write)");
   const std::string checkpoint = ResolveCheckpoint(FLAGS_checkpoint);
+  const ConfigFile cfg = LoadConfigFor(checkpoint);
   const onnx::ModelProto m = frugal::ExportOnnx(cfg, checkpoint);
   WriteOnnxModel(m, FLAGS_out);
   const onnx::GraphProto& g = m.graph();

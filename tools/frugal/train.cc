@@ -13,7 +13,9 @@
 #include "frugal/train.h"
 
 DEFINE_string(log_json, "", "write one JSON line per logged interval and per epoch to this file");
-DEFINE_string(resume, "", "continue from this checkpoint (or the latest one in this directory)");
+DEFINE_string(resume, "",
+              "continue from this checkpoint (or the latest one in this directory); without --config, with the "
+              "config it holds");
 DEFINE_string(weights, "",
               "initialise parameters by name from this checkpoint (or the latest one in this directory; "
               "fine-tuning)");
@@ -117,7 +119,7 @@ int TrainOnGpus(ConfigFile cfg, TrainOptions opts, const std::vector<int>& gpus)
 }  // namespace
 
 int Train() {
-  ConfigFile cfg = LoadConfigFromFlags();
+  ConfigFile cfg = FLAGS_resume.empty() ? LoadConfigFromFlags() : LoadConfigFor(ResolveCheckpoint(FLAGS_resume));
   const std::vector<int> gpus = GpuIdsFromFlags();
   TrainOptions opts = OptionsFromFlags();
   if (!FLAGS_dist.empty()) return TrainDistributed(std::move(cfg), std::move(opts), gpus);
