@@ -139,7 +139,7 @@ TEST(Checkpoint, BadMagicAndVersionAreRefused) {
   bad = bytes;
   bad[8] = 7;  // version, little-endian
   WriteFile(path, bad);
-  EXPECT_NE(LoadError(path).find(": format version 7, but this build reads versions 1 to 2"), std::string::npos)
+  EXPECT_NE(LoadError(path).find(": format version 7, but this build reads versions 1 to 3"), std::string::npos)
       << LoadError(path);
   EXPECT_NE(LoadError(dir.File("none.frugal")).find("none.frugal: cannot open"), std::string::npos);
 }
@@ -164,6 +164,7 @@ TEST(Checkpoint, VersionOneFilesLoadWithoutAScheduleLength) {
   std::memcpy(&header[16], &size, 8);
   WriteFile(path, header + payload);
   const CheckpointState r = LoadCheckpoint(path);
+  EXPECT_EQ(r.version, 1u);
   EXPECT_EQ(r.lr_schedule_iters, 0);
   EXPECT_EQ(r.data_position, 17);
   EXPECT_EQ(r.optimizer, "adam");
@@ -262,10 +263,20 @@ TEST(Checkpoint, RestoreRequiresAnExactMatch) {
     FAIL();
   } catch (const Error& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("its parameters do not match the model's; missing: fc2_weight; wrong shape: fc_bias "
-                     "(file (4), model (5))"),
+    EXPECT_NE(m.find("its parameters do not match the model's: 1 missing (fc2_weight), 1 of another shape "
+                     "(fc_bias: file (4), model (5))"),
               std::string::npos)
         << m;
+  }
+  // Many differences: the count of each and the first name, not every name.
+  for (int k = 0; k < 20; ++k) bound[Fmt("extra", k)] = Tensor::Empty(Shape{1});
+  try {
+    RestoreTensors(r.params, bound, "parameters", path);
+    FAIL();
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find(": 21 missing (the first: extra0), 1 of another shape"), std::string::npos) << m;
+    EXPECT_EQ(m.find("extra1"), std::string::npos) << m;
   }
 }
 

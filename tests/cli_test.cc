@@ -81,6 +81,23 @@ TEST(Cli, TrainsAndWritesJsonLog) {
   EXPECT_NE(last.find("\"peak_bytes\":"), std::string::npos);
 }
 
+// A run without a checkpoint directory ends by saying nothing was saved; a
+// run with one does not.
+TEST(Cli, ARunWithoutACheckpointDirSaysNothingWasSaved) {
+  TempDir dir;
+  WriteToyData(dir, "train", 32);
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg + " --epochs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("nothing was saved: no checkpoint directory (give --checkpoint-dir DIR"), std::string::npos)
+      << r.output;
+  RunResult k = RunFrugal("train --config " + cfg + " --epochs 1 --checkpoint-dir " + dir.File("ck"));
+  ASSERT_EQ(k.exit_code, 0) << k.output;
+  EXPECT_EQ(k.output.find("nothing was saved"), std::string::npos) << k.output;
+  EXPECT_NE(k.output.find("checkpoint " + dir.File("ck") + "/ckpt-0000000004.frugal"), std::string::npos) << k.output;
+}
+
 // A window's speed is timed from when the batch before it was in; the
 // epoch's first batch alone (display 1) has nothing timed: no speed, rather
 // than one read off its forward pass alone (about 4x too fast).
@@ -237,6 +254,51 @@ TEST(Cli, MalformedConfigGivesFileLineAndExit1) {
   RunResult r = RunFrugal("plan --config " + cfg);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(ErrorLine(r).find(cfg + ":3:"), std::string::npos) << r.output;
+}
+
+// The config mistakes of a first hour: each says the fix.
+TEST(Cli, ConfigMistakesSayTheFix) {
+  TempDir dir;
+  WriteToyData(dir, "train", 16);
+  WriteToyData(dir, "val", 8);
+  const std::string toy = ToyConfig(dir);
+  auto with = [&](const std::string& name, const std::string& from, const std::string& to) {
+    std::string text = toy;
+    text.replace(text.find(from), from.size(), to);
+    return dir.Write(name, text);
+  };
+  // An enum value that is not one: the values, the nearest first.
+  const std::string adam = with("enum.prototxt", "lr: 0.1", "optimizer: Adam lr: 0.1");
+  RunResult r = RunFrugal("plan --config " + adam);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find(adam + ":10:"), std::string::npos) << r.output;
+  EXPECT_NE(ErrorLine(r).find("optimizer: 'Adam' is not one of SGD, NESTEROV, ADAM, ADAMW, RMSPROP (did you mean "
+                              "ADAM?)"),
+            std::string::npos)
+      << r.output;
+  // A field the optimizer does not read: a warning naming the line.
+  const std::string mom = with("mom.prototxt", "lr: 0.1", "optimizer: ADAM lr: 0.1");
+  r = RunFrugal("plan --config " + mom);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(mom + ":10: solver.momentum is ignored: optimizer ADAM reads beta1, beta2, eps and "
+                                "weight_decay"),
+            std::string::npos)
+      << r.output;
+  r = RunFrugal("plan --config " + dir.Write("sgd.prototxt", toy));
+  EXPECT_EQ(r.output.find("is ignored"), std::string::npos) << "SGD reads momentum\n" << r.output;
+  // No loss: the file is named.
+  const std::string noloss = with(
+      "noloss.prototxt", "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n", "");
+  r = RunFrugal("plan --config " + noloss);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find(noloss + ": the net has no loss op to train"), std::string::npos) << r.output;
+  // A relative data path that is not there: read relative to which folder.
+  const std::string rel = with("rel.prototxt", dir.File("train-images"), "nope/train-images");
+  r = RunFrugal("train --config " + rel);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("data.train: nope/train-images is read relative to the working directory /"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, MissingDataFileIsNamed) {

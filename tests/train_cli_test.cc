@@ -460,11 +460,84 @@ TEST(TrainCli, BadCheckpointsAreOneLineErrors) {
     EXPECT_NE(e.find(path), std::string::npos) << r.output;
     EXPECT_NE(e.find(why), std::string::npos) << r.output;
     r = RunFrugal("train --config " + cfg + " --weights " + path);
-    if (path != dir.File("empty")) {
-      EXPECT_EQ(r.exit_code, 1) << r.output;
-      EXPECT_NE(ErrorLine(r).find(path), std::string::npos) << r.output;
-    }
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    e = ErrorLine(r);
+    EXPECT_NE(e.find(path), std::string::npos) << r.output;
+    EXPECT_NE(e.find(why), std::string::npos) << r.output;
   }
+}
+
+// A checkpoint holds the config it was trained with, --defines applied and
+// relative data paths made absolute: test, export-onnx and train --resume
+// need no --config from any folder. A config given instead that builds
+// another model names the variables that differ.
+TEST(TrainCli, ACheckpointRemembersItsConfigAndDefines) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string text =
+      ToyConfig(dir, "lr: 0.1 epochs: 1", std::regex_replace(kMlp, std::regex("\"16\""), "\"${hidden}\""));
+  text = "variable { name: \"hidden\" value: \"16\" }\nvariable { name: \"hidden2\" value: \"$(${hidden} * 2)\" }\n" +
+         std::regex_replace(text, std::regex(dir.path() + "/"), "");
+  const std::string cfg = dir.Write("toy.prototxt", text);
+  ASSERT_EQ(text.find(dir.path()), std::string::npos) << "the data paths are relative to dir";
+  const std::string in_dir = std::string("cd ") + dir.path() + " && " + FRUGAL_BIN;
+  RunResult r = RunShell(in_dir + " train --config toy.prototxt --define hidden=8 --checkpoint-dir ck");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string ck = dir.File("ck");
+
+  // From the source directory, without --config or --define.
+  RunResult t = RunFrugal("test --checkpoint " + ck);
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(t.output, m, std::regex("test-accuracy=([0-9.]+)"))) << t.output;
+  EXPECT_GT(std::stod(m[1]), 0.9) << t.output;
+  EXPECT_NE(t.output.find("(40 samples)"), std::string::npos) << t.output;
+  RunResult x = RunFrugal("export-onnx --checkpoint " + ck + " --out " + dir.File("toy.onnx"));
+  EXPECT_EQ(x.exit_code, 0) << x.output;
+  RunResult resumed = RunFrugal("train --resume " + ck + " --epochs 2");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + Ckpt(ck, 25)), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("checkpoint " + Ckpt(ck, 50)), std::string::npos) << resumed.output;
+
+  // The config without the --define: one short line naming it.
+  RunResult bad = RunFrugal("test --config " + cfg + " --checkpoint " + ck);
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  const std::string e = ErrorLine(bad);
+  EXPECT_NE(e.find("the config gives hidden=16 but " + Ckpt(ck, 50) +
+                   " was trained with hidden=8 (--define "
+                   "hidden=8, or leave out --config"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("hidden2"), std::string::npos) << "a $(...) value follows from the others\n" << e;
+  EXPECT_LT(e.size(), 600u) << e;
+  // A config that builds the same model is accepted; a --define needs one.
+  RunResult same = RunShell(in_dir + " test --config toy.prototxt --define hidden=8 --checkpoint ck");
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  RunResult define = RunFrugal("test --checkpoint " + ck + " --define hidden=8");
+  EXPECT_EQ(define.exit_code, 1);
+  EXPECT_NE(ErrorLine(define).find("--define hidden=8 without --config"), std::string::npos) << define.output;
+}
+
+// --checkpoint DIR (test, export-onnx) and --weights DIR take the latest
+// checkpoint in the folder, as --resume DIR does.
+TEST(TrainCli, CheckpointFlagsTakeTheLatestInAFolder) {
+  TempDir dir;
+  std::string cfg;
+  const std::string latest = TrainOneEpoch(dir, &cfg);
+  RunResult t = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("a"));
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  EXPECT_NE(t.output.find(latest + ": test-accuracy="), std::string::npos) << t.output;
+  RunResult x =
+      RunFrugal("export-onnx --config " + cfg + " --checkpoint " + dir.File("a") + " --out " + dir.File("toy.onnx"));
+  ASSERT_EQ(x.exit_code, 0) << x.output;
+  EXPECT_NE(x.output.find(" + " + latest + " -> "), std::string::npos) << x.output;
+  RunResult w = RunFrugal("train --config " + cfg + " --max-iters 1 --weights " + dir.File("a"));
+  ASSERT_EQ(w.exit_code, 0) << w.output;
+  EXPECT_NE(w.output.find("weights " + latest + ": 4 matched"), std::string::npos) << w.output;
+  fs::create_directories(dir.File("empty"));
+  RunResult e = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("empty"));
+  EXPECT_EQ(e.exit_code, 1) << e.output;
+  EXPECT_NE(ErrorLine(e).find(dir.File("empty") + ": no checkpoint in this directory"), std::string::npos) << e.output;
 }
 
 TEST(TrainCli, SigtermCheckpointsAndExitsCleanly) {

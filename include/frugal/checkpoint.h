@@ -5,7 +5,7 @@
 // and checked on load.
 //
 // File format (little-endian):
-//   header   8 bytes magic "FRUGALCK", uint32 format version (2),
+//   header   8 bytes magic "FRUGALCK", uint32 format version (3),
 //            uint32 CRC-32 (zlib) of the payload, uint64 payload bytes
 //   payload  string config_text; int64 epoch, iteration, data_position;
 //            int64 lr_schedule_iters (from version 2 on; version 1 files
@@ -33,13 +33,21 @@
 
 namespace frugal {
 
-constexpr uint32_t kCheckpointVersion = 2;  // 1: without lr_schedule_iters (still read)
+// 1: without lr_schedule_iters; 2: config_text printed with its variables at
+// their declared values (both still read); 3: config_text is ConfigAsRun.
+constexpr uint32_t kCheckpointVersion = 3;
 
 struct CheckpointState {
-  std::string config_text;    // the config as run (after variable substitution)
-  int64_t epoch = 0;          // the epoch in progress
-  int64_t iteration = 0;      // updates done
-  int64_t data_position = 0;  // batches of `epoch` already consumed (BatchIter::position())
+  // The config as run: ConfigAsRun (frugal/config.h), every variable at its
+  // final value and relative paths made absolute, so CheckpointConfig
+  // rebuilds the model from any folder. Files before version 3 hold it
+  // printed with its variables at their declared values (the nodes
+  // substituted with the --defines all the same).
+  std::string config_text;
+  uint32_t version = kCheckpointVersion;  // the format the file was written in (LoadCheckpoint)
+  int64_t epoch = 0;                      // the epoch in progress
+  int64_t iteration = 0;                  // updates done
+  int64_t data_position = 0;              // batches of `epoch` already consumed (BatchIter::position())
   // The updates the run's POLY or COSINE schedule runs over (LrSchedule::
   // Length), which a resumed run continues when the config does not set
   // solver.lr_schedule_iters; 0: another policy, or a version-1 file.
@@ -72,6 +80,11 @@ void SaveCheckpoint(const std::string& path, const CheckpointState& s, const Che
 // Reads and verifies a checkpoint. Throws Error "checkpoint FILE: ..." for a
 // missing, truncated, corrupted or foreign file.
 CheckpointState LoadCheckpoint(const std::string& path);
+
+// The checkpoint that --resume, --weights and --checkpoint name: a file as
+// it is, or a directory's latest ckpt-<iteration>.frugal. Throws Error "DIR:
+// no checkpoint in this directory ..." for a directory without one.
+std::string ResolveCheckpoint(const std::string& file_or_dir);
 
 // Resuming: copies every tensor of src into the tensor of the same name in
 // dst (views of the bound tensors). Names and shapes must match exactly;

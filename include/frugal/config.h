@@ -25,6 +25,18 @@ ConfigFile LoadConfig(const std::string& path, const std::vector<std::string>& d
 // The same, from text already in memory (path is used in messages).
 ConfigFile ParseConfig(const std::string& text, const std::string& path, const std::vector<std::string>& defines);
 
+// The file paths a data source reads (idx images and labels, cifar's files,
+// recordio's .rec and .idx, text's corpus and vocabulary) that are set, to
+// check or rewrite. A relative path is read from the working directory.
+std::vector<std::string*> DataPaths(config::DataSource* src);
+
+// The config as it runs, as config text that rebuilds it from any working
+// directory (what a checkpoint stores): ${...} substituted, each variable's
+// value its final one (the --defines), relative paths (data, memory.costs,
+// solver.checkpoint_dir) made absolute against the working directory, from
+// which they are read.
+std::string ConfigAsRun(const ConfigFile& cfg);
+
 // s as a string of the config language, quoted and escaped ("a\"b"), for
 // the writers of configs (import-onnx, import-mxnet).
 std::string QuoteConfigString(const std::string& s);

@@ -51,6 +51,9 @@ struct Model {
 };
 // Throws Error for a config that cannot be planned (shapes, no loss, ...).
 // budget=auto is resolved for `dev` (ResolveAutoBudget; its note logged).
+// RequireLoss throws Error naming the config's file when fwd, its forward
+// graph, has no loss op to train (BuildModel checks it before planning).
+void RequireLoss(const ConfigFile& cfg, const Graph& fwd);
 Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy, Device dev = {});
 
 // What training the model holds on its device, as planned: the arenas
@@ -106,7 +109,7 @@ std::string PlanSummary(const MemoryPlan& p, int64_t batch);
 struct TrainOptions {
   std::string log_json;     // one JSON line per logged interval and per epoch, if set
   std::string resume;       // a checkpoint file, or a directory (its latest), to continue from
-  std::string weights;      // a checkpoint whose parameters initialise the model by name
+  std::string weights;      // a checkpoint (or a directory: its latest) whose parameters initialise the model by name
   std::string tensorboard;  // a directory for TensorBoard event files
   std::string profile;      // a Chrome trace (JSON) of the ops of the first profile_steps steps
   int profile_steps = 3;
@@ -166,7 +169,15 @@ void TrainRanksInThreads(const ConfigFile& cfg, const TrainOptions& opts, const 
 
 // Evaluates the config's model with the parameters and aux state of a
 // checkpoint on data.val (data.train when the config has no val); returns
-// the solver's metrics. Throws Error naming the checkpoint or the data.
+// the solver's metrics. Throws Error naming the checkpoint or the data; when
+// the checkpoint's tensors do not fit the model, the error also names the
+// variables whose values differ from the checkpoint's config (a --define
+// left out), as a resume's does.
 MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint);
+
+// The config a checkpoint was trained with (ConfigAsRun: its --defines
+// applied, its paths absolute), to test or resume it without --config.
+// Throws Error naming the file when it holds none.
+ConfigFile CheckpointConfig(const std::string& checkpoint);
 
 }  // namespace frugal

@@ -4,10 +4,13 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -21,12 +24,51 @@ namespace {
 
 namespace pb = google::protobuf;
 
+// The enum field of this name in the config's messages (nullptr: none).
+const pb::EnumDescriptor* EnumOfField(const pb::Descriptor* d, const std::string& field) {
+  for (int k = 0; k < d->field_count(); ++k) {
+    const pb::FieldDescriptor* f = d->field(k);
+    if (f->name() == field && f->enum_type()) return f->enum_type();
+  }
+  for (int k = 0; k < d->nested_type_count(); ++k)
+    if (const pb::EnumDescriptor* e = EnumOfField(d->nested_type(k), field)) return e;
+  return nullptr;
+}
+
+const pb::EnumDescriptor* EnumOfField(const std::string& field) {
+  const pb::FileDescriptor* file = config::NetConfig::descriptor()->file();
+  for (int k = 0; k < file->message_type_count(); ++k)
+    if (const pb::EnumDescriptor* e = EnumOfField(file->message_type(k), field)) return e;
+  return nullptr;
+}
+
+// Protobuf's `Unknown enumeration value of "Adam" for field "optimizer".`
+// as the field's values and the nearest one; other messages as they are.
+std::string WithEnumValues(const std::string& message) {
+  static const std::regex unknown("Unknown enumeration value of \"([^\"]*)\" for field \"([^\"]*)\"");
+  std::smatch m;
+  if (!std::regex_search(message, m, unknown)) return message;
+  const pb::EnumDescriptor* e = EnumOfField(m[2].str());
+  if (!e) return message;
+  std::vector<std::string> values;
+  std::string list;
+  for (int k = 0; k < e->value_count(); ++k) {
+    values.push_back(e->value(k)->name());
+    list += (k ? ", " : "") + values.back();
+  }
+  std::string upper = m[1].str();
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string best = Nearest(upper, values);
+  return Fmt(m[2].str(), ": '", m[1].str(), "' is not one of ", list,
+             best.empty() ? "" : Fmt(" (did you mean ", best, "?)"));
+}
+
 // Collects the first parse error as "path:line:col: message".
 class FirstError : public pb::io::ErrorCollector {
  public:
   explicit FirstError(std::string path) : path_(std::move(path)) {}
   void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
-    if (error_.empty()) error_ = Fmt(path_, ":", line + 1, ":", column + 1, ": ", message);
+    if (error_.empty()) error_ = Fmt(path_, ":", line + 1, ":", column + 1, ": ", WithEnumValues(message));
   }
   void AddWarning(int, pb::io::ColumnNumber, const std::string&) override {}
   const std::string& error() const { return error_; }
@@ -171,6 +213,38 @@ void ReadDeprecatedNames(ConfigFile* cfg, const pb::TextFormat::ParseInfoTree& t
   s->clear_max_iter();
 }
 
+// A solver field the chosen optimizer does not read (momentum with ADAM) is
+// most likely meant for another one: one warning line each, naming the line.
+void WarnIgnoredSolverFields(const ConfigFile& cfg, const pb::TextFormat::ParseInfoTree& tree) {
+  if (!cfg.net.has_solver()) return;
+  const config::Solver& s = cfg.net.solver();
+  using S = config::Solver;
+  struct Use {
+    const char* field;
+    std::vector<S::Optimizer> by;
+  };
+  static const Use kUses[] = {
+      {"momentum", {S::SGD, S::NESTEROV}},      {"beta1", {S::ADAM, S::ADAMW}}, {"beta2", {S::ADAM, S::ADAMW}},
+      {"eps", {S::ADAM, S::ADAMW, S::RMSPROP}}, {"rho", {S::RMSPROP}},          {"centered", {S::RMSPROP}},
+  };
+  const pb::Descriptor* d = S::descriptor();
+  const pb::Reflection* r = s.GetReflection();
+  const pb::TextFormat::ParseInfoTree* solver =
+      tree.GetTreeForNested(config::NetConfig::descriptor()->FindFieldByName("solver"), -1);
+  const std::string name = S::Optimizer_Name(s.optimizer());
+  std::string reads;
+  for (const Use& u : kUses)
+    if (std::count(u.by.begin(), u.by.end(), s.optimizer())) reads += Fmt(reads.empty() ? "" : ", ", u.field);
+  for (const Use& u : kUses) {
+    const pb::FieldDescriptor* f = d->FindFieldByName(u.field);
+    if (!r->HasField(s, f) || std::count(u.by.begin(), u.by.end(), s.optimizer())) continue;
+    const int line = solver ? solver->GetLocation(f, -1).line + 1 : 0;
+    LOG(WARNING) << (line > 0 ? Fmt(cfg.path, ":", line) : cfg.path) << ": solver." << u.field
+                 << " is ignored: optimizer " << name << " reads " << reads
+                 << " and weight_decay (remove it, or choose the optimizer it is for)";
+  }
+}
+
 }  // namespace
 
 // Protobuf builds the default of a string field (solver.engine "threaded",
@@ -262,6 +336,7 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
   FRUGAL_REQUIRE(cfg.net.version() == 1, path, ": config version ", cfg.net.version(),
                  " is not supported (write 'version: 1' at the top)");
   ReadDeprecatedNames(&cfg, tree);
+  WarnIgnoredSolverFields(cfg, tree);
   const pb::FieldDescriptor* require_field = config::NetConfig::descriptor()->FindFieldByName("require");
   for (int k = 0; k < cfg.net.require_size(); ++k) {
     const config::Require& r = cfg.net.require(k);
@@ -298,6 +373,53 @@ ConfigFile LoadConfig(const std::string& path, const std::vector<std::string>& d
   std::stringstream text;
   text << in.rdbuf();
   return ParseConfig(text.str(), path, defines);
+}
+
+std::vector<std::string*> DataPaths(config::DataSource* src) {
+  std::vector<std::string*> paths;
+  auto add = [&](bool has, std::string* p) {
+    if (has && !p->empty()) paths.push_back(p);
+  };
+  if (src->has_idx()) {
+    config::IdxSource* s = src->mutable_idx();
+    add(s->has_images(), s->mutable_images());
+    add(s->has_labels(), s->mutable_labels());
+  }
+  if (src->has_cifar())
+    for (std::string& p : *src->mutable_cifar()->mutable_path()) add(true, &p);
+  if (src->has_recordio()) {
+    config::RecordIOSource* s = src->mutable_recordio();
+    add(s->has_path(), s->mutable_path());
+    add(s->has_index(), s->mutable_index());
+  }
+  if (src->has_text()) {
+    config::TextSource* s = src->mutable_text();
+    add(s->has_path(), s->mutable_path());
+    add(s->has_vocab_path(), s->mutable_vocab_path());
+  }
+  return paths;
+}
+
+std::string ConfigAsRun(const ConfigFile& cfg) {
+  config::NetConfig net = cfg.net;
+  for (config::Variable& v : *net.mutable_variable()) {
+    auto it = cfg.values.find(v.name());
+    if (it != cfg.values.end()) v.set_value(it->second);
+  }
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  auto absolute = [&](std::string* p) {
+    if (!ec && !p->empty() && (*p)[0] != '/') *p = (cwd / *p).lexically_normal().string();
+  };
+  if (net.has_data() && net.data().has_train())
+    for (std::string* p : DataPaths(net.mutable_data()->mutable_train())) absolute(p);
+  if (net.has_data() && net.data().has_val())
+    for (std::string* p : DataPaths(net.mutable_data()->mutable_val())) absolute(p);
+  if (net.has_memory() && net.memory().has_costs()) absolute(net.mutable_memory()->mutable_costs());
+  if (net.has_solver() && net.solver().has_checkpoint_dir()) absolute(net.mutable_solver()->mutable_checkpoint_dir());
+  std::string text;
+  pb::TextFormat::PrintToString(net, &text);
+  return text;
 }
 
 std::string QuoteConfigString(const std::string& s) {

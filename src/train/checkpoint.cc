@@ -52,7 +52,31 @@ void RemoveStaleTemporaries(const std::string& dir) {
   }
 }
 
+// Complete checkpoints in dir, oldest first.
+std::vector<std::string> CheckpointsIn(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    int64_t it = IterationOf(e.path().filename().string());
+    if (it >= 0 && e.is_regular_file()) found.emplace_back(it, e.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> paths;
+  for (auto& f : found) paths.push_back(std::move(f.second));
+  return paths;
+}
+
 }  // namespace
+
+std::string ResolveCheckpoint(const std::string& file_or_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(file_or_dir, ec)) return file_or_dir;
+  const std::vector<std::string> all = CheckpointsIn(file_or_dir);
+  FRUGAL_REQUIRE(!all.empty(), file_or_dir,
+                 ": no checkpoint in this directory (frugal train --checkpoint-dir writes ckpt-<iteration>.frugal "
+                 "files; give one of them or the folder holding them)");
+  return all.back();
+}
 
 void RestoreTensors(const std::map<std::string, Tensor>& src, const std::map<std::string, Tensor>& dst,
                     const std::string& what, const std::string& path) {
@@ -62,14 +86,21 @@ void RestoreTensors(const std::map<std::string, Tensor>& src, const std::map<std
     if (it == src.end())
       missing.push_back(name);
     else if (it->second.shape() != t.shape())
-      wrong.push_back(Fmt(name, " (file ", it->second.shape(), ", model ", t.shape(), ")"));
+      wrong.push_back(Fmt(name, ": file ", it->second.shape(), ", model ", t.shape()));
   }
   for (const auto& kv : src)
     if (!dst.count(kv.first)) unexpected.push_back(kv.first);
-  FRUGAL_REQUIRE(missing.empty() && unexpected.empty() && wrong.empty(), "checkpoint ", path, ": its ", what,
-                 " do not match the model's", missing.empty() ? "" : "; missing: ", Join(missing),
-                 unexpected.empty() ? "" : "; not in the model: ", Join(unexpected),
-                 wrong.empty() ? "" : "; wrong shape: ", Join(wrong),
+  // The count of each kind and its first name: a net of another depth
+  // differs in hundreds of names, and the first says enough.
+  std::string parts;
+  auto part = [&](const std::vector<std::string>& v, const char* label) {
+    if (v.empty()) return;
+    parts += Fmt(parts.empty() ? "" : ", ", v.size(), " ", label, v.size() > 1 ? " (the first: " : " (", v[0], ")");
+  };
+  part(missing, "missing");
+  part(unexpected, "not in the model");
+  part(wrong, "of another shape");
+  FRUGAL_REQUIRE(parts.empty(), "checkpoint ", path, ": its ", what, " do not match the model's: ", parts,
                  " (was it written for another config or optimizer?)");
   for (const auto& [name, t] : dst) {
     Tensor view = t;
@@ -145,18 +176,7 @@ std::string CheckpointManager::Save(const CheckpointState& s, const CheckpointFa
   return path;
 }
 
-std::vector<std::string> CheckpointManager::List() const {
-  std::vector<std::pair<int64_t, std::string>> found;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    int64_t it = IterationOf(e.path().filename().string());
-    if (it >= 0 && e.is_regular_file()) found.emplace_back(it, e.path().string());
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> paths;
-  for (auto& f : found) paths.push_back(std::move(f.second));
-  return paths;
-}
+std::vector<std::string> CheckpointManager::List() const { return CheckpointsIn(dir_); }
 
 std::string CheckpointManager::Latest() const {
   std::vector<std::string> all = List();

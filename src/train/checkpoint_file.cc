@@ -257,6 +257,7 @@ CheckpointState LoadCheckpoint(const std::string& path) {
   in.seekg(kHeaderBytes);
   PayloadReader r(&in, static_cast<int64_t>(payload), path);
   CheckpointState s;
+  s.version = version;
   s.config_text = r.Str();
   s.epoch = r.Pod<int64_t>();
   s.iteration = r.Pod<int64_t>();

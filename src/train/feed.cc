@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "backend/device.h"
@@ -18,7 +19,22 @@ std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSo
   o.seed = cfg.net.solver().seed();
   o.sample_shape = Shape(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
   o.where = cfg.path + ": data." + what;
-  std::unique_ptr<DataIter> it = MakeDataIter(src, o);
+  std::unique_ptr<DataIter> it;
+  try {
+    it = MakeDataIter(src, o);
+  } catch (const Error& e) {
+    // A relative path that is not there: say where it was looked for.
+    config::DataSource copy = src;
+    for (const std::string* p : DataPaths(&copy)) {
+      std::error_code ec;
+      if ((*p)[0] == '/' || std::filesystem::exists(*p, ec)) continue;
+      throw Error(Fmt(e.what(), " [", cfg.path, ": data.", what, ": ", *p,
+                      " is read relative to the working directory ", std::filesystem::current_path(ec).string(),
+                      ", not the config's folder: run frugal from the folder the path is relative to (the "
+                      "repository root for models/), or give an absolute path]"));
+    }
+    throw;
+  }
   Shape want(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
   FRUGAL_REQUIRE(it->sample_shape() == want, cfg.path, ": data.sample_shape is ", want, " but the data has samples of ",
                  it->sample_shape());

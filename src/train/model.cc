@@ -23,6 +23,14 @@ MemoryStrategy WithCosts(const ConfigFile& cfg, MemoryStrategy s) {
 }
 }  // namespace
 
+void RequireLoss(const ConfigFile& cfg, const Graph& fwd) {
+  for (const Node& n : fwd.nodes())
+    if (n.op && n.op->is_loss()) return;
+  FRUGAL_REQUIRE(false, cfg.path, ": the net has no loss op to train (end it with one, e.g. node { op: ",
+                 "\"softmax_cross_entropy\" input: \"<the last node>\" input: \"", cfg.net.data().label_name(),
+                 "\" })");
+}
+
 Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev) {
   std::string note;
   const MemoryStrategy strategy = ResolveAutoBudget(cfg, WithCosts(cfg, given), dev, &note);
@@ -53,6 +61,7 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev)
   m.label_shape = Shape(label_dims);
 
   Graph fwd = BuildGraph(cfg);
+  RequireLoss(cfg, fwd);
   std::vector<std::pair<std::string, Shape>> inputs;
   for (const Node& n : fwd.nodes()) {
     if (n.var != VarKind::kInput) continue;

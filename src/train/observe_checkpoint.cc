@@ -45,10 +45,17 @@ class Checkpoints : public Observer {
 
   void OnStop(Run& r) override {
     r.AverageAcrossRanks();  // every rank stops at the same update
-    if (ckpt_)
-      Save(r);
-    else
-      LOG_IF(WARNING, !r.opts.quiet) << "no checkpoint written (set solver.checkpoint_dir or --checkpoint-dir)";
+    if (ckpt_) Save(r);
+  }
+
+  // A run without a checkpoint directory says so at its end (whether it
+  // finished or a signal stopped it): the trained model is gone with the
+  // process. No default folder is written: a second run of the same command
+  // into it would be refused (a folder holds one run).
+  void OnEnd(Run& r) override {
+    LOG_IF(WARNING, !ckpt_ && !r.opts.quiet)
+        << "nothing was saved: no checkpoint directory (give --checkpoint-dir DIR or solver.checkpoint_dir to keep "
+           "the trained model)";
   }
 
   void OnEpochEnd(Run& r, const MetricValues&, double) override {

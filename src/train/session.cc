@@ -1,7 +1,6 @@
 #include "train/session.h"
 
 #include <glog/logging.h>
-#include <google/protobuf/text_format.h>
 
 #include <cmath>
 #include <utility>
@@ -128,7 +127,7 @@ void Session::PushOn(std::function<void(void*)> fn, const std::vector<Var>& read
 
 CheckpointState Session::State(const ConfigFile& cfg, int64_t epoch, int64_t iteration, int64_t position) const {
   CheckpointState c;
-  google::protobuf::TextFormat::PrintToString(cfg.net, &c.config_text);
+  c.config_text = ConfigAsRun(cfg);
   c.epoch = epoch;
   c.iteration = iteration;
   c.data_position = position;

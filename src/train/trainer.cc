@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <utility>
 
 #include "frugal/checkpoint.h"
@@ -57,18 +56,57 @@ struct Resumed {
   int64_t lr_schedule_iters = 0;  // the schedule's length the run started with (0: none stored)
 };
 
-// Restores a checkpoint into the session.
-Resumed Resume(Session* s, const std::string& where, int64_t batches, int iter_size) {
-  std::string path = where;
-  if (std::ifstream(path + "/.").good() || (!path.empty() && path.back() == '/')) {
-    path = CheckpointManager(where, 0, 0).Latest();
-    FRUGAL_REQUIRE(!path.empty(), where, ": no checkpoint in this directory to resume from");
+// The variables whose values differ between cfg and the config stored in a
+// checkpoint (the first three, by name), as a hint for tensors that do not
+// fit: "" when they all agree, or the stored config has none or does not
+// parse. Values that are $(...) expressions are left out: they follow from
+// the others (a ResNet's unit count from its depth).
+std::string VariableDifference(const ConfigFile& cfg, const std::string& stored, const std::string& path) {
+  std::map<std::string, std::string> trained;
+  try {
+    trained = ParseConfig(stored, path, {}).values;
+  } catch (const Error&) { return ""; }
+  std::string here, there, defines;
+  int differ = 0;
+  for (const auto& [name, value] : trained) {
+    auto it = cfg.values.find(name);
+    const bool derived = value.find("$(") != std::string::npos;
+    if (it == cfg.values.end() || it->second == value || derived || ++differ > 3) continue;
+    const char* comma = differ > 1 ? ", " : "";
+    here += Fmt(comma, name, "=", it->second);
+    there += Fmt(comma, name, "=", value);
+    defines += Fmt(differ > 1 ? " " : "", "--define ", name, "=", value);
   }
+  if (differ == 0) return "";
+  const std::string more = differ > 3 ? Fmt(" (and ", differ - 3, " more)") : "";
+  return Fmt("the config gives ", here, more, " but ", path, " was trained with ", there, more, " (", defines,
+             ", or leave out --config: the checkpoint holds its config)");
+}
+
+// restore(), its Error (tensors that do not fit the model) naming the
+// variables that differ from the checkpoint's config: a forgotten --define.
+template <typename Fn>
+void RestoreNamingTheConfig(const ConfigFile& cfg, const CheckpointState& c, const std::string& path, Fn restore) {
+  try {
+    restore();
+  } catch (const Error& e) {
+    // Before version 3 the stored variables are the declared ones, not the run's.
+    const std::string hint = c.version >= 3 ? VariableDifference(cfg, c.config_text, path) : "";
+    if (hint.empty()) throw;
+    throw Error(Fmt(e.what(), "; ", hint));
+  }
+}
+
+// Restores a checkpoint into the session.
+Resumed Resume(Session* s, const ConfigFile& cfg, const std::string& where, int64_t batches, int iter_size) {
+  const std::string path = ResolveCheckpoint(where);
   CheckpointState c = LoadCheckpoint(path);
   FRUGAL_REQUIRE(c.optimizer == s->opt->name(), path, ": the checkpoint was written by optimizer ", c.optimizer,
                  " but the config uses ", s->opt->name());
-  RestoreTensors(c.params, s->params.Values(), "parameters", path);
-  RestoreTensors(c.aux, s->aux, "aux state", path);
+  RestoreNamingTheConfig(cfg, c, path, [&] {
+    RestoreTensors(c.params, s->params.Values(), "parameters", path);
+    RestoreTensors(c.aux, s->aux, "aux state", path);
+  });
   RestoreTensors(c.opt_state, NamedStates(*s->opt, s->params.States()), "optimizer state", path);
   s->rng.Load(c.rng_state);
   // Written inside an accumulation: its sums, and how many micro-batches
@@ -100,11 +138,12 @@ Resumed Start(Run* r) {
   if (!r->opts.weights.empty()) {
     std::map<std::string, Tensor> model_tensors = s.params.Values();
     model_tensors.insert(s.aux.begin(), s.aux.end());
-    LOG_IF(INFO, !r->opts.quiet) << LoadWeights(r->opts.weights, model_tensors).ToString(r->opts.weights);
+    const std::string path = ResolveCheckpoint(r->opts.weights);
+    LOG_IF(INFO, !r->opts.quiet) << LoadWeights(path, model_tensors).ToString(path);
   }
   Resumed at;
   if (!r->opts.resume.empty()) {
-    at = Resume(&s, r->opts.resume, r->batches, r->iter_size);
+    at = Resume(&s, r->cfg, r->opts.resume, r->batches, r->iter_size);
     FRUGAL_REQUIRE(at.epoch >= 0 && at.epoch <= r->sc.epochs() && at.iteration >= 0 &&
                        at.iteration < (int64_t{1} << 53) / r->iter_size && at.data_position >= 0 &&
                        at.data_position <= r->batches && at.lr_schedule_iters >= 0,
@@ -362,12 +401,20 @@ MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {
   Session s(cfg, ConfigStrategy(cfg), nullptr, Device{});
   std::unique_ptr<Feed> feed = MakeFeed(&s);
   CheckpointState c = LoadCheckpoint(checkpoint);
-  RestoreTensors(c.params, s.params.Values(), "parameters", checkpoint);
-  RestoreTensors(c.aux, s.aux, "aux state", checkpoint);
+  RestoreNamingTheConfig(cfg, c, checkpoint, [&] {
+    RestoreTensors(c.params, s.params.Values(), "parameters", checkpoint);
+    RestoreTensors(c.aux, s.aux, "aux state", checkpoint);
+  });
   const bool val = dc.has_val();
   std::unique_ptr<DataIter> it = LoadSource(cfg, val ? dc.val() : dc.train(), val ? "val" : "train", s.model, false);
   LOG(INFO) << "test " << checkpoint << " on data." << (val ? "val" : "train") << ": " << it->Describe();
   return Evaluate(&s, feed.get(), it.get(), MetricNames(cfg.net.solver()));
+}
+
+ConfigFile CheckpointConfig(const std::string& checkpoint) {
+  const CheckpointState c = LoadCheckpoint(checkpoint);
+  FRUGAL_REQUIRE(!c.config_text.empty(), checkpoint, ": the checkpoint holds no config; give --config FILE");
+  return ParseConfig(c.config_text, checkpoint + " (its config)", {});
 }
 
 }  // namespace frugal

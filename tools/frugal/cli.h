@@ -21,6 +21,11 @@ extern std::vector<std::string> g_args;
 // --max-iters, --batch, --seed, --engine, --engine-workers,
 // --engine-kernel-threads, --memory).
 ConfigFile LoadConfigFromFlags(const std::vector<std::string>& defines = {});
+// The config of a command that reads this checkpoint (test, export-onnx,
+// train --resume): --config with its --defines when given, else the config
+// the checkpoint holds (CheckpointConfig; a --define is then an error), the
+// overrides applied either way.
+ConfigFile LoadConfigFor(const std::string& checkpoint);
 // The GPU ids of --gpus (none: the CPU); throws Error for a bad list, an id
 // named twice or a GPU this machine lacks.
 std::vector<int> GpuIdsFromFlags();

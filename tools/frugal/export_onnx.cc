@@ -1,11 +1,13 @@
-// frugal export-onnx --config C --checkpoint CK --out MODEL.onnx: the
-// config's inference graph with the checkpoint's parameters and aux state
-// as an ONNX model (opset 17, include/frugal/onnx.h's ExportOnnx).
+// frugal export-onnx --checkpoint CK --out MODEL.onnx [--config C]: the
+// inference graph of the checkpoint's config (or --config) with its
+// parameters and aux state as an ONNX model (opset 17, include/frugal/onnx.h's
+// ExportOnnx).
 #include <gflags/gflags.h>
 
 #include <cstdio>
 
 #include "cli.h"
+#include "frugal/checkpoint.h"
 #include "frugal/onnx.h"
 #include "onnx.pb.h"
 
@@ -15,15 +17,16 @@ DECLARE_string(out);         // import_onnx.cc
 namespace frugal::cli {
 
 int ExportOnnx() {
-  ConfigFile cfg = LoadConfigFromFlags();
   FRUGAL_REQUIRE(!FLAGS_checkpoint.empty(), "export-onnx needs --checkpoint FILE (a checkpoint of this config)");
   FRUGAL_REQUIRE(!FLAGS_out.empty(), "export-onnx needs --out FILE (the .onnx model to write)");
-  const onnx::ModelProto m = frugal::ExportOnnx(cfg, FLAGS_checkpoint);
+  const std::string checkpoint = ResolveCheckpoint(FLAGS_checkpoint);
+  const ConfigFile cfg = LoadConfigFor(checkpoint);
+  const onnx::ModelProto m = frugal::ExportOnnx(cfg, checkpoint);
   WriteOnnxModel(m, FLAGS_out);
   const onnx::GraphProto& g = m.graph();
   std::printf("%s + %s -> %s: opset %lld, %d nodes, %d initializers, %d input(s), %d output(s)\n", cfg.path.c_str(),
-              FLAGS_checkpoint.c_str(), FLAGS_out.c_str(), static_cast<long long>(m.opset_import(0).version()),
-              g.node_size(), g.initializer_size(), g.input_size(), g.output_size());
+              checkpoint.c_str(), FLAGS_out.c_str(), static_cast<long long>(m.opset_import(0).version()), g.node_size(),
+              g.initializer_size(), g.input_size(), g.output_size());
   return 0;
 }
 

@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "cli.h"
+#include "frugal/train.h"
 
 DEFINE_string(config, "", "network config (.prototxt)");
 // The overrides below apply when given (their defaults are never used).
@@ -62,12 +63,11 @@ namespace {
 bool Given(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
 }  // namespace
 
-ConfigFile LoadConfigFromFlags(const std::vector<std::string>& defines) {
-  FRUGAL_REQUIRE(!FLAGS_config.empty(), "no config given (use --config FILE)");
-  std::vector<std::string> all = g_defines;
-  all.insert(all.end(), defines.begin(), defines.end());
-  ConfigFile cfg = LoadConfig(FLAGS_config, all);
-  config::NetConfig& net = cfg.net;
+namespace {
+
+// The flags that override config fields, applied when given.
+void ApplyOverrides(ConfigFile* cfg) {
+  config::NetConfig& net = cfg->net;
   if (Given("epochs")) net.mutable_solver()->set_epochs(FLAGS_epochs);
   if (Given("max_iters")) net.mutable_solver()->set_max_iters(FLAGS_max_iters);
   if (Given("batch")) net.mutable_data()->set_batch_size(FLAGS_batch);
@@ -89,6 +89,27 @@ ConfigFile LoadConfigFromFlags(const std::vector<std::string>& defines) {
     net.mutable_solver()->set_engine("naive");
     net.mutable_solver()->set_engine_kernel_threads(1);
   }
+}
+
+}  // namespace
+
+ConfigFile LoadConfigFromFlags(const std::vector<std::string>& defines) {
+  FRUGAL_REQUIRE(!FLAGS_config.empty(), "no config given (use --config FILE)");
+  std::vector<std::string> all = g_defines;
+  all.insert(all.end(), defines.begin(), defines.end());
+  ConfigFile cfg = LoadConfig(FLAGS_config, all);
+  ApplyOverrides(&cfg);
+  return cfg;
+}
+
+ConfigFile LoadConfigFor(const std::string& checkpoint) {
+  if (!FLAGS_config.empty()) return LoadConfigFromFlags();
+  FRUGAL_REQUIRE(g_defines.empty(), "--define ", g_defines.empty() ? "" : g_defines[0],
+                 " without --config: ", checkpoint,
+                 " holds its config with the variables it was trained with substituted; give --config "
+                 "FILE to set them again");
+  ConfigFile cfg = CheckpointConfig(checkpoint);
+  ApplyOverrides(&cfg);
   return cfg;
 }
 
@@ -142,7 +163,9 @@ const std::map<std::string, Command>& Commands() {
         "print the memory plan without training (--fit SIZE: the largest batch that fits)",
         {"fit", kConfig, "json", "timeline", "explain", "diff"}}},
       {"test",
-       {Test, "evaluate a checkpoint on the config's validation data: --checkpoint FILE", {kConfig, "checkpoint"}}},
+       {Test,
+        "evaluate a checkpoint on its config's validation data: --checkpoint FILE|DIR [--config FILE]",
+        {kConfig, "checkpoint"}}},
       {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {kConfig}}},
       {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {kConfig}}},
       {"time",
@@ -158,7 +181,7 @@ const std::map<std::string, Command>& Commands() {
       {"import-onnx", {ImportOnnx, "ONNX model to config + checkpoint: MODEL.onnx --out PREFIX", {"out"}, true}},
       {"export-onnx",
        {ExportOnnx,
-        "a checkpoint's inference graph as an ONNX model: --checkpoint CKPT --out MODEL.onnx",
+        "a checkpoint's inference graph as an ONNX model: --checkpoint FILE|DIR --out MODEL.onnx [--config FILE]",
         {"out", kConfig, "checkpoint"}}},
       {"import-mxnet",
        {ImportMxnet,

@@ -65,6 +65,7 @@ void Build(const ConfigFile& cfg, Device dev, Timed* t) {
   std::vector<int64_t> label_dims{batch};
   label_dims.insert(label_dims.end(), dc.label_shape().begin(), dc.label_shape().end());
   Graph fwd = BuildGraph(cfg);
+  RequireLoss(cfg, fwd);
   std::vector<std::pair<std::string, Shape>> inputs;
   for (int i = 0; i < fwd.num_nodes(); ++i) {
     Node& n = fwd.mutable_node(i);

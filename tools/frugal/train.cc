@@ -8,12 +8,17 @@
 #include <cstdio>
 
 #include "cli.h"
+#include "frugal/checkpoint.h"
 #include "frugal/dist.h"
 #include "frugal/train.h"
 
 DEFINE_string(log_json, "", "write one JSON line per logged interval and per epoch to this file");
-DEFINE_string(resume, "", "continue from this checkpoint (or the latest one in this directory)");
-DEFINE_string(weights, "", "initialise parameters by name from this checkpoint (fine-tuning)");
+DEFINE_string(resume, "",
+              "continue from this checkpoint (or the latest one in this directory); without --config, with the "
+              "config it holds");
+DEFINE_string(weights, "",
+              "initialise parameters by name from this checkpoint (or the latest one in this directory; "
+              "fine-tuning)");
 DEFINE_string(tensorboard, "", "write TensorBoard scalar events into this directory");
 DEFINE_string(profile, "", "write a Chrome trace (JSON) of the ops of the first --profile-steps steps");
 DEFINE_int32(profile_steps, 3, "steps traced by --profile");
@@ -114,7 +119,7 @@ int TrainOnGpus(ConfigFile cfg, TrainOptions opts, const std::vector<int>& gpus)
 }  // namespace
 
 int Train() {
-  ConfigFile cfg = LoadConfigFromFlags();
+  ConfigFile cfg = FLAGS_resume.empty() ? LoadConfigFromFlags() : LoadConfigFor(ResolveCheckpoint(FLAGS_resume));
   const std::vector<int> gpus = GpuIdsFromFlags();
   TrainOptions opts = OptionsFromFlags();
   if (!FLAGS_dist.empty()) return TrainDistributed(std::move(cfg), std::move(opts), gpus);
