@@ -297,6 +297,16 @@ TEST(PlanMemory, FitBatchFindsTheLargestBatchThatFits) {
                                      m.update_plan.state_bytes + t.input_bytes);
 }
 
+// A budget's name gives its size in the unit it was written in, binary or
+// decimal, and parses back to the same bytes.
+TEST(PlanMemory, BudgetNamesKeepTheUnitAsWritten) {
+  for (const char* text : {"budget=4GiB", "budget=7GB", "budget=100MiB", "budget=60MB", "budget=3KiB", "budget=1234"}) {
+    const MemoryStrategy s = ParseMemoryStrategy(text);
+    EXPECT_EQ(s.Name(), text);
+    EXPECT_EQ(ParseMemoryStrategy(s.Name()), s) << text;
+  }
+}
+
 // budget=auto becomes a budget that leaves the machine's available memory
 // room for everything outside the training arena.
 TEST(PlanMemory, AutoBudgetIsWhatTheMachineHasLeft) {

@@ -26,6 +26,7 @@
 #include <iterator>
 #include <random>
 #include <tuple>
+#include <utility>
 
 #include "frugal/passes.h"
 
@@ -377,14 +378,13 @@ const char* const kNames[] = {"none", "inplace", "share", "drop_cheap", "sqrt", 
 std::string MemoryStrategy::Name() const {
   if (kind != kBudget) return kNames[kind];
   if (auto_budget()) return "budget=auto";
-  // Whole units where they are exact, so the name parses back to the same bytes.
-  const char* units[] = {"GB", "MB", "KB"};
-  double mult = 1e9;
-  for (const char* u : units) {
-    if (budget_bytes % static_cast<int64_t>(mult) == 0)
-      return Fmt("budget=", budget_bytes / static_cast<int64_t>(mult), u);
-    mult /= 1e3;
-  }
+  // The largest whole unit, binary or decimal, as a user writes a size
+  // (budget=4GiB, not budget=4294967296); the name parses back to the same
+  // bytes.
+  const std::pair<const char*, int64_t> units[] = {{"GiB", int64_t{1} << 30}, {"GB", 1000000000}, {"MiB", 1 << 20},
+                                                   {"MB", 1000000},           {"KiB", 1024},      {"KB", 1000}};
+  for (const auto& [unit, bytes] : units)
+    if (budget_bytes % bytes == 0) return Fmt("budget=", budget_bytes / bytes, unit);
   return Fmt("budget=", budget_bytes);
 }
 
