@@ -192,13 +192,13 @@ double PredictedRecomputeCost(const Graph& fwd, const KeepLevels& keep, const st
                               const CostTable* costs);
 // The budget planner's search: ExactSearchBuilds builds, as many as
 // kExactWork forward nodes built (a build costs about its nodes: 0.1-0.6 ms
-// on the suite's graphs of 10-54 nodes), and kExactPlacements placements
-// (a placement that misses the budget runs its whole local search: about
-// 26 ms on a random DAG of 40 nodes). With 8, random DAGs of 40 nodes
-// missed their optima by up to 224% (seed 106 at its third budget: the
-// ninth set placed fits); with 32, five plans of 720 random cases
-// (frugal_bench_optimum --planner-only 100:139) recompute 6.6-69% less,
-// with 64 seven, the longest planning 1.1 -> 1.4 -> 2.0 s.
+// on graphs of 10-54 nodes, so the search's builds take a bounded time
+// whatever the graph's size), and kExactPlacements placements (a placement
+// that misses the budget runs its whole local search, about 26 ms on a
+// graph of 40 nodes: the cap bounds that part; a set whose lower bound
+// fits and whose placement misses is common where a graph's outputs are of
+// one size, so the optimum may be the ninth set placed or later;
+// docs/memory.md has the measurements).
 constexpr int64_t kExactWork = 150000;
 constexpr int64_t kExactPlacements = 32;
 int64_t ExactSearchBuilds(const Graph& fwd);

@@ -20,7 +20,7 @@
 // memory): best[j][q] = the least cost of blocks 0..j-1 keeping q slots. Block j's sizes are rounded up where their
 // fraction of a slot exceeds frac(j * golden ratio), down elsewhere: the
 // thresholds spread evenly over the blocks, so a plan's rounding errors
-// cancel instead of adding up (rounded up, ResNet-50's 337 blocks took
+// cancel instead of adding up (rounded up, ResNet-1001's 337 blocks took
 // more than the 512 slots), and a plan the program returns has ChainPeak
 // within a few slots of memory. O(L kSlots E + L log L), E the entries of
 // a menu: runs are relaxed by target, from a sliding window of their

@@ -307,9 +307,9 @@ int64_t BackwardReads::Bound(const Graph& fwd, const KeepLevels& keep) const {
   // Where a dropped node's mirror runs, just before the gradient node of
   // the step t it is made for: what t holds, less what t opens and the
   // outputs of the other mirrors made for t (they may come after it), plus
-  // the mirror's workspace (the random chain of 30 nodes of seed 116: a
-  // fully_connected's 64 KiB at its mirror passed Held and missed in the
-  // build on 2,084 sets before the optimum of a move).
+  // the mirror's workspace (a recomputed fully_connected's workspace is
+  // live at its mirror's step and nowhere in Held: without it the bound
+  // passes sets whose built arena misses).
   const int n = static_cast<int>(keep.size());
   std::vector<int64_t> own(n, 0), mirrors(held.size(), 0);
   for (int i = 0; i < n; ++i) {

@@ -19,7 +19,7 @@
 // The first step with a plan that fits wins, improved: nodes it recomputes
 // kept again where it still fits and, on small graphs, swapped for cheaper
 // ones, then kept with what the bound then needs dropped instead, and kept
-// nodes dropped with what the bound then needs no more kept again, then
+// nodes dropped with what the bound then needs no more kept again
 // (KeepWhatFits). On graphs of at most 64 drop candidates the exact
 // search of drop sets cheaper than the plan of steps 1-2 (drop_sets.cc;
 // before step 3 where they found none) follows, for a bounded number of
@@ -380,16 +380,12 @@ class BudgetSearch {
   // recomputes, most expensive first (at most kKeepTries), kept again and
   // what the bound then needs dropped instead; where none improves, each
   // kept candidate dropped and what the bound then no longer needs kept
-  // again (both by Repair, the moved node fixed). Dropping n0 of the random
-  // chain of 40 nodes at its second budget, the plan missed the optimum by
-  // 148.8%: keeping it needs four cheaper nodes dropped, beyond one-for-one
-  // swaps. Of 720 random cases (frugal_bench_optimum --planner-only
-  // 100:139), 53 recompute less than before the moves that drop and
-  // Repair's mirror steps, one 2.4% more (chain40/113's third budget),
-  // planned in 22% more time (the longest 1.0 -> 1.4 s; without
-  // kRepairMisfits 3.4 s). Run after the swaps, it only improves on their
-  // plan (before them, the swaps started elsewhere and ended costlier on 2
-  // of 180 random graphs).
+  // again (both by Repair, the moved node fixed). Keeping one node may need
+  // several cheaper ones dropped instead, which one-for-one swaps never
+  // reach; the greedy by the bound finds them without a build per try.
+  // kRepairMisfits bounds the placements that miss (each runs the
+  // placement's whole local search). Run after the swaps, it only improves
+  // on their plan.
   TrainingPlan RepairedMoves(TrainingPlan best, const std::vector<int>& candidates) {
     if (!OneLevel(best.keep)) return best;
     const Allowance stop{q_.builds + kRepairBuilds, misfits_ + kRepairMisfits};
@@ -414,13 +410,13 @@ class BudgetSearch {
   // nodes left as they are), built where they are predicted to recompute
   // less than *best, which they replace where they fit. Where they miss the
   // budget, repaired again (`repairs` times at most, within `stop`) with
-  // the target lowered by the miss (ResNet-20: 12.95 -> 12.845
-  // MFLOP at its first budget); where the built graph's live bytes peak at
-  // a mirror's step (its workspace and the mirrors made for the same step
-  // are not in the bound), first with that mirror's node kept (the random
-  // chain of 40 nodes of seed 102 at its second budget: 0.154 -> 0.036
-  // MFLOP, its optimum; only that, 0.317 -> 1.528 on seed 101's third),
-  // unless the configuration marks it to be dropped (not a candidate).
+  // the target lowered by the miss (the bound's target was the budget, and
+  // the arena exceeds the bound by about that much); where the built
+  // graph's live bytes peak at a mirror's step (its workspace and the
+  // mirrors made for the same step are not in the bound), first with that
+  // mirror's node kept, then by the lowered target alone (either may be
+  // the one that fits), unless the configuration marks it to be dropped
+  // (not a candidate).
   // Whether *best was replaced.
   bool Repair(KeepLevels keep, std::vector<bool> fixed, int64_t target, int repairs, const Allowance& stop,
               const std::vector<int>& candidates, TrainingPlan* best) {
@@ -536,8 +532,8 @@ class BudgetSearch {
   // known to fit and the smallest known to miss (halved where a move
   // leaves it or the plan repeats one seen before), until the bracket is
   // one of the program's slots wide (kCorrections rounds at most). Each
-  // plan is Consider()ed where its bound fits and it is predicted to
-  // recompute less than the best fit (PredictedRecomputeCost).
+  // plan is built and placed where its bound fits and it is predicted to
+  // recompute less than the best fit (PredictedRecomputeCost; Held).
   void BlockProgram(const std::vector<ChainBlock>& chain) {
     std::vector<std::pair<KeepLevels, int64_t>> seen;  // each plan's keep levels and what it holds
     int64_t fits = 0, misses = INT64_MAX;              // model memories known to fit, to miss
@@ -558,7 +554,8 @@ class BudgetSearch {
 
   // What a plan of the block program holds, against the budget: its
   // BackwardReads bound, or, where that fits and it may recompute less
-  // than the best fit, its built and placed arena (Consider).
+  // than the best fit, its built plan's lower bound where it fits (then the
+  // best fit where it recomputes less) or its placed arena where it misses.
   int64_t Held(KeepLevels keep, std::vector<std::pair<KeepLevels, int64_t>>* seen) {
     for (const auto& [k, held] : *seen)
       if (k == keep) return held;

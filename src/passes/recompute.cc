@@ -213,6 +213,20 @@ KeepLevels LognLevels(const Graph& g) {
 }
 
 namespace {
+// Each forward node's block (-1 for variables): the forward graph cut after
+// each split candidate, as the budget planner's chain and ExplainBlocks cut
+// it; `cands` are SplitCandidates(g).
+std::vector<int> BlockOf(const Graph& g, const std::vector<int>& cands) {
+  std::vector<int> block_of(g.num_forward(), -1);
+  size_t j = 0;
+  for (int i = 0; i < g.num_forward(); ++i) {
+    if (g.node(i).is_variable()) continue;
+    block_of[i] = static_cast<int>(j);
+    if (j < cands.size() && cands[j] == i) ++j;
+  }
+  return block_of;
+}
+
 // A block's cheap drops beyond the config's (drop_cheap's, the boundary
 // excluded) in groups: a node joins the group of a dropped node it reads (a
 // relu's gradient reads only its output, so dropping it frees nothing
@@ -258,14 +272,9 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const Cos
   const std::vector<int> cands = SplitCandidates(g);
   std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
   std::vector<ChainBlock> chain(cands.size() + 1);
-  std::vector<int> block_of(g.num_nodes(), -1);
-  size_t j = 0;
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    if (g.node(i).is_variable()) continue;
-    chain[j].nodes.push_back(i);
-    block_of[i] = static_cast<int>(j);
-    if (j < cands.size() && cands[j] == i) ++j;
-  }
+  const std::vector<int> block_of = BlockOf(g, cands);
+  for (int i = 0; i < static_cast<int>(block_of.size()); ++i)
+    if (block_of[i] >= 0) chain[block_of[i]].nodes.push_back(i);
   for (size_t c = 0; c < cands.size(); ++c) chain[c].boundary = std::move(crossing[c]);
   const KeepLevels base = ApplyAnnotations(g, {});
   const std::vector<bool> read = ReadByBackward(g);
@@ -352,18 +361,16 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const Cos
 std::vector<BlockReport> ExplainBlocks(const Graph& train) {
   const std::vector<int> cands = SplitCandidates(train);
   const int n = train.num_forward();
-  std::vector<bool> read_back(train.num_entries(), false);  // by a gradient node or a recomputation
-  std::vector<int> block_of(n, -1);
-  std::vector<BlockReport> blocks(1);
-  for (int i = 0, next = 0; i < n; ++i) {
-    if (train.node(i).is_variable()) continue;
-    BlockReport& b = blocks.back();
+  const std::vector<int> block_of = BlockOf(train, cands);
+  std::vector<BlockReport> blocks(cands.size() + 1);
+  for (int i = 0; i < n; ++i) {
+    if (block_of[i] < 0) continue;
+    BlockReport& b = blocks[block_of[i]];
     if (b.nodes++ == 0) b.first = i;
     b.last = i;
-    block_of[i] = static_cast<int>(blocks.size()) - 1;
-    if (next < static_cast<int>(cands.size()) && cands[next] == i) ++next, blocks.emplace_back();
   }
   if (blocks.back().nodes == 0) blocks.pop_back();
+  std::vector<bool> read_back(train.num_entries(), false);  // by a gradient node or a recomputation
   for (int i = n; i < train.num_nodes(); ++i) {
     const Node& node = train.node(i);
     for (const Entry& e : node.inputs)
