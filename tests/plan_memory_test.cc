@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 #include <filesystem>
 #include <random>
 
@@ -272,24 +273,30 @@ TEST(PlanMemory, PlanScalesWithBatch) {
 }
 
 // The batch FitBatch finds fits and the next one does not, by the same
-// footprint; too small a memory fits no batch and says what batch 1 needs.
+// process (the resident bytes when it starts, the footprint, the runtime);
+// too small a memory fits no batch and says what batch 1 needs.
 TEST(PlanMemory, FitBatchFindsTheLargestBatchThatFits) {
   auto config_at = [](int64_t b) { return Config({Fmt("batch=", b)}); };
-  auto footprint = [&](int64_t b, const MemoryStrategy& s) { return PlannedFootprint(BuildModel(config_at(b), s)); };
+  auto process = [&](int64_t b, const MemoryStrategy& s, int64_t resident) {
+    const Model m = BuildModel(config_at(b), s);
+    return ProcessBytes{resident, PlannedFootprint(m), RuntimeBytes(m.train)};
+  };
   for (const MemoryStrategy& s : {MemoryStrategy(MemoryStrategy::kNone), MemoryStrategy(MemoryStrategy::kSqrt)}) {
     SCOPED_TRACE(s.Name());
-    const int64_t bytes = footprint(1000, s) + 12345;  // between two batches, somewhere past 1000
+    const int64_t resident = 100 << 20;
+    const int64_t bytes = process(1000, s, resident).total() + 12345;  // between two batches, past 1000
     for (int64_t start : {1, 16, 4096}) {
-      const BatchFit f = FitBatch(config_at, start, s, bytes);
+      const BatchFit f = FitBatch(config_at, start, s, bytes, resident);
       ASSERT_GE(f.batch, 1000) << "from " << start;
-      EXPECT_EQ(f.footprint, footprint(f.batch, s));
-      EXPECT_LE(f.footprint, bytes);
-      EXPECT_GT(footprint(f.batch + 1, s), bytes) << "batch " << f.batch + 1 << " fits too";
+      EXPECT_EQ(f.process.resident, resident);
+      EXPECT_EQ(f.process.total(), process(f.batch, s, f.process.resident).total());
+      EXPECT_LE(f.process.total(), bytes);
+      EXPECT_GT(process(f.batch + 1, s, f.process.resident).total(), bytes) << "batch " << f.batch + 1 << " fits too";
       EXPECT_LT(f.plans, 40);
     }
-    const BatchFit none = FitBatch(config_at, 16, s, 1000);
+    const BatchFit none = FitBatch(config_at, 16, s, 1000, resident);
     EXPECT_EQ(none.batch, 0);
-    EXPECT_EQ(none.footprint, footprint(1, s));
+    EXPECT_EQ(none.process.total(), process(1, s, none.process.resident).total());
   }
   const Model m = BuildModel(Config(), MemoryStrategy::kShare);
   const MemoryPlan& t = m.train_plan;
@@ -300,10 +307,65 @@ TEST(PlanMemory, FitBatchFindsTheLargestBatchThatFits) {
 // A budget's name gives its size in the unit it was written in, binary or
 // decimal, and parses back to the same bytes.
 TEST(PlanMemory, BudgetNamesKeepTheUnitAsWritten) {
-  for (const char* text : {"budget=4GiB", "budget=7GB", "budget=100MiB", "budget=60MB", "budget=3KiB", "budget=1234"}) {
+  for (const char* text : {"budget=4GiB", "budget=7GB", "budget=100MiB", "budget=60MB", "budget=3KiB", "budget=1234",
+                           "limit=8GiB", "limit=300MB"}) {
     const MemoryStrategy s = ParseMemoryStrategy(text);
     EXPECT_EQ(s.Name(), text);
     EXPECT_EQ(ParseMemoryStrategy(s.Name()), s) << text;
+  }
+  EXPECT_FALSE(ParseMemoryStrategy("limit=8GiB") == ParseMemoryStrategy("limit=4GiB"));
+  EXPECT_FALSE(ParseMemoryStrategy("limit=8GiB") == ParseMemoryStrategy("budget=8GiB"));
+}
+
+// limit=SIZE leaves the training arena what the rest of the process does
+// not take, so that the planned process is within the limit; a limit below
+// the smallest plan's process names the smallest that fits, and that one
+// plans.
+TEST(PlanMemory, LimitBoundsThePlannedProcess) {
+  const ConfigFile cfg = Config({"batch=4096"});  // arenas of MiB, beside the nodes' KiB
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  const int64_t outside = PlannedFootprint(share) - share.train_plan.arena_bytes;
+  const int64_t resident = int64_t{50} << 20;
+  // An arena between sqrt's and share's, and room for the nodes a
+  // recomputing plan adds.
+  const Model sqrt = BuildModel(cfg, MemoryStrategy::kSqrt);
+  const int64_t arena = (sqrt.train_plan.arena_bytes + share.train_plan.arena_bytes) / 2;
+  const int64_t nodes = 2 * (RuntimeBytes(sqrt.train) - RuntimeBytes(share.train));
+  const int64_t limit = resident + outside + RuntimeBytes(share.train) + arena + nodes;
+  MemoryStrategy s(MemoryStrategy::kBudget);
+  s.limit_bytes = limit;
+  ProcessBytes rest;
+  std::string note;
+  const MemoryStrategy r = ResolveLimit(cfg, s, Device{}, resident, &rest, &note);
+  EXPECT_EQ(rest.resident, resident);
+  EXPECT_EQ(rest.tensors, outside);
+  EXPECT_EQ(rest.runtime, RuntimeBytes(share.train));
+  EXPECT_EQ(r.budget_bytes, arena + nodes);
+  EXPECT_EQ(r.limit_bytes, limit);
+  EXPECT_NE(note.find(s.Name() + ": "), std::string::npos) << note;
+  EXPECT_EQ(ResolveLimit(cfg, MemoryStrategy::kSqrt, Device{}, resident, &rest, &note),
+            MemoryStrategy(MemoryStrategy::kSqrt));
+
+  // BuildModel measures the resident bytes itself.
+  s.limit_bytes = ProcessResidentBytes() + outside + RuntimeBytes(share.train) + arena + nodes;
+  const Model m = BuildModel(cfg, s);
+  EXPECT_LE(m.process.total(), s.limit_bytes) << m.process.ToString();
+  EXPECT_GT(m.train_plan.num_recomputed, 0) << "an arena below share's needs recomputation";
+  EXPECT_EQ(m.process.tensors, PlannedFootprint(m));
+  EXPECT_EQ(m.process.runtime, RuntimeBytes(m.train)) << "the recomputing graph's own allowance";
+
+  s.limit_bytes = 1 << 20;
+  try {
+    BuildModel(cfg, s);
+    FAIL() << "limit=1MiB planned";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    std::smatch need;
+    ASSERT_TRUE(std::regex_search(what, need, std::regex("use --memory-limit (\\d+)MiB or more"))) << what;
+    EXPECT_NE(what.find("the largest part is"), std::string::npos) << what;
+    // 4 MiB for what the resident set may grow by between the two plans.
+    s.limit_bytes = (std::stoll(need[1]) + 4) << 20;
+    EXPECT_NO_THROW(BuildModel(cfg, s)) << "the answer to " << what;
   }
 }
 

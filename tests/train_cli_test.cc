@@ -753,6 +753,7 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
       {"train" + toy + " --define nosuch=3", "nosuch"},
       {"train" + toy + " --memory budget=1KB", "budget"},
       {"train" + toy + " --memory sqrtt", "unknown memory strategy 'sqrtt'"},
+      {"plan" + toy + " --memory-limit 1GiB --memory sqrt", "the limit chooses the plan"},
       {"train" + toy + " --memory budget=99999999999999999999999GB", "more bytes than frugal counts"},
       {"plan" + shaped("big.prototxt", "[1, 4294967296, 4294967296]"),
        "a batch of 8 samples of data.sample_shape (1,4294967296,4294967296) is more than 2^57 values"},
@@ -835,12 +836,14 @@ TEST(TrainCli, TestSummaryAndViz) {
 }
 
 // plan --fit prints the largest batch per strategy (recomputing strategies
-// fit more).
+// fit more), the process counted as --memory-limit counts it.
 TEST(TrainCli, PlanFitFindsTheLargestBatchOfEachStrategy) {
-  RunResult r = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory all --fit 64MiB");
+  RunResult r = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory all --fit 160MiB");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::map<std::string, int64_t> batch;
-  std::regex line("(\\w+) +batch +(\\d+)  footprint +[0-9.]+ [KMG]?i?B of +64.00 MiB  \\(\\d+ plans in [0-9.]+ s\\)");
+  std::regex line(
+      "(\\w+) +batch +(\\d+)  process [0-9.]+ [KMG]iB = resident .* \\+ runtime [0-9.]+ MiB, of 160.00 MiB  "
+      "\\(\\d+ plans in [0-9.]+ s\\)");
   for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it)
     batch[(*it)[1]] = std::stoll((*it)[2]);
   ASSERT_EQ(batch.size(), 6u) << r.output;
@@ -850,6 +853,33 @@ TEST(TrainCli, PlanFitFindsTheLargestBatchOfEachStrategy) {
   RunResult small = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory none --fit 1KB");
   ASSERT_EQ(small.exit_code, 0) << small.output;
   EXPECT_NE(small.output.find("none         does not fit: batch 1 needs"), std::string::npos) << small.output;
+}
+
+// train --memory-limit between the smallest process that fits and share's
+// trains with recomputation, and its peak resident set (as the run reports
+// it) stays within the limit; plan's answer to a limit too small plans.
+TEST(TrainCli, MemoryLimitBoundsTheProcess) {
+  const std::string cfg = "plan --config models/resnet/resnet_cifar.prototxt --define batch=32";
+  RunResult small = RunFrugal(cfg + " --memory-limit 1MiB");
+  ASSERT_NE(small.exit_code, 0) << small.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(small.output, m, std::regex("use --memory-limit (\\d+)MiB or more"))) << small.output;
+  const int64_t smallest = std::stoll(m[1]);
+  RunResult answer = RunFrugal(cfg + " --memory-limit " + m[1].str() + "MiB");
+  ASSERT_EQ(answer.exit_code, 0) << answer.output;
+  RunResult share = RunFrugal(cfg + " --memory-limit 100GiB");
+  ASSERT_EQ(share.exit_code, 0) << share.output;
+  ASSERT_TRUE(std::regex_search(share.output, m, std::regex("process peak ([0-9.]+) MiB = resident"))) << share.output;
+  const int64_t limit = (smallest + static_cast<int64_t>(std::stod(m[1]))) / 2;
+  RunResult t = RunFrugal("train --config models/resnet/resnet_cifar.prototxt --define batch=32 --max-iters 3 " +
+                          Fmt("--memory-limit ", limit, "MiB --progress=false"));
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  EXPECT_TRUE(std::regex_search(t.output, std::regex("memory plan \\(limit=\\d+MiB.* nodes recomputed"))) << t.output;
+  ASSERT_TRUE(std::regex_search(t.output, m, std::regex("process peak ([0-9.]+) MiB \\(planned"))) << t.output;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the peak is a sanitizer's: its shadow memory and quarantine are not the process's own";
+#endif
+  EXPECT_LE(std::stod(m[1]), static_cast<double>(limit)) << t.output;
 }
 
 // train --memory budget=auto says what budget it chose.

@@ -145,19 +145,33 @@ struct MemoryStrategy {
   Kind kind = kShare;
   int64_t budget_bytes = 0;  // kAutoBudget: what the device has free (ResolveAutoBudget, train.h)
   static constexpr int64_t kAutoBudget = -1;
+  // limit=SIZE (--memory-limit): the whole process's peak resident memory;
+  // BuildModel turns it into the arena's budget_bytes (ResolveLimit,
+  // train.h), 0 until then.
+  int64_t limit_bytes = 0;
   // With a table, recomputation is priced in predicted milliseconds (the
   // budget search takes the plan that recomputes for the least time) and
   // plans predict the step's time; without, in FLOPs.
   std::shared_ptr<const CostTable> costs;
   MemoryStrategy(Kind k = kShare, int64_t budget = 0) : kind(k), budget_bytes(budget) {}
-  bool operator==(const MemoryStrategy& o) const { return kind == o.kind && budget_bytes == o.budget_bytes; }
+  bool operator==(const MemoryStrategy& o) const {
+    return kind == o.kind && budget_bytes == o.budget_bytes && limit_bytes == o.limit_bytes;
+  }
   bool shares() const { return kind >= kShare; }
   bool recomputes() const { return kind >= kDropCheap; }
   bool auto_budget() const { return kind == kBudget && budget_bytes == kAutoBudget; }
-  std::string Name() const;  // "share", "budget=7GB", "budget=auto"
+  bool limit() const { return limit_bytes > 0; }
+  std::string Name() const;  // "share", "budget=7GB", "budget=auto", "limit=8GiB"
 };
+// What the budget planner throws when no plan's arena fits the budget:
+// need_bytes is the smallest arena it found (and the message says so).
+struct BudgetError : Error {
+  BudgetError(const std::string& msg, int64_t need) : Error(msg), need_bytes(need) {}
+  int64_t need_bytes;
+};
+
 // "none", "inplace", "share", "drop_cheap", "sqrt", "logn", "budget=7GB",
-// "budget=auto"; throws Error naming the choices.
+// "budget=auto", "limit=8GiB"; throws Error naming the choices.
 MemoryStrategy ParseMemoryStrategy(const std::string& text);
 // Every strategy that needs no argument (all but budget).
 std::vector<MemoryStrategy> AllMemoryStrategies();

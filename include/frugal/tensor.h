@@ -43,6 +43,8 @@ class MemoryAccounting {
 
 // Peak resident memory of this process (VmHWM), in bytes; 0 where unknown.
 int64_t ProcessPeakBytes();
+// Resident memory of this process now (VmRSS), in bytes; 0 where unknown.
+int64_t ProcessResidentBytes();
 // Bytes the device could still give this process: on the CPU the kernel's
 // MemAvailable, on a GPU the driver's free memory (cudaMemGetInfo).
 int64_t AvailableBytes(Device dev);

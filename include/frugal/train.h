@@ -18,6 +18,7 @@
 #include "frugal/executor.h"
 #include "frugal/graph.h"
 #include "frugal/init.h"
+#include "frugal/io.h"
 #include "frugal/lr_schedule.h"
 #include "frugal/metrics.h"
 #include "frugal/optimizer.h"
@@ -26,6 +27,45 @@
 #include "frugal/tensor.h"
 
 namespace frugal {
+
+// The batch and the shapes of one batch of data and of labels (with the
+// batch dim), from the config's data section: what the model and the data
+// readers agree on. Throws Error naming the config for a missing or bad
+// shape or batch size.
+struct DataShapes {
+  int64_t batch = 0;
+  Shape data, label;
+};
+DataShapes DataShapesOf(const ConfigFile& cfg);
+
+// A training process's peak resident memory (VmHWM), by part, as planned:
+// what limit=SIZE (--memory-limit) bounds.
+struct ProcessBytes {
+  // Measured as the model is planned: code, libraries, the config, and the
+  // data readers' buffers when the data is open (train opens it first;
+  // plan does so for a limit).
+  int64_t resident = 0;
+  int64_t tensors = 0;  // the model's (PlannedFootprint)
+  // What running steps adds beyond them: the kernel libraries' buffers
+  // and code, the engine's threads, the graphs' and the executor's records
+  // (RuntimeBytes).
+  int64_t runtime = 0;
+  int64_t total() const { return resident + tensors + runtime; }
+  // "97.00 MiB = resident 80.00 MiB (code, libraries, data) + tensors ...".
+  std::string ToString() const;
+};
+
+// The runtime's allowance in ProcessBytes for a training graph: what
+// running steps added beyond the resident bytes and the planned tensors on
+// the models/ configs (tools/bench/memory_limit.sh, docs/memory.md), as a
+// part for the process and a part per node of the graph. The first holds
+// the engine's threads and the kernel libraries' buffers (the threaded
+// engine's 22 MiB over the naive one's on the char LSTM, oneDNN's
+// primitives: 5 to 26 MiB in all on the convolutional nets); the second
+// the graphs, plans and the executor's records of each node, and the
+// engine's of each op in flight (the char LSTM: 11 MiB at 2,248 nodes, 23
+// MiB at 8,968 with the naive engine).
+int64_t RuntimeBytes(const Graph& train);
 
 // The graphs a config defines at a batch size: training (forward, gradient,
 // shapes) and evaluation (forward, shapes), with their memory plans.
@@ -48,9 +88,13 @@ struct Model {
   std::string optimizer;  // the rule's name ("sgd", "adam", ...)
   Graph update, accumulate;
   MemoryPlan update_plan, accumulate_plan;
+  ProcessBytes process;  // the process that trains it, at its peak
+  DataShapes shapes() const { return {batch, data_shape, label_shape}; }
 };
 // Throws Error for a config that cannot be planned (shapes, no loss, ...).
-// budget=auto is resolved for `dev` (ResolveAutoBudget; its note logged).
+// budget=auto and limit=SIZE are resolved for `dev` (ResolveAutoBudget,
+// ResolveLimit; their note logged); a limit no plan meets throws Error
+// naming the smallest limit that fits and its largest part.
 // RequireLoss throws Error naming the config's file when fwd, its forward
 // graph, has no loss op to train (BuildModel checks it before planning).
 void RequireLoss(const ConfigFile& cfg, const Graph& fwd);
@@ -61,19 +105,21 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy, Device d
 // gradients, the optimizer's state and gradient sums, the data inputs.
 int64_t PlannedFootprint(const Model& m);
 
-// The largest batch whose PlannedFootprint under strategy s fits `bytes`,
-// found by planning alone (nothing is allocated): from batch `start` (the
-// config's), doubled or halved until one batch fits and one does not, then
-// bisected. config_at(b) gives the config with batch b. A batch whose
-// planning fails (a tensor over kMaxTensorBytes) counts as not fitting.
+// The largest batch whose process (ProcessBytes: `resident`, measured by
+// the caller before it plans anything, PlannedFootprint under strategy s,
+// the runtime's allowance) fits `bytes`, found by planning alone (nothing is allocated):
+// from batch `start` (the config's), doubled or halved until one batch fits
+// and one does not, then bisected. config_at(b) gives the config with batch
+// b. A batch whose planning fails (a tensor over kMaxTensorBytes) counts as
+// not fitting.
 struct BatchFit {
-  int64_t batch = 0;      // 0: not even batch 1 fits
-  int64_t footprint = 0;  // PlannedFootprint at that batch (at batch 1 when none fits)
-  int plans = 0;          // models planned by the search
-  double ms = 0;          // the search's time
+  int64_t batch = 0;     // 0: not even batch 1 fits
+  ProcessBytes process;  // at that batch (at batch 1 when none fits)
+  int plans = 0;         // models planned by the search
+  double ms = 0;         // the search's time
 };
 BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int64_t start, const MemoryStrategy& s,
-                  int64_t bytes);
+                  int64_t bytes, int64_t resident);
 
 // budget=auto made concrete for a device: the bytes it has free
 // (AvailableBytes) less a margin (a tenth, at least 256 MiB, for the
@@ -83,6 +129,15 @@ BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int
 // saying how the budget was chosen. Throws Error when nothing is left for
 // the arena.
 MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note);
+// limit=SIZE made concrete: the training arena's budget is SIZE less the
+// rest of the process (*rest): its resident bytes now (`resident`), what
+// the model holds outside the training arena (as for budget=auto) and the
+// runtime's allowance (RuntimeBytes of share's graph; PlanTraining's plan
+// is corrected for its own). Any other strategy is returned as it
+// is. CPU only: on a GPU the arena lives in the device's memory (use
+// budget=auto).
+MemoryStrategy ResolveLimit(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, int64_t resident,
+                            ProcessBytes* rest, std::string* note);
 // The config's memory strategy (memory.strategy, which --memory sets),
 // priced by its cost table (memory.costs) where it names one: the one place
 // a run's strategy is parsed. Throws Error for an unknown strategy and
@@ -152,6 +207,17 @@ struct TrainOptions {
 // Returns the last validation accuracy (or training accuracy without
 // validation data).
 double Train(const ConfigFile& cfg, const TrainOptions& opts);
+
+// The config's data readers, open: data.train and data.val (null when the
+// config has none), reading batches of the config's size and shapes; a
+// data-parallel rank reads its shard. Train opens them before it plans the
+// model, and `frugal plan` holds them while it plans under limit=SIZE, so
+// that the process's resident memory counts the data. Throws Error naming
+// the config and the file.
+struct DataSources {
+  std::unique_ptr<DataIter> train, val;
+};
+DataSources OpenDataSources(const ConfigFile& cfg, Shard shard = {});
 
 // What ranks other than 0 keep of a data-parallel run: warnings and errors
 // (quiet), no JSON log, events, profile or checkpoints.

@@ -21,6 +21,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <climits>
 #include <iterator>
@@ -375,30 +376,39 @@ namespace {
 const char* const kNames[] = {"none", "inplace", "share", "drop_cheap", "sqrt", "logn", "budget"};
 }  // namespace
 
-std::string MemoryStrategy::Name() const {
-  if (kind != kBudget) return kNames[kind];
-  if (auto_budget()) return "budget=auto";
-  // The largest whole unit, binary or decimal, as a user writes a size
-  // (budget=4GiB, not budget=4294967296); the name parses back to the same
-  // bytes.
+namespace {
+// A size in the largest whole unit, binary or decimal, as a user writes it
+// (4GiB, not 4294967296); ParseBytes reads it back to the same bytes.
+std::string SizeAsWritten(int64_t bytes) {
   const std::pair<const char*, int64_t> units[] = {{"GiB", int64_t{1} << 30}, {"GB", 1000000000}, {"MiB", 1 << 20},
                                                    {"MB", 1000000},           {"KiB", 1024},      {"KB", 1000}};
-  for (const auto& [unit, bytes] : units)
-    if (budget_bytes % bytes == 0) return Fmt("budget=", budget_bytes / bytes, unit);
-  return Fmt("budget=", budget_bytes);
+  for (const auto& [unit, size] : units)
+    if (bytes % size == 0) return Fmt(bytes / size, unit);
+  return Fmt(bytes);
+}
+}  // namespace
+
+std::string MemoryStrategy::Name() const {
+  if (kind != kBudget) return kNames[kind];
+  if (limit()) return "limit=" + SizeAsWritten(limit_bytes);
+  if (auto_budget()) return "budget=auto";
+  return "budget=" + SizeAsWritten(budget_bytes);
 }
 
 MemoryStrategy ParseMemoryStrategy(const std::string& text) {
   if (text == "budget=auto") return {MemoryStrategy::kBudget, MemoryStrategy::kAutoBudget};
-  if (text.rfind("budget=", 0) == 0) {
-    int64_t bytes = ParseBytes(text.substr(7));
-    FRUGAL_REQUIRE(bytes > 0, "memory strategy '", text, "': the budget must be positive");
-    return {MemoryStrategy::kBudget, bytes};
+  for (const char* prefix : {"budget=", "limit="}) {
+    if (text.rfind(prefix, 0) != 0) continue;
+    const int64_t bytes = ParseBytes(text.substr(std::strlen(prefix)));
+    FRUGAL_REQUIRE(bytes > 0, "memory strategy '", text, "': the size must be positive");
+    MemoryStrategy s(MemoryStrategy::kBudget, prefix[0] == 'b' ? bytes : 0);
+    if (prefix[0] == 'l') s.limit_bytes = bytes;
+    return s;
   }
   for (int k = 0; k < MemoryStrategy::kBudget; ++k)
     if (text == kNames[k]) return MemoryStrategy(static_cast<MemoryStrategy::Kind>(k));
   throw Error(Fmt("unknown memory strategy '", text, "' (choose none, inplace, share, drop_cheap, sqrt, logn, ",
-                  "budget=SIZE, e.g. budget=7GB, or budget=auto)"));
+                  "budget=SIZE, e.g. budget=7GB, budget=auto, or limit=SIZE for the whole process)"));
 }
 
 std::vector<MemoryStrategy> AllMemoryStrategies() {

@@ -183,7 +183,7 @@ constexpr int kCorrections = 16;
 class BudgetSearch {
  public:
   explicit BudgetSearch(Search& q) : q_(q), fwd_(q.fwd), s_(q.s), budget_(q.s.budget_bytes) {
-    CHECK(!s_.auto_budget()) << "budget=auto reaches the planner unresolved (ResolveAutoBudget, train.h)";
+    CHECK(budget_ > 0) << s_.Name() << " reaches the planner unresolved (ResolveAutoBudget, ResolveLimit: train.h)";
   }
 
   TrainingPlan Run() {
@@ -225,9 +225,10 @@ class BudgetSearch {
     KeepSmallest(&logn, "logn");
     smallest_ = Finish(std::move(smallest_), s_);
     const int64_t need = smallest_.plan.arena_bytes;
-    throw Error(Fmt("memory budget ", HumanBytes(budget_), " (", budget_,
-                    " bytes) cannot be met: the smallest plan found (", smallest_by_, ") needs an arena of ",
-                    HumanBytes(need), " (", need, " bytes); use budget=", need, " or more, or a smaller batch"));
+    throw BudgetError(Fmt("memory budget ", HumanBytes(budget_), " (", budget_,
+                          " bytes) cannot be met: the smallest plan found (", smallest_by_, ") needs an arena of ",
+                          HumanBytes(need), " (", need, " bytes); use budget=", need, " or more, or a smaller batch"),
+                      need);
   }
 
   // Which step chose the plan Run returns, and which improved it.

@@ -80,6 +80,8 @@ int64_t ProcKiloBytes(const char* path, const std::string& key) {
 
 int64_t ProcessPeakBytes() { return std::max<int64_t>(0, ProcKiloBytes("/proc/self/status", "VmHWM:")); }
 
+int64_t ProcessResidentBytes() { return std::max<int64_t>(0, ProcKiloBytes("/proc/self/status", "VmRSS:")); }
+
 int64_t AvailableBytes(Device dev) {
   if (dev.type == DeviceType::kCUDA) return backend::DeviceFreeBytes(dev.id);
   const int64_t bytes = ProcKiloBytes("/proc/meminfo", "MemAvailable:");

@@ -11,13 +11,14 @@
 namespace frugal {
 
 std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSource& src, const std::string& what,
-                                     const Model& m, bool shuffle, Shard shard) {
+                                     const DataShapes& shapes, bool shuffle, Shard shard) {
   DataIterOptions o;
   o.shard = shard;
-  o.batch_size = m.batch;
+  o.batch_size = shapes.batch;
   o.shuffle = shuffle;
   o.seed = cfg.net.solver().seed();
-  o.sample_shape = Shape(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
+  const Shape want(std::vector<int64_t>(shapes.data.dims().begin() + 1, shapes.data.dims().end()));
+  o.sample_shape = want;
   o.where = cfg.path + ": data." + what;
   std::unique_ptr<DataIter> it;
   try {
@@ -35,10 +36,9 @@ std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSo
     }
     throw;
   }
-  Shape want(std::vector<int64_t>(m.data_shape.dims().begin() + 1, m.data_shape.dims().end()));
   FRUGAL_REQUIRE(it->sample_shape() == want, cfg.path, ": data.sample_shape is ", want, " but the data has samples of ",
                  it->sample_shape());
-  Shape label(std::vector<int64_t>(m.label_shape.dims().begin() + 1, m.label_shape.dims().end()));
+  const Shape label(std::vector<int64_t>(shapes.label.dims().begin() + 1, shapes.label.dims().end()));
   FRUGAL_REQUIRE(it->label_shape() == label, cfg.path, ": data.label_shape is ", label, " but the data has labels of ",
                  it->label_shape(), " (set data.label_shape)");
   return it;

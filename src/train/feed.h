@@ -18,9 +18,10 @@
 namespace frugal {
 
 // The iterator of data.train or data.val (`what`), reading batches of the
-// model's size; a data-parallel rank reads its shard.
+// config's size and shapes (DataShapesOf, or a model's); a data-parallel
+// rank reads its shard.
 std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSource& src, const std::string& what,
-                                     const Model& m, bool shuffle, Shard shard = {});
+                                     const DataShapes& shapes, bool shuffle, Shard shard = {});
 
 // What the metric functions of a training window count: its real rows, and
 // when the last batch's metrics ran (on the engine, after that batch's

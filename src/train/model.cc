@@ -21,6 +21,52 @@ MemoryStrategy WithCosts(const ConfigFile& cfg, MemoryStrategy s) {
     s.costs = std::make_shared<const CostTable>(CostTable::Load(cfg.net.memory().costs()));
   return s;
 }
+
+// PlanTraining; under limit=SIZE (with `rest`, the rest of the process as
+// ResolveLimit counted it), a plan whose process fits the limit, or the
+// limit's error: the smallest limit that fits, by part, and the largest
+// part.
+TrainingPlan PlanWithin(const ConfigFile& cfg, const Graph& fwd,
+                        const std::vector<std::pair<std::string, Shape>>& inputs, const MemoryStrategy& s, Device dev,
+                        const ProcessBytes& rest, const std::function<int(const Graph&)>& workers) {
+  if (!s.limit()) return PlanTraining(fwd, inputs, s, dev, workers);
+  // A plan that recomputes has more nodes than share's, whose runtime
+  // allowance the budget left room for: the budget is lowered by the excess
+  // and the graph planned again (its nodes grow with the recomputation, so
+  // a round or two settle it; after kRounds, the smallest plan is taken).
+  constexpr int kRounds = 8;
+  MemoryStrategy within = s;
+  for (int round = 0;; ++round) {
+    try {
+      TrainingPlan t = PlanTraining(fwd, inputs, within, dev, workers);
+      const int64_t over = RuntimeBytes(t.graph) - rest.runtime - (within.budget_bytes - t.plan.arena_bytes);
+      if (over <= 0) return t;
+      within.budget_bytes = round < kRounds ? std::max<int64_t>(1, within.budget_bytes - over) : 1;
+    } catch (const BudgetError& e) {
+      within.budget_bytes = e.need_bytes;  // the smallest plan, to count its nodes
+      TrainingPlan smallest = PlanTraining(fwd, inputs, within, dev, workers);
+      const ProcessBytes need{rest.resident, rest.tensors + smallest.plan.arena_bytes, RuntimeBytes(smallest.graph)};
+      // Fewer nodes than the plans the rounds tried can make it fit.
+      if (need.total() <= s.limit_bytes) return smallest;
+      const std::pair<const char*, int64_t> parts[] = {
+          {"the resident process (code, libraries, the data in memory)", need.resident},
+          {"the tensors outside the training arena (parameters, gradients, optimizer state, inputs)", rest.tensors},
+          {"the smallest training arena", smallest.plan.arena_bytes},
+          {"the runtime's allowance", need.runtime}};
+      const auto largest = *std::max_element(std::begin(parts), std::end(parts),
+                                             [](const auto& a, const auto& b) { return a.second < b.second; });
+      // The answer rounded up to whole MiB, one more for the resident
+      // set's variation between processes (a few hundred KiB on the
+      // models/ configs).
+      constexpr int64_t kMiB = int64_t{1} << 20;
+      throw Error(Fmt(cfg.path, ": ", s.Name(), " cannot be met: the smallest limit that fits is ", need.ToString(),
+                      " (of which the smallest training arena ", HumanBytes(smallest.plan.arena_bytes),
+                      "); the largest part is ", largest.first, ", ", HumanBytes(largest.second),
+                      "; use --memory-limit ", (need.total() + kMiB - 1) / kMiB + 1,
+                      "MiB or more, or a smaller batch"));
+    }
+  }
+}
 }  // namespace
 
 void RequireLoss(const ConfigFile& cfg, const Graph& fwd) {
@@ -31,10 +77,7 @@ void RequireLoss(const ConfigFile& cfg, const Graph& fwd) {
                  "\" })");
 }
 
-Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev) {
-  std::string note;
-  const MemoryStrategy strategy = ResolveAutoBudget(cfg, WithCosts(cfg, given), dev, &note);
-  if (!note.empty()) LOG(INFO) << note;
+DataShapes DataShapesOf(const ConfigFile& cfg) {
   const config::Data& data = cfg.net.data();
   FRUGAL_REQUIRE(data.sample_shape_size() > 0, cfg.path,
                  ": data.sample_shape is not set (e.g. sample_shape: [1, 28, 28])");
@@ -51,14 +94,35 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev)
                    Shape(std::vector<int64_t>(data.sample_shape().begin(), data.sample_shape().end())),
                    " is more than 2^57 values; check the shape and the batch size");
   }
-  Model m;
-  m.batch = data.batch_size();
-  std::vector<int64_t> dims{m.batch};
+  DataShapes s;
+  s.batch = data.batch_size();
+  std::vector<int64_t> dims{s.batch};
   dims.insert(dims.end(), data.sample_shape().begin(), data.sample_shape().end());
-  m.data_shape = Shape(dims);
-  std::vector<int64_t> label_dims{m.batch};
+  s.data = Shape(dims);
+  std::vector<int64_t> label_dims{s.batch};
   label_dims.insert(label_dims.end(), data.label_shape().begin(), data.label_shape().end());
-  m.label_shape = Shape(label_dims);
+  s.label = Shape(label_dims);
+  return s;
+}
+
+std::string ProcessBytes::ToString() const {
+  return Fmt(HumanBytes(total()), " = resident ", HumanBytes(resident), " (code, libraries, data) + tensors ",
+             HumanBytes(tensors), " + runtime ", HumanBytes(runtime));
+}
+
+Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev) {
+  const int64_t resident = ProcessResidentBytes();
+  std::string note;
+  ProcessBytes rest;
+  MemoryStrategy strategy = ResolveAutoBudget(cfg, WithCosts(cfg, given), dev, &note);
+  strategy = ResolveLimit(cfg, strategy, dev, resident, &rest, &note);
+  if (!note.empty()) LOG(INFO) << note;
+  Model m;
+  const DataShapes shapes = DataShapesOf(cfg);
+  m.batch = shapes.batch;
+  m.data_shape = shapes.data;
+  m.label_shape = shapes.label;
+  const config::Data& data = cfg.net.data();
 
   Graph fwd = BuildGraph(cfg);
   RequireLoss(cfg, fwd);
@@ -70,7 +134,7 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev)
   m.eval = std::move(fwd);
   InferShapes(&m.eval, inputs);
   const auto workers = [&](const Graph& train) { return CpuWorkersFor(cfg.net.solver(), train); };
-  TrainingPlan t = PlanTraining(m.eval, inputs, strategy, dev, workers);
+  TrainingPlan t = PlanWithin(cfg, m.eval, inputs, strategy, dev, rest, workers);
   m.train = std::move(t.graph);
   m.train_plan = std::move(t.plan);
   for (int i = 0; i < m.train.num_forward(); ++i) {
@@ -81,6 +145,7 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev)
   // Evaluation keeps nothing for a backward pass: sharing alone is enough.
   m.eval_plan = PlanMemory(m.eval, strategy.shares() ? MemoryStrategy::kShare : strategy);
   BuildUpdateGraphs(cfg.net.solver(), cfg.path, &m);
+  m.process = {resident, PlannedFootprint(m), RuntimeBytes(m.train)};
   return m;
 }
 
@@ -91,23 +156,25 @@ int64_t PlannedFootprint(const Model& m) {
 }
 
 BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int64_t start, const MemoryStrategy& s,
-                  int64_t bytes) {
+                  int64_t bytes, int64_t resident) {
   const auto t0 = std::chrono::steady_clock::now();
   BatchFit fit;
-  std::map<int64_t, int64_t> footprint;  // per batch planned; -1: planning failed
+  std::map<int64_t, ProcessBytes> process;  // per batch planned; tensors -1: planning failed
   auto fits = [&](int64_t b) {
-    auto [it, fresh] = footprint.emplace(b, -1);
+    auto [it, fresh] = process.emplace(b, ProcessBytes{resident, -1, 0});
     if (fresh) {
       ++fit.plans;
       try {
-        it->second = PlannedFootprint(BuildModel(config_at(b), s));
+        const Model m = BuildModel(config_at(b), s);
+        it->second.tensors = PlannedFootprint(m);
+        it->second.runtime = RuntimeBytes(m.train);
       } catch (const Error&) {
         // Too large to plan (a tensor over kMaxTensorBytes, say): does not
         // fit. A config that fails at every batch fails at batch 1 below.
         if (b == 1) throw;
       }
     }
-    return it->second >= 0 && it->second <= bytes;
+    return it->second.tensors >= 0 && it->second.total() <= bytes;
   };
   constexpr int64_t kMaxBatch = int64_t{1} << 30;  // --batch's range
   int64_t lo = 0, hi = 0;                          // the largest known to fit, the smallest known not to
@@ -124,9 +191,32 @@ BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int
     (fits(mid) ? lo : hi) = mid;
   }
   fit.batch = lo;
-  fit.footprint = footprint.at(std::max<int64_t>(lo, 1));  // batch 1 was planned when none fits
+  fit.process = process.at(std::max<int64_t>(lo, 1));  // batch 1 was planned when none fits
   fit.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return fit;
+}
+
+int64_t RuntimeBytes(const Graph& train) {
+  constexpr int64_t kProcess = int64_t{32} << 20, kPerNode = 2560;
+  return kProcess + kPerNode * train.num_nodes();
+}
+
+MemoryStrategy ResolveLimit(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, int64_t resident,
+                            ProcessBytes* rest, std::string* note) {
+  if (!s.limit()) return s;
+  FRUGAL_REQUIRE(dev.type == DeviceType::kCPU, cfg.path, ": ", s.Name(),
+                 " bounds the process's resident memory, which holds the arena on the CPU only; on ", dev.ToString(),
+                 " use --memory budget=auto (what the device has free) or budget=SIZE");
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare, dev);
+  *rest = {resident, PlannedFootprint(share) - share.train_plan.arena_bytes, RuntimeBytes(share.train)};
+  MemoryStrategy resolved = s;
+  // A limit the rest of the process already fills leaves the arena one
+  // byte: the planner then says what the smallest arena is (PlanWithin).
+  resolved.budget_bytes = std::max<int64_t>(1, s.limit_bytes - rest->total());
+  *note = Fmt(s.Name(), ": ", HumanBytes(resolved.budget_bytes),
+              " for the training arena; the rest of the process: ", rest->ToString(),
+              " (tensors: parameters, gradients, optimizer state, inputs, the other arenas)");
+  return resolved;
 }
 
 MemoryStrategy ConfigStrategy(const ConfigFile& cfg) {

@@ -22,30 +22,27 @@ namespace {
 // The training and validation iterators (a data-parallel rank reads its
 // rows of every global batch: frugal/io.h, Shard) and the batches per epoch,
 // the same on every rank.
-struct TrainData {
-  std::unique_ptr<DataIter> train, val;
+struct TrainData : DataSources {
   int64_t batches = 0;
 };
 
-TrainData OpenData(const ConfigFile& cfg, const Model& m, DataParallel* dp, bool quiet) {
-  const config::Data& dc = cfg.net.data();
-  Shard shard;
-  if (dp) shard = {dp->rank(), dp->size()};
+TrainData OpenData(const ConfigFile& cfg, Shard shard, bool quiet) {
   TrainData d;
-  d.train = LoadSource(cfg, dc.train(), "train", m, dc.shuffle(), shard);
-  if (dc.has_val()) d.val = LoadSource(cfg, dc.val(), "val", m, /*shuffle=*/false, shard);
+  static_cast<DataSources&>(d) = OpenDataSources(cfg, shard);
   LOG_IF(INFO, !quiet) << "data: " << d.train->Describe() << (d.val ? "; validation: " + d.val->Describe() : "")
-                       << "; batch " << m.batch;
+                       << "; batch " << cfg.net.data().batch_size();
   d.batches = d.train->batches_per_epoch();
-  if (dp) {
-    const int64_t n = d.train->num_samples();
-    FRUGAL_REQUIRE(dp->Min(n) == n, cfg.path, ": data.train: rank ", dp->rank(), " reads ", n,
-                   " samples but another rank fewer: every rank must read the same data (each takes its rows of "
-                   "every global batch of the same shuffled order)");
-    LOG_IF(INFO, !quiet) << dp->Describe() << "; global batch " << m.batch * dp->size() << ", " << d.batches
-                         << " batches per epoch";
-  }
   return d;
+}
+
+// Every rank reads the same data: the rows of each global batch.
+void CheckRanksData(const ConfigFile& cfg, const TrainData& d, DataParallel* dp, int64_t batch, bool quiet) {
+  const int64_t n = d.train->num_samples();
+  FRUGAL_REQUIRE(dp->Min(n) == n, cfg.path, ": data.train: rank ", dp->rank(), " reads ", n,
+                 " samples but another rank fewer: every rank must read the same data (each takes its rows of "
+                 "every global batch of the same shuffled order)");
+  LOG_IF(INFO, !quiet) << dp->Describe() << "; global batch " << batch * dp->size() << ", " << d.batches
+                       << " batches per epoch";
 }
 
 // Where a resumed run continues.
@@ -336,12 +333,20 @@ void LogMemory(const Session& s) {
             << (update > 0 ? " + update " + HumanBytes(update) : "") << "), " << m.optimizer << " state "
             << HumanBytes(m.update_plan.state_bytes) << (sums > 0 ? " + gradient sums " + HumanBytes(sums) : "")
             << ", peak of all tensors " << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak "
-            << HumanBytes(ProcessPeakBytes()) << " ("
-            << HumanBytes(ProcessPeakBytes() - MemoryAccounting::Get().Peak(Device{}))
-            << " beyond the host tensors: code, libraries, graphs)";
+            << HumanBytes(ProcessPeakBytes()) << " (planned " << m.process.ToString()
+            << (m.train_plan.strategy.limit() ? ", under " + m.train_plan.strategy.Name() : "") << ")";
 }
 
 }  // namespace
+
+DataSources OpenDataSources(const ConfigFile& cfg, Shard shard) {
+  const config::Data& dc = cfg.net.data();
+  const DataShapes shapes = DataShapesOf(cfg);
+  DataSources d;
+  d.train = LoadSource(cfg, dc.train(), "train", shapes, dc.shuffle(), shard);
+  if (dc.has_val()) d.val = LoadSource(cfg, dc.val(), "val", shapes, /*shuffle=*/false, shard);
+  return d;
+}
 
 double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Solver& sc = cfg.net.solver();
@@ -350,6 +355,11 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
   FRUGAL_REQUIRE(sc.clip_gradient() >= 0 && std::isfinite(sc.clip_gradient()), cfg.path,
                  ": solver.clip_gradient must be a number >= 0 (0: no clipping), got ", sc.clip_gradient());
+  Shard shard;
+  if (opts.dist.comm) shard = {opts.dist.comm->rank(), opts.dist.comm->size()};
+  // The data first: the process's resident memory, which limit=SIZE counts
+  // when the model is planned, then holds it.
+  TrainData data = OpenData(cfg, shard, opts.quiet);
   Session s(cfg, strategy, opts.engine, opts.device);
   s.SetPoisoning(opts.poison_arena);
   std::unique_ptr<Feed> feed = MakeFeed(&s);
@@ -357,13 +367,13 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   if (opts.dist.comm) {
     dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.params.Grads(), s.params.GradVars(), s.params.Sums());
     s.train->SetDataPart(dp->rank());  // this rank's dropout masks: its rows of the global batch
+    CheckRanksData(cfg, data, dp.get(), s.model.batch, opts.quiet);
   }
   LOG_IF(INFO, !opts.quiet) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device "
                             << s.dev.ToString() << ", memory strategy " << strategy.Name() << ", dtype "
                             << cfg.net.dtype();
   LOG_IF(INFO, !opts.quiet) << "graph:\n" << GraphSummary(s.model.eval);
   LOG_IF(INFO, !opts.quiet) << PlanSummary(s.model.train_plan, s.model.batch);
-  TrainData data = OpenData(cfg, s.model, dp.get(), opts.quiet);
   // A run that validates holds the eval arena from the start, so its memory
   // does not grow at the first validation; one without validation data
   // never allocates it.
@@ -406,7 +416,8 @@ MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {
     RestoreTensors(c.aux, s.aux, "aux state", checkpoint);
   });
   const bool val = dc.has_val();
-  std::unique_ptr<DataIter> it = LoadSource(cfg, val ? dc.val() : dc.train(), val ? "val" : "train", s.model, false);
+  std::unique_ptr<DataIter> it =
+      LoadSource(cfg, val ? dc.val() : dc.train(), val ? "val" : "train", s.model.shapes(), false);
   LOG(INFO) << "test " << checkpoint << " on data." << (val ? "val" : "train") << ": " << it->Describe();
   return Evaluate(&s, feed.get(), it.get(), MetricNames(cfg.net.solver()));
 }

@@ -8,8 +8,9 @@
 #include "frugal/train.h"
 
 DEFINE_string(fit, "",
-              "instead of the plan, the largest batch per strategy whose whole footprint (arenas, parameters, "
-              "gradients, optimizer state, inputs) fits SIZE (e.g. 16GiB), found by planning alone");
+              "instead of the plan, the largest batch per strategy whose training process fits SIZE (e.g. 16GiB), "
+              "counted as --memory-limit counts it (code, libraries, the data, every tensor, the runtime), found by "
+              "planning alone");
 
 DECLARE_bool(json);
 
@@ -28,23 +29,26 @@ int PlanFit(const ConfigFile& cfg, const std::vector<MemoryStrategy>& strategies
     return c;
   };
   for (const MemoryStrategy& s : strategies)
-    FRUGAL_REQUIRE(!s.auto_budget(),
-                   "--fit with --memory budget=auto: the first sizes the batch to a memory, the "
-                   "second the plan to the device's; give one");
+    FRUGAL_REQUIRE(!s.auto_budget() && !s.limit(), "--fit with --memory ", s.Name(),
+                   ": the first sizes the batch to a memory, the second the plan; give one");
+  const DataSources data = OpenDataSources(cfg);  // the process holds the data as training does
+  // Measured once: each search's models, come and gone, leave the heap
+  // larger for the next.
+  const int64_t resident = ProcessResidentBytes();
   for (const MemoryStrategy& s : strategies) {
-    const BatchFit f = FitBatch(config_at, cfg.net.data().batch_size(), s, bytes);
+    const BatchFit f = FitBatch(config_at, cfg.net.data().batch_size(), s, bytes, resident);
     if (FLAGS_json) {
       std::printf(
-          "{\"strategy\":\"%s\",\"fit_bytes\":%lld,\"batch\":%lld,\"footprint_bytes\":%lld,\"plans\":%d,"
-          "\"search_ms\":%.2f}\n",
+          "{\"strategy\":\"%s\",\"fit_bytes\":%lld,\"batch\":%lld,\"process_bytes\":%lld,"
+          "\"tensor_bytes\":%lld,\"plans\":%d,\"search_ms\":%.2f}\n",
           s.Name().c_str(), static_cast<long long>(bytes), static_cast<long long>(f.batch),
-          static_cast<long long>(f.footprint), f.plans, f.ms);
+          static_cast<long long>(f.process.total()), static_cast<long long>(f.process.tensors), f.plans, f.ms);
     } else if (f.batch == 0) {
       std::printf("%-12s does not fit: batch 1 needs %s, more than %s  (%d plans in %.2f s)\n", s.Name().c_str(),
-                  HumanBytes(f.footprint).c_str(), HumanBytes(bytes).c_str(), f.plans, f.ms / 1e3);
+                  f.process.ToString().c_str(), HumanBytes(bytes).c_str(), f.plans, f.ms / 1e3);
     } else {
-      std::printf("%-12s batch %8lld  footprint %10s of %10s  (%d plans in %.2f s)\n", s.Name().c_str(),
-                  static_cast<long long>(f.batch), HumanBytes(f.footprint).c_str(), HumanBytes(bytes).c_str(), f.plans,
+      std::printf("%-12s batch %8lld  process %s, of %s  (%d plans in %.2f s)\n", s.Name().c_str(),
+                  static_cast<long long>(f.batch), f.process.ToString().c_str(), HumanBytes(bytes).c_str(), f.plans,
                   f.ms / 1e3);
     }
   }

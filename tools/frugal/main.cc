@@ -42,6 +42,9 @@ DEFINE_string(costs, "",
               "measured time and plans predict the step time");
 DEFINE_string(memory, "",
               "override memory.strategy (none, inplace, share, drop_cheap, sqrt, logn, budget=SIZE; 'all' in plan)");
+DEFINE_string(memory_limit, "",
+              "the whole process's peak resident memory, e.g. 8GiB (data, code and libraries included): the plan "
+              "that recomputes least within it; sets memory.strategy to limit=SIZE (CPU)");
 DEFINE_double(lr, -1, "override solver.lr");
 DEFINE_string(checkpoint_dir, "", "override solver.checkpoint_dir (checkpoints every epoch or checkpoint_interval)");
 DEFINE_int64(val_interval, -1, "override solver.val_interval (updates between validations; 0: every epoch)");
@@ -76,6 +79,11 @@ void ApplyOverrides(ConfigFile* cfg) {
   if (Given("engine_workers")) net.mutable_solver()->set_engine_workers(FLAGS_engine_workers);
   if (Given("engine_kernel_threads")) net.mutable_solver()->set_engine_kernel_threads(FLAGS_engine_kernel_threads);
   if (!FLAGS_memory.empty() && FLAGS_memory != "all") net.mutable_memory()->set_strategy(FLAGS_memory);
+  if (!FLAGS_memory_limit.empty()) {
+    FRUGAL_REQUIRE(FLAGS_memory.empty(), "--memory-limit ", FLAGS_memory_limit, " and --memory ", FLAGS_memory,
+                   ": the limit chooses the plan (the least recomputation within it); give one");
+    net.mutable_memory()->set_strategy("limit=" + FLAGS_memory_limit);
+  }
   if (!FLAGS_costs.empty()) net.mutable_memory()->set_costs(FLAGS_costs);
   if (Given("lr")) net.mutable_solver()->set_lr(static_cast<float>(FLAGS_lr));
   if (!FLAGS_checkpoint_dir.empty()) net.mutable_solver()->set_checkpoint_dir(FLAGS_checkpoint_dir);
@@ -140,6 +148,7 @@ const std::vector<std::string> kConfigFlags = {"batch",
                                                "max_iters",
                                                "max_nodes",
                                                "memory",
+                                               "memory_limit",
                                                "seed",
                                                "val_interval"};
 

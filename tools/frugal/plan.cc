@@ -112,6 +112,9 @@ int Plan() {
   if (FLAGS_explain && (FLAGS_json || !FLAGS_fit.empty()))
     throw Error("--explain prints text about one plan: drop --json (its objects have found_by) and --fit");
   if (!FLAGS_fit.empty()) return PlanFit(cfg, strategies);
+  // A limit bounds the process, which holds the data as training does.
+  DataSources data;
+  if (strategies.front().limit()) data = OpenDataSources(cfg);
   std::vector<TimelinePanel> panels;
   int64_t batch = 0;
   for (const MemoryStrategy& s : strategies) {
@@ -129,11 +132,17 @@ int Plan() {
     if (FLAGS_json) {
       std::string json = PlanToJson(p, m.batch);
       json.pop_back();
+      // Under a limit, the process as planned (the data counted).
+      const std::string process =
+          s.limit() ? Fmt(",\"process\":{\"resident_bytes\":", m.process.resident,
+                          ",\"tensor_bytes\":", m.process.tensors, ",\"runtime_bytes\":", m.process.runtime,
+                          ",\"total_bytes\":", m.process.total(), ",\"limit_bytes\":", s.limit_bytes, "}")
+                    : "";
       std::printf(
           "%s,\"optimizer\":\"%s\",\"optimizer_state_bytes\":%lld,\"grad_sum_bytes\":%lld,"
-          "\"update_arena_bytes\":%lld}\n",
+          "\"update_arena_bytes\":%lld%s}\n",
           json.c_str(), m.optimizer.c_str(), static_cast<long long>(state), static_cast<long long>(sums),
-          static_cast<long long>(update));
+          static_cast<long long>(update), process.c_str());
     } else {
       if (&s == &strategies.front()) {
         std::string defines;
@@ -156,6 +165,9 @@ int Plan() {
                   HumanBytes(state + sums).c_str(), HumanBytes(p.input_bytes).c_str(), HumanBytes(other).c_str(),
                   HumanBytes(PlannedFootprint(m)).c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(), p.plan_ms,
                   predicted);
+      if (s.limit())
+        std::printf("process peak %s, within %s (the data in memory counted as `frugal train` holds it)\n",
+                    m.process.ToString().c_str(), s.Name().c_str());
     }
     if (FLAGS_explain) Explain(m);
   }
