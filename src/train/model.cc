@@ -165,9 +165,8 @@ BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int
     if (fresh) {
       ++fit.plans;
       try {
-        const Model m = BuildModel(config_at(b), s);
-        it->second.tensors = PlannedFootprint(m);
-        it->second.runtime = RuntimeBytes(m.train);
+        it->second = BuildModel(config_at(b), s).process;
+        it->second.resident = resident;
       } catch (const Error&) {
         // Too large to plan (a tensor over kMaxTensorBytes, say): does not
         // fit. A config that fails at every batch fails at batch 1 below.
