@@ -31,7 +31,7 @@ int PlanFit(const ConfigFile& cfg, const std::vector<MemoryStrategy>& strategies
   for (const MemoryStrategy& s : strategies)
     FRUGAL_REQUIRE(!s.auto_budget() && !s.limit(), "--fit with --memory ", s.Name(),
                    ": the first sizes the batch to a memory, the second the plan; give one");
-  const DataSources data = OpenDataSources(cfg);  // the process holds the data as training does
+  const DataSources data = OpenDataToPlan(cfg);  // the process holds the data as training does
   // Measured once: each search's models, come and gone, leave the heap
   // larger for the next.
   const int64_t resident = ProcessResidentBytes();

@@ -1,6 +1,7 @@
 // frugal plan: the memory plan of a config's training graph, per strategy,
 // computed without allocating or training.
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
 #include <cstdio>
 
@@ -94,6 +95,15 @@ void Explain(const Model& m) {
 
 }  // namespace
 
+DataSources OpenDataToPlan(const ConfigFile& cfg) {
+  try {
+    return OpenDataSources(cfg);
+  } catch (const Error& e) {
+    LOG(WARNING) << "the process is planned without its data, which did not open: " << e.what();
+    return {};
+  }
+}
+
 int Plan() {
   ConfigFile cfg = LoadConfigFromFlags();
   if (!FLAGS_diff.empty()) {
@@ -114,7 +124,7 @@ int Plan() {
   if (!FLAGS_fit.empty()) return PlanFit(cfg, strategies);
   // A limit bounds the process, which holds the data as training does.
   DataSources data;
-  if (strategies.front().limit()) data = OpenDataSources(cfg);
+  if (strategies.front().limit()) data = OpenDataToPlan(cfg);
   std::vector<TimelinePanel> panels;
   int64_t batch = 0;
   for (const MemoryStrategy& s : strategies) {
