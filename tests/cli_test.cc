@@ -126,6 +126,79 @@ TEST(Cli, TheFirstBatchOfAnEpochIsNotTimed) {
   EXPECT_EQ(timed, 6) << "the other windows: 4 batches per epoch";
 }
 
+// An epoch's last window is logged however few batches it has, so a run
+// shorter than `display` still logs (and sends TensorBoard) its training
+// metrics; a run cut by --max-iters logs its last batches.
+TEST(Cli, TheLastWindowIsLoggedHoweverShort) {
+  TempDir dir;
+  WriteToyData(dir, "train", 64);  // 8 batches an epoch, display 10
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg + " --epochs 2 --tensorboard " + dir.File("tb"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Epoch[0] Batch [0-8]  Speed: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Epoch[1] Batch [0-8]  Speed: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("samples/sec  window: accuracy="), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("tokens/sec"), std::string::npos) << "a classifier has no tokens";
+  int train_accuracy = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir.File("tb"))) {
+    std::ifstream in(f.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t at = bytes.find("train/accuracy"); at != std::string::npos; at = bytes.find("train/accuracy", at + 1))
+      ++train_accuracy;
+  }
+  EXPECT_EQ(train_accuracy, 2) << "one window at each epoch's end";
+  RunResult cut = RunFrugal("train --config " + cfg + " --max-iters 13");
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  EXPECT_NE(cut.output.find("Epoch[1] Batch [0-5]  Speed: "), std::string::npos) << cut.output;
+}
+
+// A language model (a label per input position) reports tokens/s beside
+// samples/s: samples times the sequence length.
+TEST(Cli, ALanguageModelReportsTokensPerSecond) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+  const std::string corpus = dir.Write("corpus.txt", text);
+  RunResult r =
+      RunFrugal("train --config models/lstm/char_lm.prototxt --define train=" + corpus + " --define val=" + corpus +
+                " --define seq_len=16 --define batch=8 --max-iters 6 --log-json " + dir.File("log.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("samples/sec \\([0-9.]+ tokens/sec\\)  window: "))) << r.output;
+  std::ifstream log(dir.File("log.json"));
+  std::string line;
+  int windows = 0;
+  std::smatch samples, tokens;
+  while (std::getline(log, line)) {
+    if (!std::regex_search(line, samples, std::regex("\"samples_per_s\":([0-9.e+-]+)"))) continue;
+    ASSERT_TRUE(std::regex_search(line, tokens, std::regex("\"tokens_per_s\":([0-9.e+-]+)"))) << line;
+    EXPECT_NEAR(std::stod(tokens[1]), 16 * std::stod(samples[1]), 1e-3 * std::stod(tokens[1])) << line;
+    ++windows;
+  }
+  EXPECT_GE(windows, 2) << "a window and the epoch's line";
+}
+
+// frugal train prints one line of the graph at INFO (its ops, parameters
+// and memory plan); the table of nodes, a fused pair as "bn1 (+relu1)",
+// under --v=1 and in frugal summary.
+TEST(Cli, TrainPrintsOneGraphLineAndTheTableUnderV1) {
+  TempDir dir;
+  WriteToyData(dir, "train", 16);
+  WriteToyData(dir, "val", 8);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir));
+  RunResult r = RunFrugal("train --config " + cfg + " --epochs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("graph: [0-9]+ ops, 340 parameter values; memory plan \\(share")))
+      << r.output;
+  EXPECT_EQ(r.output.find("output shape"), std::string::npos) << "no table at INFO";
+  RunResult v = RunFrugal("train --config " + cfg + " --epochs 1 --v=1");
+  ASSERT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_TRUE(std::regex_search(v.output, std::regex("\nfc1 +fully_connected +\\(8,16\\)"))) << v.output;
+  RunResult s = RunFrugal("summary --config models/resnet/resnet_cifar.prototxt --define depth=20");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_NE(s.output.find("stage1/bn1 (+stage1/relu1)"), std::string::npos) << s.output;
+}
+
 TEST(Cli, FlagsOverrideTheConfig) {
   TempDir dir;
   WriteToyData(dir, "train", 64);
@@ -191,12 +264,15 @@ TEST(Cli, PlanTextHasAHeaderAndTheTotal) {
       << r.output;
 }
 
-// --timeline: one SVG, a panel per strategy with its figures and the
-// tensors live at its peak; a file that cannot be written is named.
+// --timeline: one SVG, first every strategy on one scale (a line each),
+// then a panel per strategy with its figures, the backward pass marked and
+// the tensors live at its peak; the title names the defines; a file that
+// cannot be written is named.
 TEST(Cli, PlanTimelineDrawsEveryStrategy) {
   TempDir dir;
-  RunResult r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --memory all --batch 32 --timeline " +
-                          dir.File("t.svg"));
+  RunResult r = RunFrugal(
+      "plan --config models/mlp/fashion_mnist.prototxt --memory all --batch 32 --define hidden=256 --timeline " +
+      dir.File("t.svg"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(dir.File("t.svg"));
   const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -206,11 +282,24 @@ TEST(Cli, PlanTimelineDrawsEveryStrategy) {
     EXPECT_NE(svg.find(s), std::string::npos) << s;
   EXPECT_NE(svg.find("peak "), std::string::npos);
   EXPECT_NE(svg.find("fc1"), std::string::npos) << "the peak names its tensors";
+  EXPECT_NE(svg.find("hidden=256, batch 32: live arena bytes"), std::string::npos) << "the title";
+  EXPECT_NE(svg.find("every strategy on one scale"), std::string::npos);
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<polyline"), 6) << "a line per strategy in the overview";
+  EXPECT_EQ(count(">backward</text>"), 6) << "each panel marks its backward pass";
+  EXPECT_EQ(count(">live bytes</text>"), 7) << "every y axis is named";
   r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --timeline " + dir.File("no/such/dir/t.svg"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(ErrorLine(r).find("--timeline " + dir.File("no/such/dir/t.svg") + ": cannot write the file"),
             std::string::npos)
       << r.output;
+  r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --timeline t.png");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("--timeline t.png: the timeline is an SVG file"), std::string::npos) << r.output;
 }
 
 // --explain: which step of the planner chose the plan, its peak with the
@@ -352,7 +441,18 @@ TEST(Cli, UnknownCommandAndFlag) {
   EXPECT_NE(r.output.find("--timeline is a flag of 'frugal plan', not of 'frugal ops'"), std::string::npos) << r.output;
   r = RunFrugal("ops --config models/mlp/fashion_mnist.prototxt");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("--config does not apply to 'frugal ops'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--config is a flag of 'frugal export-onnx' or "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", not of 'frugal ops'"), std::string::npos) << r.output;
+  // The solver's flags act on train alone; the engine's on what runs ops.
+  r = RunFrugal("test --config models/mlp/fashion_mnist.prototxt --checkpoint x --lr 0.1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--lr is a flag of 'frugal train', not of 'frugal test'"), std::string::npos) << r.output;
+  r = RunFrugal("summary --config models/mlp/fashion_mnist.prototxt --engine naive");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--engine is a flag of 'frugal plan' or 'frugal test' or 'frugal time' or 'frugal train', "
+                          "not of 'frugal summary'"),
+            std::string::npos)
+      << r.output;
 }
 
 // 'frugal CMD --help' and 'frugal help CMD': every flag of the command with its
@@ -364,7 +464,8 @@ TEST(Cli, CommandHelpListsEveryFlagWithItsDefault) {
   for (const char* line : {"usage: frugal time [flags]", "  --iters ", "timed iterations (after the warm-up) [20]",
                            "  --memory ", "  --config ", "network config (.prototxt) [\"\"]", "--define NAME=VALUE"})
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
-  EXPECT_EQ(r.output.find("--resume"), std::string::npos) << "a flag of train\n" << r.output;
+  for (const char* train_only : {"--resume", "--lr ", "--epochs ", "--checkpoint-dir "})
+    EXPECT_EQ(r.output.find(train_only), std::string::npos) << train_only << ": a flag of train\n" << r.output;
   r = RunFrugal("train -h");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* line : {"--resume ", "--progress ", "[true]", "--max-iters ", "[-1]"})

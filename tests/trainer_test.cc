@@ -312,9 +312,13 @@ TEST(Progress, TextAndDurations) {
   EXPECT_EQ(FormatDuration(0), "0:00");
   EXPECT_EQ(FormatDuration(65.4), "1:05");
   EXPECT_EQ(FormatDuration(3723), "1:02:03");
-  EXPECT_EQ(ProgressText({2, 10, 120, 938, 1234.56, "accuracy=0.900000", 0.1f, 245}),
-            "Epoch[2] of 10  batch 120/938  1234.6 samples/s  accuracy=0.900000  lr 0.1  ETA 4:05");
-  EXPECT_EQ(ProgressText({0, 1, 1, 5, 0, "", 0.5f, -1}), "Epoch[0] of 1  batch 1/5  0.0 samples/s  lr 0.5  ETA ?");
+  EXPECT_EQ(ProgressText({2, 10, 120, 938, 1234.56, 0, "accuracy=0.900000", 0.1f, 245}),
+            "Epoch[2] of 10  batch 120/938  1234.6 samples/s  epoch average: accuracy=0.900000  lr 0.1  ETA 4:05");
+  EXPECT_EQ(ProgressText({0, 1, 1, 5, 0, 0, "", 0.5f, -1}), "Epoch[0] of 1  batch 1/5  0.0 samples/s  lr 0.5  ETA ?");
+  // A language model of 64 tokens a sample.
+  EXPECT_EQ(
+      ProgressText({0, 1, 3, 5, 10.5, 64, "perplexity=30.1", 0.5f, 10}),
+      "Epoch[0] of 1  batch 3/5  10.5 samples/s (672 tokens/s)  epoch average: perplexity=30.1  lr 0.5  ETA 0:10");
 }
 
 // Each batch redraws one line in place (rate-limited to none here), and the

@@ -53,8 +53,11 @@ struct Node {
   float lr_mult = 1, wd_mult = 1;  // params: multipliers of the solver's lr and weight decay
   Shape shape;                     // variables: the shape declared in the config, if any
   SourceLoc loc;
+  std::string fused;  // the node fused into this one (FuseBnRelu's relu), by its config name
 
   bool is_variable() const { return op == nullptr; }
+  // The name, with a fused node's: "bn1 (+relu1)".
+  std::string Label() const { return fused.empty() ? name : name + " (+" + fused + ")"; }
   // "file:line: node 'fc1' (fully_connected)" for error messages.
   std::string Where() const;
 };

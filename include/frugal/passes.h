@@ -277,6 +277,7 @@ struct MemoryTimeline {
   enum Kind { kForward, kRecomputed, kGradient, kWorkspace, kNumKinds };
   static const char* KindName(int k);
   int num_steps = 0;
+  int backward_step = 0;                              // the first step of the backward pass
   std::vector<int> steps;                             // the step of each point
   std::vector<std::array<int64_t, kNumKinds>> bytes;  // live bytes by kind at each point
   std::vector<std::pair<int, int>> recomputing;       // steps [first, last] of each run of recomputation

@@ -13,12 +13,13 @@ struct Progress {
   int64_t epoch = 0, epochs = 1;   // epoch counts from 0, as in the log lines
   int64_t batch = 0, batches = 1;  // batches of this epoch done, of all
   double samples_per_s = 0;
-  std::string metrics;  // "accuracy=0.912300 cross_entropy=0.25"
+  int64_t tokens_per_sample = 0;  // a language model's (tokens/s shown beside samples/s); 0: none
+  std::string metrics;            // the epoch's so far: "accuracy=0.912300 cross_entropy=0.25"
   float lr = 0;
   double eta_s = -1;  // seconds to the end of training; < 0: unknown yet
 };
 
-// "Epoch[3] of 10  batch 120/938  1234.5 samples/s  accuracy=0.912300  lr 0.1  ETA 4:05"
+// "Epoch[3] of 10  batch 120/938  1234.5 samples/s  epoch average: accuracy=0.912300  lr 0.1  ETA 4:05"
 std::string ProgressText(const Progress& p);
 // "4:05", "1:02:03".
 std::string FormatDuration(double seconds);

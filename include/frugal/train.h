@@ -155,9 +155,11 @@ EngineOptions ChooseEngineSplit(const config::Solver& sc, const Graph& train, in
 // the naive engine): what the planner places a plan for (PlanTraining).
 int CpuWorkersFor(const config::Solver& sc, const Graph& train);
 
-// Prints a table of the graph's nodes (name, op, inputs, output shape) and
-// its parameter count.
+// A table of the graph's nodes (name, op, output shape, inputs; a fused
+// pair as "bn1 (+relu1)"), then GraphTotals.
 std::string GraphSummary(const Graph& g);
+// "57 ops, 272474 parameter values".
+std::string GraphTotals(const Graph& g);
 // One line: arena, lower bound, parameters, gradients, inputs.
 std::string PlanSummary(const MemoryPlan& p, int64_t batch);
 

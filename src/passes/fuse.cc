@@ -58,6 +58,7 @@ Graph FuseBnRelu(const Graph& g) {
       m.params = m.op->ParseParams(reader);
       m.keep = Merged(n.keep, relu.keep);
       m.stage = n.stage || relu.stage;
+      m.fused = relu.name;
     }
     const int id = out.AddNode(std::move(m));
     for (int k = 0; k < g.NumOutputs(i); ++k) to[g.EntryId({i, k})] = {id, k};

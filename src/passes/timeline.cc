@@ -14,6 +14,7 @@ const char* MemoryTimeline::KindName(int k) {
 MemoryTimeline Timeline(const Graph& g, const MemoryPlan& plan, int max_points, int peak_names) {
   MemoryTimeline t;
   t.num_steps = g.num_nodes();
+  t.backward_step = g.num_forward();
   if (t.num_steps == 0) return t;
   auto kind = [&](const ArenaBlock& b) {
     if (b.entry < 0) return MemoryTimeline::kWorkspace;

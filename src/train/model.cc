@@ -241,21 +241,29 @@ MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s,
   return resolved;
 }
 
+std::string GraphTotals(const Graph& g) {
+  int64_t ops = 0, params = 0;
+  for (int i = 0; i < g.num_forward(); ++i) {
+    const Node& n = g.node(i);
+    ops += !n.is_variable();
+    if (n.var == VarKind::kParam) params += g.shape({i, 0}).Size();
+  }
+  return Fmt(ops, " ops, ", params, " parameter values");
+}
+
 std::string GraphSummary(const Graph& g) {
   std::ostringstream os;
-  int64_t n_params = 0;
-  os << std::left << std::setw(24) << "node" << std::setw(24) << "op" << std::setw(20) << "output shape"
+  os << std::left << std::setw(32) << "node" << std::setw(24) << "op" << std::setw(20) << "output shape"
      << "inputs\n";
   for (int i = 0; i < g.num_forward(); ++i) {
     const Node& n = g.node(i);
-    if (n.var == VarKind::kParam) n_params += g.shape({i, 0}).Size();
     if (n.var == VarKind::kParam || n.var == VarKind::kAux) continue;
     std::string ins;
-    for (const Entry& e : n.inputs) ins += (ins.empty() ? "" : ", ") + g.node(e.node).name;
-    os << std::setw(24) << n.name << std::setw(24) << (n.op ? n.op->name() : "(input)") << std::setw(20)
+    for (const Entry& e : n.inputs) ins += (ins.empty() ? "" : ", ") + g.node(e.node).Label();
+    os << std::setw(32) << n.Label() << std::setw(24) << (n.op ? n.op->name() : "(input)") << std::setw(20)
        << g.shape({i, 0}).ToString() << ins << "\n";
   }
-  os << g.num_forward() << " nodes, " << n_params << " parameter values";
+  os << GraphTotals(g);
   return os.str();
 }
 

@@ -36,6 +36,7 @@ class JsonLog : public Observer {
     out_ << "{\"epoch\":" << r.epoch << ",\"batch\":" << r.batch << ",\"iterations\":" << r.updates()
          << JsonMetrics("train_", m) << ",\"lr\":" << r.rate;
     if (speed >= 0) out_ << ",\"samples_per_s\":" << speed;  // absent: nothing timed (OnWindow)
+    if (speed >= 0 && r.tokens_per_sample > 0) out_ << ",\"tokens_per_s\":" << speed * r.tokens_per_sample;
     out_ << MemoryNow(r.s.dev) << "}\n";
   }
 
@@ -48,8 +49,10 @@ class JsonLog : public Observer {
   void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
     out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("train_", train);
     if (r.val.count > 0) out_ << JsonMetrics("val_", r.val);
-    out_ << ",\"samples_per_s\":" << train.count / secs << ",\"time_s\":" << secs
-         << ",\"arena_bytes\":" << ArenaBytes(r.s) << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
+    out_ << ",\"samples_per_s\":" << train.count / secs;
+    if (r.tokens_per_sample > 0) out_ << ",\"tokens_per_s\":" << train.count * r.tokens_per_sample / secs;
+    out_ << ",\"time_s\":" << secs << ",\"arena_bytes\":" << ArenaBytes(r.s)
+         << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
          << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
     Flush();
   }

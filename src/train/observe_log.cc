@@ -11,11 +11,13 @@ namespace {
 
 class LogLines : public Observer {
  public:
+  // The window's metrics (not the epoch's so far: the live line shows those).
   void OnWindow(Run& r, const MetricValues& m, double speed) override {
     std::ostringstream rate;
-    if (speed >= 0) rate << std::fixed << std::setprecision(2) << speed;
+    if (speed >= 0) rate << std::fixed << std::setprecision(2) << speed << " samples/sec";
+    if (speed >= 0 && r.tokens_per_sample > 0) rate << " (" << speed * r.tokens_per_sample << " tokens/sec)";
     LOG(INFO) << Fmt("Epoch[", r.epoch, "] Batch [", r.window_first, "-", r.batch,
-                     "]  Speed: ", speed >= 0 ? rate.str() : "-", " samples/sec  ", m.ToString(), " lr=")
+                     "]  Speed: ", speed >= 0 ? rate.str() : "- samples/sec", "  window: ", m.ToString(), "  lr=")
               << std::setprecision(6) << r.rate;
   }
 

@@ -1,5 +1,6 @@
 // TensorBoard scalars: the training window's metrics, rate, speed and peak
-// memory; every validation's metrics. The step is the update count.
+// memory (every `display` batches and at each epoch's end, however short the
+// run); every validation's metrics. The step is the update count.
 #include "frugal/tensorboard.h"
 #include "train/observer.h"
 
@@ -15,6 +16,8 @@ class TensorBoard : public Observer {
     for (const auto& [name, v] : m.values) events_.AddScalar("train/" + name, v, step);
     events_.AddScalar("train/lr", r.rate, step);
     if (speed >= 0) events_.AddScalar("train/samples_per_s", speed, step);
+    if (speed >= 0 && r.tokens_per_sample > 0)
+      events_.AddScalar("train/tokens_per_s", speed * r.tokens_per_sample, step);
     events_.AddScalar("memory/peak_bytes", static_cast<double>(MemoryAccounting::Get().Peak(r.s.dev)), step);
     events_.Flush();
   }

@@ -9,6 +9,18 @@
 
 namespace frugal {
 
+namespace {
+int64_t TokensPerSample(const config::Data& d) {
+  if (d.label_shape_size() == 0 || d.label_shape_size() != d.sample_shape_size()) return 0;
+  int64_t tokens = 1;
+  for (int k = 0; k < d.label_shape_size(); ++k) {
+    if (d.label_shape(k) != d.sample_shape(k)) return 0;
+    tokens *= d.label_shape(k);
+  }
+  return tokens;
+}
+}  // namespace
+
 Run::Run(const ConfigFile& cfg, const TrainOptions& opts, Session* s, DataParallel* dp, int64_t batches)
     : cfg(cfg),
       sc(cfg.net.solver()),
@@ -18,6 +30,7 @@ Run::Run(const ConfigFile& cfg, const TrainOptions& opts, Session* s, DataParall
       iter_size(sc.iter_size()),
       batches(batches),
       metrics(MetricNames(sc)),
+      tokens_per_sample(TokensPerSample(cfg.net.data())),
       progress(opts.progress),
       epoch_m(metrics) {}
 

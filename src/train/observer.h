@@ -37,7 +37,11 @@ struct Run {
   const int iter_size;
   const int64_t batches;                   // per epoch, the same on every rank
   const std::vector<std::string> metrics;  // the solver's, by name
-  ProgressLine progress;                   // erased before every log line
+  // A language model's tokens per sample (a label per input position:
+  // data.label_shape equals a non-empty sample_shape), else 0: its speed is
+  // reported in tokens/s beside samples/s.
+  const int64_t tokens_per_sample;
+  ProgressLine progress;  // erased before every log line
   std::vector<std::unique_ptr<Observer>> observers;
 
   int64_t epoch = 0;
@@ -87,10 +91,10 @@ class Observer {
   virtual ~Observer() = default;
   // Before batch r.iter is pushed.
   virtual void OnBatchBegin(Run& r) {}
-  // Every `display` batches (and at an epoch's end): the window's metrics
-  // and samples per second over every rank, timed from when the batch
-  // before the window was in (-1 when the window is the epoch's first batch
-  // alone: nothing timed).
+  // Every `display` batches, and the last batches of an epoch or of the run
+  // however few: the window's metrics and samples per second over every
+  // rank, timed from when the batch before the window was in (-1 when the
+  // window is the epoch's first batch alone: nothing timed).
   virtual void OnWindow(Run& r, const MetricValues& m, double samples_per_s) {}
   // Every batch, once the metrics of this epoch's batches before it are in
   // (r.epoch_m).

@@ -18,10 +18,15 @@ std::string FormatDuration(double seconds) {
 }
 
 std::string ProgressText(const Progress& p) {
-  char speed[32];
-  std::snprintf(speed, sizeof speed, "%.1f", p.samples_per_s);
-  return Fmt("Epoch[", p.epoch, "] of ", p.epochs, "  batch ", p.batch, "/", p.batches, "  ", speed, " samples/s  ",
-             p.metrics.empty() ? "" : p.metrics + "  ", "lr ", p.lr, "  ETA ",
+  char speed[64];
+  std::snprintf(speed, sizeof speed, "%.1f samples/s", p.samples_per_s);
+  std::string rate = speed;
+  if (p.tokens_per_sample > 0) {
+    std::snprintf(speed, sizeof speed, " (%.0f tokens/s)", p.samples_per_s * static_cast<double>(p.tokens_per_sample));
+    rate += speed;
+  }
+  return Fmt("Epoch[", p.epoch, "] of ", p.epochs, "  batch ", p.batch, "/", p.batches, "  ", rate, "  ",
+             p.metrics.empty() ? "" : "epoch average: " + p.metrics + "  ", "lr ", p.lr, "  ETA ",
              p.eta_s < 0 ? std::string("?") : FormatDuration(p.eta_s));
 }
 

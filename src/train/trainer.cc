@@ -268,7 +268,7 @@ class Fit {
     r_.s.engine->WaitAll();
     r_.CheckFinite(r_.iter - 1);
     r_.progress.Clear();
-    ReportWindow();
+    ReportWindow(/*last=*/true);
     if (r_.stop) {
       r_.Each([&](Observer& o) { o.OnStop(r_); });
       return false;
@@ -282,9 +282,10 @@ class Fit {
   }
 
   // The metrics of batches [0, r.batch) are in: reports the window
-  // [r.window_first, r.batch) if it ends at a multiple of display.
-  void ReportWindow() {
-    if (r_.batch == r_.window_first || r_.batch % display_ != 0) return;
+  // [r.window_first, r.batch) if it ends at a multiple of display or is an
+  // epoch's (or the run's) last.
+  void ReportWindow(bool last = false) {
+    if (r_.batch == r_.window_first || (r_.batch % display_ != 0 && !last)) return;
     r_.progress.Clear();
     const MetricValues m = r_.Reduce(window_m_);
     const int64_t timed = r_.Sum(window_.samples - untimed_samples_);
@@ -372,8 +373,10 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG_IF(INFO, !opts.quiet) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device "
                             << s.dev.ToString() << ", memory strategy " << strategy.Name() << ", dtype "
                             << cfg.net.dtype();
-  LOG_IF(INFO, !opts.quiet) << "graph:\n" << GraphSummary(s.model.eval);
-  LOG_IF(INFO, !opts.quiet) << PlanSummary(s.model.train_plan, s.model.batch);
+  // One line; the table of nodes under --v=1 (or `frugal summary`).
+  LOG_IF(INFO, !opts.quiet) << "graph: " << GraphTotals(s.model.eval) << "; "
+                            << PlanSummary(s.model.train_plan, s.model.batch);
+  VLOG_IF(1, !opts.quiet) << "graph:\n" << GraphSummary(s.model.eval);
   // A run that validates holds the eval arena from the start, so its memory
   // does not grow at the first validation; one without validation data
   // never allocates it.

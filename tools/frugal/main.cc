@@ -128,29 +128,18 @@ namespace {
 using frugal::Error;
 using frugal::Fmt;
 
-// Stands for kConfigFlags in a command's flag list.
-constexpr char kConfig[] = "<config flags>";
-
-// main.cc's flags, taken by every command whose list holds kConfig (with --define).
-const std::vector<std::string> kConfigFlags = {"batch",
-                                               "checkpoint_dir",
-                                               "checkpoint_interval",
-                                               "config",
-                                               "costs",
-                                               "deterministic",
-                                               "dtype",
-                                               "engine",
-                                               "engine_kernel_threads",
-                                               "engine_workers",
-                                               "epochs",
-                                               "fuse",
-                                               "lr",
-                                               "max_iters",
-                                               "max_nodes",
-                                               "memory",
-                                               "memory_limit",
-                                               "seed",
-                                               "val_interval"};
+// Groups of main.cc's config overrides, each standing for its flags in a
+// command's list: kModel the model and its plan (--config with --define
+// takes it), kEngine how ops run, kTraining the solver's loop. A command
+// lists the groups that act on it; --help shows those.
+constexpr char kModel[] = "<model flags>";
+constexpr char kEngine[] = "<engine flags>";
+constexpr char kTraining[] = "<training flags>";
+const std::map<std::string, std::vector<std::string>> kGroups = {
+    {kModel, {"batch", "config", "costs", "dtype", "fuse", "max_nodes", "memory", "memory_limit"}},
+    {kEngine, {"deterministic", "engine", "engine_kernel_threads", "engine_workers"}},
+    {kTraining, {"checkpoint_dir", "checkpoint_interval", "epochs", "lr", "max_iters", "seed", "val_interval"}},
+};
 
 struct Command {
   int (*run)();
@@ -165,22 +154,22 @@ const std::map<std::string, Command>& Commands() {
       {"train",
        {Train,
         "train the config's model on its data",
-        {"gpus", kConfig, "dist", "dist_bucket", "dist_check_every", "dist_scale_lr", "dist_timeout", "log_json",
-         "poison_arena", "profile", "profile_steps", "progress", "resume", "tensorboard", "weights"}}},
+        {"gpus", kModel, kEngine, kTraining, "dist", "dist_bucket", "dist_check_every", "dist_scale_lr", "dist_timeout",
+         "log_json", "poison_arena", "profile", "profile_steps", "progress", "resume", "tensorboard", "weights"}}},
       {"plan",
        {Plan,
         "print the memory plan without training (--fit SIZE: the largest batch that fits)",
-        {"fit", kConfig, "json", "timeline", "explain", "diff"}}},
+        {"fit", kModel, kEngine, "json", "timeline", "explain", "diff"}}},
       {"test",
        {Test,
         "evaluate a checkpoint on its config's validation data: --checkpoint FILE|DIR [--config FILE]",
-        {kConfig, "checkpoint"}}},
-      {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {kConfig}}},
-      {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {kConfig}}},
+        {kModel, kEngine, "checkpoint"}}},
+      {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {kModel}}},
+      {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {kModel}}},
       {"time",
        {Time,
         "time each op's forward and backward pass and the whole step",
-        {"gpus", kConfig, "data_grad", "iters", "save_costs", "token_data", "warmup"}}},
+        {"gpus", kModel, kEngine, "data_grad", "iters", "save_costs", "token_data", "warmup"}}},
       {"ops", {Ops, "list the registered ops and what each declares", {"json"}}},
       {"onnx-test",
        {OnnxTest,
@@ -191,7 +180,7 @@ const std::map<std::string, Command>& Commands() {
       {"export-onnx",
        {ExportOnnx,
         "a checkpoint's inference graph as an ONNX model: --checkpoint FILE|DIR --out MODEL.onnx [--config FILE]",
-        {"out", kConfig, "checkpoint"}}},
+        {"out", kModel, "checkpoint"}}},
       {"import-mxnet",
        {ImportMxnet,
         "MXNet model to config + checkpoint: PREFIX-symbol.json PREFIX-0000.params --out PREFIX",
@@ -209,29 +198,28 @@ bool Contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// Takes --config, --define and the overrides.
-bool UsesConfig(const Command& c) { return Contains(c.flags, kConfig); }
+// Takes --config, --define and the overrides of the model.
+bool UsesConfig(const Command& c) { return Contains(c.flags, kModel); }
 
-// The command's flags in help order, kConfig replaced by kConfigFlags.
+// The command's flags in help order, each group replaced by its flags.
 std::vector<std::string> FlagsOf(const Command& c) {
   std::vector<std::string> flags;
   for (const std::string& f : c.flags) {
-    if (f == kConfig)
-      flags.insert(flags.end(), kConfigFlags.begin(), kConfigFlags.end());
+    const auto group = kGroups.find(f);
+    if (group != kGroups.end())
+      flags.insert(flags.end(), group->second.begin(), group->second.end());
     else
       flags.push_back(f);
   }
   return flags;
 }
 
-// Which commands take a flag, as "'frugal time' or 'frugal train'": "" for
-// kConfigFlags, nullopt for a flag in no list (glog's), which every command
-// accepts.
+// Which commands take a flag, as "'frugal time' or 'frugal train'"; nullopt
+// for a flag in no list (glog's), which every command accepts.
 std::optional<std::string> FlagOwner(const std::string& flag) {
-  if (Contains(kConfigFlags, flag)) return std::string();
   std::string owners;
   for (const auto& [name, c] : Commands())
-    if (Contains(c.flags, flag)) owners += (owners.empty() ? "'frugal " : " or 'frugal ") + name + "'";
+    if (Contains(FlagsOf(c), flag)) owners += (owners.empty() ? "'frugal " : " or 'frugal ") + name + "'";
   if (owners.empty()) return std::nullopt;
   return owners;
 }
@@ -353,10 +341,7 @@ std::vector<std::string> NormaliseArgs(const std::string& cmd, int argc, char** 
     if (!known || !FlagApplies(f.name, cmd)) {
       const std::string best = frugal::Nearest(name, FlagsOf(Commands().at(cmd)));
       std::string why = " is not a flag of 'frugal " + cmd + "'";
-      if (known && FlagOwner(f.name)->empty())
-        why = " does not apply to 'frugal " + cmd + "'";
-      else if (known)
-        why = " is a flag of " + *FlagOwner(f.name) + ", not of 'frugal " + cmd + "'";
+      if (known) why = " is a flag of " + *FlagOwner(f.name) + ", not of 'frugal " + cmd + "'";
       throw Error(Fmt(Dashed(name), why, best.empty() ? "" : " (did you mean " + Dashed(best) + "?)", "; 'frugal ", cmd,
                       " --help' lists its flags"));
     }

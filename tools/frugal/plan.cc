@@ -105,6 +105,10 @@ DataSources OpenDataToPlan(const ConfigFile& cfg) {
 }
 
 int Plan() {
+  const std::string& t = FLAGS_timeline;
+  if (t.size() > 4 && t.compare(t.size() - 4, 4, ".svg") != 0)
+    throw Error(Fmt("--timeline ", t, ": the timeline is an SVG file (give a name ending in .svg); for a PNG, ",
+                    "convert it: rsvg-convert -o timeline.png timeline.svg (Debian's librsvg2-bin)"));
   ConfigFile cfg = LoadConfigFromFlags();
   if (!FLAGS_diff.empty()) {
     if (FLAGS_json || FLAGS_explain || !FLAGS_fit.empty())
@@ -182,8 +186,9 @@ int Plan() {
     if (FLAGS_explain) Explain(m);
   }
   if (!FLAGS_timeline.empty()) {
-    const std::string name = cfg.net.name().empty() ? cfg.path : cfg.net.name();
-    WriteTimelineSvg(FLAGS_timeline, Fmt(name, ", batch ", batch), panels);
+    std::string title = cfg.net.name().empty() ? cfg.path : cfg.net.name();
+    for (const std::string& d : g_defines) title += " " + d;  // the depth, the sequence length
+    WriteTimelineSvg(FLAGS_timeline, Fmt(title, ", batch ", batch), panels);
     std::printf("timeline: %s\n", FLAGS_timeline.c_str());
   }
   return 0;

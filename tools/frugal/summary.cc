@@ -42,7 +42,7 @@ int Summary() {
     total_params += params;
     total_kept += kept_bytes;
     total_flops += flops;
-    std::printf("%-32s %-22s %-20s %12lld %14.4g %12s\n", n.name.c_str(), n.op->name().c_str(),
+    std::printf("%-32s %-22s %-20s %12lld %14.4g %12s\n", n.Label().c_str(), n.op->name().c_str(),
                 out[0].ToString().c_str(), static_cast<long long>(params), flops, HumanBytes(kept_bytes).c_str());
   }
   std::printf("total (%s, batch %lld): %lld parameters, %.4g forward FLOPs, %s kept for the backward pass; %s\n",

@@ -48,7 +48,7 @@ int Viz() {
     }
     const bool dropped = recomputed.count(i) > 0;
     std::printf("  n%d [label=%s, shape=box%s];\n", i,
-                Quote({n.name, n.op->name() + " " + g.shape({i, 0}).ToString()}).c_str(),
+                Quote({n.Label(), n.op->name() + " " + g.shape({i, 0}).ToString()}).c_str(),
                 dropped ? ", style=\"dashed,filled\", fillcolor=lightgrey" : "");
     for (const Entry& e : n.inputs) std::printf("  n%d -> n%d;\n", e.node, i);
   }
