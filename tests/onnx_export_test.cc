@@ -125,6 +125,11 @@ const std::vector<std::string> kSmallLstm = {"layers=2", "hidden=16", "seq_len=5
 
 std::string CharLm() { return ReadTextFile(std::string(FRUGAL_SOURCE_DIR) + "/models/lstm/char_lm.prototxt"); }
 
+// The GPT of models/gpt/gpt.prototxt in small (tests/onnx_gpt_test.cc takes it through ONNX).
+const std::vector<std::string> kSmallGpt = {"layers=1", "heads=2", "d_model=16", "seq_len=8", "batch=4", "vocab=16"};
+
+std::string Gpt() { return ReadTextFile(std::string(FRUGAL_SOURCE_DIR) + "/models/gpt/gpt.prototxt"); }
+
 // The shapes of the data inputs g reads: data (batch, sample_shape...), label (batch, label_shape...).
 std::vector<std::pair<std::string, Shape>> InputShapes(const ConfigFile& cfg, const Graph& g) {
   const int64_t batch = cfg.net.data().batch_size();
@@ -204,7 +209,9 @@ void ExpectRoundTrip(const std::string& name, const std::string& text, const std
   for (const auto* part : {&ex.state.params, &ex.state.aux}) vars.insert(part->begin(), part->end());
   const std::vector<Tensor> want = RunForward(g, vars);
 
-  OnnxImport imp = ImportOnnxFile(ex.model);
+  OnnxImportOptions opts;
+  opts.batch = cfg.net.data().batch_size();  // where the batch axis is dynamic
+  OnnxImport imp = ImportOnnxFile(ex.model, opts);
   ASSERT_TRUE(imp.unsupported.empty()) << DescribeUnsupported(imp.unsupported);
   ASSERT_EQ(imp.inputs.size(), 1u);  // the label only feeds loss heads
   std::map<std::string, Tensor> back = imp.values;
@@ -277,7 +284,7 @@ TEST(OnnxExport, ImportOnnxCommandWritesACheckpointTestAndTrainRead) {
   Exported ex("resnet", kResNet);
   ASSERT_EQ(ex.Export().exit_code, 0);
   const std::string prefix = ex.dir.File("imported");
-  RunResult r = RunFrugal("import-onnx " + ex.model + " --out " + prefix);
+  RunResult r = RunFrugal("import-onnx " + ex.model + " --out " + prefix + " --batch 4");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(prefix + ".frugal (10 params, 4 aux, "), std::string::npos) << r.output;
 
@@ -314,7 +321,7 @@ TEST(OnnxExport, ImportOnnxCommandWritesACheckpointTestAndTrainRead) {
 TEST(OnnxExport, TheTestConfigsUseEveryMappedOp) {
   std::set<std::string> used;
   for (const auto& [text, defines] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {kMlp, {}}, {kResNet, {}}, {kOthers, {}}, {CharLm(), kSmallLstm}}) {
+           {kMlp, {}}, {kResNet, {}}, {kOthers, {}}, {CharLm(), kSmallLstm}, {Gpt(), kSmallGpt}}) {
     const Graph g = BuildGraph(ParseConfig(text, "net.prototxt", defines));  // held: nodes() refers into it
     for (const Node& n : g.nodes())
       if (!n.is_variable()) used.insert(n.op->name());
@@ -382,7 +389,10 @@ TEST(OnnxExport, CharLstmLeavesOutTheLabelAndNamesEveryOutput) {
   EXPECT_FALSE(made.count("steps/0/layers/1/cell:2"));  // the gates, for the backward pass only
 }
 
-TEST(OnnxExport, BatchFlagSetsTheShapesAndBfloat16ExportsFloat32) {
+// The MLP builds at any batch size: its batch axis is dynamic, and the model
+// the same whatever --batch it is exported at; the ResNet's Flatten-free
+// classifier too.
+TEST(OnnxExport, TheBatchAxisIsDynamicAndBfloat16ExportsFloat32) {
   Exported ex("mlp", kMlp);
   const std::string args = "export-onnx --config " + ex.config + " --checkpoint " + ex.checkpoint + " --out ";
   ASSERT_EQ(RunFrugal(args + ex.model).exit_code, 0);
@@ -393,11 +403,17 @@ TEST(OnnxExport, BatchFlagSetsTheShapesAndBfloat16ExportsFloat32) {
   r = RunFrugal(args + batch3 + " --batch 3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const onnx::ModelProto m = ReadOnnxModel(batch3);
+  EXPECT_EQ(m.SerializeAsString(), ReadOnnxModel(ex.model).SerializeAsString());
   ASSERT_EQ(m.graph().input_size(), 1);
   const auto& dims = m.graph().input(0).type().tensor_type().shape().dim();
   ASSERT_EQ(dims.size(), 4);
-  EXPECT_EQ(dims[0].dim_value(), 3);
-  EXPECT_EQ(m.graph().output(0).type().tensor_type().shape().dim(0).dim_value(), 3);
+  EXPECT_EQ(dims[0].dim_param(), "batch");
+  EXPECT_EQ(dims[1].dim_value(), 1);
+  EXPECT_EQ(m.graph().output(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
+  std::string axis;
+  for (const auto& p : m.metadata_props())
+    if (p.key() == "frugal.batch_axis") axis = p.value();
+  EXPECT_EQ(axis, "dynamic");
 }
 
 // ONNX's own checker, with shape inference (full_check), on a file: Debian's
@@ -435,16 +451,16 @@ TEST(OnnxExport, OnnxCheckerAcceptsTheExportedModels) {
 }
 
 TEST(OnnxExport, ErrorsNameTheNodeOrTheFile) {
-  const std::string gelu = R"cfg(version: 1
+  const std::string sin = R"cfg(version: 1
 node { name: "fc" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "3" } }
-node { name: "g"  op: "gelu" input: "fc" }
+node { name: "g"  op: "sin" input: "fc" }
 data { batch_size: 2 sample_shape: [4] }
 )cfg";
-  Exported ex("gelu", gelu);
+  Exported ex("sin", sin);
   RunResult r = ex.Export();
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("frugal: error: " + ex.config +
-                          ":3:1: node 'g' (gelu): op 'gelu' has no ONNX mapping; "
+                          ":3:1: node 'g' (sin): op 'sin' has no ONNX mapping; "
                           "export supports: abs, activation, add,"),
             std::string::npos)
       << r.output;

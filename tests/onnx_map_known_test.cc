@@ -63,8 +63,12 @@ TEST(OnnxMap, ShapeArithmeticFolds) {
   OnnxTensor sq = IntsTensor({7});
   sq.dims = {1, 1};
   EXPECT_EQ(Value(Lower(NodeBuilder("Squeeze", {"x"}), 13, {Known(sq)})).dims, std::vector<int64_t>{});
+  // A reshape that holds no batch size: 0 copies the dims before the first
+  // squeezed, -1 stands for the first kept after it.
   EXPECT_EQ(Single(Lower(NodeBuilder("Squeeze", {"x"}), 13, {Facts(Shape{1, 3, 1})})).attrs,
-            (AttrMap{{"shape", "(3)"}}));
+            (AttrMap{{"shape", "(-1)"}}));
+  EXPECT_EQ(Single(Lower(NodeBuilder("Squeeze", {"x", "a"}), 13, {Facts(Shape{2, 1, 3, 4}), Known(one)})).attrs,
+            (AttrMap{{"shape", "(0,-1,4)"}}));
   EXPECT_NE(
       Lower(NodeBuilder("Squeeze", {"x", "a"}), 13, {Facts(Shape{1, 3}), Known(one)}).unsupported.find("not of size 1"),
       std::string::npos);

@@ -55,6 +55,14 @@ struct OnnxImportOptions {
   // Shapes of graph inputs by ONNX name, overriding the model's (needed
   // where the model's dims are symbolic).
   std::map<std::string, Shape> input_shapes;
+  // The value of a graph input's symbolic first dim (a dim_param, as
+  // export's "batch"), where input_shapes gives none; 0: such an input's
+  // shape is unknown.
+  int64_t batch = 0;
+  // Import the compositions of src/onnx/fuse.cc (frugal's exported gelu and
+  // attention) as the one frugal op each spells out; false: op by op, as
+  // another runtime reads them.
+  bool fuse = true;
   // Values of graph inputs that ops read as constants (Reshape's shape,
   // Clip's bounds, Slice's starts, ...), by ONNX name. frugal's graph is
   // static: such values must be known at import. An input given here is
@@ -86,7 +94,7 @@ struct OnnxImport {
   struct Input {
     std::string onnx_name;
     int node = -1;  // the kInput variable
-    Shape shape;    // unknown where the model's dims are symbolic
+    Shape shape;    // unknown where the model's dims are symbolic (but a first one given OnnxImportOptions::batch)
   };
   std::vector<Input> inputs;              // in ONNX order; only those the graph reads
   std::vector<std::string> output_names;  // ONNX names, one per graph.outputs
@@ -156,11 +164,17 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
 // the node for an op without a mapping (listing OnnxExportOps) or a
 // configuration ONNX cannot express exactly, and for a missing value.
 onnx::ModelProto ExportOnnx(const Graph& g, const std::map<std::string, Tensor>& values, const std::string& name);
-// The config's inference graph at data.batch_size (float32 whatever the
-// config's dtype) with the parameters and aux state of a checkpoint of it.
+// The config's inference graph (float32 whatever the config's dtype) with
+// the parameters and aux state of a checkpoint of it, built at
+// data.batch_size: the batch axis is dynamic (dim_param "batch") where the
+// graph builds the same at another batch size, else fixed, as the metadata
+// "frugal.batch_axis" says; the data pipeline's preprocessing in the
+// metadata "frugal.data.*". `notes` (optional) gets what the model leaves
+// out: why the batch is fixed, a vocabulary the export could not read.
 // Throws Error naming the checkpoint (missing, damaged, names or shapes not
 // the config's) or the node.
-onnx::ModelProto ExportOnnx(const ConfigFile& cfg, const std::string& checkpoint);
+onnx::ModelProto ExportOnnx(const ConfigFile& cfg, const std::string& checkpoint,
+                            std::vector<std::string>* notes = nullptr);
 // The frugal ops ExportOnnx maps, sorted.
 std::vector<std::string> OnnxExportOps();
 // Throws Error naming path if it cannot be written.

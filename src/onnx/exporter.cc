@@ -15,6 +15,17 @@
 //                                        then Relu when fused (act_type relu)
 //   fully_connected                      [Flatten(axis 1)] Gemm(transB=1)
 //   softmax_cross_entropy                Softmax: what the head outputs
+//   linear_cross_entropy                 Gemm(transB=1), Softmax: the
+//                                        classifier's prediction (the op's
+//                                        own output, loss and rank, needs
+//                                        the label)
+//   attention                            Transpose(k), MatMul, Mul (scale),
+//                                        Add of the mask input and of a
+//                                        causal (Tq, Tk) constant of 0 and
+//                                        -inf, Softmax, MatMul
+//   gelu                                 Div, Erf, Add, Mul, Mul (the erf
+//                                        form) or the tanh form's Mul, Add,
+//                                        Tanh: what the node computes
 //   embedding                            Gather of the weight's rows at the
 //                                        indices Cast to int64
 //   split                                Split [then Squeeze, squeeze_axis]
@@ -22,23 +33,34 @@
 //                                        and Tanh, Mul, Add (h and c; not the
 //                                        gates kept for the backward pass)
 //   linear_ / logistic_regression_output the input / Sigmoid
-//   reshape, expand_dims                 Reshape to the inferred shape (so the
-//                                        batch size is the graph's, as every dim)
+//   reshape, expand_dims                 Reshape to the inferred shape
 // Variables appear when a rule first reads them: data inputs as graph
 // inputs, parameters and aux state as initializers; a label read only by
 // loss heads (directly or through a split) is not an input of the model.
+// The batch axis: a config's model is exported at data.batch_size and again
+// at one more; the dims that differ are the batch's (dim_param "batch", or
+// "batch*K" for K rows per sample), a Reshape's shape that differs in one
+// place gets -1 there; anything else that differs keeps the batch fixed,
+// and the model's metadata says why (frugal.batch_axis).
+#include <cmath>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "frugal/checkpoint.h"
 #include "frugal/config.h"
+#include "frugal/io.h"
 #include "frugal/onnx.h"
 #include "frugal/op.h"
+#include "frugal/optimizer.h"
 #include "frugal/passes.h"
+#include "frugal/trace.h"
+#include "frugal.pb.h"
 #include "onnx.pb.h"
 #include "ops/concat_split.h"
 #include "ops/op_params.h"
@@ -77,7 +99,12 @@ void SetType(onnx::ValueInfoProto* v, const std::string& name, const Shape& s) {
 class Exporter {
  public:
   Exporter(const Graph& g, const std::map<std::string, Tensor>& values, onnx::GraphProto* out)
-      : g_(g), values_(values), out_(out), names_(g.num_entries()), exported_(g.num_nodes(), false) {}
+      : g_(g),
+        values_(values),
+        out_(out),
+        names_(g.num_entries()),
+        shapes_(g.num_entries()),
+        exported_(g.num_nodes(), false) {}
   void Run();
 
   // For the rules, about the node being exported:
@@ -108,6 +135,8 @@ class Exporter {
   std::string Ints(const std::string& suffix, const std::vector<int64_t>& v);
   // The node computes nothing at inference: its output is input k.
   void Alias(int k) { names_[g_.EntryId({id_, 0})] = In(k); }
+  // The ONNX value of output 0 has this shape, not the frugal output's.
+  void SetOutShape(const Shape& s) { shapes_[g_.EntryId({id_, 0})] = s; }
 
  private:
   // The ONNX name of e, exporting its node first where no value names it yet.
@@ -120,6 +149,7 @@ class Exporter {
   const std::map<std::string, Tensor>& values_;
   onnx::GraphProto* out_;
   std::vector<std::string> names_;  // per entry: its ONNX value, once made
+  std::vector<Shape> shapes_;       // per entry: its ONNX value's shape where a rule set it
   std::vector<bool> exported_;      // per node: its rule has run
   int id_ = -1;                     // the node being exported
 };
@@ -226,7 +256,8 @@ void Exporter::AddOutput(Entry e) {
   FRUGAL_REQUIRE(!name.empty(), node().Where(), ": its output ", e.index,
                  " is a graph output, which the ONNX export does not make (it makes an op's visible outputs)");
   if (name != Out(e.index)) AddNamed("Identity", {name}, {Out(e.index)});
-  SetType(out_->add_output(), Out(e.index), g_.shape(e));
+  const Shape& set = shapes_[g_.EntryId(e)];
+  SetType(out_->add_output(), Out(e.index), set.known() ? set : g_.shape(e));
 }
 
 // ------------------------------------------------------------------ rules
@@ -396,6 +427,67 @@ void Clip(Exporter& x) {
   x.Add("Clip", {x.In(0), x.Floats("min", Shape{}, {p.a_min}), x.Floats("max", Shape{}, {p.a_max})});
 }
 
+// gelu (src/ops/elemwise_unary.cc) in the form the node computes:
+//   erf:  y = x (1 + erf(x / sqrt 2)) / 2, as PyTorch exports it
+//   tanh: y = x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
+void Gelu(Exporter& x) {
+  const std::string in = x.In(0);
+  std::string t;
+  if (!x.params<GeluParams>().tanh) {
+    const std::string d = x.Add("Div", {in, x.Floats("sqrt2", Shape{}, {std::sqrt(2.f)})}, "div")->output(0);
+    t = x.Add("Erf", {d}, "erf")->output(0);
+  } else {
+    const std::string x2 = x.Add("Mul", {in, in}, "x2")->output(0);
+    const std::string x3 = x.Add("Mul", {x2, in}, "x3")->output(0);
+    const std::string c = x.Add("Mul", {x3, x.Floats("c", Shape{}, {0.044715f})}, "cx3")->output(0);
+    const std::string u = x.Add("Add", {in, c}, "inner")->output(0);
+    const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
+    const std::string ku = x.Add("Mul", {u, x.Floats("k", Shape{}, {k})}, "u")->output(0);
+    t = x.Add("Tanh", {ku}, "tanh")->output(0);
+  }
+  const std::string one_plus = x.Add("Add", {t, x.Floats("one", Shape{}, {1.f})}, "one_plus")->output(0);
+  const std::string times_x = x.Add("Mul", {in, one_plus}, "times_x")->output(0);
+  x.Add("Mul", {times_x, x.Floats("half", Shape{}, {0.5f})});
+}
+
+// attention (src/ops/attention.cc) at inference, no dropout:
+// y = softmax(scale q k^T [+ mask] [+ causal]) v over the keys, causal a
+// (Tq, Tk) constant: 0 where key j <= query i, -inf after.
+void Attention(Exporter& x) {
+  const auto& p = x.params<AttentionParams>();
+  const Shape &q = x.InShape(0), &k = x.InShape(1);
+  const int r = q.ndim();
+  const int64_t tq = q[r - 2], tk = k[r - 2];
+  std::vector<int64_t> perm(r);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[r - 2], perm[r - 1]);
+  onnx::NodeProto* kt = x.Add("Transpose", {x.In(1)}, "k_t");
+  SetInts(kt, "perm", perm);
+  std::string s = x.Add("MatMul", {x.In(0), kt->output(0)}, "qk")->output(0);
+  const float scale = p.scale != 0 ? p.scale : 1.f / std::sqrt(static_cast<float>(q[r - 1]));  // the op's
+  s = x.Add("Mul", {s, x.Floats("scale", Shape{}, {scale})}, "scores")->output(0);
+  if (p.masked) s = x.Add("Add", {s, x.In(3)}, "masked")->output(0);
+  if (p.causal) {
+    std::vector<float> mask(tq * tk, 0.f);
+    for (int64_t i = 0; i < tq; ++i)
+      for (int64_t j = i + 1; j < tk; ++j) mask[i * tk + j] = -std::numeric_limits<float>::infinity();
+    s = x.Add("Add", {s, x.Floats("causal_mask", Shape{tq, tk}, mask)}, "causal")->output(0);
+  }
+  onnx::NodeProto* w = x.Add("Softmax", {s}, "weights");
+  SetInt(w, "axis", -1);
+  x.Add("MatMul", {w->output(0), x.In(2)});
+}
+
+// linear_cross_entropy at inference: the classifier's prediction
+// softmax(x W^T + b) over the classes, (N, V), as softmax_cross_entropy's
+// Softmax; the op's own output, each row's loss and rank, needs the label.
+void LinearCrossEntropy(Exporter& x) {
+  onnx::NodeProto* z = x.Add("Gemm", {x.In(0), x.In(2), x.In(3)}, "logits");
+  SetInt(z, "transB", 1);
+  SetInt(x.Add("Softmax", {z->output(0)}), "axis", -1);
+  x.SetOutShape(Shape{x.InShape(0)[0], x.InShape(2)[0]});
+}
+
 const std::map<std::string, Rule>& Rules() {
   static const std::map<std::string, Rule> rules = {
       {"abs", Unary("Abs")},
@@ -403,6 +495,7 @@ const std::map<std::string, Rule>& Rules() {
       {"add", Binary("Add")},
       {"add_n", AddN},
       {"add_scalar", Scalar("Add", false)},
+      {"attention", Attention},
       {"batch_norm", BatchNorm},
       {"block_grad", [](Exporter& x) { x.Alias(0); }},
       {"ceil", Unary("Ceil")},
@@ -419,9 +512,11 @@ const std::map<std::string, Rule>& Rules() {
       {"flatten", Flatten},
       {"floor", Unary("Floor")},
       {"fully_connected", FullyConnected},
+      {"gelu", Gelu},
       {"identity", [](Exporter& x) { x.Alias(0); }},
       {"layer_norm", LayerNorm},
       {"leaky_relu", LeakyRelu},
+      {"linear_cross_entropy", LinearCrossEntropy},
       {"linear_regression_output", [](Exporter& x) { x.Alias(0); }},
       {"log", Unary("Log")},
       {"log_softmax", Softmax},
@@ -449,16 +544,127 @@ const std::map<std::string, Rule>& Rules() {
   return rules;
 }
 
-// The shapes of the config's data inputs at data.batch_size.
-std::vector<std::pair<std::string, Shape>> InputShapes(const ConfigFile& cfg, const Graph& g) {
+// The shapes of the config's data inputs at this batch size.
+std::vector<std::pair<std::string, Shape>> InputShapes(const ConfigFile& cfg, const Graph& g, int64_t batch) {
   const config::Data& d = cfg.net.data();
-  std::vector<int64_t> data{d.batch_size()}, label{d.batch_size()};
+  std::vector<int64_t> data{batch}, label{batch};
   data.insert(data.end(), d.sample_shape().begin(), d.sample_shape().end());
   label.insert(label.end(), d.label_shape().begin(), d.label_shape().end());
   std::vector<std::pair<std::string, Shape>> shapes;
   for (const Node& n : g.nodes())
     if (n.var == VarKind::kInput) shapes.push_back({n.name, Shape(n.name == d.label_name() ? label : data)});
   return shapes;
+}
+
+// Gives a (the model at batch n) a batch axis where b (at n + 1) differs
+// from it only there: the inputs' and outputs' dims that differ get the
+// dim_param "batch" (or "batch*K": K rows per sample), a Reshape's shape
+// that differs in one place gets -1 there. Returns "" when done, else why
+// the batch stays fixed (a is then unchanged).
+std::string MakeBatchDynamic(onnx::GraphProto* a, const onnx::GraphProto& b, int64_t n) {
+  if (a->node_size() != b.node_size() || a->initializer_size() != b.initializer_size())
+    return Fmt("the model at batch ", n + 1, " has other nodes");
+  std::set<std::string> reshape_shapes;
+  for (int k = 0; k < a->node_size(); ++k) {
+    const onnx::NodeProto& node = a->node(k);
+    if (node.SerializeAsString() != b.node(k).SerializeAsString())
+      return Fmt("ONNX node '", node.name(), "' is another at batch ", n + 1);
+    if (node.op_type() == "Reshape") reshape_shapes.insert(node.input(1));
+  }
+  std::vector<std::pair<onnx::TensorProto*, int>> minus_one;  // (shape, where)
+  for (int k = 0; k < a->initializer_size(); ++k) {
+    onnx::TensorProto* t = a->mutable_initializer(k);
+    const onnx::TensorProto& u = b.initializer(k);
+    if (t->SerializeAsString() == u.SerializeAsString()) continue;
+    std::vector<int> at;
+    if (reshape_shapes.count(t->name()) && t->int64_data_size() == u.int64_data_size())
+      for (int i = 0; i < t->int64_data_size(); ++i)
+        if (t->int64_data(i) != u.int64_data(i)) at.push_back(i);
+    if (at.size() != 1) return Fmt("initializer '", t->name(), "' depends on the batch size");
+    minus_one.push_back({t, at[0]});
+  }
+  std::vector<std::pair<onnx::TensorShapeProto::Dimension*, std::string>> symbolic;
+  auto dims = [&](onnx::ValueInfoProto* v, const onnx::ValueInfoProto& w) {
+    auto* da = v->mutable_type()->mutable_tensor_type()->mutable_shape();
+    const auto& db = w.type().tensor_type().shape();
+    for (int i = 0; i < da->dim_size(); ++i) {
+      const int64_t x = da->dim(i).dim_value(), y = db.dim(i).dim_value();
+      if (x == y) continue;
+      if (x % n != 0 || y != x / n * (n + 1))
+        return Fmt("'", v->name(), "' has dim ", i, " = ", x, " at batch ", n, " but ", y, " at batch ", n + 1);
+      symbolic.push_back({da->mutable_dim(i), x == n ? std::string("batch") : Fmt("batch*", x / n)});
+    }
+    return std::string();
+  };
+  for (int k = 0; k < a->input_size(); ++k)
+    if (std::string why = dims(a->mutable_input(k), b.input(k)); !why.empty()) return why;
+  for (int k = 0; k < a->output_size(); ++k)
+    if (std::string why = dims(a->mutable_output(k), b.output(k)); !why.empty()) return why;
+  for (auto& [t, i] : minus_one) t->set_int64_data(i, -1);
+  for (auto& [d, name] : symbolic) d->set_dim_param(name);
+  return "";
+}
+
+void AddMetadata(onnx::ModelProto* m, const std::string& key, const std::string& value) {
+  onnx::StringStringEntryProto* p = m->add_metadata_props();
+  p->set_key(key), p->set_value(value);
+}
+
+template <typename List>
+std::string Floats(const List& v) {
+  std::string s;
+  for (float x : v) s += (s.empty() ? "" : ",") + ExactAttr(x);
+  return s;
+}
+
+// The text source's vocabulary as JSON, id by id: a word (<unk> first), or
+// at the char level the byte (null for <unk>). Throws Error naming the file.
+std::string VocabularyJson(const config::TextSource& t) {
+  const bool words = t.level() == config::TextSource::WORD;
+  const Vocabulary v = BuildVocabulary(ReadTextFile(t.vocab_path().empty() ? t.path() : t.vocab_path()),
+                                       words ? TextLevel::kWord : TextLevel::kChar);
+  std::string s;
+  for (int64_t id = 0; id < v.size(); ++id) {
+    const std::string& token = v.tokens[id];
+    s += id ? "," : "[";
+    s += words ? JsonString(token) : id == 0 ? "null" : std::to_string(static_cast<unsigned char>(token[0]));
+  }
+  return s + "]";
+}
+
+// What the config's data pipeline does to an input before the graph reads
+// it, from the validation source (else the training one), as metadata
+// "frugal.data.*" (docs/onnx.md lists the keys); notes say what is left out.
+void AddPreprocessing(const config::Data& d, onnx::ModelProto* m, std::vector<std::string>* notes) {
+  auto put = [m](const std::string& key, const std::string& value) { AddMetadata(m, "frugal.data." + key, value); };
+  put("input", d.data_name());
+  auto image = [&](const std::string& source, float scale, const config::Augment& a) {
+    put("source", source);
+    put("scale", ExactAttr(scale));
+    if (a.resize()) put("resize", std::to_string(a.resize()));
+    if (a.pad()) put("pad", std::to_string(a.pad()));
+    put("crop", a.rand_resized_crop() ? "random_resized" : a.rand_crop() ? "random" : "centre");
+    if (a.mean_size()) put("mean", Floats(a.mean()));
+    if (a.std_size()) put("std", Floats(a.std()));
+  };
+  const config::DataSource& s = d.has_val() ? d.val() : d.train();
+  switch (s.source_case()) {
+    case config::DataSource::kIdx:
+      put("source", "idx");
+      put("scale", ExactAttr(1.f / 255.f));  // LoadIdxDataset's
+      break;
+    case config::DataSource::kCifar: image("cifar", s.cifar().scale(), s.cifar().augment()); break;
+    case config::DataSource::kRecordio: image("recordio", s.recordio().scale(), s.recordio().augment()); break;
+    case config::DataSource::kText:
+      put("source", "text");
+      put("text.level", s.text().level() == config::TextSource::WORD ? "word" : "char");
+      try {
+        put("text.vocabulary", VocabularyJson(s.text()));
+      } catch (const Error& e) { notes->push_back(Fmt("no vocabulary in the metadata: ", e.what())); }
+      break;
+    case config::DataSource::kSynthetic: put("source", "synthetic"); break;
+    case config::DataSource::SOURCE_NOT_SET: break;
+  }
 }
 
 // The checkpoint's value of every parameter and aux variable of g; Error
@@ -497,12 +703,27 @@ onnx::ModelProto ExportOnnx(const Graph& g, const std::map<std::string, Tensor>&
   return m;
 }
 
-onnx::ModelProto ExportOnnx(const ConfigFile& given, const std::string& checkpoint) {
+onnx::ModelProto ExportOnnx(const ConfigFile& given, const std::string& checkpoint, std::vector<std::string>* notes) {
   ConfigFile cfg = given;
   cfg.net.set_dtype("float32");  // bfloat16 activations are a training choice; the weights are float32
+  const int64_t n = cfg.net.data().batch_size();
   Graph g = BuildGraph(cfg);
-  InferShapes(&g, InputShapes(cfg, g));
-  return ExportOnnx(g, CheckpointValues(g, checkpoint), cfg.net.name());
+  InferShapes(&g, InputShapes(cfg, g, n));
+  const std::map<std::string, Tensor> values = CheckpointValues(g, checkpoint);
+  onnx::ModelProto m = ExportOnnx(g, values, cfg.net.name());
+  std::string fixed;
+  try {
+    Graph more = BuildGraph(cfg);
+    InferShapes(&more, InputShapes(cfg, more, n + 1));
+    fixed = MakeBatchDynamic(m.mutable_graph(), ExportOnnx(more, values, cfg.net.name()).graph(), n);
+  } catch (const Error& e) {
+    fixed = e.what();  // the graph does not build at another batch size: a shape in the config holds it
+  }
+  AddMetadata(&m, "frugal.batch_axis", fixed.empty() ? "dynamic" : Fmt("fixed at ", n, ": ", fixed));
+  std::vector<std::string> ignored;
+  AddPreprocessing(cfg.net.data(), &m, notes ? notes : &ignored);
+  if (notes && !fixed.empty()) notes->push_back(Fmt("the batch size is fixed at ", n, ": ", fixed));
+  return m;
 }
 
 void WriteOnnxModel(const onnx::ModelProto& m, const std::string& path) {

@@ -1,6 +1,7 @@
 // The ONNX importer: walks the graph's nodes in order (ONNX requires
 // topological order), lowers each through the op table, and builds the
-// frugal forward graph.
+// frugal forward graph. The compositions of src/onnx/fuse.cc (frugal's
+// exported gelu and attention) are imported as the one node they spell out.
 //
 // Variables are made when an op first reads a value as a tensor: a graph
 // input becomes a data input, an initializer a parameter (or aux state,
@@ -18,6 +19,7 @@
 
 #include "frugal/op.h"
 #include "onnx.pb.h"
+#include "onnx/fuse.h"
 #include "onnx/op_table.h"
 
 namespace frugal {
@@ -149,7 +151,13 @@ OnnxImport Importer::Run() {
       FRUGAL_REQUIRE(first, "'", out, "' is written by two nodes (", it->second, ", ", who,
                      "): an ONNX graph assigns each name once; the file is malformed");
     }
-  for (const auto& node : g.node()) ImportNode(node);
+  onnx_map::FusedNodes fused{{}, std::vector<bool>(g.node_size())};
+  if (opts_.fuse) fused = onnx_map::FusePatterns(g, out_.opset);
+  for (int k = 0; k < g.node_size(); ++k) {
+    if (fused.skipped[k]) continue;
+    auto f = fused.at.find(k);
+    ImportNode(f != fused.at.end() ? f->second : g.node(k));
+  }
   for (const auto& o : g.output()) {
     if (!values_.count(o.name())) throw Error(Fmt("graph output '", o.name(), "' is made by no node"));
     if (Root(o.name()).unavailable) continue;
@@ -185,8 +193,9 @@ void Importer::AddGraphInputs() {
         std::vector<int64_t> dims;
         bool known = true;
         for (const auto& d : type.tensor_type().shape().dim()) {
-          known = known && d.has_dim_value() && d.dim_value() >= 0;
-          dims.push_back(d.dim_value());
+          const bool batch = dims.empty() && !d.has_dim_value() && opts_.batch > 0;  // a symbolic first dim
+          known = known && (batch || (d.has_dim_value() && d.dim_value() >= 0));
+          dims.push_back(batch ? opts_.batch : d.dim_value());
         }
         if (known) v.facts.shape = Shape(dims);
       }

@@ -29,6 +29,7 @@ const std::vector<OpMapping>& OpTable() {
       {"Asinh", Simple("arcsinh"), "arcsinh"},
       {"Atan", Simple("arctan"), "arctan"},
       {"Atanh", Simple("arctanh"), "arctanh"},
+      {"Attention", AttentionRule, "attention"},
       {"AveragePool", [](const NodeView& v) { return PoolRule(v, "avg"); }, "pooling"},
       {"BatchNormalization", BatchNormRule, "batch_norm"},
       {"BlackmanWindow", WindowRule, "(none: a value known at import)"},

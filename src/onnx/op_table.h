@@ -197,6 +197,7 @@ Lowering PoolRule(const NodeView& v, const std::string& pool_type);
 Lowering GlobalPoolRule(const NodeView& v, const std::string& pool_type);
 Lowering BatchNormRule(const NodeView& v);
 Lowering LayerNormRule(const NodeView& v);
+Lowering AttentionRule(const NodeView& v);
 Lowering GemmRule(const NodeView& v);
 Lowering MatMulRule(const NodeView& v);
 Lowering SoftmaxRule(const NodeView& v, const std::string& frugal_op);

@@ -180,7 +180,18 @@ Lowering SqueezeRule(const NodeView& v) {
   }
   if (dims.empty() || std::count(dims.begin(), dims.end(), 0))
     return Unsupported(Fmt("the result ", Shape(dims), " is a scalar or empty, which frugal's reshape cannot make"));
-  return One("reshape", {{"shape", TupleStr(dims)}}, 1);
+  // As a reshape that holds no batch size: 0 copies the dims before the
+  // first one dropped, -1 stands for the first kept after it (the batch's
+  // place when a split along axis 0 is squeezed), the rest as they are.
+  const int first = static_cast<int>(std::find(drop.begin(), drop.end(), true) - drop.begin());
+  std::vector<int64_t> shape;
+  bool inferred = false;
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (drop[d]) continue;
+    shape.push_back(d < first ? 0 : inferred ? x[d] : -1);
+    inferred = inferred || d > first;
+  }
+  return One("reshape", {{"shape", TupleStr(shape)}}, 1);
 }
 
 // Gather / GatherElements (data, indices known at import, axis): folded

@@ -376,6 +376,30 @@ Lowering LayerNormRule(const NodeView& v) {
   return l;
 }
 
+// Attention (opset 23) over (batch, heads, T, D) q, k, v with as many heads
+// each (no grouped queries, no cache): frugal's attention, is_causal its
+// causal (both top-left aligned), scale its scale, a float attn_mask added
+// to the scores as its mask input. src/onnx/fuse.cc makes these nodes of
+// frugal's exported MatMul, Softmax, ... composition too.
+Lowering AttentionRule(const NodeView& v) {
+  if (auto why = v.UnknownAttr({"is_causal", "scale", "softcap", "qk_matmul_output_mode", "softmax_precision"});
+      !why.empty())
+    return Unsupported(why);
+  if (v.Float("softcap", 0) != 0) return Unsupported("softcap is not supported");
+  if (v.Int("qk_matmul_output_mode", 0) != 0) return Unsupported("qk_matmul_output_mode other than 0");
+  if (v.num_inputs() > 4 || v.num_outputs() > 1) return Unsupported("a key/value cache (past_key, present_key)");
+  const Shape &q = v.InputShape(0), &k = v.InputShape(1), &val = v.InputShape(2);
+  if (!q.known() || !k.known() || !val.known() || q.ndim() != 4 || k.ndim() != 4 || val.ndim() != 4)
+    return Unsupported(Fmt("needs 4-D (batch, heads, T, D) q, k and v, got ", q, ", ", k, " and ", val));
+  if (k[1] != q[1]) return Unsupported(Fmt("grouped queries (", q[1], " query heads, ", k[1], " key heads)"));
+  const double scale = v.Float("scale", 0);  // absent: 1/sqrt(D), frugal's 0
+  if (v.Has("scale") && !(scale > 0))
+    return Unsupported(Fmt("scale ", scale, " (frugal's attention takes a positive one)"));
+  AttrMap attrs{{"causal", BoolStr(v.Int("is_causal", 0) != 0)}, {"scale", FloatStr(scale)}};
+  if (v.HasInput(3)) attrs["masked"] = "true";
+  return One("attention", attrs, v.HasInput(3) ? 4 : 3);
+}
+
 // -------------------------------------------------------- matrix products
 
 // Gemm: Y = alpha * A' B' + beta * C, A' = transA ? A^T : A, B' likewise.

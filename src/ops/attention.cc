@@ -40,18 +40,11 @@
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/philox.h"
 #include "backend/cpu/vec.h"
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace frugal {
 namespace {
-
-struct AttentionParams {
-  bool causal = false;
-  bool masked = false;  // a fourth input, the additive mask
-  float scale = 0;      // 0: 1 / sqrt(D)
-  float dropout = 0;
-  static AttentionParams Parse(AttrReader& a);
-};
 
 constexpr int64_t kBlockQ = 64, kBlockK = 128;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();

@@ -19,6 +19,15 @@ class AttrReader;
 // activation.cc
 enum class Act { kRelu, kSigmoid, kTanh, kSoftRelu };
 
+// attention.cc (also read by the ONNX exporter)
+struct AttentionParams {
+  bool causal = false;
+  bool masked = false;  // a fourth input, the additive mask
+  float scale = 0;      // 0: 1 / sqrt(D)
+  float dropout = 0;
+  static AttentionParams Parse(AttrReader& a);
+};
+
 // batch_norm.cc
 struct BnParams {
   double eps = 1e-3, momentum = 0.9;

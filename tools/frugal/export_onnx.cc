@@ -1,10 +1,13 @@
 // frugal export-onnx --checkpoint CK --out MODEL.onnx [--config C]: the
 // inference graph of the checkpoint's config (or --config) with its
 // parameters and aux state as an ONNX model (opset 17, include/frugal/onnx.h's
-// ExportOnnx).
+// ExportOnnx); a note line for what the model leaves out (a fixed batch
+// size, the vocabulary of a text corpus it could not read).
 #include <gflags/gflags.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli.h"
 #include "frugal/checkpoint.h"
@@ -21,12 +24,14 @@ int ExportOnnx() {
   FRUGAL_REQUIRE(!FLAGS_out.empty(), "export-onnx needs --out FILE (the .onnx model to write)");
   const std::string checkpoint = ResolveCheckpoint(FLAGS_checkpoint);
   const ConfigFile cfg = LoadConfigFor(checkpoint);
-  const onnx::ModelProto m = frugal::ExportOnnx(cfg, checkpoint);
+  std::vector<std::string> notes;
+  const onnx::ModelProto m = frugal::ExportOnnx(cfg, checkpoint, &notes);
   WriteOnnxModel(m, FLAGS_out);
   const onnx::GraphProto& g = m.graph();
   std::printf("%s + %s -> %s: opset %lld, %d nodes, %d initializers, %d input(s), %d output(s)\n", cfg.path.c_str(),
               checkpoint.c_str(), FLAGS_out.c_str(), static_cast<long long>(m.opset_import(0).version()), g.node_size(),
               g.initializer_size(), g.input_size(), g.output_size());
+  for (const std::string& note : notes) std::printf("note: %s\n", note.c_str());
   return 0;
 }
 

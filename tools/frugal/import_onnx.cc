@@ -1,7 +1,9 @@
 // frugal import-onnx MODEL.onnx --out PREFIX: writes PREFIX.prototxt (a
 // frugal config) and PREFIX.frugal (a checkpoint holding the weights, for
 // `frugal test --checkpoint` and `frugal train --weights`), after checking
-// that the config builds back into the imported graph.
+// that the config builds back into the imported graph. A symbolic batch
+// axis (frugal's export writes dim_param "batch") is imported at --batch
+// (default 1), which the config's data.batch_size says.
 #include <gflags/gflags.h>
 
 #include <cstdio>
@@ -9,6 +11,8 @@
 
 #include "cli.h"
 #include "frugal/onnx.h"
+
+DECLARE_int32(batch);  // main.cc
 
 DEFINE_string(out, "",
               "import-onnx, import-mxnet: output prefix; writes PREFIX.prototxt and the weights beside it. "
@@ -51,7 +55,9 @@ int ImportOnnx() {
   FRUGAL_REQUIRE(g_args.size() == 1, "import-onnx takes one model: frugal import-onnx MODEL.onnx --out PREFIX");
   FRUGAL_REQUIRE(!FLAGS_out.empty(), "import-onnx needs --out PREFIX (writes PREFIX.prototxt and PREFIX.frugal)");
   const std::string& path = g_args[0];
-  OnnxImport imp = ImportOnnxFile(path);
+  OnnxImportOptions opts;
+  opts.batch = FLAGS_batch > 0 ? FLAGS_batch : 1;
+  OnnxImport imp = ImportOnnxFile(path, opts);
   FRUGAL_REQUIRE(imp.unsupported.empty(), path, ": ", imp.unsupported.size(),
                  " node(s) cannot be imported: ", DescribeUnsupported(imp.unsupported, 5));
   const std::string name = std::filesystem::path(path).stem().string();
@@ -68,9 +74,10 @@ int ImportOnnx() {
     for (const auto& [n, t] : *part) values += t.size();
   int ops = 0;
   for (const Node& n : imp.graph.nodes()) ops += !n.is_variable();
-  std::printf("%s: opset %lld, %d nodes -> %s (%d op nodes), %s (%zu params, %zu aux, %lld values)\n", path.c_str(),
-              static_cast<long long>(imp.opset), imp.graph.num_nodes(), out.config.c_str(), ops, out.checkpoint.c_str(),
-              ex.params.size(), ex.aux.size(), static_cast<long long>(values));
+  std::printf("%s: opset %lld, %d nodes -> %s (%d op nodes, input %s), %s (%zu params, %zu aux, %lld values)\n",
+              path.c_str(), static_cast<long long>(imp.opset), imp.graph.num_nodes(), out.config.c_str(), ops,
+              Fmt(imp.inputs[0].shape).c_str(), out.checkpoint.c_str(), ex.params.size(), ex.aux.size(),
+              static_cast<long long>(values));
   return 0;
 }
 

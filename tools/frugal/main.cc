@@ -30,7 +30,7 @@ DEFINE_string(config, "", "network config (.prototxt)");
 // The overrides below apply when given (their defaults are never used).
 DEFINE_int32(epochs, -1, "override solver.epochs");
 DEFINE_int64(max_iters, -1, "override solver.max_iters (0: no limit)");
-DEFINE_int32(batch, -1, "override data.batch_size");
+DEFINE_int32(batch, -1, "override data.batch_size; import-onnx: the size of a symbolic batch axis (1 when not given)");
 DEFINE_int64(seed, -1, "override solver.seed");
 DEFINE_string(engine, "", "override solver.engine (threaded, naive)");
 DEFINE_int32(engine_workers, -1,
@@ -176,7 +176,11 @@ const std::map<std::string, Command>& Commands() {
         "run ONNX backend tests: frugal onnx-test DIR...",
         {"expect_passed", "list_passed", "list_unsupported", "summary"},
         true}},
-      {"import-onnx", {ImportOnnx, "ONNX model to config + checkpoint: MODEL.onnx --out PREFIX", {"out"}, true}},
+      {"import-onnx",
+       {ImportOnnx,
+        "ONNX model to config + checkpoint: MODEL.onnx --out PREFIX [--batch N: for a symbolic batch axis, 1]",
+        {"out", "batch"},
+        true}},
       {"export-onnx",
        {ExportOnnx,
         "a checkpoint's inference graph as an ONNX model: --checkpoint FILE|DIR --out MODEL.onnx [--config FILE]",
