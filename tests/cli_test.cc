@@ -176,6 +176,8 @@ TEST(Cli, ALanguageModelReportsTokensPerSecond) {
     ++windows;
   }
   EXPECT_GE(windows, 2) << "a window and the epoch's line";
+  // The epoch's samples, not its predictions (16 a sample).
+  EXPECT_NE(ReadTextFile(dir.File("log.json")).find("\"samples\":48,"), std::string::npos) << "6 batches of 8";
 }
 
 // frugal train prints one line of the graph at INFO (its ops, parameters

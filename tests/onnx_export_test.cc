@@ -265,6 +265,15 @@ TEST(OnnxExport, ImportOnnxCommandRebuildsFusedBatchNormRelu) {
   for (const auto* part : {&ex.state.params, &ex.state.aux}) vars.insert(part->begin(), part->end());
   const std::vector<Tensor> want = RunForward(BuildGraph(cfg), vars);
   const CheckpointState ck = LoadCheckpoint(prefix + ".frugal");
+  // The parameters come back under the trained config's names (bn+relu
+  // pairs included), so the config itself reads the imported checkpoint.
+  auto names = [](const std::map<std::string, Tensor>& m) {
+    std::set<std::string> out;
+    for (const auto& [name, t] : m) out.insert(name);
+    return out;
+  };
+  EXPECT_EQ(names(ck.params), names(ex.state.params));
+  EXPECT_EQ(names(ck.aux), names(ex.state.aux));
   std::map<std::string, Tensor> weights = ck.params;
   weights.insert(ck.aux.begin(), ck.aux.end());
   weights[back.net.data().data_name()] = x;
@@ -340,7 +349,7 @@ TEST(OnnxExport, InferenceGraphDropsDropoutAndKeepsMovingStatistics) {
     if (n.op_type() != "BatchNormalization") continue;
     ++bns;
     ASSERT_EQ(n.input_size(), 5);
-    const std::string bn = n.name().substr(0, n.name().find(':'));  // "bn0:bn" when a Relu follows
+    const std::string& bn = n.name();  // a Relu after it too: the Relu has the relu's name
     EXPECT_EQ(n.input(3), bn + "_moving_mean");
     EXPECT_EQ(n.input(4), bn + "_moving_var");
     for (const std::string& name : {bn + "_moving_mean", bn + "_moving_var"}) {  // the checkpoint's bits

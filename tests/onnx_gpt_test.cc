@@ -52,8 +52,7 @@ struct TinyGpt {
     val = dir.Write("valid.txt", Corpus(9));
     checkpoints = dir.File("ck");
     model = dir.File("gpt.onnx");
-    defines = {"layers=1", "heads=2", "d_model=16", "seq_len=8", "batch=4", "vocab=16", "train=" + train,
-               "val=" + val};
+    defines = {"layers=1", "heads=2", "d_model=16", "seq_len=8", "batch=4", "vocab=16", "train=" + train, "val=" + val};
   }
   std::string Defines() const {
     std::string s;
@@ -81,7 +80,8 @@ void TrainAndExport(const TinyGpt& gpt) {
 
 // The imported config as a user completes it for `frugal test`: the
 // validation text and, in place of the classifier and its softmax, the
-// linear_cross_entropy head over the same weights (head_logits_weight, _bias).
+// linear_cross_entropy head over the same weights (head_weight, head_bias:
+// a model frugal exported keeps its parameters' names).
 std::string Completed(std::string config, const TinyGpt& gpt) {
   const std::regex fc("node \\{ name: \"head_logits\" op: \"fully_connected\" input: \"ln_f\"[^\n]*\n");
   const std::regex softmax("node \\{ name: \"head\" op: \"softmax\"[^\n]*\n");
@@ -92,15 +92,14 @@ std::string Completed(std::string config, const TinyGpt& gpt) {
       config, fc,
       "node { name: \"targets\" op: \"reshape\" input: \"label\" attr { key: \"shape\" value: \"(-1)\" } }\n"
       "node { name: \"head_logits\" op: \"linear_cross_entropy\" input: \"ln_f\" input: \"targets\""
-      " attr { key: \"num_hidden\" value: \"16\" } }\n");
+      " input: \"head_weight\" input: \"head_bias\" attr { key: \"num_hidden\" value: \"16\" } }\n");
   config = std::regex_replace(config, std::regex("output: \"head\"\n"), "output: \"head_logits\"\n");
   const size_t data = config.find("data {\n");
   EXPECT_NE(data, std::string::npos) << config;
   config.replace(data, 7,
                  "solver { metric: \"accuracy\" metric: \"cross_entropy\" metric: \"perplexity\" }\n"
                  "data {\n  val { text { path: \"" +
-                     gpt.val + "\" vocab_path: \"" + gpt.train +
-                     "\" seq_len: 8 bptt: false } }\n  label_shape: [8]\n");
+                     gpt.val + "\" vocab_path: \"" + gpt.train + "\" seq_len: 8 bptt: false } }\n  label_shape: [8]\n");
   return config;
 }
 
@@ -155,7 +154,8 @@ TEST(OnnxGpt, ExportHasADynamicBatchAxisStandardOpsAndTheTextPipeline) {
   EXPECT_EQ(m.opset_import(0).version(), 17);
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& t : g.initializer())
-    if (t.data_type() == onnx::TensorProto::INT64) shapes[t.name()].assign(t.int64_data().begin(), t.int64_data().end());
+    if (t.data_type() == onnx::TensorProto::INT64)
+      shapes[t.name()].assign(t.int64_data().begin(), t.int64_data().end());
   const std::vector<int64_t> qkv = {-1, 8, 3, 2, 8}, rows = {-1, 16};
   EXPECT_EQ(shapes.at("blocks/0/qkv_heads:shape"), qkv);
   EXPECT_EQ(shapes.at("blocks/0/attn_rows:shape"), rows);

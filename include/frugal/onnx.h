@@ -101,6 +101,9 @@ struct OnnxImport {
   // Non-empty: the graph is incomplete and must not be run.
   std::vector<OnnxUnsupported> unsupported;
   int64_t opset = 0;  // of the default ONNX domain
+  // The model is frugal's export (producer "frugal"): its initializers are
+  // named as the trained config's parameters, names ExportFrugalConfig keeps.
+  bool from_frugal = false;
 };
 
 // Imports a model. Throws Error for a malformed model or a mapping that a

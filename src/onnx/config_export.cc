@@ -19,10 +19,14 @@ namespace {
 bool IsParam(const Node& n) { return n.var == VarKind::kParam || n.var == VarKind::kAux; }
 
 // `name` as a config node name: ':' separates an output index there, so it
-// and other punctuation become '_' (PyTorch names weights "onnx::MatMul_12").
+// and other punctuation become '_' (PyTorch names weights "onnx::MatMul_12");
+// '-' stays, as in the names a block repeat gives ("steps/-1/layers/0/c").
 std::string ConfigName(const std::string& name, const std::set<std::string>& taken) {
   std::string out;
-  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ? c : '_';
+  for (char c : name) {
+    const bool kept = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-';
+    out += kept ? c : '_';
+  }
   if (out == name) return out;
   std::string unique = out;
   for (int k = 2; taken.count(unique); ++k) unique = Fmt(out, "_", k);
@@ -62,6 +66,9 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
       const Node& v = g.node(n.inputs[keep - 1].node);
       const InputSpec& spec = specs[std::min(keep - 1, specs.size() - 1)];
       if (!IsParam(v) || spec.made_as == VarKind::kNone || readers[n.inputs[keep - 1].node] != 1) break;
+      // A frugal-exported parameter keeps its name (a variable node) where
+      // BuildGraph would name it otherwise: the trained config reads it.
+      if (imp.from_frugal && v.name != n.name + "_" + spec.name) break;
       --keep;
     }
     for (size_t k = 0; k < keep; ++k) {
@@ -101,11 +108,10 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
 
   const Node& in = g.node(data[0]);
   const Shape& shape = imp.inputs.empty() ? Shape() : imp.inputs[0].shape;
-  std::string text =
-      Fmt("# Imported from ONNX (opset ", imp.opset, ") by `frugal import-onnx`; the weights are in\n",
-          "# the checkpoint (.frugal) beside this one, under the parameter names BuildGraph gives\n",
-          "# (<node>_<input>) and the variable nodes' names.\nversion: 1\nname: ", QuoteConfigString(model_name), "\n",
-          nodes);
+  std::string text = Fmt("# Imported from ONNX (opset ", imp.opset, ") by `frugal import-onnx`; the weights are in\n",
+                         "# the checkpoint (.frugal) beside this one, under the parameter names BuildGraph gives\n",
+                         "# (<node>_<input>) and the variable nodes' names (a model frugal exported: its own names).\n",
+                         "version: 1\nname: ", QuoteConfigString(model_name), "\n", nodes);
   for (const Entry& e : g.outputs) text += "output: " + QuoteConfigString(ref(e)) + "\n";
   text +=
       "# The data section is yours: add train { idx { images: ... labels: ... } } (and val),\n"

@@ -135,6 +135,8 @@ class Exporter {
   std::string Ints(const std::string& suffix, const std::vector<int64_t>& v);
   // The node computes nothing at inference: its output is input k.
   void Alias(int k) { names_[g_.EntryId({id_, 0})] = In(k); }
+  // The node's output 0 is the ONNX value `name`, made by the rule.
+  void OutputIs(const std::string& name) { names_[g_.EntryId({id_, 0})] = name; }
   // The ONNX value of output 0 has this shape, not the frugal output's.
   void SetOutShape(const Shape& s) { shapes_[g_.EntryId({id_, 0})] = s; }
 
@@ -297,10 +299,21 @@ void BatchNorm(Exporter& x) {
   const auto& p = x.params<BnParams>();
   const Shape& c = x.InShape(1);
   const std::string gamma = p.fix_gamma ? x.Floats("gamma", c, std::vector<float>(c.Size(), 1.f)) : x.In(1);
-  onnx::NodeProto* n = x.Add("BatchNormalization", {x.In(0), gamma, x.In(2), x.In(3), x.In(4)}, p.relu ? "bn" : "");
+  // Fused with a relu (FuseBnRelu): the BatchNormalization's value takes the
+  // node's name and the Relu's the relu's, so import-onnx makes the config's
+  // two nodes again, the batch_norm's parameters under their names.
+  const std::string& relu = x.node().fused;
+  const std::string suffix = p.relu && relu.empty() ? "bn" : "";
+  onnx::NodeProto* n = x.Add("BatchNormalization", {x.In(0), gamma, x.In(2), x.In(3), x.In(4)}, suffix);
   SetFloat(n, "epsilon", p.eps);
   SetFloat(n, "momentum", p.momentum);
-  if (p.relu) x.Add("Relu", {n->output(0)});
+  if (!p.relu) return;
+  if (relu.empty()) {
+    x.Add("Relu", {n->output(0)});
+  } else {
+    x.AddNamed("Relu", {n->output(0)}, {relu});
+    x.OutputIs(relu);
+  }
 }
 
 void Pooling(Exporter& x) {
@@ -700,6 +713,15 @@ onnx::ModelProto ExportOnnx(const Graph& g, const std::map<std::string, Tensor>&
   opset->set_version(kOpset);
   m.mutable_graph()->set_name(name);
   Exporter(g, values, m.mutable_graph()).Run();
+  // ONNX's initializers do not say which are learned: the aux state (moving
+  // statistics, an RNN's initial state) is named, so import-onnx makes it
+  // aux again and the checkpoint it writes is the trained config's.
+  std::set<std::string> initializers;
+  for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
+  std::string aux;
+  for (const Node& n : g.nodes())
+    if (n.var == VarKind::kAux && initializers.count(n.name)) aux += (aux.empty() ? "" : ",") + n.name;
+  if (!aux.empty()) AddMetadata(&m, "frugal.aux", aux);
   return m;
 }
 

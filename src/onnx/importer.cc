@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "frugal/op.h"
 #include "onnx.pb.h"
@@ -79,7 +80,13 @@ struct Value {
 class Importer {
  public:
   Importer(const onnx::ModelProto& model, const OnnxImportOptions& opts)
-      : model_(model), opts_(opts), available_(opts.op_available ? opts.op_available : onnx_map::Registered) {}
+      : model_(model), opts_(opts), available_(opts.op_available ? opts.op_available : onnx_map::Registered) {
+    for (const auto& p : model.metadata_props()) {
+      if (p.key() != "frugal.aux") continue;
+      std::stringstream names(p.value());
+      for (std::string name; std::getline(names, name, ',');) aux_.insert(name);
+    }
+  }
   OnnxImport Run();
 
  private:
@@ -104,6 +111,7 @@ class Importer {
   std::map<std::string, Value> values_;
   std::deque<OnnxTensor> tensors_;  // decoded initializers and constants (stable addresses)
   std::set<std::string> names_;     // frugal node names in use
+  std::set<std::string> aux_;       // initializers frugal's export says are aux state (frugal.aux)
   std::vector<Shape> shapes_;       // per entry, where known
   OnnxImport out_;
 };
@@ -120,6 +128,7 @@ VarKind SlotKind(const OpDef& op, size_t slot, VarKind dflt) {
 OnnxImport Importer::Run() {
   const onnx::GraphProto& g = model_.graph();
   RequirePrintableNames(g);
+  out_.from_frugal = model_.producer_name() == "frugal";
   for (const auto& op : model_.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") out_.opset = op.version();
   const bool default_nodes = std::any_of(g.node().begin(), g.node().end(), [](const onnx::NodeProto& n) {
@@ -402,10 +411,10 @@ Entry Importer::Resolve(const std::string& onnx_name, VarKind slot_kind) {
   Value& v = Root(onnx_name);
   if (v.entry.valid()) return v.entry;
   CHECK(v.source != Value::kNode) << onnx_name << " has no entry";
-  VarKind kind = v.source == Value::kGraphInput ? VarKind::kInput
-                 : v.source == Value::kConstant ? VarKind::kAux  // a constant is never learned
-                 : slot_kind != VarKind::kNone  ? slot_kind
-                                                : VarKind::kParam;
+  VarKind kind = v.source == Value::kGraphInput                          ? VarKind::kInput
+                 : v.source == Value::kConstant || aux_.count(onnx_name) ? VarKind::kAux  // never learned
+                 : slot_kind != VarKind::kNone                           ? slot_kind
+                                                                         : VarKind::kParam;
   const std::string name = UniqueName(Sanitize(onnx_name));
   v.entry = {out_.graph.AddVariable(name, kind), 0};
   shapes_.push_back(v.facts.shape);

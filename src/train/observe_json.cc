@@ -49,8 +49,9 @@ class JsonLog : public Observer {
   void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
     out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("train_", train);
     if (r.val.count > 0) out_ << JsonMetrics("val_", r.val);
-    out_ << ",\"samples_per_s\":" << train.count / secs;
-    if (r.tokens_per_sample > 0) out_ << ",\"tokens_per_s\":" << train.count * r.tokens_per_sample / secs;
+    const double samples = static_cast<double>(r.epoch_samples);
+    out_ << ",\"samples\":" << r.epoch_samples << ",\"samples_per_s\":" << samples / secs;
+    if (r.tokens_per_sample > 0) out_ << ",\"tokens_per_s\":" << samples * r.tokens_per_sample / secs;
     out_ << ",\"time_s\":" << secs << ",\"arena_bytes\":" << ArenaBytes(r.s)
          << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
          << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";

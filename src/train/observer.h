@@ -54,8 +54,11 @@ struct Run {
   // checkpointed so that a resume continues it.
   int64_t lr_schedule_iters = 0;
   Clock::time_point epoch_start;
-  MetricSet epoch_m;    // filled by pushed functions: read after the loop's wait
-  MetricValues val;     // the validation at the end of this epoch, if any
+  MetricSet epoch_m;  // filled by pushed functions: read after the loop's wait
+  MetricValues val;   // the validation at the end of this epoch, if any
+  // The samples trained this epoch over every rank, at OnEpochEnd (a
+  // language model's metrics count tokens, not samples).
+  int64_t epoch_samples = 0;
   double last_acc = 0;  // the last validation's accuracy (or training's)
   bool done = false;    // max_iters reached
   bool stop = false;    // set by an observer: the run ends after this batch

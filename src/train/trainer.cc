@@ -227,7 +227,7 @@ class Fit {
     r_.epoch_m.Reset();
     window_m_.Reset();
     window_ = {};
-    untimed_samples_ = 0;
+    untimed_samples_ = epoch_samples_ = 0;
     r_.batch = r_.first_batch = r_.window_first = skip;
     r_.rate = static_cast<float>(lr_.At(r_.updates()));
     train_->Reset(r_.epoch);
@@ -275,6 +275,7 @@ class Fit {
     }
     const double secs = Seconds(r_.epoch_start);
     const MetricValues train = r_.Reduce(r_.epoch_m);
+    r_.epoch_samples = r_.Sum(epoch_samples_);
     if (train.Has("accuracy")) r_.last_acc = train.Get("accuracy");
     r_.val = {};
     r_.Each([&](Observer& o) { o.OnEpochEnd(r_, train, secs); });
@@ -293,6 +294,7 @@ class Fit {
     const double speed = timed > 0 && secs > 0 ? static_cast<double>(timed) / secs : -1;
     r_.Each([&](Observer& o) { o.OnWindow(r_, m, speed); });
     window_m_.Reset();
+    epoch_samples_ += window_.samples;
     window_.samples = untimed_samples_ = 0;
     window_start_ = window_.last_in;
     r_.window_first = r_.batch;
@@ -315,6 +317,7 @@ class Fit {
   // read up to 4x too fast (MXNet's Speedometer skips its first window
   // likewise). Its samples are left out of the first window's speed.
   int64_t untimed_samples_ = 0;
+  int64_t epoch_samples_ = 0;  // of the windows reported this epoch: every sample by its end
   Clock::time_point window_start_;
   const int display_;
 };
