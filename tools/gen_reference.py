@@ -81,7 +81,7 @@ def cuda_ops(ops):
             named |= set(re.findall(r'"([A-Za-z_0-9]+)"', f.read()))
     out = set()
     for o in ops:
-        if o["name"] in named or "cuda" in o["devices"]:
+        if o["name"] in named:
             out.add(o["name"])
             if not o["backward"] and o["gradient"] not in ("ops", "none"):
                 out.add(o["gradient"])
