@@ -12,6 +12,7 @@
   generated  docs/reference/ is what tools/gen_reference.py writes today
   narration  no .md file in the repository narrates how it was written
              (sessions, stops, other people's builds, dated section titles)
+  cells      no table cell of docs/ARCHITECTURE.md is over 300 characters
   runnable   every block fenced as ```sh runnable runs from the repository
              root (build/frugal standing for --frugal) and exits 0
 
@@ -28,7 +29,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHECKS = ["links", "flags", "ops", "claims", "generated", "narration", "runnable"]
+CHECKS = ["links", "flags", "ops", "claims", "generated", "narration", "cells", "runnable"]
+# Hand-written pages whose tables stay tables: detail goes to prose.
+SHORT_CELLS = ["docs/ARCHITECTURE.md"]
+MAX_CELL = 300
 
 # Phrases that narrate the work instead of describing frugal. A doc says what
 # is true now; when and by whom it was found out is the git log's.
@@ -264,6 +268,19 @@ def check_narration():
                         problem(path, n, f"narrates the work ({what}): say what is true now; history is git log's")
 
 
+def check_cells():
+    for rel in SHORT_CELLS:
+        path = os.path.join(ROOT, rel)
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                if not line.startswith("|"):
+                    continue
+                for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]:
+                    if len(c.strip()) > MAX_CELL:
+                        problem(path, n, f"a table cell of {len(c.strip())} characters (at most {MAX_CELL}): "
+                                "move the detail into prose below the table")
+
+
 def check_runnable(files, frugal, timings):
     for path in files:
         for kind, start, text, info in parse(path):
@@ -307,6 +324,8 @@ def main():
         check_generated(frugal)
     if "narration" in only:
         check_narration()
+    if "cells" in only:
+        check_cells()
     if "runnable" in only:
         check_runnable(files, frugal, timings)
     for f, line, s in timings:
