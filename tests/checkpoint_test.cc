@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "frugal/checkpoint.h"
+#include "frugal/io.h"
 #include "frugal/rng.h"
 #include "test_util.h"
 
@@ -210,6 +211,48 @@ TEST(Checkpoint, UnwritableDirectoryIsAnError) {
   }
 }
 
+// A folder holds one run: its manager locks it, and a second one, in this
+// process or in another (frugal train into the same folder), is refused
+// naming the holder's pid; the lock goes with the manager.
+TEST(Checkpoint, AFolderIsLockedByTheRunWritingIt) {
+  TempDir dir;
+  const std::string pid = std::to_string(::getpid());
+  {
+    CheckpointManager m(dir.path(), 0, 2);
+    test::ExpectError([&] { CheckpointManager(dir.path(), 0, 2); },
+                      {dir.path(), "is in use by another run (pid " + pid + ")", "another --checkpoint-dir"});
+    test::RunResult r = test::RunFrugal(
+        "train --config models/mlp/fashion_mnist.prototxt --max-iters 1 --checkpoint-dir " + dir.path());
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("is in use by another run (pid " + pid + ")"), std::string::npos) << r.output;
+  }
+  CheckpointManager again(dir.path(), 0, 2);
+  EXPECT_EQ(again.List().size(), 0u);
+}
+
+// Every file frugal writes goes through an AtomicFile: a write into a missing
+// folder or onto a folder is one line naming the path and leaves nothing; an
+// uncommitted file leaves the old contents and no temporary.
+TEST(Checkpoint, WritesAreWholeOrNotAtAll) {
+  TempDir dir;
+  test::ExpectError([&] { WriteFileAtomic(dir.path(), "x"); }, {dir.path() + ": is a folder"});
+  test::ExpectError([&] { WriteFileAtomic(dir.File("no/such/f.txt"), "x"); },
+                    {dir.File("no/such/f.txt") + ": cannot write", "No such file or directory"});
+  WriteFileAtomic(dir.File("f.txt"), "old");
+  {
+    AtomicFile f(dir.File("f.txt"));
+    f.Write("new", 3);
+  }  // not committed
+  EXPECT_EQ(ReadTextFile(dir.File("f.txt")), "old");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1) << "no temporary left";
+  std::filesystem::create_directory(dir.File("t.svg"));
+  test::RunResult r =
+      test::RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --timeline " + dir.File("t.svg"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("frugal: error: --timeline " + dir.File("t.svg") + ": is a folder"), std::string::npos)
+      << r.output;
+}
+
 TEST(Checkpoint, ManagerRemovesTheTemporariesOfDeadWritesOnly) {
   TempDir dir;
   // 99999999 is past Linux's largest pid (4194304): that writer is gone.
@@ -239,7 +282,7 @@ TEST(Checkpoint, ManagerKeepsTheLastK) {
 
 TEST(Checkpoint, ManagerIntervals) {
   TempDir dir;
-  CheckpointManager every_epoch(dir.path(), 0, 1), every_100(dir.path(), 100, 1);
+  CheckpointManager every_epoch(dir.path() + "/a", 0, 1), every_100(dir.path() + "/b", 100, 1);
   EXPECT_TRUE(every_epoch.Due(37, true));
   EXPECT_FALSE(every_epoch.Due(100, false));
   EXPECT_TRUE(every_100.Due(200, false));

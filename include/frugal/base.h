@@ -118,6 +118,34 @@ std::string HumanBytes(int64_t bytes);
 // Parses "7GB", "512MiB", "1024" into bytes; throws Error on bad input.
 int64_t ParseBytes(const std::string& text);
 
+// A file written whole or not at all: every file frugal writes (configs,
+// checkpoints, weights, ONNX models, plots, traces, cost tables) goes
+// through one. Its bytes go to a temporary file beside `path`, which
+// Commit() syncs and renames over it, then syncs the folder; until then
+// `path` keeps what it held, and an AtomicFile destroyed before Commit()
+// removes its temporary. Each failure is an Error naming `path` and the
+// OS's reason (a folder given for `path` says so), so no write is reported
+// that was not made.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  void Write(const void* data, size_t bytes);
+  void Commit();
+  // Leaves the temporary as it is (a simulated crash: tests/checkpoint_test.cc).
+  void Abandon();
+  int fd() const { return fd_; }  // for bytes written in place (pwrite) before Commit()
+  const std::string& temp_path() const { return tmp_; }
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+// The whole file at once, through an AtomicFile.
+void WriteFileAtomic(const std::string& path, const std::string& bytes);
+
 // The candidate nearest to `name` in edit distance (Levenshtein), or "" when
 // none is closer than `max_distance`: the "did you mean" of error messages.
 std::string Nearest(const std::string& name, const std::vector<std::string>& candidates, size_t max_distance = 4);

@@ -113,8 +113,14 @@ WeightsReport LoadWeights(const std::string& path, const std::map<std::string, T
 class CheckpointManager {
  public:
   // interval: iterations between checkpoints; 0: one at the end of each
-  // epoch. Creates dir if missing (Error if it cannot).
+  // epoch. Creates dir if missing (Error if it cannot). A folder holds one
+  // run: the manager locks it (flock on dir/.lock, holding its pid) for its
+  // lifetime, and a second one, in this process or another, is an Error
+  // naming the holder's pid.
   CheckpointManager(const std::string& dir, int64_t interval, int keep);
+  ~CheckpointManager();
+  CheckpointManager(const CheckpointManager&) = delete;
+  CheckpointManager& operator=(const CheckpointManager&) = delete;
 
   // Whether a checkpoint is due after `iteration` updates; epoch_end says
   // the epoch just finished.
@@ -132,6 +138,7 @@ class CheckpointManager {
   std::string dir_;
   int64_t interval_;
   int keep_;
+  int lock_ = -1;  // the open dir/.lock, flocked
 };
 
 }  // namespace frugal

@@ -262,6 +262,7 @@ struct Vocabulary {
 
 // Reads a text file; throws Error naming it if missing, unreadable or empty.
 std::string ReadTextFile(const std::string& path);
+
 Vocabulary BuildVocabulary(const std::string& text, TextLevel level);
 std::vector<int64_t> Tokenize(const std::string& text, const Vocabulary& vocab);
 

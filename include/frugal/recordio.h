@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,9 +49,10 @@ inline uint32_t DecodeLength(uint32_t lrec) { return lrec & kRecordIOMaxLength; 
 // Writes records to a new file (truncating an existing one).
 class RecordWriter {
  public:
-  // Throws Error if the file cannot be created.
+  // Throws Error if the file cannot be created. The file appears whole at
+  // Close() (an AtomicFile): a writer destroyed before it leaves no file.
   explicit RecordWriter(const std::string& path);
-  ~RecordWriter();  // closes; errors on close are only reported by Close()
+  ~RecordWriter();
   RecordWriter(const RecordWriter&) = delete;
   RecordWriter& operator=(const RecordWriter&) = delete;
 
@@ -59,7 +61,7 @@ class RecordWriter {
   // failed write.
   int64_t Write(const void* data, size_t size);
   int64_t Write(const std::string& data) { return Write(data.data(), data.size()); }
-  // Flushes and closes; throws Error if anything failed to reach the file.
+  // Writes the file; throws Error if anything failed to reach it.
   void Close();
 
   // Bytes written so far (the offset of the next record).
@@ -72,7 +74,8 @@ class RecordWriter {
  private:
   void Put(const void* p, size_t n);
   std::string path_;
-  std::FILE* f_ = nullptr;
+  std::unique_ptr<AtomicFile> file_;
+  std::string buffer_;  // written to file_ a MiB at a time
   int64_t offset_ = 0;
   int64_t splits_ = 0;
 };

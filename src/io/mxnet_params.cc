@@ -181,11 +181,7 @@ std::string EncodeMxnetParams(const NamedTensors& arrays) {
 }
 
 void WriteMxnetParams(const std::string& path, const NamedTensors& arrays) {
-  const std::string bytes = EncodeMxnetParams(arrays);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  FRUGAL_REQUIRE(out, path, ": cannot write (check the directory exists and is writable)");
+  WriteFileAtomic(path, EncodeMxnetParams(arrays));
 }
 
 }  // namespace frugal

@@ -64,21 +64,17 @@ std::string RecordName(int64_t number, int64_t offset) {
 
 // ---------------------------------------------------------------- writer
 
-RecordWriter::RecordWriter(const std::string& path) : path_(path) {
-  f_ = std::fopen(path.c_str(), "wb");
-  FRUGAL_REQUIRE(f_ != nullptr, path, ": cannot create RecordIO file: ", std::strerror(errno),
-                 " (check that the directory exists and is writable)");
-}
+RecordWriter::RecordWriter(const std::string& path) : path_(path), file_(std::make_unique<AtomicFile>(path)) {}
 
-RecordWriter::~RecordWriter() {
-  if (f_ != nullptr) std::fclose(f_);
-}
+RecordWriter::~RecordWriter() = default;
 
 void RecordWriter::Put(const void* p, size_t n) {
-  FRUGAL_REQUIRE(f_ != nullptr, path_, ": RecordWriter used after Close()");
-  if (n == 0) return;
-  FRUGAL_REQUIRE(std::fwrite(p, 1, n, f_) == n, path_, ": write failed at byte offset ", offset_, ": ",
-                 std::strerror(errno), " (is the disk full?)");
+  FRUGAL_REQUIRE(file_ != nullptr, path_, ": RecordWriter used after Close()");
+  buffer_.append(static_cast<const char*>(p), n);
+  if (buffer_.size() >= (size_t{1} << 20)) {
+    file_->Write(buffer_.data(), buffer_.size());
+    buffer_.clear();
+  }
   offset_ += static_cast<int64_t>(n);
 }
 
@@ -115,12 +111,11 @@ int64_t RecordWriter::Write(const void* data, size_t size) {
 }
 
 void RecordWriter::Close() {
-  if (f_ == nullptr) return;
-  const bool flushed = std::fflush(f_) == 0;
-  const int err = errno;
-  const bool closed = std::fclose(f_) == 0;
-  f_ = nullptr;
-  FRUGAL_REQUIRE(flushed && closed, path_, ": write failed on close: ", std::strerror(err), " (is the disk full?)");
+  if (file_ == nullptr) return;
+  file_->Write(buffer_.data(), buffer_.size());
+  buffer_.clear();
+  file_->Commit();
+  file_.reset();
 }
 
 // ---------------------------------------------------------------- reader
@@ -258,12 +253,9 @@ std::vector<RecordIndexEntry> ReadRecordIndex(const std::string& path) {
 }
 
 void WriteRecordIndex(const std::string& path, const std::vector<RecordIndexEntry>& entries) {
-  std::ofstream out(path);
-  FRUGAL_REQUIRE(out.is_open(), path, ": cannot create index file: ", std::strerror(errno),
-                 " (check that the directory exists and is writable)");
+  std::ostringstream out;
   for (const RecordIndexEntry& e : entries) out << e.key << '\t' << e.offset << '\n';
-  out.close();
-  FRUGAL_REQUIRE(!out.fail(), path, ": write failed (is the disk full?)");
+  WriteFileAtomic(path, out.str());
 }
 
 std::vector<int64_t> RecordOffsets(const RecordReader& reader, const std::string& index_path) {

@@ -43,7 +43,6 @@
 // place gets -1 there; anything else that differs keeps the batch fixed,
 // and the model's metadata says why (frugal.batch_axis).
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -749,9 +748,9 @@ onnx::ModelProto ExportOnnx(const ConfigFile& given, const std::string& checkpoi
 }
 
 void WriteOnnxModel(const onnx::ModelProto& m, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  FRUGAL_REQUIRE(out && m.SerializeToOstream(&out) && out.flush(), path,
-                 ": cannot write the ONNX model (check the folder exists and is writable)");
+  std::string bytes;
+  FRUGAL_REQUIRE(m.SerializeToString(&bytes), path, ": the ONNX model does not serialise (over 2 GiB?)");
+  WriteFileAtomic(path, bytes);
 }
 
 }  // namespace frugal

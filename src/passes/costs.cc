@@ -88,10 +88,8 @@ double CostTable::StepMs(const Graph& g, const MemoryPlan& placed) const {
 }
 
 void CostTable::Save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
+  std::ostringstream out;
   {
-    std::ofstream out(tmp, std::ios::trunc);
-    FRUGAL_REQUIRE(out, tmp, ": cannot write (check the directory exists and is writable)");
     out << "# frugal cost table: forward_ms backward_ms forward_cold backward_cold count key (op attrs "
            "input-shapes)\n";
     out << Fmt("ms_per_flop ", ms_per_flop, "\nbackward_ratio ", backward_ratio, "\nsums_ms ", sums_ms, "\nsums_cold ",
@@ -100,10 +98,8 @@ void CostTable::Save(const std::string& path) const {
     for (const auto& [key, c] : costs_)
       out << Fmt(c.forward_ms, " ", c.backward_ms, " ", c.forward_cold, " ", c.backward_cold, " ", c.count, " ", key,
                  "\n");
-    out.close();
-    FRUGAL_REQUIRE(out, tmp, ": write failed (disk full?)");
   }
-  FRUGAL_REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp, " to it");
+  WriteFileAtomic(path, out.str());
 }
 
 CostTable CostTable::Load(const std::string& path) {

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <glog/logging.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -152,8 +153,26 @@ CheckpointManager::CheckpointManager(const std::string& dir, int64_t interval, i
                  " (give a --checkpoint-dir frugal can write)");
   ::close(fd);
   fs::remove(probe, ec);
+  const std::string lock = dir + "/.lock";
+  lock_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  FRUGAL_REQUIRE(lock_ >= 0, "cannot lock the checkpoint directory ", dir, ": ", std::strerror(errno));
+  if (::flock(lock_, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    const ssize_t n = ::pread(lock_, pid, sizeof pid - 1, 0);
+    ::close(lock_);
+    throw Error(Fmt("checkpoint directory ", dir, " is in use by another run (pid ",
+                    n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("unknown"),
+                    "): two runs would replace each other's checkpoints. Give another --checkpoint-dir, or wait ",
+                    "for that run to end"));
+  }
+  const std::string me = std::to_string(::getpid());
+  FRUGAL_REQUIRE(
+      ::ftruncate(lock_, 0) == 0 && ::pwrite(lock_, me.data(), me.size(), 0) == static_cast<ssize_t>(me.size()),
+      "cannot lock the checkpoint directory ", dir, ": ", std::strerror(errno));
   RemoveStaleTemporaries(dir);
 }
+
+CheckpointManager::~CheckpointManager() { ::close(lock_); }  // the lock goes with it
 
 bool CheckpointManager::Due(int64_t iteration, bool epoch_end) const {
   return interval_ > 0 ? iteration > 0 && iteration % interval_ == 0 : epoch_end;

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "frugal/checkpoint.h"
+#include "frugal/io.h"
 
 namespace frugal {
 namespace {
@@ -36,7 +37,7 @@ std::string ErrnoText() { return std::strerror(errno); }
 // fault hook stops it as a crash would.
 class PayloadWriter {
  public:
-  PayloadWriter(int fd, const std::string& tmp, int64_t crash_after) : fd_(fd), tmp_(tmp), crash_after_(crash_after) {}
+  PayloadWriter(AtomicFile* f, int64_t crash_after) : f_(*f), crash_after_(crash_after) {}
   struct Crash {};
 
   void Bytes(const void* data, int64_t n) {
@@ -58,21 +59,15 @@ class PayloadWriter {
     Bytes(s.data(), static_cast<int64_t>(s.size()));
   }
   void Raw(const char* p, int64_t n) {
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, static_cast<size_t>(std::min<int64_t>(n, 1 << 30)));
-      if (w < 0 && errno == EINTR) continue;
-      FRUGAL_REQUIRE(w > 0, "cannot write ", tmp_, ": ", ErrnoText());
-      p += w;
-      n -= w;
-      written_ += w;
-    }
+    if (n <= 0) return;  // a simulated crash inside the header: nothing more
+    f_.Write(p, static_cast<size_t>(n));
+    written_ += n;
   }
   uint32_t crc() const { return crc_; }
   int64_t payload() const { return payload_; }
 
  private:
-  int fd_;
-  std::string tmp_;
+  AtomicFile& f_;
   int64_t crash_after_, written_ = 0, payload_ = 0;
   uint32_t crc_ = 0;
 };
@@ -101,19 +96,6 @@ void WritePayload(PayloadWriter* w, const CheckpointState& s) {
   WriteTensors(w, kAux, s.aux);
   WriteTensors(w, kOptState, s.opt_state);
   WriteTensors(w, kGradSums, s.grad_sums);
-}
-
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
-void SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  FRUGAL_REQUIRE(fd >= 0, "cannot open directory ", dir, " to sync it: ", ErrnoText());
-  int rc = ::fsync(fd);
-  ::close(fd);
-  FRUGAL_REQUIRE(rc == 0, "cannot sync directory ", dir, ": ", ErrnoText());
 }
 
 // Reads the verified payload, every read bounds-checked.
@@ -181,38 +163,33 @@ void ReadTensor(PayloadReader* r, CheckpointState* s, const std::string& path) {
 }  // namespace
 
 void SaveCheckpoint(const std::string& path, const CheckpointState& s, const CheckpointFault& fault) {
-  size_t slash = path.rfind('/');
-  const std::string dir = DirOf(path);
-  const std::string tmp =
-      dir + "/." + path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  FRUGAL_REQUIRE(fd >= 0, "cannot write checkpoint ", path, ": cannot create ", tmp, ": ", ErrnoText());
-  PayloadWriter w(fd, tmp, fault.crash_after_bytes);
+  std::string tmp;
   try {
-    char header[kHeaderBytes] = {};
-    w.Raw(header, kHeaderBytes);  // filled in once the payload's CRC is known
-    WritePayload(&w, s);
-    std::memcpy(header, kMagic, 8);
-    uint32_t version = kCheckpointVersion, crc = w.crc();
-    uint64_t payload = static_cast<uint64_t>(w.payload());
-    std::memcpy(header + 8, &version, 4);
-    std::memcpy(header + 12, &crc, 4);
-    std::memcpy(header + 16, &payload, 8);
-    FRUGAL_REQUIRE(::pwrite(fd, header, kHeaderBytes, 0) == kHeaderBytes, "cannot write ", tmp, ": ", ErrnoText());
-    FRUGAL_REQUIRE(::fsync(fd) == 0, "cannot sync ", tmp, ": ", ErrnoText());
-    int rc = ::close(fd);
-    fd = -1;
-    FRUGAL_REQUIRE(rc == 0, "cannot close ", tmp, ": ", ErrnoText());
-    FRUGAL_REQUIRE(::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, ": ", ErrnoText());
+    AtomicFile f(path);
+    tmp = f.temp_path();
+    PayloadWriter w(&f, fault.crash_after_bytes);
+    try {
+      char header[kHeaderBytes] = {};
+      w.Raw(header, kHeaderBytes);  // filled in once the payload's CRC is known
+      WritePayload(&w, s);
+      std::memcpy(header, kMagic, 8);
+      uint32_t version = kCheckpointVersion, crc = w.crc();
+      uint64_t payload = static_cast<uint64_t>(w.payload());
+      std::memcpy(header + 8, &version, 4);
+      std::memcpy(header + 12, &crc, 4);
+      std::memcpy(header + 16, &payload, 8);
+      FRUGAL_REQUIRE(::pwrite(f.fd(), header, kHeaderBytes, 0) == kHeaderBytes, path, ": cannot write (", ErrnoText(),
+                     ")");
+      f.Commit();
+    } catch (const PayloadWriter::Crash&) {
+      f.Abandon();  // a crash leaves the temporary file as it is
+      throw;
+    }
   } catch (const PayloadWriter::Crash&) {
-    ::close(fd);  // a crash leaves the temporary file as it is
     throw Error(Fmt("checkpoint ", path, ": simulated crash after ", fault.crash_after_bytes, " bytes of ", tmp));
   } catch (const Error& e) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw Error(Fmt("cannot write checkpoint ", path, ": ", e.what()));
+    throw Error(Fmt("cannot write checkpoint ", e.what()));  // "cannot write checkpoint PATH: ..."
   }
-  SyncDir(dir);
 }
 
 CheckpointState LoadCheckpoint(const std::string& path) {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 #include "frugal/base.h"
 
@@ -103,13 +102,7 @@ std::string TraceWriter::ToJson() const {
   return out + "\n], \"displayTimeUnit\": \"ms\"}\n";
 }
 
-void TraceWriter::Write(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  FRUGAL_REQUIRE(out, "cannot write the trace file ", path);
-  out << ToJson();
-  out.close();
-  FRUGAL_REQUIRE(out, "cannot write the trace file ", path);
-}
+void TraceWriter::Write(const std::string& path) const { WriteFileAtomic(path, ToJson()); }
 
 int TraceThreadId() {
   static std::atomic<int> next{1};

@@ -156,15 +156,13 @@ void CheckFlags() {
 }
 
 void WriteList(const std::string& path, const std::vector<Item>& items) {
-  std::ofstream out(path);
-  FRUGAL_REQUIRE(out.is_open(), path, ": cannot create the list file");
+  std::ostringstream out;
   for (const Item& it : items) {
     out << it.index;
     for (float l : it.labels) out << '\t' << l;
     out << '\t' << it.path << '\n';
   }
-  out.close();
-  FRUGAL_REQUIRE(!out.fail(), path, ": write failed (is the disk full?)");
+  WriteFileAtomic(path, out.str());
 }
 
 }  // namespace

@@ -50,8 +50,7 @@ std::string ModelName(const std::string& symbol_path) {
 ImportedFiles WriteImported(const std::string& prefix, const std::string& config_text,
                             const std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& aux) {
   const ImportedFiles out{prefix + ".prototxt", prefix + ".frugal"};
-  std::ofstream(out.config) << config_text;
-  FRUGAL_REQUIRE(std::ifstream(out.config).good(), out.config, ": cannot write the config");
+  WriteFileAtomic(out.config, config_text);
   CheckpointState state;
   state.config_text = config_text;
   state.params = params;

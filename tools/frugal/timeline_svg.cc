@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <tuple>
 
 #include "cli.h"
@@ -187,9 +186,9 @@ void WriteTimelineSvg(const std::string& path, const std::string& title, const s
     }
   }
   svg += "</svg>\n";
-  std::ofstream out(path);
-  out << svg;
-  FRUGAL_REQUIRE(out.good(), "--timeline ", path, ": cannot write the file (check the directory)");
+  try {
+    WriteFileAtomic(path, svg);
+  } catch (const Error& e) { throw Error(Fmt("--timeline ", e.what())); }
 }
 
 }  // namespace frugal::cli
