@@ -427,6 +427,25 @@ TEST(TrainCli, AResumeWithAnotherMaxItersContinuesTheLrSchedule) {
   for (const auto& [k, rate] : resumed) EXPECT_NEAR(rate, 0.01, 1e-6) << "after update " << k;
 }
 
+// A checkpoint inside an epoch continues at a batch: a resume at another
+// batch size would start at another sample, so it is refused naming both
+// sizes; at the batch size it was written with, it resumes.
+TEST(TrainCli, AResumeInsideAnEpochAtAnotherBatchSizeIsRefused) {
+  TempDir dir;
+  WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 2"));
+  RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("ck") + " --max-iters 3");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult b = RunFrugal("train --resume " + dir.File("ck") + " --batch 4");
+  EXPECT_EQ(b.exit_code, 1) << b.output;
+  EXPECT_NE(b.output.find("the checkpoint stopped inside epoch 0 after batch 3 of 8 samples; this run's batch is 4, "
+                          "which would train some samples twice and skip others. Resume with --batch 8"),
+            std::string::npos)
+      << b.output;
+  RunResult c = RunFrugal("train --resume " + dir.File("ck") + " --max-iters 4");
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+}
+
 // A checkpoint of the toy model after one epoch, in dir/a.
 std::string TrainOneEpoch(const TempDir& dir, std::string* cfg) {
   WriteToy(dir);

@@ -106,6 +106,17 @@ Resumed Resume(Session* s, const ConfigFile& cfg, const std::string& where, int6
   });
   RestoreTensors(c.opt_state, NamedStates(*s->opt, s->params.States()), "optimizer state", path);
   s->rng.Load(c.rng_state);
+  // Inside an epoch the data continues at a batch: at another batch size
+  // that batch starts at another sample, and samples would be trained twice
+  // or never.
+  if (c.data_position > 0 && !c.config_text.empty()) {
+    const int64_t was = ParseConfig(c.config_text, path + " (its config)", {}).net.data().batch_size();
+    const int64_t now = cfg.net.data().batch_size();
+    FRUGAL_REQUIRE(was == now, path, ": the checkpoint stopped inside epoch ", c.epoch, " after batch ",
+                   c.data_position, " of ", was, " samples; this run's batch is ", now,
+                   ", which would train some samples twice and skip others. Resume with --batch ", was,
+                   ", or from a checkpoint at an epoch's end");
+  }
   // Written inside an accumulation: its sums, and how many micro-batches
   // they hold (every epoch before has all its batches).
   int64_t micro = 0;
