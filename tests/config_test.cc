@@ -221,6 +221,18 @@ TEST(ConfigBlocks, ExpansionIsBoundedAndNamesItsCulprit) {
                    "6000 nodes, more than max_nodes 5000"),
             std::string::npos)
       << e;
+  // Nested repeats whose innermost block copies nothing: the network stays
+  // small, the copies of block nodes are bounded.
+  e = ErrorOf(
+      "version: 1\nmax_nodes: 5000\n"
+      "block { name: \"none\" node { name: \"z\" block: \"in\" repeat: 0 input: \"@{in}\" } }\n"
+      "block { name: \"in\" node { name: \"f\" op: \"relu\" input: \"@{in}\" } }\n"
+      "block { name: \"mid\" node { name: \"b\" block: \"none\" repeat: 1000 input: \"@{in}\" } }\n"
+      "node { name: \"top\" block: \"mid\" repeat: 1000 input: \"data\" }\n");
+  EXPECT_NE(e.find("(in top/4): node 'top/4/b': repeat 1000 of block 'none' brings the block nodes copied in "
+                   "expanding the blocks to 6000, more than max_nodes 5000"),
+            std::string::npos)
+      << e;
   // Ten levels of variables that each expand tenfold: 10^10 characters.
   std::string text = "version: 1\nvariable { name: \"v0\" value: \"1\" }\n";
   for (int k = 1; k <= 10; ++k) {

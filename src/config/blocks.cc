@@ -110,6 +110,16 @@ class Expander {
     FRUGAL_REQUIRE(total <= cfg_.net.max_nodes(), where, ": repeat ", n.repeat(), " of block '", block.name(), "' (",
                    block.node_size(), " nodes) would bring the network to ", total, " nodes, more than max_nodes ",
                    cfg_.net.max_nodes(), "; raise --max-nodes (or max_nodes in the config) if it is meant");
+    // The copies of block nodes are bounded too: nested repeats of blocks
+    // that add few op nodes (or none: repeat 0 inside) would otherwise take
+    // unbounded time while the network stays small.
+    int64_t block_nodes = 0;
+    for (const auto& bn : block.node()) block_nodes += !bn.block().empty();
+    block_copies_ += int64_t{n.repeat()} * block_nodes;
+    FRUGAL_REQUIRE(block_copies_ <= cfg_.net.max_nodes(), where, ": repeat ", n.repeat(), " of block '", block.name(),
+                   "' brings the block nodes copied in expanding the blocks to ", block_copies_,
+                   ", more than max_nodes ", cfg_.net.max_nodes(),
+                   "; nested repeats multiply: raise --max-nodes (or max_nodes in the config) if it is meant");
     std::string input = n.input(0);
     for (int r = 0; r < n.repeat(); ++r) {
       // Copies of a repeat are numbered, even one (repeat: ${layers} with layers=1).
@@ -132,6 +142,7 @@ class Expander {
 
   const ConfigFile& cfg_;
   FlatConfig out_;
+  int64_t block_copies_ = 0;  // block nodes copied so far
 };
 
 }  // namespace
