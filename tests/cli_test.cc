@@ -451,9 +451,10 @@ TEST(Cli, UnknownCommandAndFlag) {
   EXPECT_NE(r.output.find("--lr is a flag of 'frugal train', not of 'frugal test'"), std::string::npos) << r.output;
   r = RunFrugal("summary --config models/mlp/fashion_mnist.prototxt --engine naive");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("--engine is a flag of 'frugal plan' or 'frugal test' or 'frugal time' or 'frugal train', "
-                          "not of 'frugal summary'"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("--engine is a flag of 'frugal plan' or 'frugal predict' or 'frugal test' or 'frugal time' or "
+                    "'frugal train', not of 'frugal summary'"),
+      std::string::npos)
       << r.output;
 }
 

@@ -245,6 +245,19 @@ class ImageRecordIter : public DataIter {
 void DecodeAugmentImage(const std::string& encoded, const Shape& data_shape, const Augment& aug, uint64_t seed,
                         int64_t epoch, int64_t sample, const std::string& where, float* out);
 
+// An image file as a sample of the data source `src`, for inference (`frugal
+// predict`): decoded (grey for a sample_shape of 1 channel, else RGB) and
+// made a sample as src's reader makes one, without its random parts:
+// recordio: resize, pad and the centre crop to (h, w), then pixel * scale,
+// mean and std (rand_crop, rand_resized_crop and mirror left out); idx and
+// cifar, which hold raw arrays: the image must be h x w already, then pixel
+// / 255 (idx) or pixel * scale, mean and std (cifar). Writes
+// sample_shape.Size() floats at out. Throws Error naming the file for one
+// that is missing or does not decode and for a size that does not fit, and
+// naming `where` for a source that holds no images (text, synthetic).
+void ReadImageSample(const config::DataSource& src, const std::string& where, const Shape& sample_shape,
+                     const std::string& path, float* out);
+
 // Tokens of a text corpus: bytes (kChar) or whitespace-separated words with
 // an "<eos>" token at the end of every line (kWord, as PyTorch's
 // word_language_model example).
@@ -338,6 +351,35 @@ class SyntheticIter : public DataIter {
   std::vector<float> data_, label_;
   int64_t position_ = 0;
 };
+
+// ------------------------------------------------------------------ .npy
+
+// An array in NumPy's .npy format (version 1.0 to 3.0): the magic "\x93NUMPY",
+// a major and minor version byte, the header's length (uint16 little-endian
+// in 1.0, uint32 in 2.0 and 3.0), the header, a Python dict literal such as
+// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } padded with
+// spaces to a multiple of 64 bytes and ended by '\n', then the raw elements.
+// Read: float32 ('<f4') into f, or integers (signed or unsigned, 1 to 8
+// bytes, little-endian) into i; C order only.
+struct NpyArray {
+  std::vector<int64_t> shape;
+  std::string descr;  // as the file says it, e.g. "<f4", "<i8"
+  bool is_float = false;
+  std::vector<float> f;    // is_float
+  std::vector<int64_t> i;  // !is_float
+  int64_t size() const;    // the product of shape (1 for shape ())
+};
+
+// Reads a .npy file. Throws Error naming the file for a missing or
+// unreadable one, a bad magic or version, a header it cannot parse, Fortran
+// order (with the fix: np.ascontiguousarray), an element type other than
+// float32 and the integers (float64 says to save with astype(np.float32);
+// big-endian ones to use '<'), and a data size that does not match the shape.
+NpyArray ReadNpy(const std::string& path);
+
+// Writes float32 values of `shape` (C order) as a version 1.0 .npy file.
+// Throws Error naming the file when it cannot be written.
+void WriteNpy(const std::string& path, const std::vector<int64_t>& shape, const float* values);
 
 // ------------------------------------------------------------------ from the config
 

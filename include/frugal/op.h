@@ -201,6 +201,11 @@ using GradientFn = std::function<std::vector<Entry>(Graph& g, const GradCtx& c)>
 // params, attributes and config location; the caller gives its inputs.
 Node BackwardNode(const Graph& g, const GradCtx& c, const std::string& backward_op);
 
+// A loss head's prediction at inference, where its output is not one
+// (OpDef::Predicts): adds to g the nodes that compute it from the inputs of
+// node `n` (a copy: g may grow) and returns their output.
+using PredictFn = std::function<Entry(Graph& g, const Node& n)>;
+
 // Forward FLOPs of a node given its input and output shapes.
 using FlopsFn = std::function<double(const Node&, const std::vector<Shape>& in, const std::vector<Shape>& out)>;
 
@@ -297,6 +302,14 @@ class OpDef {
   // (frugal/metrics.h, OutputKind::kLossAndRank).
   OpDef& OutputsLossAndRank() {
     loss_and_rank_ = true;
+    return *this;
+  }
+  // How inference (PredictionGraph, `frugal predict`) computes this loss
+  // head's prediction, the probabilities, when its output is something
+  // else (linear_cross_entropy's loss and rank); a head without one
+  // predicts its visible output 0 (softmax_cross_entropy's p).
+  OpDef& Predicts(PredictFn f) {
+    predict_ = std::move(f);
     return *this;
   }
   OpDef& Inplace(std::vector<std::pair<int, int>> pairs) {
@@ -413,6 +426,7 @@ class OpDef {
   const std::string& backward_op() const { return backward_op_; }
   bool is_loss() const { return is_loss_; }
   bool outputs_loss_and_rank() const { return loss_and_rank_; }
+  const PredictFn& predict() const { return predict_; }
   bool has_gradient() const { return !no_gradient_; }
   // Adds the gradient nodes of a forward node (the op's GradientFn, or the
   // default one-node gradient built from Backward()).
@@ -459,6 +473,7 @@ class OpDef {
   bool no_gradient_ = false;
   bool is_loss_ = false;
   bool loss_and_rank_ = false;
+  PredictFn predict_;
   std::vector<std::pair<int, int>> inplace_;
   std::vector<int> mutates_;
   bool mutates_all_ = false;

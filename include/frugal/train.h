@@ -243,6 +243,16 @@ void TrainRanksInThreads(const ConfigFile& cfg, const TrainOptions& opts, const 
 // left out), as a resume's does.
 MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint);
 
+// The variables whose values differ between cfg and `stored`, the config
+// text a checkpoint at path holds (the first three, by name), as a hint for
+// its tensors that do not fit the model: "the config gives depth=20 but
+// PATH was trained with depth=56 (--define depth=56, or leave out --config:
+// the checkpoint holds its config)"; "" when they all agree, or the stored
+// config has none or does not parse. Values that are $(...) expressions are
+// left out: they follow from the others (a ResNet's unit count from its
+// depth).
+std::string VariableDifference(const ConfigFile& cfg, const std::string& stored, const std::string& path);
+
 // The config a checkpoint was trained with (ConfigAsRun: its --defines
 // applied, its paths absolute), to test or resume it without --config.
 // Throws Error naming the file when it holds none.

@@ -1,9 +1,16 @@
 // MakeDataIter: the DataIter for one DataSource of the config. See
 // frugal/io.h.
+#include <opencv2/imgcodecs.hpp>  // the IMREAD_ flags only: the codecs load on first use
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "frugal.pb.h"
 #include "frugal/io.h"
+#include "io/imgcodecs.h"
 
 namespace frugal {
 namespace {
@@ -112,6 +119,32 @@ std::unique_ptr<DataIter> MakeDataIter(const config::DataSource& src, const Data
     case config::DataSource::SOURCE_NOT_SET: break;
   }
   throw Error(Fmt(o.where, " has no source (write one of idx, cifar, recordio, text, synthetic { ... })"));
+}
+
+void ReadImageSample(const config::DataSource& src, const std::string& where, const Shape& sample_shape,
+                     const std::string& path, float* out) {
+  const bool raw = src.has_idx() || src.has_cifar();  // arrays of pixels: no resize or crop
+  FRUGAL_REQUIRE(raw || src.has_recordio(), where,
+                 " holds no images (idx, cifar or recordio): give the model a .npy of its data instead");
+  Augment aug;
+  if (src.has_recordio()) aug = ToAugment(src.recordio().augment(), src.recordio().scale());
+  if (src.has_cifar()) aug = ToAugment(src.cifar().augment(), src.cifar().scale());
+  aug.rand_crop = aug.rand_resized_crop = aug.mirror = false;
+  if (raw) aug.resize = aug.pad = 0;
+  std::ifstream in(path, std::ios::binary);
+  FRUGAL_REQUIRE(in, path, ": cannot open the image (", std::strerror(errno), ")");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string encoded = bytes.str();
+  const bool grey = sample_shape.ndim() == 3 && sample_shape[0] == 1;
+  const cv::Mat img = imgcodecs::Decode(encoded.data(), encoded.size(), grey ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+  FRUGAL_REQUIRE(!img.empty(), path, ": cannot decode the image (", encoded.size(),
+                 " bytes): not a PNG, JPEG or other format OpenCV reads, or corrupt");
+  FRUGAL_REQUIRE(!raw || sample_shape.ndim() != 3 || (img.rows == sample_shape[1] && img.cols == sample_shape[2]), path,
+                 ": the image is ", img.rows, "x", img.cols, " (height x width) but the model takes ",
+                 sample_shape.ndim() == 3 ? sample_shape[1] : 0, "x", sample_shape.ndim() == 3 ? sample_shape[2] : 0,
+                 " images (", where, " holds arrays of that size, which frugal does not resize); resize it first");
+  DecodeAugmentImage(encoded, sample_shape, aug, 0, 0, 0, path, out);
 }
 
 }  // namespace frugal

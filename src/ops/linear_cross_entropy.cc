@@ -18,8 +18,11 @@
 //   (as Liger-Kernel's fused linear cross-entropy does) into hidden outputs
 //   dx, dW, db, which only a training graph's backward reads; the backward
 //   hands them on (in place where it can); dlabel = 0.
+// predict (inference): p = softmax(x W^T + b), (N, V), as fully_connected and
+//   softmax nodes: what the head classifies, without the label.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/blas.h"
@@ -210,6 +213,12 @@ void Register_linear_cross_entropy(OpRegistry* r) {
           .InferShape(LceInferShape)
           .Loss()
           .OutputsLossAndRank()
+          .Predicts([](Graph& g, const Node& n) {
+            const int64_t v = std::any_cast<const LceParams&>(n.params).num_hidden;
+            const int z = g.AddOp("fully_connected", n.name + "/logits", {{"num_hidden", std::to_string(v)}},
+                                  {n.inputs[0], n.inputs[2], n.inputs[3]}, n.loc);
+            return Entry{g.AddOp("softmax", n.name + "/prob", {}, {{z, 0}}, n.loc), 0};
+          })
           .Recompute(Cost::kExpensive)
           .Workspace(LceWorkspace)
           .Flops([](const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) { return LceFlops(in); })

@@ -53,33 +53,6 @@ struct Resumed {
   int64_t lr_schedule_iters = 0;  // the schedule's length the run started with (0: none stored)
 };
 
-// The variables whose values differ between cfg and the config stored in a
-// checkpoint (the first three, by name), as a hint for tensors that do not
-// fit: "" when they all agree, or the stored config has none or does not
-// parse. Values that are $(...) expressions are left out: they follow from
-// the others (a ResNet's unit count from its depth).
-std::string VariableDifference(const ConfigFile& cfg, const std::string& stored, const std::string& path) {
-  std::map<std::string, std::string> trained;
-  try {
-    trained = ParseConfig(stored, path, {}).values;
-  } catch (const Error&) { return ""; }
-  std::string here, there, defines;
-  int differ = 0;
-  for (const auto& [name, value] : trained) {
-    auto it = cfg.values.find(name);
-    const bool derived = value.find("$(") != std::string::npos;
-    if (it == cfg.values.end() || it->second == value || derived || ++differ > 3) continue;
-    const char* comma = differ > 1 ? ", " : "";
-    here += Fmt(comma, name, "=", it->second);
-    there += Fmt(comma, name, "=", value);
-    defines += Fmt(differ > 1 ? " " : "", "--define ", name, "=", value);
-  }
-  if (differ == 0) return "";
-  const std::string more = differ > 3 ? Fmt(" (and ", differ - 3, " more)") : "";
-  return Fmt("the config gives ", here, more, " but ", path, " was trained with ", there, more, " (", defines,
-             ", or leave out --config: the checkpoint holds its config)");
-}
-
 // restore(), its Error (tensors that do not fit the model) naming the
 // variables that differ from the checkpoint's config: a forgotten --define.
 template <typename Fn>
@@ -421,6 +394,28 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     for (const auto& [name, w] : OnHost(s.params.Values())) (*opts.final_params)[name].assign(w.f(), w.f() + w.size());
   }
   return r.last_acc;
+}
+
+std::string VariableDifference(const ConfigFile& cfg, const std::string& stored, const std::string& path) {
+  std::map<std::string, std::string> trained;
+  try {
+    trained = ParseConfig(stored, path, {}).values;
+  } catch (const Error&) { return ""; }
+  std::string here, there, defines;
+  int differ = 0;
+  for (const auto& [name, value] : trained) {
+    auto it = cfg.values.find(name);
+    const bool derived = value.find("$(") != std::string::npos;
+    if (it == cfg.values.end() || it->second == value || derived || ++differ > 3) continue;
+    const char* comma = differ > 1 ? ", " : "";
+    here += Fmt(comma, name, "=", it->second);
+    there += Fmt(comma, name, "=", value);
+    defines += Fmt(differ > 1 ? " " : "", "--define ", name, "=", value);
+  }
+  if (differ == 0) return "";
+  const std::string more = differ > 3 ? Fmt(" (and ", differ - 3, " more)") : "";
+  return Fmt("the config gives ", here, more, " but ", path, " was trained with ", there, more, " (", defines,
+             ", or leave out --config: the checkpoint holds its config)");
 }
 
 MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {

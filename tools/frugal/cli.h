@@ -36,6 +36,8 @@ Device DeviceFromFlags();
 
 int Train();
 int Test();
+// frugal predict (predict.cc).
+int Predict();
 int Summary();
 int Viz();
 int Plan();

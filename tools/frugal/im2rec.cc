@@ -26,7 +26,9 @@
 #include "frugal/recordio.h"
 #include "io/imgcodecs.h"
 
-DEFINE_string(input, "", "im2rec: a folder of class subfolders, or a .lst file");
+DEFINE_string(input, "",
+              "im2rec: a folder of class subfolders, or a .lst file. predict: a .npy of samples, a folder or list "
+              "of images, or a text file (a language model)");
 DEFINE_string(output, "", "im2rec: output prefix: writes PREFIX.rec and PREFIX.idx");
 DEFINE_string(root, "", "im2rec: folder the .lst paths are relative to (default: the list's folder)");
 DEFINE_int32(resize, 0, "im2rec: resize the shorter side to this many pixels (0: keep)");

@@ -16,7 +16,7 @@ DECLARE_int32(batch);  // main.cc
 
 DEFINE_string(out, "",
               "import-onnx, import-mxnet: output prefix; writes PREFIX.prototxt and the weights beside it. "
-              "export-onnx: the .onnx file");
+              "export-onnx: the .onnx file. predict: the .npy of the outputs");
 
 namespace frugal::cli {
 namespace {

@@ -6,6 +6,8 @@
 //   frugal onnx-test DIR...
 //   frugal import-onnx MODEL.onnx --out PREFIX
 //   frugal export-onnx --config ... --checkpoint CKPT --out MODEL.onnx
+//   frugal predict --checkpoint CKPT --input X --out Y.npy [--top-k K]
+//   frugal predict --checkpoint CKPT --prompt TEXT --generate N [--temperature T] [--top-k K] [--seed S]
 //   frugal import-mxnet PREFIX-symbol.json PREFIX-0000.params --out PREFIX [--data-shape 64,1,28,28]
 //   frugal im2rec --input DIR|LIST --output PREFIX [--resize N] [--quality Q] [--center-crop]
 #include <gflags/gflags.h>
@@ -31,7 +33,7 @@ DEFINE_string(config, "", "network config (.prototxt)");
 DEFINE_int32(epochs, -1, "override solver.epochs");
 DEFINE_int64(max_iters, -1, "override solver.max_iters (0: no limit)");
 DEFINE_int32(batch, -1, "override data.batch_size; import-onnx: the size of a symbolic batch axis (1 when not given)");
-DEFINE_int64(seed, -1, "override solver.seed");
+DEFINE_int64(seed, -1, "override solver.seed (predict --generate: the seed of its sampling)");
 DEFINE_string(engine, "", "override solver.engine (threaded, naive)");
 DEFINE_int32(engine_workers, -1,
              "override solver.engine_workers (threaded engine: CPU worker threads; 0: chosen for the graph, 1 or 2)");
@@ -164,6 +166,11 @@ const std::map<std::string, Command>& Commands() {
        {Test,
         "evaluate a checkpoint on its config's validation data: --checkpoint FILE|DIR [--config FILE]",
         {kModel, kEngine, "checkpoint"}}},
+      {"predict",
+       {Predict,
+        "run a checkpoint's inference graph: --checkpoint FILE|DIR --input X (.npy, images, text) --out Y.npy "
+        "[--top-k K]; or a language model's text: --prompt TEXT --generate N",
+        {kModel, kEngine, "checkpoint", "input", "out", "top_k", "prompt", "generate", "temperature", "seed"}}},
       {"summary", {Summary, "table of the layers: shape, parameters, FLOPs, bytes kept for backward", {kModel}}},
       {"viz", {Viz, "Graphviz dot of the graph, recomputed nodes drawn dashed", {kModel}}},
       {"time",
@@ -299,6 +306,9 @@ constexpr Range kRanges[] = {
     {"resize", 0, 1 << 20},
     {"threads", 1, 256},
     {"max_nodes", 1, kAny},
+    {"top_k", 0, 1 << 30},
+    {"generate", 0, 1e9},
+    {"temperature", 0, 1e6},
 };
 
 void CheckRanges() {

@@ -9,8 +9,8 @@
 #include "frugal/train.h"
 
 DEFINE_string(checkpoint, "",
-              "test, export-onnx: the checkpoint whose parameters to evaluate or export (or the latest one in this "
-              "directory); without --config, with the config it holds");
+              "test, export-onnx, predict: the checkpoint whose parameters to evaluate, export or run (or the latest "
+              "one in this directory); without --config, with the config it holds");
 
 namespace frugal::cli {
 
