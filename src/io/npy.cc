@@ -146,12 +146,10 @@ void WriteNpy(const std::string& path, const std::vector<int64_t>& shape, const 
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   out += header;
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  FRUGAL_REQUIRE(f, path, ": cannot write the .npy file (", std::strerror(errno), ")");
-  f.write(out.data(), static_cast<std::streamsize>(out.size()));
-  f.write(reinterpret_cast<const char*>(values), static_cast<std::streamsize>(n * sizeof(float)));
-  f.close();
-  FRUGAL_REQUIRE(f, path, ": writing the .npy file failed (", std::strerror(errno), ")");
+  AtomicFile f(path);
+  f.Write(out.data(), out.size());
+  f.Write(values, static_cast<size_t>(n) * sizeof(float));
+  f.Commit();
 }
 
 }  // namespace frugal
