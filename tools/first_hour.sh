@@ -5,7 +5,9 @@
 #   --config (the learning rate continues: asserted from the JSON logs),
 #   test from the checkpoint alone (its config and defines are in it),
 #   export-onnx, import-onnx, and test of the imported weights under the
-#   model's config: the same metrics to the last printed digit.
+#   model's config: the same metrics to the last printed digit; then
+#   predict: a language model writes text from a prompt, an image model
+#   gives its classes for three (blank) images of a .npy.
 # Usage: tools/first_hour.sh [FRUGAL] [MODEL...]   (models: mlp lenet resnet
 # densenet char_lm gpt; default all). Run from the repository root; exits
 # non-zero at the first step that fails, naming it. ctest runs it
@@ -35,6 +37,16 @@ step() {
   shift
   "$frugal" "$@" >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "$what failed: $frugal $*"; }
   cat "$tmp/out" >>"$tmp/$model.log"
+}
+
+# A .npy of n blank samples of shape (1,28,28), float32 (NumPy's format 1.0).
+blank_npy() {
+  python3 -c "
+import struct, sys
+n = int(sys.argv[1])
+h = \"{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 1, 28, 28), }\" % n
+h += ' ' * ((64 - (10 + len(h) + 1) % 64) % 64) + '\\n'
+sys.stdout.buffer.write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(h)) + h.encode() + bytes(n * 784 * 4))" "$1"
 }
 
 # The metrics of `frugal test`'s result line.
@@ -71,6 +83,14 @@ for model in "${models[@]}"; do
   step "test of the imported weights" test --config "$config" "${defines[@]}" --checkpoint "$dir/imported.frugal"
   got="$(metrics)"
   [[ "$got" == "$want" ]] || fail "the imported model's metrics differ: $got, the trained one's $want"
+  if [[ "$config" == *lstm* || "$config" == *gpt* ]]; then
+    step "predict --generate" predict --checkpoint "$dir/ck" --prompt "The " --generate 16 --seed 1
+    grep -q "tokens/s" "$tmp/out" || fail "predict --generate printed no speed"
+  else
+    blank_npy 3 >"$dir/x.npy"
+    step "predict" predict --checkpoint "$dir/ck" --input "$dir/x.npy" --out "$dir/y.npy" --top-k 2
+    grep -q "^sample 2: " "$tmp/out" || fail "predict gave no classes for the third sample"
+  fi
   printf '%-9s %3d s  %s(lr %s -> %s at the resume)\n' "$model" $((SECONDS - start)) "$want" "$before" "$after"
 done
-echo "first_hour: ${#models[@]} models: train, resume, test, export-onnx, import-onnx, test: passed"
+echo "first_hour: ${#models[@]} models: train, resume, test, export-onnx, import-onnx, test, predict: passed"
