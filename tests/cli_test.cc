@@ -299,9 +299,28 @@ TEST(Cli, PlanTimelineDrawsEveryStrategy) {
   EXPECT_NE(ErrorLine(r).find("--timeline " + dir.File("no/such/dir/t.svg") + ": cannot write (No such file"),
             std::string::npos)
       << r.output;
-  r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --timeline t.png");
+  r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --timeline t.pdf");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(ErrorLine(r).find("--timeline t.png: the timeline is an SVG file"), std::string::npos) << r.output;
+  EXPECT_NE(ErrorLine(r).find("--timeline t.pdf: the timeline is an SVG or a PNG file"), std::string::npos) << r.output;
+  // The same drawing as a PNG: a real one (its signature and IHDR's size), as
+  // wide as the SVG and as tall.
+  r = RunFrugal(
+      "plan --config models/mlp/fashion_mnist.prototxt --memory all --batch 32 --define hidden=256 "
+      "--timeline " +
+      dir.File("t.png"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string png = ReadTextFile(dir.File("t.png"));
+  ASSERT_GT(png.size(), 24u);
+  EXPECT_EQ(png.substr(0, 8), "\x89PNG\r\n\x1a\n");
+  auto be32 = [&](size_t at) {
+    return (uint32_t(uint8_t(png[at])) << 24) | (uint32_t(uint8_t(png[at + 1])) << 16) |
+           (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3]));
+  };
+  std::smatch size;
+  ASSERT_TRUE(std::regex_search(svg, size, std::regex("width=\"([0-9]+)\" height=\"([0-9]+)\""))) << svg.substr(0, 200);
+  EXPECT_EQ(be32(16), std::stoul(size[1])) << "width";
+  EXPECT_EQ(be32(20), std::stoul(size[2])) << "height";
+  EXPECT_GT(png.size(), 20000u) << "lines, areas and text, not a blank page";
 }
 
 // --explain: which step of the planner chose the plan, its peak with the

@@ -33,7 +33,8 @@ std::string PredictErrorLine(const RunResult& r) {
   return m.size() ? m.str(0) : "";
 }
 
-void ExpectAllClose(const std::vector<float>& want, const std::vector<float>& got, double tol, const std::string& what) {
+void ExpectAllClose(const std::vector<float>& want, const std::vector<float>& got, double tol,
+                    const std::string& what) {
   ASSERT_EQ(want.size(), got.size()) << what;
   for (size_t k = 0; k < want.size(); ++k)
     ASSERT_NEAR(got[k], want[k], tol * std::max(1.0, std::abs(double(want[k])))) << what << " at " << k;
@@ -55,7 +56,8 @@ TEST(Npy, WritesWhatItReads) {
 }
 
 // A .npy with this header text and data bytes, as numpy writes it.
-std::string WriteNpyText(const TempDir& dir, const std::string& name, const std::string& header, const std::string& data) {
+std::string WriteNpyText(const TempDir& dir, const std::string& name, const std::string& header,
+                         const std::string& data) {
   std::string h = header;
   h.append(63 - (10 + h.size()) % 64, ' ');
   h += '\n';
@@ -68,24 +70,25 @@ TEST(Npy, ReadsIntegersAndRefusesWhatItCannotRead) {
   std::string i8;
   for (int64_t v : {3, -2, 7})
     for (int k = 0; k < 8; ++k) i8 += char((uint64_t(v) >> (8 * k)) & 0xff);
-  const NpyArray a = ReadNpy(WriteNpyText(dir, "i.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", i8));
+  const NpyArray a =
+      ReadNpy(WriteNpyText(dir, "i.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", i8));
   EXPECT_FALSE(a.is_float);
   EXPECT_EQ(a.i, (std::vector<int64_t>{3, -2, 7}));
   const NpyArray u = ReadNpy(WriteNpyText(dir, "u.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 2), }",
-                                     std::string("\xff\x01", 2)));
+                                          std::string("\xff\x01", 2)));
   EXPECT_EQ(u.i, (std::vector<int64_t>{255, 1}));
 
-  const std::string f8 = WriteNpyText(dir, "f8.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }",
-                                 std::string(8, '\0'));
+  const std::string f8 =
+      WriteNpyText(dir, "f8.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0'));
   ExpectError([&] { ReadNpy(f8); }, {f8, "float64", "astype(numpy.float32)"});
-  const std::string fo = WriteNpyText(dir, "fo.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }",
-                                 std::string(16, '\0'));
+  const std::string fo =
+      WriteNpyText(dir, "fo.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", std::string(16, '\0'));
   ExpectError([&] { ReadNpy(fo); }, {fo, "Fortran order", "ascontiguousarray"});
   const std::string cut = WriteNpyText(dir, "cut.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }",
-                                  std::string(12, '\0'));
+                                       std::string(12, '\0'));
   ExpectError([&] { ReadNpy(cut); }, {cut, "(2,2)", "needs 16 data bytes but the file holds 12"});
-  const std::string big = WriteNpyText(dir, "big.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }",
-                                  std::string(4, '\0'));
+  const std::string big =
+      WriteNpyText(dir, "big.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'));
   ExpectError([&] { ReadNpy(big); }, {big, "big-endian"});
   ExpectError([&] { ReadNpy(dir.Write("no.npy", "hello")); }, {"no.npy", "not a .npy file"});
   ExpectError([&] { ReadNpy(dir.File("missing.npy")); }, {"missing.npy", "cannot open"});
@@ -96,7 +99,8 @@ TEST(Npy, ReadsIntegersAndRefusesWhatItCannotRead) {
 // Class c lights up pixel row c of a 4x4 image (values 0 to 255).
 void PredictToyImage(int i, uint8_t* image, uint8_t* label) {
   *label = static_cast<uint8_t>(i % 4);
-  for (int p = 0; p < 16; ++p) image[p] = static_cast<uint8_t>(p / 4 == *label ? 200 + (i * 7 + p) % 50 : (i * 13 + p) % 60);
+  for (int p = 0; p < 16; ++p)
+    image[p] = static_cast<uint8_t>(p / 4 == *label ? 200 + (i * 7 + p) % 50 : (i * 13 + p) % 60);
 }
 
 void WritePredictToyIdx(const TempDir& dir, const std::string& prefix, int n) {
@@ -196,7 +200,8 @@ TEST(PredictCli, NpyInImagesInTopKAndErrors) {
     const float* row = y.f.data() + i * 4;
     const int best = static_cast<int>(std::max_element(row, row + 4) - row);
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.output, m, std::regex(Fmt("\nsample ", i, ": ([0-3]) ([0-9.]+)  ([0-3]) ([0-9.]+)\n"))))
+    ASSERT_TRUE(
+        std::regex_search(r.output, m, std::regex(Fmt("\nsample ", i, ": ([0-3]) ([0-9.]+)  ([0-3]) ([0-9.]+)\n"))))
         << r.output;
     EXPECT_EQ(std::stoi(m[1]), best);
     EXPECT_NEAR(std::stod(m[2]), row[best], 1e-4);
@@ -222,11 +227,13 @@ TEST(PredictCli, NpyInImagesInTopKAndErrors) {
   WriteNpy(dir.File("wrong.npy"), {3, 16}, x.data());
   std::string e = PredictErrorLine(RunFrugal(base + dir.File("wrong.npy")));
   EXPECT_NE(e.find(dir.File("wrong.npy") + ": shape (3,16) but the model takes (N, 1, 4, 4)"), std::string::npos) << e;
-  e = PredictErrorLine(RunFrugal(base + WriteNpyText(dir, "f8.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }",
-                                       std::string(8, '\0'))));
+  e = PredictErrorLine(
+      RunFrugal(base + WriteNpyText(dir, "f8.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }",
+                                    std::string(8, '\0'))));
   EXPECT_NE(e.find("f8.npy: the array is float64 ('<f8')"), std::string::npos) << e;
-  e = PredictErrorLine(RunFrugal(base + WriteNpyText(dir, "i.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 4, 4), }",
-                                       std::string(16, '\1'))));
+  e = PredictErrorLine(
+      RunFrugal(base + WriteNpyText(dir, "i.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 4, 4), }",
+                                    std::string(16, '\1'))));
   EXPECT_NE(e.find("i.npy: integer array ('|u1') but the model's data are float32 values"), std::string::npos) << e;
   e = PredictErrorLine(RunFrugal(base + dir.File("nothing.npy")));
   EXPECT_NE(e.find(dir.File("nothing.npy") + ": no such file"), std::string::npos) << e;
@@ -321,7 +328,8 @@ TEST(PredictCli, GptGenerationIsDeterministicForASeed) {
   std::string ids;
   for (int k = 0; k < 16; ++k)
     for (int b = 0; b < 8; ++b) ids += char(b == 0 ? (k == 3 ? 99 : k % 12) : 0);
-  const std::string npy = WriteNpyText(dir, "ids.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 16), }", ids);
+  const std::string npy =
+      WriteNpyText(dir, "ids.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 16), }", ids);
   e = PredictErrorLine(RunFrugal("predict --checkpoint " + ck + " --input " + npy + " --out " + dir.File("z.npy")));
   EXPECT_NE(e.find("ids.npy: token id 99 at flat index 3 is outside the vocabulary (0 to 12"), std::string::npos) << e;
 }
@@ -331,8 +339,8 @@ TEST(PredictCli, LstmGenerationReadsItsPerStepOutputs) {
   const std::string ck = TrainTinyLm(dir, "lstm/char_lm.prototxt",
                                      "--define layers=1 --define hidden=16 --define seq_len=8 --define batch=4");
   ExpectDeterministicGeneration(ck);
-  const RunResult r = RunFrugal("predict --checkpoint " + ck + " --input " + dir.File("corpus.txt") + " --out " +
-                                dir.File("y.npy"));
+  const RunResult r =
+      RunFrugal("predict --checkpoint " + ck + " --input " + dir.File("corpus.txt") + " --out " + dir.File("y.npy"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("note: the graph's 8 outputs (steps/0/prob to steps/7/prob) stacked on axis 1"),
             std::string::npos)

@@ -114,7 +114,8 @@ NpyArray ReadNpy(const std::string& path) {
                  "' is not one frugal reads (float32 '<f4', or integers such as '<i8')");
   const int64_t n = a.size();
   FRUGAL_REQUIRE(static_cast<uint64_t>(b.size() - data_at) == static_cast<uint64_t>(n) * bytes, path, ": shape ",
-                 Shape(a.shape), " of '", d, "' needs ", n * bytes, " data bytes but the file holds ", b.size() - data_at);
+                 Shape(a.shape), " of '", d, "' needs ", n * bytes, " data bytes but the file holds ",
+                 b.size() - data_at);
   const unsigned char* p = u + data_at;
   if (a.is_float) {
     a.f.resize(n);

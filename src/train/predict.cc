@@ -49,8 +49,8 @@ Predictor::Predictor(const ConfigFile& cfg, const std::string& checkpoint)
   bool reads_data = false;
   for (const Node& n : graph_.nodes()) {
     if (n.var != VarKind::kInput) continue;
-    FRUGAL_REQUIRE(n.name == dc.data_name() || n.name == dc.label_name(), cfg.path, ": the graph reads input '",
-                   n.name, "', but predict feeds only data.data_name '", dc.data_name(), "' (and zeros as data.",
+    FRUGAL_REQUIRE(n.name == dc.data_name() || n.name == dc.label_name(), cfg.path, ": the graph reads input '", n.name,
+                   "', but predict feeds only data.data_name '", dc.data_name(), "' (and zeros as data.",
                    "label_name '", dc.label_name(), "')");
     reads_data = reads_data || n.name == dc.data_name();
     inputs.push_back({n.name, n.name == dc.data_name() ? shapes.data : shapes.label});
@@ -127,8 +127,7 @@ std::vector<std::vector<float>> Predictor::Run(const float* x, int64_t n) {
   return out;
 }
 
-int64_t TokenSampler::Sample(const float* p, int64_t n, const SampleOptions& o,
-                             const std::vector<bool>& allowed) {
+int64_t TokenSampler::Sample(const float* p, int64_t n, const SampleOptions& o, const std::vector<bool>& allowed) {
   std::vector<int64_t> classes;
   for (int64_t c = 0; c < n; ++c)
     if ((allowed.empty() || allowed[c]) && p[c] > 0) classes.push_back(c);

@@ -57,9 +57,12 @@ struct TimelinePanel {
   int recomputed = 0;
   double extra_flops_percent = 0;
 };
-// Writes the panels as one SVG (one below the other, each on its own scale);
+// --timeline's file: an Error unless it ends in .svg or .png (timeline.cc).
+void CheckTimelinePath(const std::string& path);
+// Writes the panels as one SVG or PNG, by path's extension (first every
+// strategy on one scale, then one below the other, each on its own scale);
 // throws Error if the file cannot be written.
-void WriteTimelineSvg(const std::string& path, const std::string& title, const std::vector<TimelinePanel>& panels);
+void WriteTimeline(const std::string& path, const std::string& title, const std::vector<TimelinePanel>& panels);
 int Time();
 int Ops();
 int OnnxTest();

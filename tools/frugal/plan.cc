@@ -10,8 +10,9 @@
 
 DEFINE_bool(json, false, "print JSON: one object per strategy (plan) or per op (ops)");
 DEFINE_string(timeline, "",
-              "write FILE.svg: each strategy's live arena bytes over the step, by kind, with the arena, the lower "
-              "bound, the recomputation and the tensors live at the peak");
+              "write FILE.svg or FILE.png: every strategy's live arena bytes on one scale, then each one's over the "
+              "step, by kind, with the arena, the lower bound, the backward pass, the recomputation and the tensors "
+              "live at the peak");
 DEFINE_bool(explain, false,
             "after the plan, which step of the planner chose it, its peak step with the tensors live there, and one "
             "line per block of the forward graph (cut at its split candidates): what it recomputes, what it keeps "
@@ -105,10 +106,7 @@ DataSources OpenDataToPlan(const ConfigFile& cfg) {
 }
 
 int Plan() {
-  const std::string& t = FLAGS_timeline;
-  if (t.size() > 4 && t.compare(t.size() - 4, 4, ".svg") != 0)
-    throw Error(Fmt("--timeline ", t, ": the timeline is an SVG file (give a name ending in .svg); for a PNG, ",
-                    "convert it: rsvg-convert -o timeline.png timeline.svg (Debian's librsvg2-bin)"));
+  if (!FLAGS_timeline.empty()) CheckTimelinePath(FLAGS_timeline);  // before the planning
   ConfigFile cfg = LoadConfigFromFlags();
   if (!FLAGS_diff.empty()) {
     if (FLAGS_json || FLAGS_explain || !FLAGS_fit.empty())
@@ -188,7 +186,7 @@ int Plan() {
   if (!FLAGS_timeline.empty()) {
     std::string title = cfg.net.name().empty() ? cfg.path : cfg.net.name();
     for (const std::string& d : g_defines) title += " " + d;  // the depth, the sequence length
-    WriteTimelineSvg(FLAGS_timeline, Fmt(title, ", batch ", batch), panels);
+    WriteTimeline(FLAGS_timeline, Fmt(title, ", batch ", batch), panels);
     std::printf("timeline: %s\n", FLAGS_timeline.c_str());
   }
   return 0;

@@ -55,8 +55,8 @@ SampleSource SourceOf(const ConfigFile& cfg) {
   if (s.text) {
     const config::TextSource& t = s.src->text();
     const std::string& path = t.vocab_path().empty() ? t.path() : t.vocab_path();
-    s.vocab = BuildVocabulary(ReadTextFile(path), t.level() == config::TextSource::WORD ? TextLevel::kWord
-                                                                                           : TextLevel::kChar);
+    s.vocab = BuildVocabulary(ReadTextFile(path),
+                              t.level() == config::TextSource::WORD ? TextLevel::kWord : TextLevel::kChar);
   }
   return s;
 }
@@ -67,9 +67,12 @@ std::string ClassName(const SampleSource& s, int64_t c, const std::string& token
   if (c >= 0 && (!s.text || c >= s.vocab.size())) return std::to_string(c);
   std::string out = "'";
   for (const char ch : c < 0 ? token : s.vocab.tokens[c]) {
-    if (ch == '\n') out += "\\n";
-    else if (ch == '\t') out += "\\t";
-    else if (ch == '\'') out += "\\'";
+    if (ch == '\n')
+      out += "\\n";
+    else if (ch == '\t')
+      out += "\\t";
+    else if (ch == '\'')
+      out += "\\'";
     else if (static_cast<unsigned char>(ch) < 32 || static_cast<unsigned char>(ch) >= 127) {
       char hex[8];
       std::snprintf(hex, sizeof(hex), "\\x%02x", static_cast<unsigned char>(ch));
@@ -125,8 +128,7 @@ Samples FromNpy(const std::string& path, const Predictor& p, const SampleSource&
     out.x = std::move(a.f);
   } else {
     FRUGAL_REQUIRE(s.text, path, ": integer array ('", a.descr, "') but the model's data are float32 values (",
-                   s.src ? s.where + " is not text" : "its data are not token ids",
-                   "): save x.astype(numpy.float32)");
+                   s.src ? s.where + " is not text" : "its data are not token ids", "): save x.astype(numpy.float32)");
     out.x.assign(a.i.begin(), a.i.end());
     for (size_t k = 0; k < a.i.size(); ++k)
       FRUGAL_REQUIRE(a.i[k] >= 0 && a.i[k] < s.vocab.size(), path, ": token id ", a.i[k], " at flat index ", k,
@@ -217,8 +219,8 @@ Written Assemble(const Predictor& p, std::vector<std::vector<float>> outs, int64
     w.y = std::move(outs[0]);
     if (shapes.size() > 1)
       w.note = Fmt("the graph has ", shapes.size(), " outputs of different shapes; --out holds the first, ",
-                   p.output_names()[0], " (the others: ", JoinNames(p.output_names().begin() + 1, p.output_names().end()),
-                   ")");
+                   p.output_names()[0],
+                   " (the others: ", JoinNames(p.output_names().begin() + 1, p.output_names().end()), ")");
     return w;
   }
   const int64_t per = shapes[0].Size();
@@ -260,9 +262,9 @@ int PredictInputs(const ConfigFile& cfg, const std::string& checkpoint) {
   const SampleSource s = SourceOf(cfg);
   Predictor p(cfg, checkpoint);
   const std::string ext = fs::path(FLAGS_input).extension().string();
-  const Samples in = ext == ".npy"                                            ? FromNpy(FLAGS_input, p, s)
-                     : s.text && !fs::is_directory(FLAGS_input)               ? FromText(FLAGS_input, p, s)
-                                                                              : FromImages(FLAGS_input, p, s);
+  const Samples in = ext == ".npy"                              ? FromNpy(FLAGS_input, p, s)
+                     : s.text && !fs::is_directory(FLAGS_input) ? FromText(FLAGS_input, p, s)
+                                                                : FromImages(FLAGS_input, p, s);
   const auto t0 = std::chrono::steady_clock::now();
   const Written w = Assemble(p, p.Run(in.x.data(), in.n), in.n);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -294,12 +296,10 @@ std::vector<int64_t> PromptTokens(const SampleSource& s) {
   for (size_t k = 0; k < tokens.size(); ++k) {
     const auto id = s.vocab.ids.find(tokens[k]);
     FRUGAL_REQUIRE(id != s.vocab.ids.end() && id->second != 0, "--prompt: ", chars ? "character " : "word ",
-                   ClassName(s, -1, tokens[k]), chars ? Fmt(" (byte ", static_cast<int>(static_cast<unsigned char>(
-                                                                             tokens[k][0])),
-                                                            ")")
-                                                      : "",
-                   " at ", chars ? "position " : "word ", k, " is not in the vocabulary of ", s.where, " (",
-                   s.vocab.size() - 1, chars ? " characters" : " words", "); leave it out or replace it");
+                   ClassName(s, -1, tokens[k]),
+                   chars ? Fmt(" (byte ", static_cast<int>(static_cast<unsigned char>(tokens[k][0])), ")") : "", " at ",
+                   chars ? "position " : "word ", k, " is not in the vocabulary of ", s.where, " (", s.vocab.size() - 1,
+                   chars ? " characters" : " words", "); leave it out or replace it");
     ids.push_back(id->second);
   }
   FRUGAL_REQUIRE(!ids.empty(), "--prompt is empty: give the text the generation starts from");
@@ -315,7 +315,8 @@ const float* AtPosition(const Predictor& p, const std::vector<std::vector<float>
   if (static_cast<int64_t>(shapes.size()) == t && shapes[pos].ndim() == 1) return outs[pos].data();
   throw Error(Fmt(config, ": --generate needs the next-token probabilities at each of the ", t,
                   " positions (one output of (", t, ", vocab) per sample, or ", t, " of (vocab)), but the outputs are ",
-                  p.output_names()[0], " ", shapes[0], shapes.size() > 1 ? Fmt(" and ", shapes.size() - 1, " more") : ""));
+                  p.output_names()[0], " ", shapes[0],
+                  shapes.size() > 1 ? Fmt(" and ", shapes.size() - 1, " more") : ""));
 }
 
 int Generate(const ConfigFile& cfg, const std::string& checkpoint) {
@@ -323,8 +324,7 @@ int Generate(const ConfigFile& cfg, const std::string& checkpoint) {
   FRUGAL_REQUIRE(s.text, cfg.path, ": --generate needs a language model, whose data are text (",
                  s.src ? s.where + " is not" : "the config has no data source", ")");
   Predictor p(cfg, checkpoint);
-  FRUGAL_REQUIRE(p.sample_shape().ndim() == 1, cfg.path, ": data.sample_shape ", p.sample_shape(),
-                 " is not [seq_len]");
+  FRUGAL_REQUIRE(p.sample_shape().ndim() == 1, cfg.path, ": data.sample_shape ", p.sample_shape(), " is not [seq_len]");
   const int64_t t = p.sample_shape()[0];
   std::vector<int64_t> ids = PromptTokens(s);
   const int64_t classes = p.output_shapes().back().dims().back();
@@ -353,11 +353,12 @@ int Generate(const ConfigFile& cfg, const std::string& checkpoint) {
     std::fflush(stdout);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("\n\n%d tokens in %.2f s: %.1f tokens/s (each runs the whole graph, batch %lld of %lld tokens, on the "
-              "last %lld; no key/value cache); seed %llu, temperature %g, top-k %d\n",
-              FLAGS_generate, seconds, FLAGS_generate / std::max(seconds, 1e-9), static_cast<long long>(p.batch()),
-              static_cast<long long>(t), static_cast<long long>(t),
-              static_cast<unsigned long long>(cfg.net.solver().seed()), FLAGS_temperature, FLAGS_top_k);
+  std::printf(
+      "\n\n%d tokens in %.2f s: %.1f tokens/s (each runs the whole graph, batch %lld of %lld tokens, on the "
+      "last %lld; no key/value cache); seed %llu, temperature %g, top-k %d\n",
+      FLAGS_generate, seconds, FLAGS_generate / std::max(seconds, 1e-9), static_cast<long long>(p.batch()),
+      static_cast<long long>(t), static_cast<long long>(t), static_cast<unsigned long long>(cfg.net.solver().seed()),
+      FLAGS_temperature, FLAGS_top_k);
   return 0;
 }
 
