@@ -339,6 +339,12 @@ TEST(Cli, PlanExplainSaysWhoChoseThePlanAndWhatEachBlockRecomputes) {
   r = RunFrugal("plan --config models/lenet/fashion_mnist.prototxt --memory all --explain");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(ErrorLine(r).find("--explain explains one plan"), std::string::npos) << r.output;
+  // Flags that cannot combine are one line, not one silently dropped.
+  r = RunFrugal("plan --config models/lenet/fashion_mnist.prototxt --fit 100MB --timeline t.svg");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find("--fit plans many batch sizes and --timeline draws one plan: drop one"),
+            std::string::npos)
+      << r.output;
 }
 
 // --diff A,B: both plans' figures, then each block where what they
@@ -576,6 +582,11 @@ TEST(Cli, TimeReportsTheMedianStepWithItsSpread) {
   r = RunFrugal("time --config " + cfg + " --iters 0");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(ErrorLine(r).find("--iters 0: must be 1 to"), std::string::npos) << r.output;
+  // A graph that embeds its data reads token ids, not random floats.
+  r = RunFrugal("time --config models/lstm/char_lm.prototxt --define seq_len=4 --iters 1 --warmup 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("data: token ids in \\[0, [0-9]+\\) \\(the graph's embeddings")))
+      << r.output;
 }
 
 TEST(Cli, AnOpErrorDuringTrainingIsOneLineNamingTheOp) {

@@ -112,14 +112,18 @@ TEST(CostTable, BadFilesNameTheLine) {
       ADD_FAILURE() << "no error for: " << text;
     } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); }
   };
-  expect_error("ms_per_flop 1e-9\n1 2 0 0 x relu (2)float32\n", "bad.costs:2: an entry without forward_ms >= 0");
+  expect_error("ms_per_flop 1e-9\n1 2 0 0 x relu (2)float32\n", "bad.costs:2: an entry without finite forward_ms >= 0");
   // A table of the format before cold bytes: its entries lack them.
-  expect_error("ms_per_flop 1e-9\n1 2 1 relu (2)float32\n", "bad.costs:2: an entry without forward_ms >= 0");
+  expect_error("ms_per_flop 1e-9\n1 2 1 relu (2)float32\n", "bad.costs:2: an entry without finite forward_ms >= 0");
   expect_error("ms_per_flop 1e-9\n1 2 0 -5 1 k\n", "backward_cold >= 0");
   expect_error("ms_per_flop 1e-9\n1 2 0 0 1\n", "bad.costs:2: an entry without its key");
   expect_error("ms_per_flop 1e-9\nfast 1\n", "bad.costs:2: an unknown line");
-  expect_error("ms_per_flop -1\n", "bad.costs:1: a missing or negative value");
-  expect_error("ms_per_flop 1\nms_per_cold_byte -1\n", "bad.costs:2: a missing or negative value");
+  expect_error("ms_per_flop -1\n", "bad.costs:1: a missing, negative or non-finite value");
+  expect_error("ms_per_flop 1\nms_per_cold_byte -1\n", "bad.costs:2: a missing, negative or non-finite value");
+  // Not a number passes every comparison: refused as such.
+  expect_error("ms_per_flop 1\nsums_ms nan\n", "bad.costs:2: a missing, negative or non-finite value");
+  expect_error("ms_per_flop 1e-9\nnan 2 0 0 1 k\n", "bad.costs:2: an entry without finite forward_ms >= 0");
+  expect_error("ms_per_flop 1e-9\n1 inf 0 0 1 k\n", "bad.costs:2: an entry without finite forward_ms >= 0");
   expect_error("ms_per_flop 1\ncache_bytes -1\n", "bad.costs:2: a missing or negative cache size");
   expect_error("ms_per_flop 1\nworkers 0\n", "bad.costs:2: a missing or non-positive worker count");
   expect_error("ms_per_flop 1\n1 2 0 0 1 k\n1 2 0 0 1 k\n", "bad.costs:3: a key listed twice");

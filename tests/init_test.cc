@@ -106,6 +106,9 @@ TEST(Init, BadSpecsAreClearErrors) {
   EXPECT_NE(ErrorOf("zero(1)").find("zero takes no arguments"), std::string::npos);
   EXPECT_NE(ErrorOf("msra(gaussian)").find("msra takes an optional factor type"), std::string::npos);
   EXPECT_NE(ErrorOf("normal(0.1,)").find("empty argument"), std::string::npos);
+  // Weights are float32: a range beyond it would make them infinite.
+  EXPECT_NE(ErrorOf("uniform(1e39)").find("'1e39' is beyond float32's range (3.4e38)"), std::string::npos);
+  EXPECT_NE(ErrorOf("xavier(1e39)").find("within float32's range"), std::string::npos);
 }
 
 TEST(Rng, SaveAndLoadContinueTheSameStream) {

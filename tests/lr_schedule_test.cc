@@ -5,6 +5,7 @@
 
 #include "frugal/base.h"
 #include "frugal/lr_schedule.h"
+#include "test_util.h"
 
 namespace frugal {
 namespace {
@@ -114,6 +115,18 @@ TEST(LrSchedule, FromConfigUsesTheRunLengthForMaxIter) {
     EXPECT_NE(std::string(e.what()).find("net.prototxt: solver: lr policy step needs stepsize"), std::string::npos)
         << e.what();
   }
+  // A negative length was once read as "the run's"; numbers that are not
+  // numbers or negative are refused.
+  s.set_lr_policy(config::Solver::POLY);
+  s.set_lr_schedule_iters(-5);
+  test::ExpectError([&] { LrScheduleFromConfig(s, 400, "net.prototxt"); },
+                    {"net.prototxt: solver: lr_schedule_iters must be 0 (the run's updates) or more, got -5"});
+  s.set_lr_schedule_iters(0);
+  s.set_min_lr(-1);
+  test::ExpectError([&] { LrScheduleFromConfig(s, 400, "net.prototxt"); }, {"min_lr must be a non-negative number"});
+  s.set_min_lr(0);
+  s.set_gamma(std::nanf(""));
+  test::ExpectError([&] { LrScheduleFromConfig(s, 400, "net.prototxt"); }, {"gamma must be a non-negative number"});
 }
 
 }  // namespace

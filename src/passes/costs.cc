@@ -1,6 +1,7 @@
 // CostTable: measured op times keyed by op, attributes and input shapes,
 // and the planner's price of recomputing a node (passes.h).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -132,8 +133,10 @@ CostTable CostTable::Load(const std::string& path) {
                     : first == "ms_per_cold_byte"     ? &t.ms_per_cold_byte
                     : first == "wall_per_schedule_ms" ? &t.wall_per_schedule_ms
                                                       : nullptr;
+    // NaN compares false: every time must be a number at least 0.
+    const auto time = [](double v) { return std::isfinite(v) && v >= 0; };
     if (field) {
-      if (!(s >> *field) || *field < 0) throw bad("a missing or negative value");
+      if (!(s >> *field) || !time(*field)) throw bad("a missing, negative or non-finite value");
       have_rate = have_rate || field == &t.ms_per_flop;
       continue;
     }
@@ -146,10 +149,10 @@ CostTable CostTable::Load(const std::string& path) {
           "an unknown line (not a number, ms_per_flop, backward_ratio, sums_ms, sums_cold, cache_bytes, "
           "ms_per_cold_byte, workers or wall_per_schedule_ms)");
     }
-    if (!(s >> c.backward_ms >> c.forward_cold >> c.backward_cold >> c.count) || c.forward_ms < 0 ||
-        c.backward_ms < 0 || c.forward_cold < 0 || c.backward_cold < 0 || c.count < 1)
+    if (!(s >> c.backward_ms >> c.forward_cold >> c.backward_cold >> c.count) || !time(c.forward_ms) ||
+        !time(c.backward_ms) || !time(c.forward_cold) || !time(c.backward_cold) || c.count < 1)
       throw bad(
-          "an entry without forward_ms >= 0, backward_ms >= 0, forward_cold >= 0, backward_cold >= 0 and "
+          "an entry without finite forward_ms >= 0, backward_ms >= 0, forward_cold >= 0, backward_cold >= 0 and "
           "count >= 1");
     std::getline(s >> std::ws, key);
     if (key.empty()) throw bad("an entry without its key");

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 namespace frugal {
@@ -93,8 +94,8 @@ bool ParseXavierArgs(const std::vector<std::string>& args, InitSpec* s, std::str
         *why = "the magnitude is given twice";
         return false;
       }
-      if (s->magnitude <= 0) {
-        *why = "the magnitude must be positive";
+      if (s->magnitude <= 0 || s->magnitude > std::numeric_limits<float>::max()) {
+        *why = "the magnitude must be positive and within float32's range (3.4e38)";
         return false;
       }
       magnitude = true;
@@ -113,6 +114,10 @@ bool ParseValues(const std::string& name, const std::vector<std::string>& args, 
     double x;
     if (!ParseNumber(a, &x)) {
       *why = "'" + a + "' is not a finite number";
+      return false;
+    }
+    if (std::fabs(x) > std::numeric_limits<float>::max()) {  // weights are float32
+      *why = "'" + a + "' is beyond float32's range (3.4e38)";
       return false;
     }
     v.push_back(x);

@@ -33,6 +33,9 @@ LrSchedule::LrSchedule(const LrScheduleOptions& o) : o_(o) {
                  name, " needs lr_schedule_iters > 0, got ", o.schedule_iters);
   FRUGAL_REQUIRE(o.warmup_iters >= 0, "warmup_iters must not be negative, got ", o.warmup_iters);
   FRUGAL_REQUIRE(o.base_lr >= 0 && std::isfinite(o.base_lr), "lr must be a non-negative number, got ", o.base_lr);
+  FRUGAL_REQUIRE(o.min_lr >= 0 && std::isfinite(o.min_lr), "min_lr must be a non-negative number, got ", o.min_lr);
+  FRUGAL_REQUIRE(o.gamma >= 0 && std::isfinite(o.gamma), "gamma must be a non-negative number, got ", o.gamma);
+  FRUGAL_REQUIRE(std::isfinite(o.power), "power must be a number, got ", o.power);
 }
 
 double LrSchedule::Scheduled(int64_t it) const {
@@ -105,6 +108,8 @@ LrSchedule LrScheduleFromConfig(const config::Solver& s, int64_t total_iters, co
   o.stepsize = s.stepsize();
   o.stepvalues.assign(s.stepvalue().begin(), s.stepvalue().end());
   o.power = s.power();
+  FRUGAL_REQUIRE(s.lr_schedule_iters() >= 0, path,
+                 ": solver: lr_schedule_iters must be 0 (the run's updates) or more, got ", s.lr_schedule_iters());
   o.schedule_iters = s.lr_schedule_iters() > 0 ? s.lr_schedule_iters() : total_iters;
   o.min_lr = s.min_lr();
   o.warmup_iters = s.warmup_iters();

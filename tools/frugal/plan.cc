@@ -123,7 +123,13 @@ int Plan() {
   }
   if (FLAGS_explain && (FLAGS_json || !FLAGS_fit.empty()))
     throw Error("--explain prints text about one plan: drop --json (its objects have found_by) and --fit");
-  if (!FLAGS_fit.empty()) return PlanFit(cfg, strategies);
+  if (!FLAGS_fit.empty()) {
+    if (!FLAGS_timeline.empty())
+      throw Error(
+          "--fit plans many batch sizes and --timeline draws one plan: drop one (the timeline of a batch: "
+          "--batch N --timeline FILE)");
+    return PlanFit(cfg, strategies);
+  }
   // A limit bounds the process, which holds the data as training does.
   DataSources data;
   if (strategies.front().limit()) data = OpenDataToPlan(cfg);

@@ -59,8 +59,9 @@ std::string Xy(Point p) {
 class SvgCanvas : public Canvas {
  public:
   SvgCanvas(int width, int height) {
-    svg_ = Fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", width, "\" height=\"", height,
-               "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    svg_ =
+        Fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", width, "\" height=\"", height,
+            "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
   }
   std::string Finish() { return svg_ + "</svg>\n"; }
 
@@ -83,9 +84,9 @@ class SvgCanvas : public Canvas {
   }
   void Text(Point p, const std::string& text, int size, bool end, bool bold, const char* color,
             bool vertical) override {
-    const std::string where = vertical ? Fmt("transform=\"translate(", p.x, ",", p.y,
-                                             ") rotate(-90)\" text-anchor=\"middle\"")
-                                       : Fmt("x=\"", p.x, "\" y=\"", p.y, "\"", end ? " text-anchor=\"end\"" : "");
+    const std::string where =
+        vertical ? Fmt("transform=\"translate(", p.x, ",", p.y, ") rotate(-90)\" text-anchor=\"middle\"")
+                 : Fmt("x=\"", p.x, "\" y=\"", p.y, "\"", end ? " text-anchor=\"end\"" : "");
     svg_ += Fmt("<text ", where, " font-size=\"", size, "\"", bold ? " font-weight=\"bold\"" : "",
                 std::string(color) == kBlack ? "" : Fmt(" fill=\"", color, "\""), ">", Escaped(text), "</text>\n");
   }
@@ -140,7 +141,8 @@ class PixelCanvas : public Canvas {
     int baseline = 0;
     const cv::Size box = cv::getTextSize(text, cv::FONT_HERSHEY_SIMPLEX, scale, weight, &baseline);
     if (!vertical) {
-      const cv::Point at(static_cast<int>(std::lround(end ? p.x - box.width : p.x)), static_cast<int>(std::lround(p.y)));
+      const cv::Point at(static_cast<int>(std::lround(end ? p.x - box.width : p.x)),
+                         static_cast<int>(std::lround(p.y)));
       cv::putText(img_, text, at, cv::FONT_HERSHEY_SIMPLEX, scale, Bgr(color), weight, cv::LINE_AA);
       return;
     }
@@ -162,9 +164,7 @@ class PixelCanvas : public Canvas {
     std::sscanf(hex, "#%2x%2x%2x", &r, &g, &b);
     return cv::Scalar(b, g, r);
   }
-  static cv::Point Px(Point p) {
-    return {static_cast<int>(std::lround(p.x)), static_cast<int>(std::lround(p.y))};
-  }
+  static cv::Point Px(Point p) { return {static_cast<int>(std::lround(p.x)), static_cast<int>(std::lround(p.y))}; }
   static Point At(Point a, Point b, double f) { return {a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f}; }
   static int Thick(double width) { return std::max(1, static_cast<int>(std::lround(width))); }
   cv::Mat img_;
@@ -278,7 +278,8 @@ void Draw(Canvas& c, const std::string& title, const std::vector<TimelinePanel>&
     const double bx = x_of(t.backward_step);
     c.Line({bx, static_cast<double>(y0)}, {bx, static_cast<double>(base)}, kBlack, 1, "4,3");
     c.Text({bx + 3, y0 + 10.0}, "backward", 10);
-    for (const auto& [bytes, dash] : {std::pair<int64_t, const char*>{p.arena_bytes, "6,3"}, {p.lower_bound_bytes, "2,3"}}) {
+    for (const auto& [bytes, dash] :
+         {std::pair<int64_t, const char*>{p.arena_bytes, "6,3"}, {p.lower_bound_bytes, "2,3"}}) {
       const double y = y_of(static_cast<double>(bytes));
       c.Line({kLeft, y}, {kLeft + kPlotWidth, y}, kBlack, 1, dash);
     }
