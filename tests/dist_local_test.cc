@@ -303,6 +303,54 @@ TEST(LocalGroup, ASignalStopsEveryRankAtTheSameUpdate) {
   EXPECT_EQ(c.iteration % 10, 0) << "the ranks agree every 10 updates";
 }
 
+// Ranks of different models (another --define on one of them) stop at the
+// start, each naming the first entry of the model that differs and its own
+// value there, instead of exchanging buckets of different sizes.
+TEST(LocalGroup, RanksOfDifferentModelsStopNamingTheFirstDifference) {
+  const int saved = FLAGS_minloglevel;
+  FLAGS_minloglevel = 3;
+  test::TempDir dir;
+  std::vector<int> natural(32);
+  for (int i = 0; i < 32; ++i) natural[i] = i;
+  test::WriteToy(dir, "toy", natural);
+  auto config = [&](int hidden) {
+    return ParseConfig(
+        Fmt("version: 1\n"
+            "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"",
+            hidden,
+            "\" } }\n"
+            "node { name: \"fc2\" op: \"fully_connected\" input: \"fc1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
+            "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
+            "data { train { idx { images: \"",
+            dir.File("toy-images"), "\" labels: \"", dir.File("toy-labels"),
+            "\" } } batch_size: 4 sample_shape: [1, 4, 4] }\nsolver { lr: 0.1 epochs: 1 }\n"),
+        dir.File("net.prototxt"), {});
+  };
+  std::vector<ConfigFile> cfgs = {config(16), config(8)};
+  std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      TrainOptions o;
+      o.quiet = true;
+      o.dist.comm = comms[r].get();
+      try {
+        Train(cfgs[r], o);
+      } catch (const Error& e) { errors[r] = e.what(); }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  FLAGS_minloglevel = saved;
+  // Names in order: fc1_bias is the first entry that differs.
+  EXPECT_NE(errors[0].find("the ranks train different models: rank 0 has parameter fc1_bias (16) where rank 1 differs"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("rank 1 has parameter fc1_bias (8) where rank 1 differs from rank 0"), std::string::npos)
+      << errors[1];
+  EXPECT_NE(errors[1].find("every rank must run the same config"), std::string::npos) << errors[1];
+}
+
 TEST(DistLocal, FactoryErrors) {
   test::ExpectError([] { MakeCommunicator("nccl", {}); }, {"--dist nccl: unknown; the only one is mpi"});
 #ifndef FRUGAL_HAVE_MPI

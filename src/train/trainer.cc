@@ -36,6 +36,40 @@ TrainData OpenData(const ConfigFile& cfg, Shard shard, bool quiet) {
 }
 
 // Every rank reads the same data: the rows of each global batch.
+// Every rank must train the same model: ranks of different models would
+// exchange buckets of different sizes (an MPI error, or a hang). Each rank
+// lists what the model is (batch, dtype, strategy, optimizer, iter_size, and
+// every parameter's name and shape, in name order); the ranks compare a
+// hash of the list, then, where that differs, of each entry, and every rank
+// stops naming the first that differs and its own value there.
+void CheckRanksModel(const ConfigFile& cfg, const Session& s, DataParallel* dp) {
+  std::vector<std::string> facts = {Fmt("batch ", s.model.batch), Fmt("dtype ", cfg.net.dtype()),
+                                    Fmt("memory strategy ", s.model.train_plan.strategy.Name()),
+                                    Fmt("optimizer ", s.opt->name()), Fmt("iter_size ", cfg.net.solver().iter_size())};
+  for (const auto& [name, t] : s.params.Values()) facts.push_back(Fmt("parameter ", name, " ", t.shape().ToString()));
+  auto hash = [](const std::string& text, uint64_t h = 1469598103934665603ull) {  // FNV-1a
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return h;
+  };
+  uint64_t all = hash(Fmt(facts.size()));
+  for (const std::string& f : facts) all = hash(f, all);
+  Communicator* comm = dp->comm();
+  const std::vector<uint64_t> whole = comm->AllGather(all, "the model's digest");
+  if (std::all_of(whole.begin(), whole.end(), [&](uint64_t h) { return h == whole[0]; })) return;
+  uint64_t most = 0;
+  for (uint64_t n : comm->AllGather(facts.size(), "the model's entries")) most = std::max(most, n);
+  for (size_t k = 0; k < most; ++k) {
+    const std::string mine = k < facts.size() ? facts[k] : "no more parameters";
+    const std::vector<uint64_t> h = comm->AllGather(hash(mine), "an entry of the model");
+    std::string differ;
+    for (size_t r = 0; r < h.size(); ++r) differ += h[r] != h[0] ? Fmt(differ.empty() ? "" : ", ", r) : "";
+    const bool one = differ.find(',') == std::string::npos;
+    FRUGAL_REQUIRE(differ.empty(), cfg.path, ": the ranks train different models: rank ", dp->rank(), " has ", mine,
+                   " where rank", one ? " " : "s ", differ, one ? " differs" : " differ",
+                   " from rank 0; every rank must run the same config with the same --defines and flags");
+  }
+}
+
 void CheckRanksData(const ConfigFile& cfg, const TrainData& d, DataParallel* dp, int64_t batch, bool quiet) {
   const int64_t n = d.train->num_samples();
   FRUGAL_REQUIRE(dp->Min(n) == n, cfg.path, ": data.train: rank ", dp->rank(), " reads ", n,
@@ -355,6 +389,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   if (opts.dist.comm) {
     dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.params.Grads(), s.params.GradVars(), s.params.Sums());
     s.train->SetDataPart(dp->rank());  // this rank's dropout masks: its rows of the global batch
+    CheckRanksModel(cfg, s, dp.get());
     CheckRanksData(cfg, data, dp.get(), s.model.batch, opts.quiet);
   }
   LOG_IF(INFO, !opts.quiet) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device "
