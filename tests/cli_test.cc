@@ -201,6 +201,22 @@ TEST(Cli, TrainPrintsOneGraphLineAndTheTableUnderV1) {
   EXPECT_NE(s.output.find("stage1/bn1 (+stage1/relu1)"), std::string::npos) << s.output;
 }
 
+// A folder given where a file is read says so, in one line (it read as an
+// empty file: "expected a value", "the file is empty", "no ms_per_flop line").
+TEST(Cli, AFolderGivenForAFileSaysSo) {
+  TempDir dir;
+  RunResult r = RunFrugal("import-onnx " + dir.path() + " --out " + dir.File("m"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find(dir.path() + ": is a folder; give the ONNX model file"), std::string::npos) << r.output;
+  r = RunFrugal("import-mxnet " + dir.path() + " " + dir.path() + " --out " + dir.File("m"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find(dir.path() + ": is a folder; give the MXNet symbol file"), std::string::npos) << r.output;
+  r = RunFrugal("plan --config models/mlp/fashion_mnist.prototxt --costs " + dir.path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(ErrorLine(r).find(dir.path() + ": is a folder; give the cost table"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("m.prototxt"))) << "nothing written";
+}
+
 TEST(Cli, FlagsOverrideTheConfig) {
   TempDir dir;
   WriteToyData(dir, "train", 64);

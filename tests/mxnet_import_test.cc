@@ -524,7 +524,11 @@ TEST(MxnetImport, BadParamsFilesAreOneLineErrors) {
 
   TempDir dir;
   std::ofstream(dir.File("d.params"), std::ios::binary) << dtype;
-  ExpectLine([&] { ReadMxnetParams(dir.File("nope.params")); }, {"nope.params: cannot open the MXNet params file"});
+  ExpectLine([&] { ReadMxnetParams(dir.File("nope.params")); },
+             {"nope.params: cannot open the MXNet params (No such file or directory"});
+  // A folder where a file is expected says so (was "expected a value" or "bad magic").
+  ExpectLine([&] { ReadMxnetParams(dir.path()); }, {dir.path() + ": is a folder; give the MXNet params file"});
+  ExpectLine([&] { ReadMxnetSymbol(dir.path()); }, {dir.path() + ": is a folder; give the MXNet symbol file"});
   // Through the command: one line, exit status 1.
   std::ofstream(dir.File("net-symbol.json")) << MxnetMlp().json;
   RunResult r = RunFrugal("import-mxnet " + dir.File("net-symbol.json") + " " + dir.File("d.params") + " --out " +

@@ -69,6 +69,28 @@ void AtomicFile::Abandon() {
   tmp_.clear();
 }
 
+std::string ReadFileBytes(const std::string& path, const std::string& what) {
+  struct stat st;
+  FRUGAL_REQUIRE(::stat(path.c_str(), &st) == 0, path, ": cannot open the ", what, " (", Reason(), "; check the path)");
+  FRUGAL_REQUIRE(!S_ISDIR(st.st_mode), path, ": is a folder; give the ", what, " file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  FRUGAL_REQUIRE(fd >= 0, path, ": cannot open the ", what, " (", Reason(), ")");
+  std::string bytes;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::close(fd);
+      errno = err;
+      FRUGAL_REQUIRE(n == 0, path, ": cannot read the ", what, " (", Reason(), ")");
+      return bytes;
+    }
+    bytes.append(buf, static_cast<size_t>(n));
+  }
+}
+
 void WriteFileAtomic(const std::string& path, const std::string& bytes) {
   AtomicFile f(path);
   f.Write(bytes.data(), bytes.size());

@@ -100,11 +100,7 @@ MxnetSymbol ParseMxnetSymbol(const std::string& text, const std::string& path) {
 }
 
 MxnetSymbol ReadMxnetSymbol(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  FRUGAL_REQUIRE(in, path, ": cannot open the MXNet symbol file (check the path)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseMxnetSymbol(ss.str(), path);
+  return ParseMxnetSymbol(ReadFileBytes(path, "MXNet symbol"), path);
 }
 
 }  // namespace frugal

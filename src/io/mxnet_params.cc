@@ -149,11 +149,7 @@ NamedTensors DecodeMxnetParams(const std::string& bytes, const std::string& path
 }
 
 NamedTensors ReadMxnetParams(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  FRUGAL_REQUIRE(in, path, ": cannot open the MXNet params file (check the path)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return DecodeMxnetParams(ss.str(), path);
+  return DecodeMxnetParams(ReadFileBytes(path, "MXNet params"), path);
 }
 
 std::string EncodeMxnetParams(const NamedTensors& arrays) {

@@ -121,11 +121,10 @@ Tensor ToTensor(const OnnxTensor& t, MemKind kind) {
 }
 
 onnx::ModelProto ReadOnnxModel(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  FRUGAL_REQUIRE(in, path, ": cannot open the ONNX model (check the path)");
-  FRUGAL_REQUIRE(in.peek() != std::char_traits<char>::eof(), path, ": the file is empty, not an ONNX model");
+  const std::string bytes = ReadFileBytes(path, "ONNX model");
+  FRUGAL_REQUIRE(!bytes.empty(), path, ": the file is empty, not an ONNX model");
   onnx::ModelProto m;
-  FRUGAL_REQUIRE(m.ParseFromIstream(&in), path, ": not an ONNX model (cannot parse a ModelProto)");
+  FRUGAL_REQUIRE(m.ParseFromString(bytes), path, ": not an ONNX model (cannot parse a ModelProto)");
   FRUGAL_REQUIRE(m.has_graph(), path, ": the ONNX model holds no graph");
   return m;
 }

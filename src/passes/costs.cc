@@ -104,8 +104,7 @@ void CostTable::Save(const std::string& path) const {
 }
 
 CostTable CostTable::Load(const std::string& path) {
-  std::ifstream in(path);
-  FRUGAL_REQUIRE(in, path, ": cannot open the cost table (write one with `frugal time --save-costs FILE`)");
+  std::istringstream in(ReadFileBytes(path, "cost table (write one with `frugal time --save-costs FILE`)"));
   CostTable t;
   std::string line;
   bool have_rate = false;
