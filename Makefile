@@ -48,6 +48,7 @@ format-check: deps
 
 test: format-check build data
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@bash tools/skipped_tests.sh $(BUILD)
 	$(MAKE) tsan
 	$(MAKE) asan
 	$(MAKE) fuzz

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -142,6 +143,18 @@ std::vector<std::vector<bool>> HappensBefore(const std::vector<PushRecord>& ops)
     }
   }
   return hb;
+}
+
+bool CpuHasFlag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;)
+      if (w == flag) return true;
+    return false;
+  }
+  return false;
 }
 
 }  // namespace frugal::test

@@ -40,6 +40,8 @@ struct RunResult {
 };
 // Runs the frugal CLI with the given arguments from the source directory.
 RunResult RunFrugal(const std::string& args);
+// Whether /proc/cpuinfo lists `flag` ("avx512_bf16") among the CPU's flags.
+bool CpuHasFlag(const std::string& flag);
 // Runs a shell command line from the source directory (stderr with stdout).
 RunResult RunShell(const std::string& command);
 
