@@ -41,7 +41,8 @@ void ExpectCommandFails(const std::string& args, const TempDir& dir, const std::
   const RunResult r = RunFrugal(args + " --out " + dir.File("out"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.output.find("prototxt"), std::string::npos) << r.output;
-  for (const std::string& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << "'" << n << "' not in: " << r.output;
+  for (const std::string& n : needles)
+    EXPECT_NE(r.output.find(n), std::string::npos) << "'" << n << "' not in: " << r.output;
   for (const char* ext : {".prototxt", ".frugal"})
     EXPECT_FALSE(std::filesystem::exists(dir.File(std::string("out") + ext))) << ext << " left behind";
 }
@@ -79,7 +80,9 @@ std::string MxnetJson(int num_hidden, bool conv, const std::string& fc_attrs = "
   return "{\"nodes\": [\n" + nodes + "\n], \"heads\": [[" + std::to_string(w + 4) + ", 0, 0]]}\n";
 }
 
-NamedTensors FcArrays(Shape w, Shape b) { return {{"arg:fc1_weight", Filled(w, 0.5f)}, {"arg:fc1_bias", Filled(b, 0.f)}}; }
+NamedTensors FcArrays(Shape w, Shape b) {
+  return {{"arg:fc1_weight", Filled(w, 0.5f)}, {"arg:fc1_bias", Filled(b, 0.f)}};
+}
 
 MxnetImportOptions Data(std::vector<int64_t> dims) {
   MxnetImportOptions o;
@@ -95,42 +98,67 @@ TEST(ImportHostile, MxnetArraysAreCheckedAgainstTheInferredShapes) {
   // The good model imports.
   EXPECT_NO_THROW(Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{8}), Data({2, 16})));
   // A weight of (5,16) against num_hidden 8.
-  ExpectLine([&] { Import(MxnetJson(8, false), FcArrays(Shape{5, 16}, Shape{8}), Data({2, 16})); },
-             {"h-symbol.json:", "node 'fc1' (FullyConnected) reading arg:fc1_weight (5,16), arg:fc1_bias (8)",
-              "weight has shape (5,16)", "needs (8,16)", "num_hidden=8"});
+  ExpectLine(
+      [&] {
+        Import(MxnetJson(8, false), FcArrays(Shape{5, 16}, Shape{8}), Data({2, 16}));
+      },
+      {"h-symbol.json:", "node 'fc1' (FullyConnected) reading arg:fc1_weight (5,16), arg:fc1_bias (8)",
+       "weight has shape (5,16)", "needs (8,16)", "num_hidden=8"});
   // A bias of the wrong length.
-  ExpectLine([&] { Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{9}), Data({2, 16})); },
-             {"node 'fc1' (FullyConnected)", "bias has shape (9) but num_hidden is 8"});
+  ExpectLine(
+      [&] {
+        Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{9}), Data({2, 16}));
+      },
+      {"node 'fc1' (FullyConnected)", "bias has shape (9) but num_hidden is 8"});
   // A data shape that disagrees with the first layer's weight.
-  ExpectLine([&] { Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{8}), Data({2, 20})); },
-             {"node 'fc1' (FullyConnected)", "needs (8,20)", "20 input features", "(2,20) is from --data-shape"});
+  ExpectLine(
+      [&] {
+        Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{8}), Data({2, 20}));
+      },
+      {"node 'fc1' (FullyConnected)", "needs (8,20)", "20 input features", "(2,20) is from --data-shape"});
   // A convolution weight of (6,1,5,5) against 4 filters of 3x3.
   NamedTensors conv = FcArrays(Shape{3, 144}, Shape{3});
   conv.push_back({"arg:conv1_weight", Filled(Shape{6, 1, 5, 5}, 0.1f)});
   conv.push_back({"arg:conv1_bias", Filled(Shape{4}, 0.f)});
-  ExpectLine([&] { Import(MxnetJson(3, true), conv, Data({2, 1, 8, 8})); },
-             {"node 'conv1' (Convolution) reading arg:conv1_weight (6,1,5,5)", "(4,1,3,3)"});
+  ExpectLine(
+      [&] {
+        Import(MxnetJson(3, true), conv, Data({2, 1, 8, 8}));
+      },
+      {"node 'conv1' (Convolution) reading arg:conv1_weight (6,1,5,5)", "(4,1,3,3)"});
   conv[2].second = Filled(Shape{4, 1, 3, 3}, 0.1f);
   EXPECT_NO_THROW(Import(MxnetJson(3, true), conv, Data({2, 1, 8, 8})));
   // An input count the attributes do not take (no_bias, yet a bias).
-  ExpectLine([&] {
-    Import(MxnetJson(8, false, R"(, "no_bias": "True")"), FcArrays(Shape{8, 16}, Shape{8}), Data({2, 16}));
-  },
-             {"node 'fc1' (FullyConnected): has 3 inputs but frugal's fully_connected with these attributes takes 2"});
+  ExpectLine(
+      [&] {
+        Import(MxnetJson(8, false, R"(, "no_bias": "True")"), FcArrays(Shape{8, 16}, Shape{8}), Data({2, 16}));
+      },
+      {"node 'fc1' (FullyConnected): has 3 inputs but frugal's fully_connected with these attributes takes 2"});
   // An attribute value the op cannot read names the symbol's node.
-  ExpectLine([&] { Import(MxnetJson(8, false, R"(, "flatten": "maybe")"), FcArrays(Shape{8, 16}, Shape{8}), Data({2, 16})); },
-             {"h-symbol.json:", "node 'fc1' (FullyConnected)", "flatten"});
+  ExpectLine(
+      [&] {
+        Import(MxnetJson(8, false, R"(, "flatten": "maybe")"), FcArrays(Shape{8, 16}, Shape{8}), Data({2, 16}));
+      },
+      {"h-symbol.json:", "node 'fc1' (FullyConnected)", "flatten"});
   // No data shape: nothing to check the arrays against.
-  ExpectLine([&] { Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{8}), {}); },
-             {"node 'data' (null): the data input has no shape", "give --data-shape"});
+  ExpectLine(
+      [&] {
+        Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{8}), {});
+      },
+      {"node 'data' (null): the data input has no shape", "give --data-shape"});
   // A batch no config's batch_size holds.
-  ExpectLine([&] { Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{8}), Data({int64_t{1} << 31, 16})); },
-             {"node 'data' (null): the batch 2147483648 (from --data-shape)", "batch_size holds (2147483647)"});
+  ExpectLine(
+      [&] {
+        Import(MxnetJson(8, false), FcArrays(Shape{8, 16}, Shape{8}), Data({int64_t{1} << 31, 16}));
+      },
+      {"node 'data' (null): the batch 2147483648 (from --data-shape)", "batch_size holds (2147483647)"});
   // An output index the node does not have.
   std::string json = MxnetJson(8, false);
   json.replace(json.find("[[0, 0, 0], [1"), 10, "[[0, 3, 0]");
-  ExpectLine([&] { Import(json, FcArrays(Shape{8, 16}, Shape{8}), Data({2, 16})); },
-             {"node 'fc1' (FullyConnected): reads output 3 of node 'data', which has 1"});
+  ExpectLine(
+      [&] {
+        Import(json, FcArrays(Shape{8, 16}, Shape{8}), Data({2, 16}));
+      },
+      {"node 'fc1' (FullyConnected): reads output 3 of node 'data', which has 1"});
 }
 
 TEST(ImportHostile, MxnetNonFiniteWeightsNeedTheFlag) {
@@ -203,7 +231,8 @@ struct Model {
     for (auto& s : out) n->add_output(s);
     return n;
   }
-  static onnx::AttributeProto* Attr(onnx::NodeProto* n, const std::string& name, onnx::AttributeProto::AttributeType t) {
+  static onnx::AttributeProto* Attr(onnx::NodeProto* n, const std::string& name,
+                                    onnx::AttributeProto::AttributeType t) {
     auto* a = n->add_attribute();
     a->set_name(name), a->set_type(t);
     return a;
@@ -221,25 +250,25 @@ Model Gemm(float w = 0.5f) {
   return b;
 }
 
-// x (2,3), z (2,3) -> Concat -> y, with the axis attribute as `attr` makes it.
+// x (2,3) -> Concat(x, x) -> y, with the axis attribute as `attr` makes it.
 Model Concat(int64_t opset, const std::function<void(onnx::NodeProto*)>& attr) {
   Model b(opset);
   b.Input("x", {2, 3});
-  b.Input("z", {2, 3});
-  attr(b.Node("Concat", {"x", "z"}, {"y"}));
+  attr(b.Node("Concat", {"x", "x"}, {"y"}));
   b.Output("y");
   return b;
 }
 
 TEST(ImportHostile, OnnxAttributesOfTheWrongTypeOrMissing) {
-  EXPECT_NO_THROW(ImportOnnx(Concat(13, [](onnx::NodeProto* n) {
-    Model::Attr(n, "axis", onnx::AttributeProto::INT)->set_i(1);
-  }).m));
+  EXPECT_NO_THROW(ImportOnnx(
+      Concat(13, [](onnx::NodeProto* n) { Model::Attr(n, "axis", onnx::AttributeProto::INT)->set_i(1); }).m));
   // An INT attribute sent as FLOAT is not read as 0.
-  ExpectLine([] { ImportOnnx(Concat(13, [](onnx::NodeProto* n) {
-               Model::Attr(n, "axis", onnx::AttributeProto::FLOAT)->set_f(1.f);
-             }).m); },
-             {"ONNX node 'Concat_node' (Concat): attribute 'axis' is FLOAT, expected INT"});
+  ExpectLine(
+      [] {
+        ImportOnnx(
+            Concat(13, [](onnx::NodeProto* n) { Model::Attr(n, "axis", onnx::AttributeProto::FLOAT)->set_f(1.f); }).m);
+      },
+      {"ONNX node 'Concat_node' (Concat): attribute 'axis' is FLOAT, expected INT"});
   // Required by Concat-4 and later: no default of 1.
   ExpectLine([] { ImportOnnx(Concat(13, [](onnx::NodeProto*) {}).m); },
              {"ONNX node 'Concat_node' (Concat): attribute 'axis' is required", "at opset 13"});
@@ -251,14 +280,16 @@ TEST(ImportHostile, OnnxAttributesOfTheWrongTypeOrMissing) {
   t.Input("x", {2, 3});
   Model::Attr(t.Node("Transpose", {"x"}, {"y"}), "perm", onnx::AttributeProto::INT)->set_i(1);
   t.Output("y");
-  ExpectLine([&] { ImportOnnx(t.m); }, {"ONNX node 'Transpose_node' (Transpose): attribute 'perm' is INT, expected INTS"});
+  ExpectLine([&] { ImportOnnx(t.m); },
+             {"ONNX node 'Transpose_node' (Transpose): attribute 'perm' is INT, expected INTS"});
   // A Constant's value of another type than its name says.
   Model c;
   c.Input("x", {2, 3});
   Model::Attr(c.Node("Constant", {}, {"k"}), "value_int", onnx::AttributeProto::FLOAT)->set_f(2.f);
   c.Node("Add", {"x", "k"}, {"y"});
   c.Output("y");
-  ExpectLine([&] { ImportOnnx(c.m); }, {"ONNX node 'Constant_node' (Constant): attribute 'value_int' is FLOAT, expected INT"});
+  ExpectLine([&] { ImportOnnx(c.m); },
+             {"ONNX node 'Constant_node' (Constant): attribute 'value_int' is FLOAT, expected INT"});
   // MaxPool without its kernel.
   Model p;
   p.Input("x", {1, 1, 4, 4});
