@@ -93,6 +93,13 @@ void ExpectLine(const std::function<void()>& fn, const std::vector<std::string>&
   for (const std::string& n : needles) EXPECT_NE(e.find(n), std::string::npos) << "'" << n << "' not in: " << e;
 }
 
+// Import options with the data shape (batch first), as --data-shape gives it.
+MxnetImportOptions DataShape(std::vector<int64_t> dims) {
+  MxnetImportOptions o;
+  o.data_shape = std::move(dims);
+  return o;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -159,7 +166,8 @@ TEST(MxnetImport, MlpComputesWhatTheWeightsSay) {
   WriteMxnetParams(dir.File("mlp-0000.params"), mlp.arrays);
   const MxnetSymbol sym = ParseMxnetSymbol(mlp.json, "mlp-symbol.json");
   EXPECT_EQ(sym.mxnet_version, 10500);
-  MxnetImport imp = ImportMxnet(sym, ReadMxnetParams(dir.File("mlp-0000.params")), "mlp");
+  MxnetImport imp =
+      ImportMxnet(sym, ReadMxnetParams(dir.File("mlp-0000.params")), "mlp", DataShape({MxnetMlp::kBatch, 1, 2, 3}));
   EXPECT_NE(imp.config_text.find("label_name: \"softmax_label\""), std::string::npos) << imp.config_text;
   EXPECT_NE(imp.config_text.find("op: \"relu\""), std::string::npos) << imp.config_text;
   // fc2_weight's __lr_mult__ and __wd_mult__ become fc2's multipliers of its weight, as BuildGraph reads them.
@@ -419,7 +427,8 @@ TEST(MxnetImport, LstmExampleImportsWithSharedWeightsAndZeroStates) {
                                {"arg:l0_h2h_bias", Values(Shape{20}, 45)},
                                {"arg:cls_weight", Values(Shape{kVocab, kHidden}, 46)},
                                {"arg:cls_bias", Values(Shape{kVocab}, 47)}};
-  const MxnetImport imp = ImportMxnet(ParseMxnetSymbol(s.Json({B::In(sm)}), "lstm-symbol.json"), arrays, "lstm");
+  const MxnetImport imp = ImportMxnet(ParseMxnetSymbol(s.Json({B::In(sm)}), "lstm-symbol.json"), arrays, "lstm",
+                                      DataShape({kBatch, kSteps}));
   const std::string& text = imp.config_text;
   // Shared weights are variable nodes; the states zero aux variables.
   EXPECT_NE(text.find("node { name: \"l0_i2h_weight\" op: \"variable\" attr { key: \"shape\" value: \"(20,4)\" } }"),
@@ -478,11 +487,12 @@ TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
     SCOPED_TRACE(name);
     const MxnetSymbol sym = ReadMxnetSymbol(dir + name + "-symbol.json");
     EXPECT_EQ(sym.mxnet_version, 10901);
-    const MxnetImport imp = ImportMxnet(sym, ReadMxnetParams(dir + name + "-0000.params"), name);
-    EXPECT_TRUE(imp.unused.empty());
     std::map<std::string, Tensor> io;
     for (const auto& [key, t] : ReadMxnetParams(dir + name + "-io.params")) io[key] = t;
     const Tensor& x = io.at("data");
+    const MxnetImport imp =
+        ImportMxnet(sym, ReadMxnetParams(dir + name + "-0000.params"), name, DataShape(x.shape().dims()));
+    EXPECT_TRUE(imp.unused.empty());
     const Tensor label = Tensor::Empty(name == "cnn" ? Shape{x.shape()[0]} : x.shape());
     const std::vector<float> got = RunNet(imp.config_text, {{"data", x}, {"softmax_label", label}}, Weights(imp));
     const Tensor& want = io.at("output");
@@ -600,7 +610,8 @@ TEST(MxnetImport, RandomDamageIsAnErrorNeverACrash) {
       target[next(target.size())] = static_cast<char>(next(256));
     if (trial % 5 == 0) target.resize(next(target.size()));
     try {
-      const MxnetImport imp = ImportMxnet(ParseMxnetSymbol(j, "d-symbol.json"), DecodeMxnetParams(p, "d.params"), "d");
+      const MxnetImport imp = ImportMxnet(ParseMxnetSymbol(j, "d-symbol.json"), DecodeMxnetParams(p, "d.params"), "d",
+                                          DataShape({4, 3, 8, 8}));
       BuildGraph(ParseConfig(imp.config_text, "d.prototxt", {}));
     } catch (const Error& e) {
       ++errors;

@@ -84,6 +84,9 @@ struct MxnetImportOptions {
   // the config's batch_size and sample_shape; empty: the data node's
   // __shape__ attribute if it has one, else the data section says none.
   std::vector<int64_t> data_shape;
+  // NaN and Inf in the arrays imported are an Error unless this is set.
+  bool allow_nonfinite = false;
+  std::string params_path;  // the file the arrays came from, for messages
 };
 
 struct MxnetImport {

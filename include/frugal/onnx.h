@@ -72,6 +72,9 @@ struct OnnxImportOptions {
   // Nodes needing others are unsupported: a way to ask what a model needs
   // beyond a set of ops, and for tests.
   std::function<bool(const std::string& frugal_op)> op_available;
+  // NaN and Inf in initializers are an Error naming the first unless this
+  // is set (`import-onnx --allow-nonfinite`).
+  bool allow_nonfinite = false;
 };
 
 // One ONNX node that could not be imported, and why.

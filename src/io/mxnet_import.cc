@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "frugal/config.h"
+#include "frugal/graph.h"
 #include "frugal/mxnet.h"
 #include "frugal/op.h"
 
@@ -207,6 +208,7 @@ class Importer {
         role_(n_, Role::kOp),
         name_(n_),
         op_(n_),
+        params_(n_),
         readers_(n_, 0),
         left_out_(n_, false) {
     for (const auto& [name, t] : arrays) {
@@ -219,6 +221,8 @@ class Importer {
   MxnetImport Run(const std::string& model_name) {
     TranslateOps();
     Classify();
+    CheckShapes();
+    CheckFinite();
     NameNodes();
     for (size_t i = 0; i < n_; ++i)
       if (role_[i] == Role::kOp) LeaveOutWeights(static_cast<int>(i));
@@ -250,6 +254,11 @@ class Importer {
       const MxnetNode& n = sym_.nodes[i];
       if (n.op == "null") continue;
       op_[i] = Translate(n, *FindRule(n.op), Where(static_cast<int>(i)));
+      // The attributes parsed here, so that a bad value names this node and
+      // not a line of the config written from it.
+      const OpDef& def = OpRegistry::Get().Require(op_[i].first, [&] { return Where(static_cast<int>(i)); });
+      AttrReader reader([&] { return Where(static_cast<int>(i)); }, op_[i].second);
+      params_[i] = def.ParseParams(reader);
       for (const auto& in : n.inputs) ++readers_[in.node];
     }
     for (const auto& h : sym_.heads) ++readers_[h.node];
@@ -301,6 +310,124 @@ class Importer {
         RequireNotAWeight(i);
         SetInput(i, Role::kData, &data_);
       }
+    }
+  }
+
+  // The data input's shape with the batch first, and where it comes from:
+  // the options (--data-shape) or the data node's __shape__; empty if
+  // neither gives it.
+  std::pair<std::vector<int64_t>, std::string> DataShape() const {
+    if (!opts_.data_shape.empty()) return {opts_.data_shape, "--data-shape"};
+    if (data_ >= 0) return {ShapeAttr(data_), "its __shape__"};
+    return {};
+  }
+
+  // "arg:fc1_weight (5,16), arg:fc1_bias (8)": the arrays node i reads.
+  std::string ArraysRead(int i) const {
+    std::string s;
+    for (const auto& in : sym_.nodes[i].inputs) {
+      auto a = arrays_.find(sym_.nodes[in.node].name);
+      if (role_[in.node] == Role::kParam || role_[in.node] == Role::kAux)
+        s += Fmt(s.empty() ? "" : ", ", a->second.file_name, " ", a->second.value.shape());
+    }
+    return s;
+  }
+
+  // Every array against the shape the graph infers from the data shape,
+  // node by node with the ops' own shape inference, as MXNet's bind checks
+  // them against data_shapes: a mismatch names the node, the arrays it reads
+  // and the op's reason (the attribute and the input that set the shape).
+  // Invariant after it: every array has the shape its readers need.
+  void CheckShapes() const {
+    const auto [data, from] = DataShape();
+    const bool positive = std::all_of(data.begin(), data.end(), [](int64_t d) { return d > 0; });
+    FRUGAL_REQUIRE(data_ < 0 || (data.size() >= 2 && positive), Where(data_), ": the data input has no shape (or ",
+                   from, " leaves a dim unknown), so the arrays cannot ",
+                   "be checked against the shapes the graph infers; give --data-shape with the batch first, e.g. ",
+                   "64,1,28,28 (MXNet's bind takes it as data_shapes)");
+    FRUGAL_REQUIRE(data.empty() || data[0] <= INT32_MAX, Where(data_), ": the batch ", data[0], " (from ", from,
+                   ") is more than a config's batch_size holds (", INT32_MAX, ")");
+    Graph g;
+    std::vector<Shape> shapes;  // per entry of g
+    std::vector<int> id(n_);
+    for (size_t i = 0; i < n_; ++i) {
+      const MxnetNode& n = sym_.nodes[i];
+      if (n.op == "null") {
+        id[i] = g.AddVariable(n.name, VarKind::kInput);
+        shapes.push_back(role_[i] == Role::kParam || role_[i] == Role::kAux ? arrays_.at(n.name).value.shape()
+                         : role_[i] == Role::kState                         ? Shape(StateShape(static_cast<int>(i)))
+                         : static_cast<int>(i) == data_                     ? Shape(data)
+                                                                            : Shape());
+        continue;
+      }
+      Node node;
+      node.name = n.name;
+      node.op = &OpRegistry::Get().Require(op_[i].first, [&] { return Where(static_cast<int>(i)); });
+      node.attrs = op_[i].second;
+      node.params = params_[i];
+      FRUGAL_REQUIRE(static_cast<int>(n.inputs.size()) == node.op->NumInputs(node.params), Where(static_cast<int>(i)),
+                     ": has ", n.inputs.size(), " inputs but frugal's ", node.op->name(),
+                     " with these attributes takes ", node.op->NumInputs(node.params));
+      for (const auto& in : n.inputs) {
+        FRUGAL_REQUIRE(in.index < g.NumOutputs(id[in.node]), Where(static_cast<int>(i)), ": reads output ", in.index,
+                       " of node '", sym_.nodes[in.node].name, "', which has ", g.NumOutputs(id[in.node]));
+        node.inputs.push_back({id[in.node], in.index});
+      }
+      id[i] = g.AddNode(std::move(node));
+      InferNode(g, id[i], static_cast<int>(i), &shapes, Fmt(" (the data shape ", Shape(data), " is from ", from, ")"));
+    }
+  }
+
+  // Output shapes of graph node k (symbol node i) from its op; the inputs it
+  // completes (a label) flow back to their entries. Throws Error naming the
+  // symbol node and the arrays it reads.
+  void InferNode(const Graph& g, int k, int i, std::vector<Shape>* shapes, const std::string& data_note) const {
+    const Node& n = g.node(k);
+    std::vector<Shape> in, out(g.NumOutputs(k));
+    for (const Entry& e : n.inputs) in.push_back((*shapes)[g.EntryId(e)]);
+    const std::string reads = ArraysRead(i);
+    const std::string where = Where(i) + (reads.empty() ? "" : " reading " + reads) + ": ";
+    // An input not known here derives from the label, whose shape the loss
+    // reading it sets: such a node is left to the loss, and its outputs
+    // unknown.
+    const bool all_known = std::all_of(in.begin(), in.end(), [](const Shape& s) { return s.known(); });
+    try {
+      ShapeCtx ctx{n, in, out};
+      n.op->infer_shape()(ctx);
+    } catch (const Error& e) {  // the op's reason, without its own naming of the node
+      if (!all_known) {
+        shapes->insert(shapes->end(), out.size(), Shape());
+        return;
+      }
+      std::string why = e.what();
+      if (why.rfind(n.Where() + ": ", 0) == 0) why = why.substr(n.Where().size() + 2);
+      throw Error(where + why + data_note);
+    }
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      Shape& s = (*shapes)[g.EntryId(n.inputs[j])];
+      FRUGAL_REQUIRE(!s.known() || s == in[j], where, "input ", j, " '", g.node(n.inputs[j].node).name, "' has shape ",
+                     s, " but the node needs ", in[j], data_note);
+      if (!s.known()) s = in[j];
+    }
+    for (const Shape& s : out) {
+      FRUGAL_REQUIRE(s.known() || !all_known, where, "the shape of an output is not inferred", data_note);
+      shapes->push_back(s);
+    }
+  }
+
+  // No NaN or Inf in the arrays imported, unless the options allow them: a
+  // diverged training's weights import without complaint, then fail far
+  // from here.
+  void CheckFinite() const {
+    if (opts_.allow_nonfinite) return;
+    for (const auto& [name, a] : arrays_) {
+      if (!used_.count(name)) continue;
+      const float* x = a.value.f();
+      for (int64_t k = 0; k < a.value.size(); ++k)
+        FRUGAL_REQUIRE(std::isfinite(x[k]), opts_.params_path.empty() ? "the params file" : opts_.params_path,
+                       ": array ", a.file_name, " ", a.value.shape(), " holds ", x[k], " at flat index ", k,
+                       " (the first non-finite value); were the weights saved after training ",
+                       "diverged? --allow-nonfinite imports them anyway");
     }
   }
 
@@ -402,12 +529,11 @@ class Importer {
   }
 
   std::string NodeText(int i) {
-    const MxnetNode& n = sym_.nodes[i];
     switch (role_[i]) {
       case Role::kOp: return OpText(i);
       case Role::kParam:
       case Role::kAux: return left_out_[i] || readers_[i] == 0 ? "" : WeightVariable(i);
-      case Role::kState: return StateVariable(i, n);
+      case Role::kState: return StateVariable(i);
       default: return "";
     }
   }
@@ -430,15 +556,22 @@ class Importer {
   }
 
   // An initial state MXNet's examples feed as zeros: constant zeros here.
-  std::string StateVariable(int i, const MxnetNode& n) {
-    const std::vector<int64_t> dims = ShapeAttr(i);
-    FRUGAL_REQUIRE(!dims.empty() && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d > 0; }), Where(i),
-                   ": __shape__ '", n.attrs.at("__shape__"), "' must give every dim (a zero state's shape)");
+  std::string StateVariable(int i) {
+    const std::vector<int64_t> dims = StateShape(i);
     Tensor zero = Tensor::Empty(Shape(dims), DType::kFloat32, {}, MemKind::kParam);
     zero.Fill(0.f);
     out_.aux[name_[i]] = zero;
     return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
            DimsText(dims) + "\" } attr { key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"zero\" } }\n";
+  }
+
+  // A zero state's shape: its __shape__, every dim given.
+  std::vector<int64_t> StateShape(int i) const {
+    const std::vector<int64_t> dims = ShapeAttr(i);
+    FRUGAL_REQUIRE(!dims.empty() && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d > 0; }), Where(i),
+                   ": __shape__ '", sym_.nodes[i].attrs.at("__shape__"),
+                   "' must give every dim (a zero state's shape)");
+    return dims;
   }
 
   std::vector<int64_t> ShapeAttr(int i) const {
@@ -471,9 +604,7 @@ class Importer {
         "# where a label is not one class index per sample).\ndata {\n";
     if (data_ >= 0) s += "  data_name: " + QuoteConfigString(name_[data_]) + "\n";
     if (label_ >= 0) s += "  label_name: " + QuoteConfigString(name_[label_]) + "\n";
-    const std::vector<int64_t> shape = !opts_.data_shape.empty() ? opts_.data_shape
-                                       : data_ >= 0              ? ShapeAttr(data_)
-                                                                 : std::vector<int64_t>{};
+    const std::vector<int64_t> shape = DataShape().first;
     if (shape.size() >= 2) {
       if (shape[0] > 0) s += Fmt("  batch_size: ", shape[0], "\n");
       std::string dims;
@@ -491,6 +622,7 @@ class Importer {
   std::vector<Role> role_;
   std::vector<std::string> name_;                    // config names
   std::vector<std::pair<std::string, AttrMap>> op_;  // frugal op and attributes of op nodes
+  std::vector<std::any> params_;                     // op nodes' attributes as their op parsed them
   std::vector<int> readers_;                         // op inputs and heads reading each node
   std::vector<bool> left_out_;                       // weights BuildGraph makes
   std::vector<std::pair<std::string, int>> made_;    // their names, and the variable

@@ -119,6 +119,9 @@ FrugalExport ExportFrugalConfig(const OnnxImport& imp, const std::string& model_
       "data {\n  data_name: " +
       QuoteConfigString(in.name) + "\n";
   if (shape.known() && shape.ndim() >= 1) {
+    FRUGAL_REQUIRE(shape[0] <= INT32_MAX, "graph input '", imp.inputs[0].onnx_name, "' ", shape,
+                   ": dim 0 (the batch) is ", shape[0], ", more than a config's data.batch_size holds (", INT32_MAX,
+                   "); give --batch");
     text += Fmt("  batch_size: ", shape[0], "\n  sample_shape: [");
     for (int d = 1; d < shape.ndim(); ++d) text += Fmt(d > 1 ? ", " : "", shape[d]);
     text += "]\n";

@@ -12,6 +12,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -27,6 +28,7 @@ namespace frugal {
 namespace {
 
 using onnx_map::Lowering;
+using onnx_map::MissingRequiredAttr;
 using onnx_map::NodeView;
 using onnx_map::Operand;
 using onnx_map::ValueFacts;
@@ -66,6 +68,22 @@ void RequirePrintableNames(const onnx::GraphProto& g) {
     for (const std::string& in : n.input()) check(in, where + "'s input");
     for (const std::string& out : n.output()) check(out, where + "'s output");
   }
+}
+
+// The opsets of the default domain the rules know.
+constexpr int64_t kMinOpset = 1, kMaxOpset = 23;
+
+// No NaN in a value that becomes a variable, and no Inf either where an op
+// reads it in a weight slot (`weight`: the slot declares the variable it
+// makes, a convolution's weight, a batch_norm's moving variance): -inf
+// elsewhere is how a mask added to scores says "never attend".
+void RequireFinite(const Tensor& t, bool weight, const std::string& onnx_name) {
+  const float* x = t.f();
+  for (int64_t k = 0; k < t.size(); ++k)
+    FRUGAL_REQUIRE(weight ? std::isfinite(x[k]) : !std::isnan(x[k]), "initializer '", onnx_name, "' ", t.shape(),
+                   " holds ", x[k], " at flat index ", k, " (the first ",
+                   weight ? "non-finite value of a weight" : "NaN",
+                   "); were the weights saved after training diverged? --allow-nonfinite imports them anyway");
 }
 
 struct Value {
@@ -129,8 +147,16 @@ OnnxImport Importer::Run() {
   const onnx::GraphProto& g = model_.graph();
   RequirePrintableNames(g);
   out_.from_frugal = model_.producer_name() == "frugal";
-  for (const auto& op : model_.opset_import())
-    if (op.domain().empty() || op.domain() == "ai.onnx") out_.opset = op.version();
+  for (const auto& op : model_.opset_import()) {
+    if (!op.domain().empty() && op.domain() != "ai.onnx") continue;
+    // The rules know the ops' forms from opset 1 to 23 (Attention's): a
+    // later opset may change what an op means, and an earlier one is no
+    // ONNX model.
+    FRUGAL_REQUIRE(op.version() >= kMinOpset && op.version() <= kMaxOpset, "the model imports opset ", op.version(),
+                   " of the default ONNX domain; frugal imports opsets ", kMinOpset, " to ", kMaxOpset,
+                   " (convert the model with onnx.version_converter)");
+    out_.opset = op.version();
+  }
   const bool default_nodes = std::any_of(g.node().begin(), g.node().end(), [](const onnx::NodeProto& n) {
     return n.domain().empty() || n.domain() == "ai.onnx";
   });
@@ -138,6 +164,8 @@ OnnxImport Importer::Run() {
     out_.unsupported.push_back({g.name(), "(model)", "no opset of the default ONNX domain"});
   for (const auto& t : g.initializer()) {
     FRUGAL_REQUIRE(!t.name().empty(), "an initializer has no name");
+    FRUGAL_REQUIRE(!values_.count(t.name()), "two initializers are named '", t.name(),
+                   "': an ONNX graph assigns each name once; the file is malformed");
     Value& v = values_[t.name()];
     v.source = Value::kInitializer;
     tensors_.push_back(DecodeOnnxTensor(t, "initializer '" + t.name() + "'"));
@@ -202,6 +230,10 @@ void Importer::AddGraphInputs() {
         std::vector<int64_t> dims;
         bool known = true;
         for (const auto& d : type.tensor_type().shape().dim()) {
+          // ONNX's unknown dims are a dim_param or no value; a negative
+          // dim_value is neither.
+          FRUGAL_REQUIRE(!d.has_dim_value() || d.dim_value() >= 0, "graph input '", in.name(), "': dim ", dims.size(),
+                         " is ", d.dim_value(), "; a dim is >= 0, or a dim_param (symbolic), or unset (unknown)");
           const bool batch = dims.empty() && !d.has_dim_value() && opts_.batch > 0;  // a symbolic first dim
           known = known && (batch || (d.has_dim_value() && d.dim_value() >= 0));
           dims.push_back(batch ? opts_.batch : d.dim_value());
@@ -262,6 +294,8 @@ void Importer::ImportNode(const onnx::NodeProto& node) {
   }
   if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "ai.onnx.preview.training")
     return Report(node, label, "domain '" + node.domain() + "' is not supported");
+  const std::string missing = MissingRequiredAttr(node, out_.opset);
+  FRUGAL_REQUIRE(missing.empty(), "ONNX node '", label, "' (", node.op_type(), "): ", missing);
   if (node.op_type() == "Constant") return ImportConstant(node, label);
   const onnx_map::OpMapping* m = onnx_map::FindMapping(node.op_type());
   if (!m) return Report(node, label, "no mapping to a frugal op");
@@ -275,6 +309,13 @@ void Importer::ImportNode(const onnx::NodeProto& node) {
 void Importer::ImportConstant(const onnx::NodeProto& node, const std::string& label) {
   if (node.attribute_size() != 1 || node.output_size() != 1) return Report(node, label, "expected one attribute");
   const auto& a = node.attribute(0);
+  const std::map<std::string, int> types = {{"value", onnx::AttributeProto::TENSOR},
+                                            {"value_float", onnx::AttributeProto::FLOAT},
+                                            {"value_floats", onnx::AttributeProto::FLOATS},
+                                            {"value_int", onnx::AttributeProto::INT},
+                                            {"value_ints", onnx::AttributeProto::INTS}};
+  if (auto it = types.find(a.name()); it != types.end())
+    onnx_map::RequireAttrType(a, it->second, Fmt("ONNX node '", label, "' (Constant)"));
   onnx::TensorProto t;
   if (a.name() == "value") {
     t = a.t();
@@ -380,7 +421,10 @@ void Importer::Emit(const Lowering& low, const onnx::NodeProto& node, std::vecto
         if (!e.valid()) {
           const auto& c = low.constants[o.index];
           std::string name = UniqueName(Sanitize(node.input(c.from_input)) + "_" + c.suffix);
-          e = {out_.graph.AddVariable(name, c.learned ? SlotKind(*n.op, j, VarKind::kParam) : VarKind::kAux), 0};
+          const VarKind kind = c.learned ? SlotKind(*n.op, j, VarKind::kParam) : VarKind::kAux;
+          if (!opts_.allow_nonfinite)
+            RequireFinite(c.value, SlotKind(*n.op, j, VarKind::kNone) != VarKind::kNone, node.input(c.from_input));
+          e = {out_.graph.AddVariable(name, kind), 0};
           shapes_.push_back(c.value.shape());
           out_.values[name] = c.value;
         }
@@ -418,7 +462,10 @@ Entry Importer::Resolve(const std::string& onnx_name, VarKind slot_kind) {
   const std::string name = UniqueName(Sanitize(onnx_name));
   v.entry = {out_.graph.AddVariable(name, kind), 0};
   shapes_.push_back(v.facts.shape);
-  if (kind != VarKind::kInput) out_.values[name] = ToTensor(*v.facts.value, MemKind::kParam);
+  if (kind != VarKind::kInput) {
+    out_.values[name] = ToTensor(*v.facts.value, MemKind::kParam);
+    if (!opts_.allow_nonfinite) RequireFinite(out_.values[name], slot_kind != VarKind::kNone, onnx_name);
+  }
   return v.entry;
 }
 

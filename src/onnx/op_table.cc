@@ -165,6 +165,50 @@ const OpMapping* FindMapping(const std::string& onnx_op) {
   return it != t.end() && it->onnx_op == onnx_op ? &*it : nullptr;
 }
 
+// ------------------------------------------------- required attributes
+
+namespace {
+// An attribute ONNX's schema requires of an op from opset `since` up to
+// `until` (inclusive), as onnx/defs declares it (AttributeProto without a
+// default): the rules never supply a default for these.
+struct RequiredAttr {
+  const char* op;
+  const char* attr;
+  int64_t since, until;
+};
+constexpr int64_t kAnyOpset = 1 << 30;
+const RequiredAttr kRequired[] = {
+    {"AveragePool", "kernel_shape", 1, kAnyOpset},
+    {"Cast", "to", 1, kAnyOpset},
+    {"Concat", "axis", 4, kAnyOpset},  // Concat-1 defaulted it to 1
+    {"DepthToSpace", "blocksize", 1, kAnyOpset},
+    {"LRN", "size", 1, kAnyOpset},
+    {"MaxPool", "kernel_shape", 1, kAnyOpset},
+    {"Momentum", "alpha", 1, kAnyOpset},
+    {"Momentum", "beta", 1, kAnyOpset},
+    {"Momentum", "mode", 1, kAnyOpset},
+    {"Momentum", "norm_coefficient", 1, kAnyOpset},
+    {"Pad", "pads", 2, 10},  // an input from Pad-11
+    {"Slice", "starts", 1, 9},
+    {"Slice", "ends", 1, 9},  // inputs from Slice-10
+    {"SpaceToDepth", "blocksize", 1, kAnyOpset},
+    {"Unsqueeze", "axes", 1, 12},  // an input from Unsqueeze-13
+    {"Upsample", "scales", 7, 8},  // an input from Upsample-9
+};
+}  // namespace
+
+std::string MissingRequiredAttr(const onnx::NodeProto& node, int64_t opset) {
+  for (const RequiredAttr& r : kRequired) {
+    if (node.op_type() != r.op || opset < r.since || opset > r.until) continue;
+    const bool given = std::any_of(node.attribute().begin(), node.attribute().end(),
+                                   [&](const onnx::AttributeProto& a) { return a.name() == r.attr; });
+    if (!given)
+      return Fmt("attribute '", r.attr, "' is required (ONNX's ", r.op, " at opset ", opset,
+                 " has no default for it); the file is malformed");
+  }
+  return "";
+}
+
 // --------------------------------------------------------------- NodeView
 
 NodeView::NodeView(const onnx::NodeProto& node, int64_t opset, std::vector<ValueFacts> inputs, OpAvailableFn available)
@@ -178,28 +222,56 @@ const onnx::AttributeProto* NodeView::Find(const std::string& name) const {
   return nullptr;
 }
 
-int64_t NodeView::Int(const std::string& name, int64_t dflt) const {
+// "ONNX node 'conv1' (Conv)".
+std::string NodeView::Label() const {
+  const std::string& name = !node_.name().empty() ? node_.name() : node_.output_size() ? node_.output(0) : "";
+  return Fmt("ONNX node '", name, "' (", node_.op_type(), ")");
+}
+
+namespace {
+std::string AttrTypeName(int type) {
+  return onnx::AttributeProto::AttributeType_IsValid(type)
+             ? onnx::AttributeProto::AttributeType_Name(static_cast<onnx::AttributeProto::AttributeType>(type))
+             : Fmt("type ", type);
+}
+}  // namespace
+
+void RequireAttrType(const onnx::AttributeProto& a, int expected, const std::string& where) {
+  FRUGAL_REQUIRE(a.type() == expected, where, ": attribute '", a.name(), "' is ", AttrTypeName(a.type()), ", expected ",
+                 AttrTypeName(expected), " (ONNX's schema of the op says so; the file is malformed)");
+}
+
+// The attribute `name` where the node gives it, its declared type checked
+// against the one the rule reads: a value of another type is never read as
+// this one's default (an INT sent as FLOAT is not 0).
+const onnx::AttributeProto* NodeView::Typed(const std::string& name, int type) const {
   const onnx::AttributeProto* a = Find(name);
+  if (a) RequireAttrType(*a, type, Label());
+  return a;
+}
+
+int64_t NodeView::Int(const std::string& name, int64_t dflt) const {
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::INT);
   return a ? a->i() : dflt;
 }
 
 double NodeView::Float(const std::string& name, double dflt) const {
-  const onnx::AttributeProto* a = Find(name);
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::FLOAT);
   return a ? a->f() : dflt;
 }
 
 std::string NodeView::Str(const std::string& name, const std::string& dflt) const {
-  const onnx::AttributeProto* a = Find(name);
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::STRING);
   return a ? a->s() : dflt;
 }
 
 std::vector<int64_t> NodeView::Ints(const std::string& name) const {
-  const onnx::AttributeProto* a = Find(name);
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::INTS);
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
 }
 
 std::optional<OnnxTensor> NodeView::TensorAttr(const std::string& name) const {
-  const onnx::AttributeProto* a = Find(name);
+  const onnx::AttributeProto* a = Typed(name, onnx::AttributeProto::TENSOR);
   if (!a) return std::nullopt;
   return DecodeOnnxTensor(a->t(), Fmt(op_type(), " '", node_.name(), "' attribute ", name));
 }

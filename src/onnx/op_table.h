@@ -37,6 +37,14 @@ struct ValueFacts {
   std::string type_name;              // element type ("FLOAT", "INT64"); "" when not a tensor
 };
 
+// Throws Error (`where`: the node) unless attribute a is declared of type
+// `expected` (an onnx::AttributeProto::AttributeType).
+void RequireAttrType(const onnx::AttributeProto& a, int expected, const std::string& where);
+
+// "" when node gives every attribute ONNX's schema of its op at `opset`
+// requires, else which it lacks and since which version of the op.
+std::string MissingRequiredAttr(const onnx::NodeProto& node, int64_t opset);
+
 // Whether a frugal op can be used (by default: it is registered).
 using OpAvailableFn = std::function<bool(const std::string& frugal_op)>;
 bool Registered(const std::string& frugal_op);
@@ -49,7 +57,8 @@ class NodeView {
   const std::string& op_type() const;
   int64_t opset() const { return opset_; }
 
-  // Attributes. The typed getters return dflt when absent.
+  // Attributes. The typed getters return dflt when absent, and throw Error
+  // naming the node where the attribute's declared type is another.
   bool Has(const std::string& name) const { return Find(name) != nullptr; }
   int64_t Int(const std::string& name, int64_t dflt) const;
   double Float(const std::string& name, double dflt) const;
@@ -75,7 +84,9 @@ class NodeView {
   bool OpAvailable(const std::string& frugal_op) const { return available_(frugal_op); }
 
  private:
+  std::string Label() const;
   const onnx::AttributeProto* Find(const std::string& name) const;
+  const onnx::AttributeProto* Typed(const std::string& name, int type) const;
   const onnx::NodeProto& node_;
   int64_t opset_;
   std::vector<ValueFacts> inputs_;

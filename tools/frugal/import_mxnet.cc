@@ -13,7 +13,8 @@
 #include "frugal/checkpoint.h"
 #include "frugal/mxnet.h"
 
-DECLARE_string(out);  // import_onnx.cc's
+DECLARE_string(out);            // import_onnx.cc's
+DECLARE_bool(allow_nonfinite);  // import_onnx.cc's
 DEFINE_string(data_shape, "",
               "import-mxnet: the data input's shape with the batch first, e.g. 64,1,28,28 (the config's batch_size "
               "and sample_shape)");
@@ -66,10 +67,19 @@ int ImportMxnet() {
   const std::string &symbol_path = g_args[0], &params_path = g_args[1];
   MxnetImportOptions opts;
   opts.data_shape = DataShapeFromFlag();
+  opts.allow_nonfinite = FLAGS_allow_nonfinite;
+  opts.params_path = params_path;
   const MxnetSymbol sym = ReadMxnetSymbol(symbol_path);
   const NamedTensors arrays = ReadMxnetParams(params_path);
   const MxnetImport imp = ImportMxnet(sym, arrays, ModelName(symbol_path), opts);
-  Graph g = BuildGraph(ParseConfig(imp.config_text, FLAGS_out + ".prototxt", {}));  // the config builds
+  // The config builds (ImportMxnet checked every value it holds, so an Error
+  // here is a bug of the import), named as what it is: nothing is written yet.
+  Graph g;
+  try {
+    g = BuildGraph(ParseConfig(imp.config_text, "the config made from it", {}));
+  } catch (const Error& e) {
+    throw Error(Fmt(symbol_path, ": ", e.what(), " (a bug of import-mxnet; please report it with the model)"));
+  }
 
   const ImportedFiles out = WriteImported(FLAGS_out, imp.config_text, imp.params, imp.aux);
   int ops = 0;

@@ -17,6 +17,8 @@ DECLARE_int32(batch);  // main.cc
 DEFINE_string(out, "",
               "import-onnx, import-mxnet: output prefix; writes PREFIX.prototxt and the weights beside it. "
               "export-onnx: the .onnx file. predict: the .npy of the outputs");
+DEFINE_bool(allow_nonfinite, false,
+            "import-onnx, import-mxnet: import weights holding NaN or Inf (by default an error naming the first)");
 
 namespace frugal::cli {
 namespace {
@@ -57,6 +59,7 @@ int ImportOnnx() {
   const std::string& path = g_args[0];
   OnnxImportOptions opts;
   opts.batch = FLAGS_batch > 0 ? FLAGS_batch : 1;
+  opts.allow_nonfinite = FLAGS_allow_nonfinite;
   OnnxImport imp = ImportOnnxFile(path, opts);
   FRUGAL_REQUIRE(imp.unsupported.empty(), path, ": ", imp.unsupported.size(),
                  " node(s) cannot be imported: ", DescribeUnsupported(imp.unsupported, 5));
@@ -64,7 +67,8 @@ int ImportOnnx() {
   FrugalExport ex;
   try {
     ex = ExportFrugalConfig(imp, name);
-    const ConfigFile back = ParseConfig(ex.config_text, FLAGS_out + ".prototxt", {});
+    // Named as what it is: the config is written only once it builds.
+    const ConfigFile back = ParseConfig(ex.config_text, "the config made from it", {});
     CheckRebuilds(BuildGraph(back), back, imp.graph);
   } catch (const Error& e) { throw Error(Fmt(path, ": ", e.what())); }
 
