@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 
+#include "frugal/onnx.h"
 #include "frugal/op.h"
 #include "onnx.pb.h"
 #include "test_util.h"
@@ -113,6 +116,48 @@ TEST(OnnxTestCommand, AListedTestThatNoLongerPassesFails) {
   EXPECT_NE(r.output.find("NO LONGER PASSES test_cast_FLOAT_to_DOUBLE: unsupported: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("NO LONGER PASSES test_gone: not found among the tests run"), std::string::npos) << r.output;
   EXPECT_EQ(LastLine(r.output), "2 tests of " + list + " no longer pass") << r.output;
+}
+
+// The oracle is pinned: test_relu's true output perturbed by 1% (ten times
+// ONNX's rtol) or one value made NaN fails; the output as it is, and one
+// within 1e-4, passes.
+TEST(OnnxTestCommand, TheOracleFailsAOnePercentErrorAndANaN) {
+  onnx::TensorProto truth;
+  {
+    std::ifstream in(kNode + "/test_relu/test_data_set_0/output_0.pb", std::ios::binary);
+    ASSERT_TRUE(truth.ParseFromIstream(&in));
+  }
+  const OnnxTensor y = DecodeOnnxTensor(truth, "output_0.pb");
+  ASSERT_GT(std::count_if(y.f.begin(), y.f.end(), [](float v) { return v > 0; }), 0);
+  TempDir dir;
+  auto run = [&](const std::string& name, const std::function<float(int, float)>& change) {
+    const std::string t = dir.File(name);
+    std::filesystem::create_directories(t + "/test_data_set_0");
+    std::filesystem::copy_file(kNode + "/test_relu/model.onnx", t + "/model.onnx");
+    std::filesystem::copy_file(kNode + "/test_relu/test_data_set_0/input_0.pb", t + "/test_data_set_0/input_0.pb");
+    onnx::TensorProto e = truth;
+    e.clear_raw_data();
+    e.clear_float_data();
+    for (size_t k = 0; k < y.f.size(); ++k) e.add_float_data(change(static_cast<int>(k), y.f[k]));
+    std::ofstream out(t + "/test_data_set_0/output_0.pb", std::ios::binary);
+    e.SerializeToOstream(&out);
+    out.close();
+    return RunFrugal("onnx-test " + t);
+  };
+  RunResult r = run("same", [](int, float v) { return v; });
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run("close", [](int, float v) { return v * 1.0001f; });
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run("one_percent", [](int, float v) { return v * 1.01f; });
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(LastLine(r.output), "0 passed, 1 failed, 0 unsupported") << r.output;
+  r = run("nan", [&](int k, float v) {
+    const int first =
+        static_cast<int>(std::find_if(y.f.begin(), y.f.end(), [](float x) { return x > 0; }) - y.f.begin());
+    return k == first ? std::nanf("") : v;
+  });
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("FAIL nan: output 0 'y': 1 of "), std::string::npos) << r.output;
 }
 
 TEST(OnnxTestCommand, AWrongExpectedOutputFails) {
