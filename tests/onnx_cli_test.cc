@@ -98,6 +98,17 @@ TEST(OnnxTestCommand, CountsAndExitStatus) {
   EXPECT_EQ(LastLine(r.output), "1 passed, 0 failed, 1 unsupported") << r.output;
   r = RunFrugal("onnx-test --list-unsupported " + kNode + "/test_cast_FLOAT_to_DOUBLE");
   EXPECT_NE(r.output.find("UNSUPPORTED test_cast_FLOAT_to_DOUBLE: "), std::string::npos) << r.output;
+  // Inputs fed at run time: the relu kernel computes; Reshape needs its shape at import.
+  const std::string reshape = kNode + "/test_reshape_reduced_dims";
+  r = RunFrugal("onnx-test " + kNode + "/test_relu " + reshape);
+  EXPECT_EQ(LastLine(r.output), "2 passed, 0 failed, 0 unsupported") << r.output;
+  r = RunFrugal("onnx-test --inputs-at-run-time --list-unsupported " + kNode + "/test_relu " + reshape);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("UNSUPPORTED test_reshape_reduced_dims: Reshape 'reshaped': input 1 (shape) must be known at "
+                          "import"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(LastLine(r.output), "1 passed, 0 failed, 1 unsupported") << r.output;
 }
 
 // --expect-passed: a listed test that is unsupported (or absent) is named

@@ -132,11 +132,14 @@ struct OnnxTestResult {
   std::vector<OnnxUnsupported> unsupported;  // the nodes, when the import found some
 };
 // Imports the model with each data set's inputs (values known, see
-// OnnxImportOptions::known_values), infers shapes, plans memory (share),
+// OnnxImportOptions::known_values, so an op on them may be folded at import;
+// with fold_inputs false only their shapes: every input is fed at run time
+// and read by the kernels, and a test whose op needs an input's value at
+// import is unsupported), infers shapes, plans memory (share),
 // runs inference (is_train=false) and compares every output with ONNX's
 // tolerances: |y - expected| <= 1e-7 + 1e-3 |expected| (NaN matches NaN).
 // Never throws for a problem of the test: that is a kFailed result.
-OnnxTestResult RunOnnxBackendTest(const std::string& dir);
+OnnxTestResult RunOnnxBackendTest(const std::string& dir, bool fold_inputs = true);
 // Each DIR is a test (it holds model.onnx) or a folder of tests (its
 // subdirectories, sorted). Throws Error for a DIR that is neither.
 std::vector<std::string> FindOnnxTests(const std::vector<std::string>& dirs);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "frugal/engine.h"
@@ -59,17 +60,22 @@ struct Outcome {
   std::vector<OnnxUnsupported> unsupported;
 };
 
-// One data set: inputs by name of the graph inputs that are not initializers.
-Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>& input_names, const fs::path& set) {
+// One data set: inputs by name of the graph inputs that are not initializers;
+// their values known at import (folded where an op computes on them), or
+// only their shapes (fed at run time, the kernels compute).
+Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>& input_names, const fs::path& set,
+                   bool fold_inputs) {
   const std::vector<std::string> in_files = NumberedFiles(set, "input"), out_files = NumberedFiles(set, "output");
   if (in_files.size() > input_names.size())
     return {OnnxTestStatus::kFailed,
             Fmt(set.filename().string(), " has ", in_files.size(), " inputs; the model takes ", input_names.size())};
   OnnxImportOptions opts;
+  std::map<std::string, OnnxTensor> fed;
   for (size_t k = 0; k < in_files.size(); ++k) {
     OnnxTensor t = ReadOnnxTensorFile(in_files[k]);
     opts.input_shapes[input_names[k]] = t.shape();
-    opts.known_values[input_names[k]] = std::move(t);
+    if (fold_inputs) opts.known_values[input_names[k]] = t;
+    fed[input_names[k]] = std::move(t);
   }
   OnnxImport imp = ImportOnnx(model, opts);
   if (!imp.unsupported.empty())
@@ -90,9 +96,9 @@ Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>
   for (const auto& in : imp.inputs) {
     const std::string& name = imp.graph.node(in.node).name;
     // Values read only as attributes may be empty (ReduceSum's axes); tensors may not.
-    if (opts.known_values.at(in.onnx_name).NumElements() == 0)
+    if (fed.at(in.onnx_name).NumElements() == 0)
       return {OnnxTestStatus::kUnsupported, "'" + in.onnx_name + "' is a zero-size tensor"};
-    b.vars[name] = ToTensor(opts.known_values.at(in.onnx_name), MemKind::kInput);
+    b.vars[name] = ToTensor(fed.at(in.onnx_name), MemKind::kInput);
     shapes.push_back({name, b.vars[name].shape()});
   }
   for (const auto& [name, value] : imp.values) {
@@ -116,7 +122,7 @@ Outcome RunDataSet(const onnx::ModelProto& model, const std::vector<std::string>
 
 }  // namespace
 
-OnnxTestResult RunOnnxBackendTest(const std::string& dir) {
+OnnxTestResult RunOnnxBackendTest(const std::string& dir, bool fold_inputs) {
   OnnxTestResult r;
   r.dir = dir;
   const fs::path root(dir);
@@ -150,7 +156,7 @@ OnnxTestResult RunOnnxBackendTest(const std::string& dir) {
       return r;
     }
     for (const fs::path& set : sets) {
-      Outcome o = RunDataSet(model, input_names, set);
+      Outcome o = RunDataSet(model, input_names, set, fold_inputs);
       r.status = o.status;
       r.reason = o.reason;
       r.unsupported = o.unsupported;

@@ -181,7 +181,7 @@ const std::map<std::string, Command>& Commands() {
       {"onnx-test",
        {OnnxTest,
         "run ONNX backend tests: frugal onnx-test DIR...",
-        {"expect_passed", "list_passed", "list_unsupported", "summary"},
+        {"expect_passed", "inputs_at_run_time", "list_passed", "list_unsupported", "summary"},
         true}},
       {"import-onnx",
        {ImportOnnx,

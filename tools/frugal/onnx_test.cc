@@ -21,6 +21,8 @@
 DEFINE_bool(list_unsupported, false, "onnx-test: also print a line per unsupported test with the reason");
 DEFINE_bool(list_passed, false, "onnx-test: also print a line per passed test");
 DEFINE_bool(summary, false, "onnx-test: also count the tests held back by each unsupported ONNX op and reason");
+DEFINE_bool(inputs_at_run_time, false,
+            "onnx-test: feed every input at run time (only its shape known at import: nothing folded into constants)");
 DEFINE_string(expect_passed, "",
               "onnx-test: a file of test names (one per line) that must pass; any that does not fails the run");
 
@@ -52,7 +54,7 @@ int OnnxTest() {
   std::map<std::string, std::string> regressed;  // listed name -> what it did instead
   std::map<std::string, int> why;                // "Conv: maps to frugal op 'convolution'..." -> tests
   for (const std::string& dir : FindOnnxTests(g_args)) {
-    OnnxTestResult r = RunOnnxBackendTest(dir);
+    OnnxTestResult r = RunOnnxBackendTest(dir, !FLAGS_inputs_at_run_time);
     const std::string name = std::filesystem::path(dir).filename().string();
     if (expected.erase(name) && r.status != OnnxTestStatus::kPassed)
       regressed[name] = (r.status == OnnxTestStatus::kFailed ? "failed: " : "unsupported: ") + r.reason;
