@@ -248,6 +248,14 @@ class OpDef {
     num_outputs_ = std::move(f);
     return *this;
   }
+  // Input 0 holds indices in [0, bound(params)) (an embedding's token ids),
+  // so synthetic data for it (`frugal time`) are whole numbers there.
+  OpDef& IndexInput(std::function<int64_t(const std::any&)> bound) {
+    index_bound_ = std::move(bound);
+    return *this;
+  }
+  // The bound of input 0's indices; 0 where it holds none.
+  int64_t IndexBound(const std::any& params) const { return index_bound_ ? index_bound_(params) : 0; }
   OpDef& Params(std::function<std::any(AttrReader&)> parse) {
     parse_ = std::move(parse);
     return *this;
@@ -463,6 +471,7 @@ class OpDef {
   std::vector<InputSpec> inputs_;
   std::vector<std::string> outputs_;
   std::function<int(const std::any&)> num_inputs_, num_outputs_;
+  std::function<int64_t(const std::any&)> index_bound_;
   std::function<std::any(AttrReader&)> parse_;
   InferShapeFn infer_shape_;
   InferDTypeFn infer_dtype_;

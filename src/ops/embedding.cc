@@ -89,6 +89,7 @@ void Register_embedding(OpRegistry* r) {
                    .Inputs({{"data"}, {"weight", VarKind::kParam, "xavier"}})
                    .Outputs({"y"})
                    .Params<EmbeddingParams>()
+                   .IndexInput([](const std::any& p) { return std::any_cast<const EmbeddingParams&>(p).input_dim; })
                    .InferShape(EmbeddingInferShape)
                    .Recompute(Cost::kCheap)
                    .CpuKernel(EmbeddingForward);

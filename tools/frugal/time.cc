@@ -34,14 +34,13 @@
 #include "frugal/executor.h"
 #include "frugal/passes.h"
 #include "frugal/train.h"
-#include "ops/op_params.h"
 
 DEFINE_int32(iters, 20, "time: timed iterations (after the warm-up)");
 DEFINE_int32(warmup, 3, "time: untimed iterations first");
 DEFINE_bool(data_grad, false, "time: compute the gradient of the data input too (training does not: off by default)");
 DEFINE_int64(token_data, 0,
-             "time: data are whole numbers in [0, N) (token ids) instead of [-1, 1); 0: the smallest input_dim of "
-             "the graph's embeddings where it has one");
+             "time: data are whole numbers in [0, N) (token ids) instead of [-1, 1); 0: the smallest bound of the "
+             "graph's index inputs (an embedding's input_dim) where it has one");
 DEFINE_string(save_costs, "",
               "time: write the measured per-op times as a cost table FILE (for --costs: plans priced in time); "
               "runs the ops again under a second plan to fit the time a cold byte costs");
@@ -84,16 +83,16 @@ void Build(const ConfigFile& cfg, Device dev, Timed* t) {
   t->g = std::move(plan.graph);
   t->plan = std::move(plan.plan);
   const Graph& g = t->g;
-  // A graph with an embedding reads token ids: random floats are not rows of it.
+  // A graph with an op that reads indices (an embedding) reads token ids:
+  // random floats are not rows of it.
   int64_t tokens = FLAGS_token_data;
   for (int i = 0; i < g.num_forward() && FLAGS_token_data == 0; ++i) {
     const Node& n = g.node(i);
-    if (n.is_variable() || n.op->name() != "embedding") continue;
-    const int64_t dim = std::any_cast<const EmbeddingParams&>(n.params).input_dim;
-    tokens = tokens == 0 ? dim : std::min(tokens, dim);
+    const int64_t bound = n.is_variable() ? 0 : n.op->IndexBound(n.params);
+    if (bound > 0) tokens = tokens == 0 ? bound : std::min(tokens, bound);
   }
   if (tokens > 0 && FLAGS_token_data == 0)
-    std::printf("data: token ids in [0, %lld) (the graph's embeddings; --token-data N sets N)\n",
+    std::printf("data: token ids in [0, %lld) (what the graph's index inputs take; --token-data N sets N)\n",
                 static_cast<long long>(tokens));
   Rng rng(cfg.net.solver().seed());
   for (int i = 0; i < g.num_forward(); ++i) {
