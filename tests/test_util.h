@@ -40,6 +40,13 @@ struct RunResult {
 };
 // Runs the frugal CLI with the given arguments from the source directory.
 RunResult RunFrugal(const std::string& args);
+// Defined in the sanitizer builds, whose shadow memory and quarantine grow
+// the process (tests of its peak skip those checks there). The TSan build
+// undefines __SANITIZE_THREAD__ and defines GLOG_SANITIZE_THREAD instead
+// (CMakeLists.txt says why).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(GLOG_SANITIZE_THREAD)
+#define FRUGAL_TEST_SANITIZED 1
+#endif
 // Whether /proc/cpuinfo lists `flag` ("avx512_bf16") among the CPU's flags.
 bool CpuHasFlag(const std::string& flag);
 // Runs a shell command line from the source directory (stderr with stdout).

@@ -895,7 +895,7 @@ TEST(TrainCli, MemoryLimitBoundsTheProcess) {
   ASSERT_EQ(t.exit_code, 0) << t.output;
   EXPECT_TRUE(std::regex_search(t.output, std::regex("memory plan \\(limit=\\d+MiB.* nodes recomputed"))) << t.output;
   ASSERT_TRUE(std::regex_search(t.output, m, std::regex("process peak ([0-9.]+) MiB \\(planned"))) << t.output;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef FRUGAL_TEST_SANITIZED
   GTEST_SKIP() << "the peak is a sanitizer's: its shadow memory and quarantine are not the process's own";
 #endif
   EXPECT_LE(std::stod(m[1]), static_cast<double>(limit)) << t.output;

@@ -71,7 +71,7 @@ memory { strategy: "sqrt" }
     EXPECT_LE(grown, 16.0 * (1 << 20)) << "window " << w << ": the process peak grew by " << grown / (1 << 20)
                                        << " MiB since the first window";
   }
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)  // their quarantines grow the heap
+#ifndef FRUGAL_TEST_SANITIZED  // their quarantines grow the heap
   // Per step, past the first two windows (the allocators' first growth,
   // 50-65 KiB here): at most 16 KiB a step on average, so a leak of a few
   // tensors a step shows within the run (it grew by 0-25 KiB in all, 90
