@@ -2,6 +2,8 @@
 // (scan, sequential, at every offset, as image records) and as an index file,
 // must read or throw frugal::Error. And any bytes written as one record must
 // read back unchanged (the magic-word splitting round trip).
+#include <stdlib.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -35,6 +37,18 @@ void ReadAsIndexFile(const std::string& path) {
   } catch (const frugal::Error&) {}
 }
 
+// The round trip writes a file in a folder of its own: RecordWriter writes
+// beside its path and renames (an AtomicFile), which a memfd's /proc path
+// cannot take.
+const std::string& RoundTripPath() {
+  static const std::string path = [] {
+    char dir[] = "/tmp/frugal_fuzz_XXXXXX";
+    if (!mkdtemp(dir)) std::abort();
+    return std::string(dir) + "/round.rec";
+  }();
+  return path;
+}
+
 void RoundTrip(const uint8_t* data, size_t size, const std::string& path) {
   {
     frugal::RecordWriter w(path);
@@ -55,6 +69,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = file.Set(data, size);
   ReadAsRecordFile(path);
   ReadAsIndexFile(path);
-  RoundTrip(data, size, path);
+  RoundTrip(data, size, RoundTripPath());
   return 0;
 }
