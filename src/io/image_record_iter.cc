@@ -13,6 +13,7 @@
 
 #include "frugal/io.h"
 #include "frugal/recordio.h"
+#include "io/imgcodecs.h"
 #include "io/order.h"
 
 namespace frugal {
@@ -140,6 +141,7 @@ ImageRecordIter::ImageRecordIter(const ImageRecordIterOptions& opts) : impl_(std
   }
   for (float x : a.std) FRUGAL_REQUIRE(x > 0, p, ": augment.std ", x, " must be positive");
   io::CheckShard(opts.shard, p);
+  imgcodecs::Load();
   m.reader = std::make_unique<RecordReader>(p);
   m.offsets = RecordOffsets(*m.reader, opts.index_path);
   FRUGAL_REQUIRE(!m.offsets.empty(), p, ": the RecordIO file holds no records (make it with `frugal im2rec`)");

@@ -77,6 +77,8 @@ const Module& Get() {
 
 }  // namespace
 
+void Load() { Get(); }
+
 cv::Mat Decode(const void* data, size_t size, int flags) {
   cv::Mat img;
   if (size == 0 || !Get().decode(data, size, flags, &img)) return cv::Mat();

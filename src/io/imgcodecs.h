@@ -18,6 +18,12 @@
 
 namespace frugal::imgcodecs {
 
+// Opens the module now (it opens on first use otherwise): a reader of
+// images calls it as it opens, so that a missing module is an error then and
+// the libraries' resident memory is the process's before its memory is
+// planned (ProcessBytes::resident).
+void Load();
+
 // cv::imdecode of size bytes at data with `flags` (cv::IMREAD_*); an empty
 // Mat if they are not an image OpenCV reads.
 cv::Mat Decode(const void* data, size_t size, int flags);
