@@ -64,7 +64,8 @@ SANITIZER_TIMEOUT ?= 900
 # ctest and under make asan.
 TSAN_ONE_THREAD = OptimumGap.* CostTable.BudgetPlansMinimiseTimeWhereFlopsDisagree \
   TrainCli.PlanFitFindsTheLargestBatchOfEachStrategy Recompute.InfeasibleBudgetNamesTheSmallestFeasible \
-  Recompute.SearchesBuildFewGraphsAtAnyLength PlanMemory.ModelConfigsPlaceWithin2PercentOfTheLowerBound
+  Recompute.SearchesBuildFewGraphsAtAnyLength PlanMemory.ModelConfigsPlaceWithin2PercentOfTheLowerBound \
+  PlanMonotone.*
 space := $(subst ,, )
 tsan: deps data
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_TSAN=ON -DFRUGAL_CUDA=OFF
