@@ -475,15 +475,37 @@ TEST(MxnetImport, LstmExampleImportsWithSharedWeightsAndZeroStates) {
   for (int k = 0; k < kVocab; ++k) EXPECT_NEAR(p[1 * kVocab + k], std::exp(z[k]) / sum, 1e-5) << k;
 }
 
+// _ones and _zeros are constants of their shape, the batch filled in for a
+// 0 in dim 0: data + ones - zeros adds one to every value.
+TEST(MxnetImport, ConstantsTakeTheBatchOfTheData) {
+  SymbolBuilder s;
+  const int x = s.Var("data");
+  const int ones = s.Op("_ones", "one", "\"shape\": \"(0, 3)\", \"dtype\": \"float32\"", {});
+  const int zeros = s.Op("_zeros", "zero", "\"shape\": \"(0, 3)\"", {});
+  const int sum = s.Op("elemwise_add", "sum", "", {SymbolBuilder::In(x), SymbolBuilder::In(ones)});
+  const int out = s.Op("elemwise_sub", "out", "", {SymbolBuilder::In(sum), SymbolBuilder::In(zeros)});
+  const MxnetImport imp =
+      ImportMxnet(ParseMxnetSymbol(s.Json({SymbolBuilder::In(out)}), "c-symbol.json"), {}, "c", DataShape({2, 3}));
+  EXPECT_NE(imp.config_text.find("name: \"one\" op: \"variable\" attr { key: \"shape\" value: \"(2,3)\" }"),
+            std::string::npos)
+      << imp.config_text;
+  Tensor data = Tensor::Empty(Shape{2, 3});
+  for (int k = 0; k < 6; ++k) data.f()[k] = 0.5f * k;
+  const std::vector<float> got = RunNet(imp.config_text, {{"data", data}}, Weights(imp));
+  ASSERT_EQ(got.size(), 6u);
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(got[k], 0.5f * k + 1) << k;
+}
+
 // ---------------------------------------------------------------- MXNet's own files
 
 // Files MXNet 1.9.1 wrote (tools/mxnet/make_test_files.py: a CNN with
 // BatchNorm, a residual add, Concat and global pooling by
-// Module.save_checkpoint; the LSTM example by Symbol.save and mx.nd.save),
+// Module.save_checkpoint; the LSTM example by Symbol.save and mx.nd.save;
+// mx.rnn's LSTM cells, begun from _zeros, under log_softmax and softmax),
 // with MXNet's inference output for an input: frugal computes the same.
 TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
   const std::string dir = std::string(FRUGAL_SOURCE_DIR) + "/tests/mxnet/";
-  for (const std::string name : {"cnn", "lstm"}) {
+  for (const std::string name : {"cnn", "lstm", "rnn"}) {
     SCOPED_TRACE(name);
     const MxnetSymbol sym = ReadMxnetSymbol(dir + name + "-symbol.json");
     EXPECT_EQ(sym.mxnet_version, 10901);
@@ -493,8 +515,9 @@ TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
     const MxnetImport imp =
         ImportMxnet(sym, ReadMxnetParams(dir + name + "-0000.params"), name, DataShape(x.shape().dims()));
     EXPECT_TRUE(imp.unused.empty());
-    const Tensor label = Tensor::Empty(name == "cnn" ? Shape{x.shape()[0]} : x.shape());
-    const std::vector<float> got = RunNet(imp.config_text, {{"data", x}, {"softmax_label", label}}, Weights(imp));
+    std::map<std::string, Tensor> feed{{"data", x}};
+    if (name != "rnn") feed["softmax_label"] = Tensor::Empty(name == "cnn" ? Shape{x.shape()[0]} : x.shape());
+    const std::vector<float> got = RunNet(imp.config_text, feed, Weights(imp));
     const Tensor& want = io.at("output");
     ASSERT_EQ(got.size(), static_cast<size_t>(want.size()));
     for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want.f()[k], 1e-6) << k;
@@ -571,12 +594,25 @@ TEST(MxnetImport, BadSymbolFilesAreOneLineErrors) {
   SymbolBuilder s;
   const int data = s.Var("data");
   const int rnn = s.Op("RNN", "lstm0", "\"mode\": \"lstm\"", {SymbolBuilder::In(data)});
+  const int lrn = s.Op("LRN", "norm0", "\"nsize\": \"5\"", {SymbolBuilder::In(rnn)});
   const int z = s.Op("_zeros", "zeros0", "\"shape\": \"(0, 4)\"", {});
-  const int add = s.Op("elemwise_add", "sum", "", {SymbolBuilder::In(rnn), SymbolBuilder::In(z)});
+  const int add = s.Op("elemwise_add", "sum", "", {SymbolBuilder::In(lrn), SymbolBuilder::In(z)});
   const MxnetSymbol sym = ParseMxnetSymbol(s.Json({SymbolBuilder::In(add)}), "u-symbol.json");
   ExpectLine([&] { ImportMxnet(sym, {}, "u"); },
-             {"u-symbol.json: 2 node(s) use MXNet operators frugal does not import (RNN, _zeros): 'lstm0' (RNN), "
-              "'zeros0' (_zeros)"});
+             {"u-symbol.json: 2 node(s) use MXNet operators frugal does not import (LRN, RNN): 'lstm0' (RNN), "
+              "'norm0' (LRN)"});
+  // A constant's shape leaves only the batch (dim 0) to be inferred.
+  SymbolBuilder c;
+  const int x = c.Var("data");
+  const int zeros = c.Op("_zeros", "z", "\"shape\": \"(4, 0)\"", {});
+  const int sum = c.Op("elemwise_add", "sum", "", {SymbolBuilder::In(x), SymbolBuilder::In(zeros)});
+  ExpectLine(
+      [&] {
+        ImportMxnet(ParseMxnetSymbol(c.Json({SymbolBuilder::In(sum)}), "z-symbol.json"), {}, "z", DataShape({4, 4}));
+      },
+      {"z-symbol.json:",
+       ": node 'z' (_zeros): shape '(4, 0)' has 0 at dim 1; only dim 0 may be 0 (the batch, "
+       "which MXNet infers)"});
 
   // An attribute frugal cannot express names the node and the value.
   std::string nhwc = json;

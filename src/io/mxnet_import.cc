@@ -139,6 +139,12 @@ const std::vector<OpRule>& Rules() {
        SoftmaxAdjust},
       {"Softmax", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
        SoftmaxAdjust},
+      {"softmax", "softmax", "axis", "", {{"temperature", "1|1.0"}, {"use_length", "false|0"}, {"dtype", "float32"}}},
+      {"log_softmax",
+       "log_softmax",
+       "axis",
+       "",
+       {{"temperature", "1|1.0"}, {"use_length", "false|0"}, {"dtype", "float32"}}},
       {"LinearRegressionOutput", "linear_regression_output", "grad_scale"},
       {"LogisticRegressionOutput", "logistic_regression_output", "grad_scale"},
       {"BlockGrad", "block_grad"},
@@ -242,6 +248,12 @@ class Importer {
     std::string file_name;  // "arg:fc1_weight"
   };
 
+  // _zeros and _ones (MXNet's mx.sym.zeros, ones: the begin states of
+  // mx.rnn's cells) import as constant variables, as zero states do.
+  bool Constant(int i) const { return sym_.nodes[i].op == "_zeros" || sym_.nodes[i].op == "_ones"; }
+  // A variable of the config: MXNet's (op "null") or a constant.
+  bool Variable(int i) const { return sym_.nodes[i].op == "null" || Constant(i); }
+
   std::string Where(int i) const {
     const MxnetNode& n = sym_.nodes[i];
     return Fmt(sym_.path, ":", n.line, ": node '", n.name, "' (", n.op, ")");
@@ -252,7 +264,7 @@ class Importer {
     RequireKnownOps();
     for (size_t i = 0; i < n_; ++i) {
       const MxnetNode& n = sym_.nodes[i];
-      if (n.op == "null") continue;
+      if (Variable(static_cast<int>(i))) continue;
       op_[i] = Translate(n, *FindRule(n.op), Where(static_cast<int>(i)));
       // The attributes parsed here, so that a bad value names this node and
       // not a line of the config written from it.
@@ -267,8 +279,9 @@ class Importer {
   void RequireKnownOps() const {
     std::vector<std::string> unknown;
     std::set<std::string> ops;
-    for (const MxnetNode& n : sym_.nodes) {
-      if (n.op == "null" || FindRule(n.op)) continue;
+    for (size_t i = 0; i < n_; ++i) {
+      const MxnetNode& n = sym_.nodes[i];
+      if (Variable(static_cast<int>(i)) || FindRule(n.op)) continue;
       unknown.push_back(Fmt("'", n.name, "' (", n.op, ")"));
       ops.insert(n.op);
     }
@@ -279,7 +292,7 @@ class Importer {
     for (const std::string& op : ops) names += (names.empty() ? "" : ", ") + op;
     FRUGAL_REQUIRE(unknown.empty(), sym_.path, ": ", unknown.size(), " node(s) use MXNet operators frugal does not ",
                    "import (", names, "): ", list, "; `frugal import-mxnet` maps the operators of MXNet's ResNet, ",
-                   "Inception-BN, VGG, LeNet/MLP and LSTM examples");
+                   "Inception-BN, VGG, LeNet/MLP and LSTM examples and of mx.rnn's LSTM cells");
   }
 
   // Variables: weights (an array names them), then the input named "data",
@@ -289,6 +302,12 @@ class Importer {
     std::vector<int> rest;
     for (size_t i = 0; i < n_; ++i) {
       const MxnetNode& n = sym_.nodes[i];
+      if (Constant(static_cast<int>(i))) {
+        FRUGAL_REQUIRE(n.inputs.empty(), Where(static_cast<int>(i)), ": reads ", n.inputs.size(),
+                       " inputs; a constant takes none");
+        role_[i] = Role::kState;
+        continue;
+      }
       if (n.op != "null") continue;
       auto a = arrays_.find(n.name);
       if (a != arrays_.end()) {
@@ -352,7 +371,7 @@ class Importer {
     std::vector<int> id(n_);
     for (size_t i = 0; i < n_; ++i) {
       const MxnetNode& n = sym_.nodes[i];
-      if (n.op == "null") {
+      if (Variable(static_cast<int>(i))) {
         id[i] = g.AddVariable(n.name, VarKind::kInput);
         shapes.push_back(role_[i] == Role::kParam || role_[i] == Role::kAux ? arrays_.at(n.name).value.shape()
                          : role_[i] == Role::kState                         ? Shape(StateShape(static_cast<int>(i)))
@@ -434,7 +453,7 @@ class Importer {
   // A variable an op reads in a weight slot needs its array.
   void RequireNotAWeight(int v) const {
     for (size_t i = 0; i < n_; ++i) {
-      if (sym_.nodes[i].op == "null") continue;
+      if (Variable(static_cast<int>(i))) continue;
       const auto& specs = OpRegistry::Get().Require(op_[i].first, [&] { return Where(static_cast<int>(i)); }).inputs();
       const auto& inputs = sym_.nodes[i].inputs;
       for (size_t k = 0; k < inputs.size(); ++k) {
@@ -555,18 +574,46 @@ class Importer {
            DimsText(a.value.shape().dims()) + "\" }" + (a.aux ? " attr { key: \"kind\" value: \"aux\" }" : "") + " }\n";
   }
 
-  // An initial state MXNet's examples feed as zeros: constant zeros here.
+  // An initial state MXNet's examples feed as zeros, or a constant: a
+  // variable of that value here, not trained.
   std::string StateVariable(int i) {
     const std::vector<int64_t> dims = StateShape(i);
-    Tensor zero = Tensor::Empty(Shape(dims), DType::kFloat32, {}, MemKind::kParam);
-    zero.Fill(0.f);
-    out_.aux[name_[i]] = zero;
+    const bool one = sym_.nodes[i].op == "_ones";
+    Tensor value = Tensor::Empty(Shape(dims), DType::kFloat32, {}, MemKind::kParam);
+    value.Fill(one ? 1.f : 0.f);
+    out_.aux[name_[i]] = value;
     return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
-           DimsText(dims) + "\" } attr { key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"zero\" } }\n";
+           DimsText(dims) + "\" } attr { key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"" +
+           (one ? "one" : "zero") + "\" } }\n";
   }
 
-  // A zero state's shape: its __shape__, every dim given.
+  // A constant's shape: its shape attribute, whose dim 0 may be 0 (MXNet
+  // infers it; mx.rnn's begin states are (0, hidden)): the batch, from the
+  // data shape. float32 only.
+  std::vector<int64_t> ConstantShape(int i) const {
+    const MxnetNode& n = sym_.nodes[i];
+    const std::string dtype = Get(n.attrs, "dtype", "float32");
+    FRUGAL_REQUIRE(dtype == "float32", Where(i), ": dtype '", dtype, "': frugal imports float32 constants only");
+    const std::string text = Get(n.attrs, "shape");
+    std::vector<int64_t> dims;
+    FRUGAL_REQUIRE(ParseDims(text, &dims) && !dims.empty(), Where(i), ": shape '", text,
+                   "' is not a shape like (0, 200)");
+    const auto [data, from] = DataShape();
+    for (size_t k = 0; k < dims.size(); ++k) {
+      FRUGAL_REQUIRE(dims[k] > 0 || (k == 0 && dims[k] == 0), Where(i), ": shape '", text, "' has ", dims[k],
+                     " at dim ", k, "; only dim 0 may be 0 (the batch, which MXNet infers)");
+      if (dims[k] > 0) continue;
+      FRUGAL_REQUIRE(!data.empty(), Where(i), ": shape '", text,
+                     "' leaves the batch to be inferred; give --data-shape with the batch first");
+      dims[k] = data[0];
+    }
+    return dims;
+  }
+
+  // A zero state's shape: its __shape__, every dim given; a constant's
+  // (ConstantShape).
   std::vector<int64_t> StateShape(int i) const {
+    if (Constant(i)) return ConstantShape(i);
     const std::vector<int64_t> dims = ShapeAttr(i);
     FRUGAL_REQUIRE(!dims.empty() && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d > 0; }), Where(i),
                    ": __shape__ '", sym_.nodes[i].attrs.at("__shape__"),

@@ -10,6 +10,11 @@ Two small models, each as MXNet's files and the output MXNet computes:
         shared by the steps, elemwise_add/mul, initial states as variables
         with a shape (fed zeros), Dropout, Concat, transpose, Reshape,
         SoftmaxOutput; written by Symbol.save and mx.nd.save.
+  rnn:  mx.rnn's own cells: a SequentialRNNCell of two LSTMCells unrolled
+        over 5 steps, their begin states mx.sym.zeros of shape (0, hidden)
+        (_zeros, the batch inferred), a log_softmax and a softmax head
+        (plain softmax over the last axis, no loss: an exported predictor);
+        written by Symbol.save and mx.nd.save.
 For each, OUT/NAME-symbol.json, OUT/NAME-0000.params and OUT/NAME-io.params
 (the arrays "data" and "output": an input and MXNet's output for it, in
 inference).
@@ -90,6 +95,17 @@ def lstm():
     return mx.sym.SoftmaxOutput(pred, label=label, name='softmax')
 
 
+def rnn():
+    cells = mx.rnn.SequentialRNNCell()
+    for i in range(LAYERS):
+        cells.add(mx.rnn.LSTMCell(num_hidden=HIDDEN, prefix='lstm_l%d_' % i))
+    embed = mx.sym.Embedding(mx.sym.Variable('data'), input_dim=VOCAB, output_dim=EMBED, name='embed')
+    words = mx.sym.SliceChannel(embed, num_outputs=STEPS, axis=1, squeeze_axis=1, name='words')
+    outputs, _ = cells.unroll(STEPS, inputs=[words[t] for t in range(STEPS)], merge_outputs=False)
+    pred = mx.sym.FullyConnected(mx.sym.Concat(*outputs, dim=0), num_hidden=VOCAB, name='pred')
+    return mx.sym.softmax(mx.sym.log_softmax(pred, axis=-1, name='logp'), axis=-1, name='prob')
+
+
 def run(sym, inputs, rng):
     """Random weights (BatchNorm's statistics and scales away from 0 and 1)
     and MXNet's inference output for inputs."""
@@ -127,6 +143,13 @@ def main(out_dir):
     sym.save(os.path.join(out_dir, 'lstm-symbol.json'))
     mx.nd.save(os.path.join(out_dir, 'lstm-0000.params'), {'arg:' + k: v for k, v in args.items()})
     mx.nd.save(os.path.join(out_dir, 'lstm-io.params'), {'data': mx.nd.array(tokens), 'output': out})
+
+    tokens = rng.randint(0, VOCAB, (BATCH, STEPS)).astype(np.float32)
+    sym = rnn()
+    args, _, out = run(sym, {'data': tokens}, rng)
+    sym.save(os.path.join(out_dir, 'rnn-symbol.json'))
+    mx.nd.save(os.path.join(out_dir, 'rnn-0000.params'), {'arg:' + k: v for k, v in args.items()})
+    mx.nd.save(os.path.join(out_dir, 'rnn-io.params'), {'data': mx.nd.array(tokens), 'output': out})
 
 
 if __name__ == '__main__':
