@@ -323,6 +323,7 @@ TEST(ChainRecompute, FindsTheBestOfAllDecisions) {
     std::vector<ChainBlock> chain(n);
     for (ChainBlock& b : chain) {
       b.boundary_bytes = slots(10, 60);
+      b.boundary_read = rng.Uniform() < 0.5 ? b.boundary_bytes : slots(0, 10);
       b.read_bytes = slots(30, 200);
       b.held_bytes = slots(0, 100);
       b.inner_cost = 20 + rng.Uniform() * 100;
@@ -331,10 +332,10 @@ TEST(ChainRecompute, FindsTheBestOfAllDecisions) {
       // boundary too, half the time).
       const int64_t whole = b.read_bytes + b.boundary_bytes;
       b.stored = {{{}, 0, true, whole, whole + slots(0, 150)},
-                  {{}, rng.Uniform() * 5, true, whole - slots(0, 30), whole + slots(0, 100)},
-                  {{}, 5 + rng.Uniform() * 10, rng.Uniform() < 0.5, slots(30, 150), slots(60, 300)}};
+                  {{}, rng.Uniform() * 5, true, whole - slots(0, 30), whole + slots(0, 100), rng.Uniform() < 0.5},
+                  {{}, 5 + rng.Uniform() * 10, rng.Uniform() < 0.5, slots(30, 150), slots(60, 300), true}};
     }
-    chain.back().boundary_bytes = 0;  // nothing crosses the end of the graph
+    chain.back().boundary_bytes = chain.back().boundary_read = 0;  // nothing crosses the end of the graph
     chain.back().boundary_cost = 0;
     // Every plan: each block's entry (3: recomputed), each boundary cut or
     // not, where cuts are as ChainPlan says: after an entry that keeps the

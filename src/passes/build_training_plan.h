@@ -119,12 +119,16 @@ BackwardReads BackwardReadsOf(const Graph& fwd, const TrainingPlan& share);
 // (block j ends at candidate j, the last block at the graph's end), each
 // with a menu: stored entries, from kept whole through more and more of
 // its cheap ops recomputed to drop_cheap's (nested: each recomputes what
-// the one before it does and a group more), or recomputed whole in a run
-// of blocks. A stored entry is priced by the BackwardReads bound of share
-// under the keep levels that give every block its entry of that rank:
-// what the block's own outputs hold (Spans) at the first backward step,
-// and at its forward and its backward steps on top of what is held there
-// whatever is dropped (held_anyway).
+// the one before it does and a group more), then drop_cheap's with its
+// boundary recomputed too (where drop_cheap keeps it and it may be
+// dropped: a DenseNet block's concatenation is cheaper to copy again than
+// to hold), or recomputed whole in a run of blocks. A stored entry is
+// priced by the BackwardReads bound of share under the keep levels that
+// give every block its entry of that rank: what the block's own outputs
+// other than its boundary hold (Spans) at the first backward step (the
+// program counts the boundary: ChainPeak), and at its forward and its
+// backward steps on top of what is held there whatever is dropped
+// (held_anyway).
 struct ChainBlock {
   std::vector<int> nodes;     // its forward nodes, in order (variables excluded)
   std::vector<int> boundary;  // producers of what crosses the cut after it (none for the last)
@@ -134,13 +138,15 @@ struct ChainBlock {
     bool keeps_boundary = true;  // else the boundary is recomputed unless it is cut
     int64_t kept = 0;            // held for the blocks after it (at the first backward step)
     int64_t peak = 0;            // the most held at one of its forward or gradients' steps
+    bool reads_before = false;   // a node it recomputes reads the boundary before the block
   };
-  std::vector<Stored> stored;  // kept whole first, drop_cheap's last
+  std::vector<Stored> stored;  // kept whole first
   // A recomputed run holds what its gradients read (read_bytes) and its
   // boundaries, and while a block of it is recomputed or differentiated
   // what is held there whatever is dropped (held_bytes).
   int64_t read_bytes = 0;      // the boundary excluded
   int64_t boundary_bytes = 0;  // what crosses the cut after it
+  int64_t boundary_read = 0;   // of it, what the backward pass reads
   int64_t held_bytes = 0;
   double inner_cost = 0;     // recomputed when it is dropped: all but the boundary ...
   double boundary_cost = 0;  // ... which is recomputed too unless it is kept
@@ -161,9 +167,11 @@ struct ChainPlan {
 // The chain model of one-level recomputation (each dropped node recomputed
 // once, as the gradient pass does), with K the bytes kept before a block:
 // a stored block holds K + its entry's peak and adds its entry's kept
-// bytes to K (and its boundary where it is cut and the entry does not keep
-// it); a run of recomputed blocks between cuts holds K + its read and
-// boundary bytes + the most held_bytes among them. ChainPeak is the most
+// bytes to K, and the part of its boundary the backward pass reads where
+// it is cut; the rest of a cut boundary joins K where the next block
+// recomputes from it (a run, or a stored entry that reads_before); a run of
+// recomputed blocks between cuts holds K + its read and boundary bytes +
+// the most held_bytes among them. ChainPeak is the most
 // held at one of these points and at the end of the forward pass (K);
 // ChainCost the recomputation (a boundary not cut is recomputed).
 int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan);

@@ -5,12 +5,17 @@
 // of recomputed blocks i..k between cuts is recomputed from the boundary
 // before it, once, while backward goes through it. With K = the bytes kept
 // before a block:
-//   stored block j, entry e: peak >= K + e.peak; K += e.kept (+ boundary_j
-//                     where it is cut and e does not keep it); cost += e.cost
-//                     (+ boundary_cost_j where e recomputes it and it is not cut)
+//   stored block j, entry e: peak >= K + e.peak; K += e.kept (+ read_j where
+//                     boundary_j is cut); cost += e.cost (+ boundary_cost_j
+//                     where e recomputes it and it is not cut)
 //   recomputed run i..k: peak >= K + sum(read_m + boundary_m) + max(held_m),
 //                     cost += sum(inner_i..inner_k) + the boundaries inside
 //                     it and after it that are not cut
+// A cut boundary is held to the backward pass for what reads it there: its
+// gradients (read_j, the part of its bytes they read) and, for all of it, a
+// run that starts after it or a stored entry after it that recomputes a
+// node reading it (reads_before): K += boundary_j - read_j as that block
+// begins. Where neither reads it, it dies in the forward pass.
 // A stored entry that keeps its boundary is cut; one that does not may be;
 // runs start and end at cuts. A run of one block, cut on both sides
 // everywhere, is the sqrt plan's shape. The state records whether the
@@ -41,19 +46,25 @@ int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
   int64_t kept = 0, peak = 0, run = 0, widest = 0;
   for (size_t j = 0; j < chain.size(); ++j) {
     const ChainBlock& b = chain[j];
-    if (plan.entry[j] == ChainPlan::kRecompute) {
+    const bool recomputed = plan.entry[j] == ChainPlan::kRecompute;
+    const bool starts_run = recomputed && (j == 0 || plan.entry[j - 1] != ChainPlan::kRecompute || plan.cut[j - 1]);
+    // The part of a kept boundary the backward pass does not read, held for
+    // the block after it where that recomputes from it.
+    if (j > 0 && plan.cut[j - 1] && (starts_run || (!recomputed && b.stored[plan.entry[j]].reads_before)))
+      kept += chain[j - 1].boundary_bytes - chain[j - 1].boundary_read;
+    if (recomputed) {
       run += b.read_bytes + b.boundary_bytes;
       widest = std::max(widest, b.held_bytes);
       if (!plan.cut[j] && j + 1 < chain.size() && plan.entry[j + 1] == ChainPlan::kRecompute)
         continue;  // the run goes on
       peak = std::max(peak, kept + run + widest);
       run = widest = 0;
-      if (plan.cut[j]) kept += b.boundary_bytes;
+      if (plan.cut[j]) kept += b.boundary_read;
       continue;
     }
     const ChainBlock::Stored& e = b.stored[plan.entry[j]];
     peak = std::max(peak, kept + e.peak);
-    kept += e.kept + (plan.cut[j] && !e.keeps_boundary ? b.boundary_bytes : 0);
+    kept += e.kept + (plan.cut[j] ? b.boundary_read : 0);
   }
   return std::max(peak, kept);
 }
@@ -80,13 +91,16 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     int kept, peak;  // a stored entry's, in slots
   };
   std::vector<std::vector<Sizes>> stored(n);
-  std::vector<int> boundary(n);
+  // A cut boundary's slots: what the backward pass reads, and the rest,
+  // held where the next block recomputes from it (unread[j + 1]).
+  std::vector<int> read(n), unread(n + 1, 0);
   for (size_t j = 0; j < n; ++j) {
     const ChainBlock& b = chain[j];
     const double threshold = std::fmod(static_cast<double>(j) * 0.6180339887498949, 1.0);
     for (const ChainBlock::Stored& e : b.stored)
       stored[j].push_back({slots(e.kept, threshold), slots(e.peak, threshold)});
-    boundary[j] = slots(b.boundary_bytes, threshold);
+    read[j] = slots(b.boundary_read, threshold);
+    unread[j + 1] = slots(b.boundary_bytes - b.boundary_read, threshold);
   }
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr size_t kWidth = kSlots + 1;
@@ -141,7 +155,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   // prefix sums, by i): a state leaves it when the run from it to the target
   // no longer fits in the slots left (it fits no longer run either).
   struct Start {
-    int i;
+    int i, q;    // the state (1, i, q) the run starts from
     double key;  // best(1, i, q) - I[i] - B[i]
   };
   std::vector<std::vector<Start>> window(kWidth);
@@ -153,13 +167,13 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     // Runs of blocks i'..i from the states before i (i' < i), the cheapest
     // (the earliest of equals) for each q.
     const double to_end = I[i + 1] + B[i];
-    for (int q = 0; q + boundary[i] <= kSlots; ++q) {
+    for (int q = 0; q + read[i] <= kSlots; ++q) {
       std::vector<Start>& w = window[q];
       size_t& h = head[q];
       while (h < w.size() && q + run_slots(w[h].i, i + 1) > kSlots) ++h;
       if (h < w.size())
-        relax(1, i + 1, q + boundary[i], w[h].key + to_end,
-              {w[h].i, static_cast<int16_t>(q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
+        relax(1, i + 1, q + read[i], w[h].key + to_end,
+              {w[h].i, static_cast<int16_t>(w[h].q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
     }
     for (int c = 0; c < 2; ++c) {
       // A state that keeps more slots than one that costs no more is not
@@ -178,32 +192,32 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
         bool fits = false;
         for (size_t e = 0; e < stored[i].size(); ++e) {
           const Sizes& z = stored[i][e];
-          if (q + z.peak > kSlots) continue;
-          fits = true;
           const ChainBlock::Stored& entry = b.stored[e];
+          const int held = q + (c == 1 && entry.reads_before ? unread[i] : 0);
+          if (held + z.peak > kSlots) continue;
+          fits = true;
           const Step step{static_cast<int32_t>(i), static_cast<int16_t>(q), static_cast<uint8_t>(c),
                           static_cast<int16_t>(e)};
-          if (entry.keeps_boundary) {
-            relax(1, i + 1, q + z.kept, f + entry.cost, step);
-          } else {
-            relax(1, i + 1, q + z.kept + boundary[i], f + entry.cost, step);
-            relax(0, i + 1, q + z.kept, f + entry.cost + b.boundary_cost, step);
-          }
+          relax(1, i + 1, held + z.kept + read[i], f + entry.cost, step);
+          if (!entry.keeps_boundary) relax(0, i + 1, held + z.kept, f + entry.cost + b.boundary_cost, step);
         }
         if (!fits) break;  // nor with more slots kept before it
       }
       if (c == 0) continue;
       // Block i dropped alone, then block i a run's first for later targets.
+      // A run from block i holds the unread part of the boundary before it.
       const int alone = run_slots(i, i + 1);
       for (int q : front) {
         const double f = best[At(1, i, q)];
-        if (q + alone <= kSlots)
-          relax(1, i + 1, q + boundary[i], f + b.inner_cost,
+        const int held = q + unread[i];
+        if (held + alone <= kSlots)
+          relax(1, i + 1, held + read[i], f + b.inner_cost,
                 {static_cast<int32_t>(i), static_cast<int16_t>(q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
-        std::vector<Start>& w = window[q];
+        if (held > kSlots) continue;
+        std::vector<Start>& w = window[held];
         const double key = f - I[i] - B[i];
-        while (w.size() > head[q] && w.back().key > key) w.pop_back();
-        w.push_back({static_cast<int>(i), key});
+        while (w.size() > head[held] && w.back().key > key) w.pop_back();
+        w.push_back({static_cast<int>(i), q, key});
       }
     }
   }

@@ -278,13 +278,18 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const Cos
   for (size_t c = 0; c < cands.size(); ++c) chain[c].boundary = std::move(crossing[c]);
   const KeepLevels base = ApplyAnnotations(g, {});
   const std::vector<bool> read = ReadByBackward(g);
+  std::vector<bool> is_candidate(g.num_nodes(), false);
+  for (int i : DropCandidates(g)) is_candidate[i] = true;
   // Each block's menu of stored entries: kept whole, its cheap groups one
-  // more at a time, then drop_cheap's (its boundary as drop_cheap keeps it).
+  // more at a time, then drop_cheap's (its boundary as drop_cheap keeps it),
+  // then drop_cheap's without its boundary.
   size_t ranks = 0;
   for (ChainBlock& b : chain) {
     bool cheap_keeps_boundary = true;
     for (int p : b.boundary) {
       b.boundary_bytes += OutputBytes(g, p);
+      for (int k = 0; k < g.NumOutputs(p); ++k)
+        if (read[g.EntryId({p, k})]) b.boundary_read += g.EntryBytes({p, k});
       cheap_keeps_boundary = cheap_keeps_boundary && cheap[p] == 0;
     }
     ChainBlock::Stored drop_cheap;
@@ -307,7 +312,24 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const Cos
       b.stored.back() = std::move(drop_cheap);
     else
       b.stored.push_back(std::move(drop_cheap));
+    // Then drop_cheap's with the boundary recomputed, where it may be dropped.
+    if (b.stored.back().keeps_boundary && !b.boundary.empty() &&
+        std::all_of(b.boundary.begin(), b.boundary.end(), [&](int p) { return is_candidate[p]; })) {
+      ChainBlock::Stored without = b.stored.back();
+      without.drops.insert(without.drops.end(), b.boundary.begin(), b.boundary.end());
+      without.keeps_boundary = false;
+      b.stored.push_back(std::move(without));
+    }
     ranks = std::max(ranks, b.stored.size());
+  }
+  // Whether an entry's recomputation reads the boundary before its block
+  // (that boundary is then held to the backward pass where it is kept).
+  for (size_t j = 1; j < chain.size(); ++j) {
+    const std::vector<int>& before = chain[j - 1].boundary;
+    for (ChainBlock::Stored& e : chain[j].stored)
+      for (int i : e.drops)
+        for (const Entry& in : g.node(i).inputs)
+          e.reads_before = e.reads_before || std::find(before.begin(), before.end(), in.node) != before.end();
   }
   // Each block's steps of share: its forward nodes', then its gradient
   // nodes' (from the first to the last).
@@ -329,19 +351,21 @@ std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const Cos
     KeepLevels keep = base;
     for (const ChainBlock& b : chain)
       for (int i : b.stored[std::min(rank, b.stored.size() - 1)].drops) keep[i] = kDropped;
-    std::vector<std::vector<std::array<int64_t, 3>>> spans(chain.size());  // from, to, bytes
+    std::vector<std::vector<std::array<int64_t, 4>>> spans(chain.size());  // from, to, bytes, of the boundary
     reads.Spans(g, keep, nullptr, [&](int i, int from, int to, int64_t bytes) {
-      if (block_of[i] >= 0) spans[block_of[i]].push_back({from, to, bytes});
+      if (block_of[i] < 0) return;
+      const std::vector<int>& boundary = chain[block_of[i]].boundary;
+      spans[block_of[i]].push_back({from, to, bytes, std::find(boundary.begin(), boundary.end(), i) != boundary.end()});
     });
     for (size_t b = 0; b < chain.size(); ++b) {
       if (rank >= chain[b].stored.size()) continue;
       ChainBlock::Stored& st = chain[b].stored[rank];
-      for (const auto& [from, to, bytes] : spans[b])
-        if (from <= s.num_forward() && s.num_forward() <= to) st.kept += bytes;
+      for (const auto& [from, to, bytes, of_boundary] : spans[b])
+        if (!of_boundary && from <= s.num_forward() && s.num_forward() <= to) st.kept += bytes;
       for (const auto& range : {forward[b], backward[b]}) {
         if (range.first > range.second) continue;
         std::vector<int64_t> held(range.second - range.first + 2, 0);
-        for (const auto& [from, to, bytes] : spans[b]) {
+        for (const auto& [from, to, bytes, of_boundary] : spans[b]) {
           const int lo = std::max<int>(from, range.first), hi = std::min<int>(to, range.second);
           if (lo > hi) continue;
           held[lo - range.first] += bytes;
