@@ -496,12 +496,45 @@ TEST(MxnetImport, ConstantsTakeTheBatchOfTheData) {
   for (int k = 0; k < 6; ++k) EXPECT_EQ(got[k], 0.5f * k + 1) << k;
 }
 
+// SoftmaxActivation's channel mode normalises over dim 1 at each position;
+// its instance mode over a 4-D input is refused with the fix.
+TEST(MxnetImport, SoftmaxActivationModes) {
+  for (const std::string mode : {"channel", "instance"}) {
+    SymbolBuilder s;
+    const int x = s.Var("data");
+    const int y = s.Op("SoftmaxActivation", "act", "\"mode\": \"" + mode + "\"", {SymbolBuilder::In(x)});
+    const MxnetSymbol sym = ParseMxnetSymbol(s.Json({SymbolBuilder::In(y)}), "s-symbol.json");
+    if (mode == "instance") {
+      ExpectLine(
+          [&] {
+            ImportMxnet(sym, {}, "s", DataShape({1, 3, 2, 2}));
+          },
+          {"s-symbol.json:",
+           ": node 'act' (SoftmaxActivation): mode instance takes the softmax over all of an "
+           "instance's values (the input is (1,3,2,2)), which frugal's softmax",
+           "Flatten the input first, or use mode channel"});
+      continue;
+    }
+    const MxnetImport imp = ImportMxnet(sym, {}, "s", DataShape({1, 3, 2, 2}));
+    Tensor data = Tensor::Empty(Shape{1, 3, 2, 2});
+    for (int k = 0; k < 12; ++k) data.f()[k] = 0.25f * k - 1;
+    const std::vector<float> got = RunNet(imp.config_text, {{"data", data}}, Weights(imp));
+    ASSERT_EQ(got.size(), 12u);
+    for (int p = 0; p < 4; ++p) {  // position (h, w): the softmax of the 3 channels there
+      double sum = 0;
+      for (int c = 0; c < 3; ++c) sum += std::exp(data.f()[c * 4 + p]);
+      for (int c = 0; c < 3; ++c) EXPECT_NEAR(got[c * 4 + p], std::exp(data.f()[c * 4 + p]) / sum, 1e-6) << c << p;
+    }
+  }
+}
+
 // ---------------------------------------------------------------- MXNet's own files
 
 // Files MXNet 1.9.1 wrote (tools/mxnet/make_test_files.py: a CNN with
 // BatchNorm, a residual add, Concat and global pooling by
 // Module.save_checkpoint; the LSTM example by Symbol.save and mx.nd.save;
-// mx.rnn's LSTM cells, begun from _zeros, under log_softmax and softmax),
+// mx.rnn's LSTM cells, begun from _zeros, under log_softmax,
+// SoftmaxActivation and softmax),
 // with MXNet's inference output for an input: frugal computes the same.
 TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
   const std::string dir = std::string(FRUGAL_SOURCE_DIR) + "/tests/mxnet/";

@@ -62,6 +62,13 @@ void SoftmaxAdjust(const AttrMap& mx, std::string*, AttrMap* attrs) {
   if (Get(mx, "normalization") == "valid") (*attrs)["normalization"] = "valid";
 }
 
+// SoftmaxActivation's modes as softmax's axis: channel, over dim 1;
+// instance (the default), over all but the batch, which softmax's last axis
+// is on the 2-D inputs it takes (CheckShapes requires them).
+void SoftmaxActivationAdjust(const AttrMap& mx, std::string*, AttrMap* attrs) {
+  (*attrs)["axis"] = Get(mx, "mode", "instance") == "channel" ? "1" : "-1";
+}
+
 // The integers of a tuple as MXNet writes it: "(0, 200)", "(32L, 200L)"
 // (Python 2), "[2]"; false when there is anything else.
 bool ParseDims(std::string s, std::vector<int64_t>* dims) {
@@ -139,6 +146,7 @@ const std::vector<OpRule>& Rules() {
        SoftmaxAdjust},
       {"Softmax", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
        SoftmaxAdjust},
+      {"SoftmaxActivation", "softmax", "", "mode", {}, SoftmaxActivationAdjust},
       {"softmax", "softmax", "axis", "", {{"temperature", "1|1.0"}, {"use_length", "false|0"}, {"dtype", "float32"}}},
       {"log_softmax",
        "log_softmax",
@@ -393,6 +401,13 @@ class Importer {
         node.inputs.push_back({id[in.node], in.index});
       }
       id[i] = g.AddNode(std::move(node));
+      if (n.op == "SoftmaxActivation" && Get(n.attrs, "mode", "instance") != "channel") {
+        const Shape& x = shapes[g.EntryId(g.node(id[i]).inputs[0])];
+        FRUGAL_REQUIRE(!x.known() || x.ndim() == 2, Where(static_cast<int>(i)),
+                       ": mode instance takes the softmax over all of an instance's values (the input is ", x,
+                       "), which frugal's softmax (over one axis) computes on 2-D inputs only; Flatten the input ",
+                       "first, or use mode channel");
+      }
       InferNode(g, id[i], static_cast<int>(i), &shapes, Fmt(" (the data shape ", Shape(data), " is from ", from, ")"));
     }
   }

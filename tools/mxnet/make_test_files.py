@@ -12,8 +12,8 @@ Two small models, each as MXNet's files and the output MXNet computes:
         SoftmaxOutput; written by Symbol.save and mx.nd.save.
   rnn:  mx.rnn's own cells: a SequentialRNNCell of two LSTMCells unrolled
         over 5 steps, their begin states mx.sym.zeros of shape (0, hidden)
-        (_zeros, the batch inferred), a log_softmax and a softmax head
-        (plain softmax over the last axis, no loss: an exported predictor);
+        (_zeros, the batch inferred), under log_softmax, SoftmaxActivation
+        and softmax (no loss: an exported predictor);
         written by Symbol.save and mx.nd.save.
 For each, OUT/NAME-symbol.json, OUT/NAME-0000.params and OUT/NAME-io.params
 (the arrays "data" and "output": an input and MXNet's output for it, in
@@ -103,7 +103,8 @@ def rnn():
     words = mx.sym.SliceChannel(embed, num_outputs=STEPS, axis=1, squeeze_axis=1, name='words')
     outputs, _ = cells.unroll(STEPS, inputs=[words[t] for t in range(STEPS)], merge_outputs=False)
     pred = mx.sym.FullyConnected(mx.sym.Concat(*outputs, dim=0), num_hidden=VOCAB, name='pred')
-    return mx.sym.softmax(mx.sym.log_softmax(pred, axis=-1, name='logp'), axis=-1, name='prob')
+    logp = mx.sym.log_softmax(pred, axis=-1, name='logp')
+    return mx.sym.softmax(mx.sym.SoftmaxActivation(logp, name='act'), axis=-1, name='prob')
 
 
 def run(sym, inputs, rng):
