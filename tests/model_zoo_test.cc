@@ -23,14 +23,6 @@ namespace fs = std::filesystem;
 
 const std::string kModels = std::string(FRUGAL_SOURCE_DIR) + "/models";
 
-std::vector<std::string> ModelConfigs() {
-  std::vector<std::string> paths;
-  for (const auto& e : fs::recursive_directory_iterator(kModels))
-    if (e.is_regular_file() && e.path().extension() == ".prototxt") paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
-
 // Smaller instances of the large configs, so that every strategy plans
 // (and VerifyPlan checks) in seconds; any other config is planned as it is.
 const std::map<std::string, std::vector<std::string>>& Shrink() {
@@ -46,7 +38,7 @@ const std::map<std::string, std::vector<std::string>>& Shrink() {
 }
 
 TEST(ModelZoo, EveryConfigPlansSoundlyUnderEveryStrategy) {
-  const std::vector<std::string> configs = ModelConfigs();
+  const std::vector<std::string> configs = test::ModelConfigPaths();
   ASSERT_GE(configs.size(), 8u) << "models/ lost configs?";
   for (const auto& [rel, defines] : Shrink())
     EXPECT_TRUE(fs::exists(kModels + "/" + rel)) << rel << " is listed in Shrink() but gone";

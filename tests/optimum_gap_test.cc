@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -16,6 +15,7 @@
 
 #include "frugal/config.h"
 #include "optimum.h"
+#include "test_util.h"
 
 namespace frugal {
 namespace {
@@ -212,36 +212,31 @@ TEST(OptimumGap, PredictedRecomputeCostIsTheBuiltOne) {
     check(c.name, c.fwd, c.inputs, keeps);
   }
   int configs = 0, recursive_configs = 0;
-  for (const auto& dir : std::filesystem::directory_iterator(std::string(FRUGAL_SOURCE_DIR) + "/models")) {
-    if (!dir.is_directory()) continue;
-    for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
-      if (file.path().extension() != ".prototxt") continue;
-      const ConfigFile cfg = LoadConfig(file.path().string(), {});
-      Graph fwd = BuildGraph(cfg);
-      test::Inputs inputs;
-      for (const Node& n : fwd.nodes()) {
-        if (n.var != VarKind::kInput) continue;
-        const auto& dims =
-            n.name == cfg.net.data().label_name() ? cfg.net.data().label_shape() : cfg.net.data().sample_shape();
-        std::vector<int64_t> shape{cfg.net.data().batch_size()};
-        shape.insert(shape.end(), dims.begin(), dims.end());
-        inputs.push_back({n.name, Shape(shape)});
-      }
-      InferShapes(&fwd, inputs);
-      std::vector<KeepLevels> keeps = random_drops(fwd, 20);
-      keeps.push_back(DropCheapLevels(fwd));
-      int64_t forward_bytes = 0;
-      for (int i = 0; i < fwd.num_nodes(); ++i)
-        for (int k = 0; !fwd.node(i).is_variable() && k < fwd.NumOutputs(i); ++k)
-          forward_bytes += fwd.EntryBytes({i, k});
-      keeps.push_back(SqrtLevels(fwd, forward_bytes / 8));
-      check(file.path().string(), fwd, inputs, keeps);
-      const KeepLevels logn = LognLevels(fwd);
-      const bool recursive = std::any_of(logn.begin(), logn.end(), [](int l) { return l != 0 && l != kDropped; });
-      if (recursive) { EXPECT_TRUE(std::isnan(PredictedRecomputeCost(fwd, logn, {}, nullptr))) << file.path(); }
-      recursive_configs += recursive;
-      ++configs;
+  for (const std::string& path : test::ModelConfigPaths()) {
+    const ConfigFile cfg = LoadConfig(path, {});
+    Graph fwd = BuildGraph(cfg);
+    test::Inputs inputs;
+    for (const Node& n : fwd.nodes()) {
+      if (n.var != VarKind::kInput) continue;
+      const auto& dims =
+          n.name == cfg.net.data().label_name() ? cfg.net.data().label_shape() : cfg.net.data().sample_shape();
+      std::vector<int64_t> shape{cfg.net.data().batch_size()};
+      shape.insert(shape.end(), dims.begin(), dims.end());
+      inputs.push_back({n.name, Shape(shape)});
     }
+    InferShapes(&fwd, inputs);
+    std::vector<KeepLevels> keeps = random_drops(fwd, 20);
+    keeps.push_back(DropCheapLevels(fwd));
+    int64_t forward_bytes = 0;
+    for (int i = 0; i < fwd.num_nodes(); ++i)
+      for (int k = 0; !fwd.node(i).is_variable() && k < fwd.NumOutputs(i); ++k) forward_bytes += fwd.EntryBytes({i, k});
+    keeps.push_back(SqrtLevels(fwd, forward_bytes / 8));
+    check(path, fwd, inputs, keeps);
+    const KeepLevels logn = LognLevels(fwd);
+    const bool recursive = std::any_of(logn.begin(), logn.end(), [](int l) { return l != 0 && l != kDropped; });
+    if (recursive) { EXPECT_TRUE(std::isnan(PredictedRecomputeCost(fwd, logn, {}, nullptr))) << path; }
+    recursive_configs += recursive;
+    ++configs;
   }
   EXPECT_GE(configs, 9);
   EXPECT_GT(recursive_configs, 0) << "no logn plan with recursive levels";

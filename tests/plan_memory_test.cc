@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <regex>
-#include <filesystem>
 #include <random>
 
 #include "frugal/train.h"
@@ -98,12 +97,7 @@ TEST(PlanMemory, StrategiesOrderAndShareMeetsTheLowerBound) {
 // checked entry by entry (VerifyPlan), the largest (ResNet-1001's logn, over
 // 20,000 blocks) past kManyBlocks, where the placement takes one order.
 TEST(PlanMemory, ModelConfigsPlaceWithin2PercentOfTheLowerBound) {
-  std::vector<std::string> paths;
-  for (const auto& dir : std::filesystem::directory_iterator(std::string(FRUGAL_SOURCE_DIR) + "/models"))
-    if (dir.is_directory())
-      for (const auto& file : std::filesystem::directory_iterator(dir.path()))
-        if (file.path().extension() == ".prototxt") paths.push_back(file.path().string());
-  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> paths = test::ModelConfigPaths();
   ASSERT_GE(paths.size(), 9u);
   int largest = 0;
   for (const std::string& path : paths) {

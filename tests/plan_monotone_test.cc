@@ -23,10 +23,8 @@
 // ThreadSanitizer (TSAN_ONE_THREAD in the Makefile).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,6 +32,7 @@
 #include "frugal/config.h"
 #include "frugal/train.h"
 #include "optimum.h"
+#include "test_util.h"
 
 namespace frugal {
 namespace {
@@ -77,12 +76,7 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
 }
 
 TEST(PlanMonotone, ModelConfigs) {
-  std::vector<std::string> paths;
-  for (const auto& dir : std::filesystem::directory_iterator(std::string(FRUGAL_SOURCE_DIR) + "/models"))
-    if (dir.is_directory())
-      for (const auto& file : std::filesystem::directory_iterator(dir.path()))
-        if (file.path().extension() == ".prototxt") paths.push_back(file.path().string());
-  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> paths = test::ModelConfigPaths();
   ASSERT_GE(paths.size(), 9u);
   for (const std::string& path : paths) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -104,6 +104,16 @@ std::string Ckpt(const std::string& dir, int64_t iteration) {
   return dir + name;
 }
 
+std::vector<std::string> ModelConfigPaths() {
+  std::vector<std::string> paths;
+  for (const auto& dir : std::filesystem::directory_iterator(std::string(FRUGAL_SOURCE_DIR) + "/models"))
+    if (dir.is_directory())
+      for (const auto& file : std::filesystem::directory_iterator(dir.path()))
+        if (file.path().extension() == ".prototxt") paths.push_back(file.path().string());
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
 void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& needles) {
   try {
     fn();

@@ -66,6 +66,9 @@ void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<i
 // The checkpoint `frugal train` writes in dir at this iteration.
 std::string Ckpt(const std::string& dir, int64_t iteration);
 
+// Every config of models/ (models/*/*.prototxt), sorted.
+std::vector<std::string> ModelConfigPaths();
+
 // Runs fn and expects a frugal::Error of one line that contains every needle
 // (a test failure otherwise).
 void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& needles);
