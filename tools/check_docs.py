@@ -122,7 +122,10 @@ PATH = re.compile(r"(?<![\w./$-])((?:" + TOP_DIRS + r")/[A-Za-z0-9_.+/-]*[A-Za-z
 
 
 def ignored(rel):
-    return run(["git", "-C", ROOT, "check-ignore", "-q", "--no-index", rel]).returncode == 0
+    # A folder a script makes (data/toy-imagenet/train) is ignored by a
+    # pattern ending in "/", which git matches only when told it is a folder.
+    return any(run(["git", "-C", ROOT, "check-ignore", "-q", "--no-index", r]).returncode == 0
+               for r in (rel, rel + "/"))
 
 
 def check_links(files):
