@@ -176,8 +176,8 @@ struct ChainPlan {
 // ChainCost the recomputation (a boundary not cut is recomputed).
 int64_t ChainPeak(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
 double ChainCost(const std::vector<ChainBlock>& chain, const ChainPlan& plan);
-// Exact dynamic programming on the chain model, its sizes in 1/512 steps
-// of `memory` (chain.cc says how they are rounded): the plan with the
+// Exact dynamic programming on the chain model, its sizes in slots of
+// `memory` (chain.cc says how many, and how they are rounded): the plan with the
 // least ChainCost whose ChainPeak fits memory. Empty when nothing fits.
 ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory);
 // Keep levels of a chain plan: the config's, with each stored block's

@@ -532,7 +532,7 @@ class BudgetSearch {
   // where that misses), within the bracket of the largest model memory
   // known to fit and the smallest known to miss (halved where a move
   // leaves it or the plan repeats one seen before), until the bracket is
-  // one of the program's slots wide (kCorrections rounds at most). Each
+  // 1/512 of the model memory wide (kCorrections rounds at most). Each
   // plan is built and placed where its bound fits and it is predicted to
   // recompute less than the best fit (PredictedRecomputeCost; Held).
   void BlockProgram(const std::vector<ChainBlock>& chain) {
