@@ -5,7 +5,8 @@
 # (recomputations included) and each strategy's plan_ms. `budget` plans
 # the budget strategy at three budgets between the sqrt plan's arena and
 # share's (10%, 50% and 90% of the way) on the 4x1024 LSTM at T=1000 and
-# 4096 and the CIFAR ResNet at depth 1001 and 10001: plan_ms, builds, and
+# 4096, the CIFAR ResNet at depth 1001 and 10001 and ResNet-1001 on
+# ImageNet shapes (resnet_imagenet's default): plan_ms, builds, and
 # the plan found. One run each, on a machine as quiet as can be had;
 # docs/memory.md holds the figures.
 #   tools/bench/plan_time.sh [lstm|resnet|budget ...]   (default: lstm resnet)
@@ -74,6 +75,7 @@ budget() {
   budget_rows "LSTM T=4096" "${lstm[@]}" --define seq_len=4096 --define outputs=4095
   budget_rows "ResNet depth 1,001" --config models/resnet/resnet_cifar.prototxt --define depth=1001 --define batch=32
   budget_rows "ResNet depth 10,001" --config models/resnet/resnet_cifar.prototxt --define depth=10001 --define batch=32
+  budget_rows "ResNet-1001 ImageNet b32" --config models/resnet/resnet_imagenet.prototxt
 }
 
 [ $# -gt 0 ] || set -- lstm resnet
