@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "frugal/checkpoint.h"
@@ -273,6 +274,33 @@ TEST_F(TrainerTest, AClipThatIsNotANumberOrIsNegativeIsRefused) {
     ConfigFile cfg = ToyConfig(dir_, "naive");
     cfg.net.mutable_solver()->set_clip_gradient(clip);
     test::ExpectError([&] { Train(cfg, {}); }, {"toy.prototxt", "solver.clip_gradient must be a number >= 0"});
+  }
+}
+
+TEST_F(TrainerTest, CountsOutOfRangeAreRefusedNamingTheField) {
+  struct Case {
+    std::function<void(config::Solver*)> set;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {[](config::Solver* s) { s->set_epochs(0); }, "solver.epochs must be at least 1, got 0"},
+      {[](config::Solver* s) { s->set_max_iters(-5); }, "solver.max_iters must be at least 0 (0: no limit), got -5"},
+      {[](config::Solver* s) { s->set_display(-3); }, "solver.display must be at least 0"},
+      {[](config::Solver* s) { s->set_val_interval(-1); }, "solver.val_interval must be at least 0"},
+      {[](config::Solver* s) { s->set_checkpoint_interval(-1); }, "solver.checkpoint_interval must be at least 0"},
+      {[](config::Solver* s) { s->set_keep_checkpoints(-1); }, "solver.keep_checkpoints must be at least 0 (0: all)"},
+      {[](config::Solver* s) { s->set_warmup_start(-1); }, "warmup_start must be a non-negative number, got -1"},
+      {[](config::Solver* s) {
+         s->set_lr_policy(config::Solver::POLY);
+         s->set_power(-1);
+       },
+       "lr policy poly needs power >= 0"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.needle);
+    ConfigFile cfg = ToyConfig(dir_, "naive");
+    c.set(cfg.net.mutable_solver());
+    test::ExpectError([&] { Train(cfg, {}); }, {"toy.prototxt", c.needle});
   }
 }
 

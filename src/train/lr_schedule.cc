@@ -36,6 +36,11 @@ LrSchedule::LrSchedule(const LrScheduleOptions& o) : o_(o) {
   FRUGAL_REQUIRE(o.min_lr >= 0 && std::isfinite(o.min_lr), "min_lr must be a non-negative number, got ", o.min_lr);
   FRUGAL_REQUIRE(o.gamma >= 0 && std::isfinite(o.gamma), "gamma must be a non-negative number, got ", o.gamma);
   FRUGAL_REQUIRE(std::isfinite(o.power), "power must be a number, got ", o.power);
+  FRUGAL_REQUIRE(o.policy != LrPolicy::kPoly || o.power >= 0,
+                 "lr policy poly needs power >= 0 (a negative power divides by zero where the schedule ends), got ",
+                 o.power);
+  FRUGAL_REQUIRE(o.warmup_start >= 0 && std::isfinite(o.warmup_start),
+                 "warmup_start must be a non-negative number, got ", o.warmup_start);
 }
 
 double LrSchedule::Scheduled(int64_t it) const {

@@ -374,6 +374,18 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Solver& sc = cfg.net.solver();
   const MemoryStrategy strategy = ConfigStrategy(cfg);
   MetricSet probe(MetricNames(sc));  // a bad metric name fails before anything runs
+  FRUGAL_REQUIRE(sc.epochs() >= 1, cfg.path, ": solver.epochs must be at least 1, got ", sc.epochs());
+  FRUGAL_REQUIRE(sc.max_iters() >= 0, cfg.path, ": solver.max_iters must be at least 0 (0: no limit), got ",
+                 sc.max_iters());
+  FRUGAL_REQUIRE(sc.display() >= 0, cfg.path,
+                 ": solver.display must be at least 0 (batches between progress lines), got ", sc.display());
+  FRUGAL_REQUIRE(sc.val_interval() >= 0, cfg.path,
+                 ": solver.val_interval must be at least 0 (0: after every epoch), got ", sc.val_interval());
+  FRUGAL_REQUIRE(sc.checkpoint_interval() >= 0, cfg.path,
+                 ": solver.checkpoint_interval must be at least 0 (0: after every epoch), got ",
+                 sc.checkpoint_interval());
+  FRUGAL_REQUIRE(sc.keep_checkpoints() >= 0, cfg.path, ": solver.keep_checkpoints must be at least 0 (0: all), got ",
+                 sc.keep_checkpoints());
   FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
   FRUGAL_REQUIRE(sc.clip_gradient() >= 0 && std::isfinite(sc.clip_gradient()), cfg.path,
                  ": solver.clip_gradient must be a number >= 0 (0: no clipping), got ", sc.clip_gradient());
