@@ -5,7 +5,9 @@
              README.md and docs/ exists (a git-ignored path, made by a
              data script or a run, passes)
   flags      every --flag written after `frugal COMMAND` (in a code block or
-             one inline code span) is in `frugal COMMAND --help`
+             one inline code span) is in `frugal COMMAND --help`, and one
+             alone in an inline code span (`--memory-limit SIZE`) is some
+             command's
   ops        every op in docs/reference/ops.md, and every `op: "..."` in a
              config shown in the docs, is registered (`frugal ops --json`)
   claims     no doc says every op has a CUDA kernel while one has none
@@ -152,6 +154,10 @@ def check_links(files):
 # ---- flags ------------------------------------------------------------------
 
 GLOBAL_FLAGS = {"--help", "--v", "--minloglevel", "--log-dir", "--log_dir", "--define"}
+# Flags of the other tools the docs name alone: frugal_bench_optimum's and
+# mpirun's.
+OTHER_TOOLS_FLAGS = {"--why", "--max-programs", "--seeds", "--planner-only", "--case", "--small", "--max-builds",
+                     "--oversubscribe", "--allow-run-as-root"}
 COMMAND = re.compile(r"(?:^|[\s/(])frugal\s+([a-z][a-z0-9-]*)")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9_-]*)")
 
@@ -201,6 +207,7 @@ def flag_scopes(kind, text):
 
 def check_flags(files, frugal):
     cmds = command_flags(frugal)
+    every = set().union(*cmds.values())
     for path in files:
         for kind, start, text, _ in parse(path):
             for offset, cmd, rest in flag_scopes(kind, text):
@@ -212,6 +219,17 @@ def check_flags(files, frugal):
                     if flag in GLOBAL_FLAGS or flag in cmds[cmd] or negated in cmds[cmd]:
                         continue
                     problem(path, start + offset, f"`frugal {cmd}` has no {m.group(1)} (frugal {cmd} --help)")
+            # A flag alone in prose's inline code (`--memory-limit SIZE` in a
+            # table) is some command's flag, or one of another tool's that
+            # the docs name.
+            if kind == "code":
+                continue
+            for m in re.finditer(r"`(--[a-z][a-z0-9_-]*)[^`]*`", text):
+                flag = m.group(1).replace("_", "-")
+                negated = "--" + flag[4:] if flag.startswith("--no") else None
+                if flag in GLOBAL_FLAGS or flag in every or negated in every or flag in OTHER_TOOLS_FLAGS:
+                    continue
+                problem(path, start + text[:m.start()].count("\n"), f"no command has {m.group(1)} (frugal help)")
 
 
 # ---- ops ----------------------------------------------------------------------
