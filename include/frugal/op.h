@@ -254,6 +254,25 @@ class OpDef {
     index_bound_ = std::move(bound);
     return *this;
   }
+  // Passes ask an op's properties, never its name:
+  // The op is the activation `act_type` (relu: "relu"), so an op that
+  // FusesActivation of that type may take it in (FuseBnRelu).
+  OpDef& Activation(std::string act_type) {
+    activation_ = std::move(act_type);
+    return *this;
+  }
+  // A following activation of one of these types may become part of this op
+  // (the node's attribute act_type), applied to output 0.
+  OpDef& FusesActivation(std::vector<std::string> act_types) {
+    fuses_ = std::move(act_types);
+    return *this;
+  }
+  // Output 0 is the elementwise sum of the inputs, of one shape (a gradient
+  // sum the memory plan may fold into an op that adds into its output).
+  OpDef& SumsInputs() {
+    sums_inputs_ = true;
+    return *this;
+  }
   // The bound of input 0's indices; 0 where it holds none.
   int64_t IndexBound(const std::any& params) const { return index_bound_ ? index_bound_(params) : 0; }
   OpDef& Params(std::function<std::any(AttrReader&)> parse) {
@@ -436,6 +455,11 @@ class OpDef {
   bool outputs_loss_and_rank() const { return loss_and_rank_; }
   const PredictFn& predict() const { return predict_; }
   bool has_gradient() const { return !no_gradient_; }
+  const std::string& activation() const { return activation_; }
+  bool fuses_activation(const std::string& act_type) const {
+    return !act_type.empty() && std::find(fuses_.begin(), fuses_.end(), act_type) != fuses_.end();
+  }
+  bool sums_inputs() const { return sums_inputs_; }
   // Adds the gradient nodes of a forward node (the op's GradientFn, or the
   // default one-node gradient built from Backward()).
   std::vector<Entry> BuildGradient(Graph& g, const GradCtx& c) const;
@@ -472,6 +496,9 @@ class OpDef {
   std::vector<std::string> outputs_;
   std::function<int(const std::any&)> num_inputs_, num_outputs_;
   std::function<int64_t(const std::any&)> index_bound_;
+  std::string activation_;
+  std::vector<std::string> fuses_;
+  bool sums_inputs_ = false;
   std::function<std::any(AttrReader&)> parse_;
   InferShapeFn infer_shape_;
   InferDTypeFn infer_dtype_;

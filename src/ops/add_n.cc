@@ -49,6 +49,7 @@ void Register_add_n(OpRegistry* r) {
       .Params<AddNParams>()
       .NumInputsFn([](const std::any& p) { return static_cast<int>(std::any_cast<const AddNParams&>(p).num_args); })
       .InferShape(InferSameShape)
+      .SumsInputs()
       .Backward({OutGrad(0)})
       .Gradient([](Graph&, const GradCtx& c) { return std::vector<Entry>(c.inputs.size(), c.out_grads[0]); })
       .Inplace({{0, 0}})

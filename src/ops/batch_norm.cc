@@ -424,6 +424,7 @@ void Register_batch_norm(OpRegistry* r) {
                    {"moving_var", VarKind::kAux, "one"}})
           .Outputs({"y", "mean", "var"})
           .VisibleOutputs(1)
+          .FusesActivation({"relu"})
           .Params<BnParams>()
           .InferShape(BnInferShape)
           .Mutates({3, 4})

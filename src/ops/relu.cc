@@ -45,6 +45,7 @@ void Register_relu(OpRegistry* r) {
   OpDef& fwd = r->Add("relu")
                    .Doc("Rectified linear unit: y = max(x, 0).")
                    .Elementwise()
+                   .Activation("relu")
                    .Recompute(Cost::kCheap)
                    .Bf16()
                    .ChannelsLast({0}, {0}, /*tied=*/true)  // elementwise: any order of the bytes

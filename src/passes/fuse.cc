@@ -1,9 +1,11 @@
-// FuseBnRelu: a relu whose input is a batch_norm's output that nothing else
-// reads becomes part of that batch_norm (act_type relu). The fused op makes
-// one pass over memory where the pair made two, and its backward recomputes
-// the ReLU's mask from x, which batch_norm keeps anyway (src/ops/batch_norm.cc).
-// The fused node keeps the batch_norm's name; config annotations of either
-// node carry over (checkpoint before mirror), and so does the relu's stage mark.
+// FuseBnRelu: an activation (OpDef::Activation: relu) whose input is output
+// 0 of an op that fuses it (OpDef::FusesActivation: batch_norm), read by
+// nothing else, becomes part of that op (its attribute act_type). The fused
+// op makes one pass over memory where the pair made two, and its backward
+// recomputes the ReLU's mask from x, which batch_norm keeps anyway
+// (src/ops/batch_norm.cc). The fused node keeps the batch_norm's name;
+// config annotations of either node carry over (checkpoint before mirror),
+// and so does the relu's stage mark.
 #include <set>
 
 #include "frugal/passes.h"
@@ -12,10 +14,10 @@ namespace frugal {
 namespace {
 
 bool IsFusable(const Graph& g, const Node& relu, const std::vector<int>& readers) {
-  if (relu.is_variable() || relu.op->name() != "relu") return false;
+  if (relu.is_variable()) return false;
   const Entry in = relu.inputs[0];
   const Node& bn = g.node(in.node);
-  if (bn.is_variable() || bn.op->name() != "batch_norm" || in.index != 0) return false;
+  if (bn.is_variable() || !bn.op->fuses_activation(relu.op->activation()) || in.index != 0) return false;
   if (bn.attrs.count("act_type")) return false;
   return readers[g.EntryId(in)] == 1;
 }
@@ -53,7 +55,7 @@ Graph FuseBnRelu(const Graph& g) {
     for (Entry& e : m.inputs) e = to[g.EntryId(e)];
     if (fused_relu[i] >= 0) {
       const Node& relu = g.node(fused_relu[i]);
-      m.attrs["act_type"] = "relu";
+      m.attrs["act_type"] = relu.op->activation();
       AttrReader reader([&m] { return m.Where(); }, m.attrs);
       m.params = m.op->ParseParams(reader);
       m.keep = Merged(n.keep, relu.keep);

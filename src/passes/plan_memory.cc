@@ -77,7 +77,7 @@ std::vector<int> FoldedSums(const Graph& g, const std::vector<bool>& ext, const 
   const std::vector<int> readers = ReaderCount(g);
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
-    if (!n.op || n.op->name() != "add_n" || n.inputs.size() != 2 || n.fwd >= 0) continue;
+    if (!n.op || !n.op->sums_inputs() || n.inputs.size() != 2 || n.fwd >= 0) continue;
     const Entry sum = n.inputs[0], part = n.inputs[1];
     const int s = g.EntryId(sum), p = g.EntryId(part), o = g.EntryId({i, 0});
     const Node& producer = g.node(part.node);
