@@ -248,6 +248,11 @@ TEST(PredictCli, NpyInImagesInTopKAndErrors) {
   EXPECT_NE(e.find(dir.File("png/big.png") + ": the image is 5x6 (height x width) but the model takes 4x4"),
             std::string::npos)
       << e;
+  // A file that is no list of images (a config given by mistake): its first line named as what it is not.
+  e = PredictErrorLine(RunFrugal(base + dir.Write("notes.txt", "# a config\nnode { }\n")));
+  EXPECT_NE(e.find(dir.File("notes.txt") + ":1: '# a config' is not an image path (.png, .jpg, .jpeg or .bmp)"),
+            std::string::npos)
+      << e;
   e = PredictErrorLine(RunFrugal("predict --checkpoint " + ck + " --prompt hi --generate 3"));
   EXPECT_NE(e.find("--generate needs a language model"), std::string::npos) << e;
 }

@@ -160,10 +160,15 @@ std::vector<std::string> ImagePaths(const std::string& input) {
   if (IsImageFile(input)) return {input};
   std::ifstream in(input);
   const fs::path dir = fs::path(input).parent_path();
+  int lineno = 0;
   for (std::string line; std::getline(in, line);) {
+    ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string path = line.substr(line.find_last_of('\t') == std::string::npos ? 0 : line.rfind('\t') + 1);
     if (path.empty()) continue;
+    FRUGAL_REQUIRE(IsImageFile(path), input, ":", lineno, ": '", path.substr(0, 60),
+                   "' is not an image path (.png, .jpg, .jpeg or .bmp); --input takes a .npy, a folder of images, "
+                   "a list of image paths (one a line) or, for a language model, a text");
     paths.push_back(fs::path(path).is_absolute() ? path : (dir / path).string());
   }
   FRUGAL_REQUIRE(!paths.empty(), input, ": the image list names no images (one path a line)");
