@@ -277,6 +277,12 @@ TEST(ImageRecordIter, BadRecordsAndOptionsAreNamed) {
   o.aug.mean = {1.f};
   ExpectError([&] { ImageRecordIter x(o); }, {"augment.mean has 1 values", "3 channels"});
   o = Options(rec, Shape{3, 4, 4}, 1);
+  o.aug.scale = std::nanf("");
+  ExpectError([&] { ImageRecordIter x(o); }, {rec, "recordio.scale nan must be a number other than 0"});
+  o = Options(rec, Shape{3, 4, 4}, 1);
+  o.aug.mean = {0.f, std::nanf(""), 0.f};
+  ExpectError([&] { ImageRecordIter x(o); }, {rec, "augment.mean nan is not a number"});
+  o = Options(rec, Shape{3, 4, 4}, 1);
   o.shard = {3, 3};
   ExpectError([&] { ImageRecordIter x(o); }, {rec, "data shard: part 3 of 3 is not a part"});
   ExpectError([&] { ImageRecordIter(Options(dir.Write("e.rec", ""), Shape{3, 4, 4}, 1)); }, {"holds no records"});

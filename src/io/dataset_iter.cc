@@ -33,6 +33,7 @@ DatasetIter::DatasetIter(Dataset ds, const std::string& name, int64_t batch_size
                    " channels (give one per channel)");
   }
   for (float s : aug.std) FRUGAL_REQUIRE(s > 0 && std::isfinite(s), name, ": augment.std ", s, " must be positive");
+  for (float m : aug.mean) FRUGAL_REQUIRE(std::isfinite(m), name, ": augment.mean ", m, " is not a number");
   io::CheckShard(shard, name);
   Reset(0);
 }

@@ -6,6 +6,7 @@
 // workers decode rows into the slot in any order, and the last row done
 // wakes Next(). A row's content depends only on (seed, epoch, record number),
 // so neither the thread count nor scheduling changes a batch.
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -139,7 +140,10 @@ ImageRecordIter::ImageRecordIter(const ImageRecordIterOptions& opts) : impl_(std
                    v == &a.mean ? "mean" : "std", " has ", v->size(), " values but the images have ", s[0],
                    " channels (give one per channel)");
   }
-  for (float x : a.std) FRUGAL_REQUIRE(x > 0, p, ": augment.std ", x, " must be positive");
+  for (float x : a.std) FRUGAL_REQUIRE(x > 0 && std::isfinite(x), p, ": augment.std ", x, " must be positive");
+  for (float x : a.mean) FRUGAL_REQUIRE(std::isfinite(x), p, ": augment.mean ", x, " is not a number");
+  FRUGAL_REQUIRE(std::isfinite(a.scale) && a.scale != 0, p, ": recordio.scale ", a.scale,
+                 " must be a number other than 0 (pixel * scale; 1/255 by default)");
   io::CheckShard(opts.shard, p);
   imgcodecs::Load();
   m.reader = std::make_unique<RecordReader>(p);
