@@ -315,7 +315,7 @@ TEST(ExplainBlocks, AddsUpToThePlan) {
 // (sizes in whole slots of the memory, so its rounding loses nothing).
 TEST(ChainRecompute, FindsTheBestOfAllDecisions) {
   Rng rng(7);
-  const int64_t memory = 512 * 1000;  // slots of 1000 bytes
+  const int64_t memory = 512 * 1000;  // slots of 1000 bytes (chain.cc plans a chain of a few blocks in 512)
   auto slots = [&](int lo, int hi) { return 1000 * (lo + static_cast<int64_t>(rng.Uniform() * (hi - lo))); };
   std::set<int> chosen;  // the entries the program's plans use: the test sees each chosen
   for (int trial = 0; trial < 40; ++trial) {

@@ -156,6 +156,9 @@ struct Augment {
   float scale = 1.0f / 255.0f;
   std::vector<float> mean, std;
 };
+// Throws Error naming `where` unless mean and std are each empty or one
+// number per channel, and every std positive.
+void CheckNormalisation(const Augment& a, int64_t channels, const std::string& where);
 
 // ------------------------------------------------------------------ iterators
 

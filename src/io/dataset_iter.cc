@@ -26,14 +26,7 @@ DatasetIter::DatasetIter(Dataset ds, const std::string& name, int64_t batch_size
   FRUGAL_REQUIRE(!spatial || ds_.sample_shape.ndim() == 3, name, ": augmentation needs (c,h,w) samples but they are ",
                  ds_.sample_shape);
   FRUGAL_REQUIRE(aug.pad >= 0, name, ": augment.pad is ", aug.pad, " but must be >= 0");
-  const int64_t c = ds_.sample_shape.ndim() == 3 ? ds_.sample_shape[0] : 1;
-  for (const auto* v : {&aug.mean, &aug.std}) {
-    FRUGAL_REQUIRE(v->empty() || static_cast<int64_t>(v->size()) == c, name, ": augment.",
-                   v == &aug.mean ? "mean" : "std", " has ", v->size(), " values but the samples have ", c,
-                   " channels (give one per channel)");
-  }
-  for (float s : aug.std) FRUGAL_REQUIRE(s > 0 && std::isfinite(s), name, ": augment.std ", s, " must be positive");
-  for (float m : aug.mean) FRUGAL_REQUIRE(std::isfinite(m), name, ": augment.mean ", m, " is not a number");
+  CheckNormalisation(aug, ds_.sample_shape.ndim() == 3 ? ds_.sample_shape[0] : 1, name);
   io::CheckShard(shard, name);
   Reset(0);
 }

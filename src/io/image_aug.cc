@@ -75,6 +75,16 @@ void ToChw(const cv::Mat& img, const Augment& aug, float* out) {
 
 }  // namespace
 
+void CheckNormalisation(const Augment& a, int64_t channels, const std::string& where) {
+  for (const auto* v : {&a.mean, &a.std}) {
+    FRUGAL_REQUIRE(v->empty() || static_cast<int64_t>(v->size()) == channels, where, ": augment.",
+                   v == &a.mean ? "mean" : "std", " has ", v->size(), " values but the samples have ", channels,
+                   " channels (give one per channel)");
+  }
+  for (float x : a.std) FRUGAL_REQUIRE(x > 0 && std::isfinite(x), where, ": augment.std ", x, " must be positive");
+  for (float x : a.mean) FRUGAL_REQUIRE(std::isfinite(x), where, ": augment.mean ", x, " is not a number");
+}
+
 void DecodeAugmentImage(const std::string& encoded, const Shape& data_shape, const Augment& aug, uint64_t seed,
                         int64_t epoch, int64_t sample, const std::string& where, float* out) {
   FRUGAL_REQUIRE(

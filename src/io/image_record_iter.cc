@@ -135,13 +135,7 @@ ImageRecordIter::ImageRecordIter(const ImageRecordIterOptions& opts) : impl_(std
       0 < a.min_area && a.min_area <= a.max_area && a.max_area <= 1 && 0 < a.min_ratio && a.min_ratio <= a.max_ratio, p,
       ": augment areas [", a.min_area, ", ", a.max_area, "] and ratios [", a.min_ratio, ", ", a.max_ratio,
       "] must satisfy 0 < min_area <= max_area <= 1 and 0 < min_ratio <= max_ratio");
-  for (const auto* v : {&a.mean, &a.std}) {
-    FRUGAL_REQUIRE(v->empty() || static_cast<int64_t>(v->size()) == s[0], p, ": augment.",
-                   v == &a.mean ? "mean" : "std", " has ", v->size(), " values but the images have ", s[0],
-                   " channels (give one per channel)");
-  }
-  for (float x : a.std) FRUGAL_REQUIRE(x > 0 && std::isfinite(x), p, ": augment.std ", x, " must be positive");
-  for (float x : a.mean) FRUGAL_REQUIRE(std::isfinite(x), p, ": augment.mean ", x, " is not a number");
+  CheckNormalisation(a, s[0], p);
   FRUGAL_REQUIRE(std::isfinite(a.scale) && a.scale != 0, p, ": recordio.scale ", a.scale,
                  " must be a number other than 0 (pixel * scale; 1/255 by default)");
   io::CheckShard(opts.shard, p);

@@ -8,16 +8,15 @@
 // Kernels: every forward on oneDNN eltwise: sigmoid, tanh and softrelu run
 // 3x, 7x and 7x faster than a loop over std::exp / std::tanh here, and relu
 // is branch-free there, where GCC -O2 compiles the loop's max to a branch
-// that mispredicts on real (random-sign) data. relu's backward is vec.h's
-// branch-free kernel (relu's own: dx = y > 0 ? dy : 0; a loop over
-// dy * (y > 0) compiled to a branch and took 2.4 ms for LeNet's 1M
-// elements); the others are plain loops (two reads and one write per
-// element). docs/benchmarks.md.
+// that mispredicts on real (random-sign) data. relu's backward is the relu
+// op's (vec.h's branch-free dx = y > 0 ? dy : 0; a loop over dy * (y > 0)
+// compiled to a branch and took 2.4 ms for LeNet's 1M elements); the
+// others are plain loops (two reads and one write per element).
+// docs/benchmarks.md.
 #include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/dnnl.h"
-#include "backend/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -45,12 +44,7 @@ void ActBackward(const KernelCtx& c) {
   float* dx = c.req[0] == OpReq::kNull ? nullptr : c.out[0].f();
   const int64_t n = c.in[0].size();
   switch (act) {
-    case Act::kRelu:  // relu's branch-free kernel: a loop of dy * (y > 0) compiled to a mispredicted branch
-      if (dx)
-        ForEachRange(n, [&](int64_t b, int64_t e) {
-          cpu::Vec().act<float>().relu_grad(dy + b, y + b, dx + b, e - b, c.req[0] == OpReq::kAdd);
-        });
-      break;
+    case Act::kRelu: ReluBackward(c); break;
     case Act::kSigmoid: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * y[i] * (1 - y[i]); }); break;
     case Act::kTanh: ForEach(n, dx, c.req[0], [=](int64_t i) { return dy[i] * (1 - y[i] * y[i]); }); break;
     case Act::kSoftRelu: ForEach(n, dx, c.req[0], [=](int64_t i) { return -dy[i] * std::expm1(-y[i]); }); break;

@@ -39,6 +39,10 @@ T* Elems(const Tensor& t) {
   }
 }
 
+// relu's backward kernel (src/ops/relu.cc): inputs dy, y; output dx = y > 0
+// ? dy : 0, float32 or bfloat16. activation's relu runs it too.
+void ReluBackward(const KernelCtx& c);
+
 // Output k's data, or nullptr when nobody reads it: an output with
 // OpReq::kNull has no memory, and kernels must not touch it.
 template <typename T = float>

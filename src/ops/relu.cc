@@ -35,11 +35,12 @@ void ReluBackwardT(const KernelCtx& c) {
 void ReluForward(const KernelCtx& c) {
   c.in[0].dtype() == DType::kBFloat16 ? ReluForwardT<uint16_t>(c) : ReluForwardT<float>(c);
 }
+
+}  // namespace
+
 void ReluBackward(const KernelCtx& c) {
   c.in[0].dtype() == DType::kBFloat16 ? ReluBackwardT<uint16_t>(c) : ReluBackwardT<float>(c);
 }
-
-}  // namespace
 
 void Register_relu(OpRegistry* r) {
   OpDef& fwd = r->Add("relu")

@@ -48,7 +48,8 @@ namespace {
 // entries were chosen by their rounding; in 1,348 slots, 8% more, and
 // they recompute 2-11% less at five budgets); at least kMinSlots, the
 // resolution of a short chain; within kMostStates states of the program
-// (2 (L + 1) (S + 1), about 20 bytes each).
+// (2 (L + 1) (S + 1), about 20 bytes each): at most 1,444 slots, which
+// Step's int16_t slot counts hold.
 constexpr long kSlotsPerBlock = 4, kMinSlots = 512, kMostStates = 1 << 20;
 int Slots(size_t blocks) {
   const long n = static_cast<long>(blocks);
@@ -96,11 +97,11 @@ double ChainCost(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
 ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   const size_t n = chain.size();
   if (memory <= 0 || n == 0) return {};
-  const int kSlots = Slots(n);
-  const double slot = static_cast<double>(memory) / kSlots;
+  const int num_slots = Slots(n);
+  const double slot = static_cast<double>(memory) / num_slots;
   auto slots = [&](int64_t bytes, double threshold) {
     const double x = static_cast<double>(bytes) / slot, s = std::floor(x) + (x - std::floor(x) > threshold);
-    return s > kSlots ? kSlots + 1 : static_cast<int>(s);
+    return s > num_slots ? num_slots + 1 : static_cast<int>(s);
   };
   struct Sizes {
     int kept, peak;  // a stored entry's, in slots
@@ -118,11 +119,11 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     unread[j + 1] = slots(b.boundary_bytes - b.boundary_read, threshold);
   }
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  const size_t kWidth = kSlots + 1;
+  const size_t width = num_slots + 1;
   // best[At(c, j, q)]: the least cost of blocks 0..j-1 keeping q slots, with
   // the boundary before block j kept (c = 1) or recomputed (c = 0).
-  auto At = [&](int c, size_t j, int q) { return (c * (n + 1) + j) * kWidth + q; };
-  std::vector<double> best(2 * (n + 1) * kWidth, kInf);
+  auto At = [&](int c, size_t j, int q) { return (c * (n + 1) + j) * width + q; };
+  std::vector<double> best(2 * (n + 1) * width, kInf);
   // How (c, j, q) was reached: the last step began at block `start` in state (c, q).
   struct Step {
     int32_t start = -1;
@@ -132,7 +133,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   };
   std::vector<Step> from(best.size());
   auto relax = [&](int c, size_t j, int q, double cost, Step step) {
-    if (q > kSlots) return;
+    if (q > num_slots) return;
     const size_t at = At(c, j, q);
     if (cost < best[at]) {
       best[at] = cost;
@@ -173,8 +174,8 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     int i, q;    // the state (1, i, q) the run starts from
     double key;  // best(1, i, q) - I[i] - B[i]
   };
-  std::vector<std::vector<Start>> window(kWidth);
-  std::vector<size_t> head(kWidth, 0);
+  std::vector<std::vector<Start>> window(width);
+  std::vector<size_t> head(width, 0);
   std::vector<int> front;  // the states (c, i, q) expanded: no state of fewer slots costs as little
   best[At(1, 0, 0)] = 0;   // the data before block 0 is kept
   for (size_t i = 0; i < n; ++i) {
@@ -182,10 +183,10 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     // Runs of blocks i'..i from the states before i (i' < i), the cheapest
     // (the earliest of equals) for each q.
     const double to_end = I[i + 1] + B[i];
-    for (int q = 0; q + read[i] <= kSlots; ++q) {
+    for (int q = 0; q + read[i] <= num_slots; ++q) {
       std::vector<Start>& w = window[q];
       size_t& h = head[q];
-      while (h < w.size() && q + run_slots(w[h].i, i + 1) > kSlots) ++h;
+      while (h < w.size() && q + run_slots(w[h].i, i + 1) > num_slots) ++h;
       if (h < w.size())
         relax(1, i + 1, q + read[i], w[h].key + to_end,
               {w[h].i, static_cast<int16_t>(w[h].q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
@@ -196,7 +197,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
       // slots, so no plan the program returns passes through it.
       front.clear();
       double cheapest = kInf;  // of the states (c, i, fewer slots)
-      for (int q = 0; q <= kSlots; ++q) {
+      for (int q = 0; q <= num_slots; ++q) {
         const double f = best[At(c, i, q)];
         if (f < cheapest) cheapest = f, front.push_back(q);
       }
@@ -209,7 +210,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
           const Sizes& z = stored[i][e];
           const ChainBlock::Stored& entry = b.stored[e];
           const int held = q + (c == 1 && entry.reads_before ? unread[i] : 0);
-          if (held + z.peak > kSlots) continue;
+          if (held + z.peak > num_slots) continue;
           fits = true;
           const Step step{static_cast<int32_t>(i), static_cast<int16_t>(q), static_cast<uint8_t>(c),
                           static_cast<int16_t>(e)};
@@ -225,10 +226,10 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
       for (int q : front) {
         const double f = best[At(1, i, q)];
         const int held = q + unread[i];
-        if (held + alone <= kSlots)
+        if (held + alone <= num_slots)
           relax(1, i + 1, held + read[i], f + b.inner_cost,
                 {static_cast<int32_t>(i), static_cast<int16_t>(q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
-        if (held > kSlots) continue;
+        if (held > num_slots) continue;
         std::vector<Start>& w = window[held];
         const double key = f - I[i] - B[i];
         while (w.size() > head[held] && w.back().key > key) w.pop_back();
@@ -238,7 +239,7 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
   }
   int c = -1, q = -1;
   for (int cc = 0; cc < 2; ++cc)
-    for (int s = 0; s <= kSlots; ++s)
+    for (int s = 0; s <= num_slots; ++s)
       if (best[At(cc, n, s)] < kInf && (q < 0 || best[At(cc, n, s)] < best[At(c, n, q)])) c = cc, q = s;
   if (q < 0) return {};
   ChainPlan plan{std::vector<int>(n, ChainPlan::kRecompute), std::vector<bool>(n, false)};

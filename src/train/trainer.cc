@@ -378,7 +378,8 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   FRUGAL_REQUIRE(sc.max_iters() >= 0, cfg.path, ": solver.max_iters must be at least 0 (0: no limit), got ",
                  sc.max_iters());
   FRUGAL_REQUIRE(sc.display() >= 0, cfg.path,
-                 ": solver.display must be at least 0 (batches between progress lines), got ", sc.display());
+                 ": solver.display must be at least 0 (batches between progress lines; 0: every batch), got ",
+                 sc.display());
   FRUGAL_REQUIRE(sc.val_interval() >= 0, cfg.path,
                  ": solver.val_interval must be at least 0 (0: after every epoch), got ", sc.val_interval());
   FRUGAL_REQUIRE(sc.checkpoint_interval() >= 0, cfg.path,
