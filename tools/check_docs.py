@@ -157,7 +157,7 @@ GLOBAL_FLAGS = {"--help", "--v", "--minloglevel", "--log-dir", "--log_dir", "--d
 # Flags of the other tools the docs name alone: frugal_bench_optimum's and
 # mpirun's.
 OTHER_TOOLS_FLAGS = {"--why", "--max-programs", "--seeds", "--planner-only", "--case", "--small", "--max-builds",
-                     "--oversubscribe", "--allow-run-as-root"}
+                     "--oversubscribe", "--allow-run-as-root", "--hostfile"}
 COMMAND = re.compile(r"(?:^|[\s/(])frugal\s+([a-z][a-z0-9-]*)")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9_-]*)")
 

@@ -64,6 +64,10 @@ class Communicator {
   // queued on the stream of `cuda` (a backend::LaunchAsync context). Called
   // in the same order on every rank.
   virtual void AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>& bufs, void* cuda);
+  // Copies root's n floats to every rank's data, then calls done as
+  // AllReduceSumAsync does (host buffers only).
+  virtual void BroadcastAsync(uint64_t seq, float* data, int64_t n, int root, const char* what,
+                              std::function<void(std::exception_ptr)> done);
   // Blocking collectives for the trainer's thread (numbered internally).
   virtual void Broadcast(float* data, int64_t n, int root, const char* what) = 0;
   virtual void AllReduceSum(double* data, int64_t n, const char* what) = 0;
@@ -115,6 +119,29 @@ struct DistOptions {
   Communicator* comm = nullptr;    // null: a single process
   int64_t bucket_bytes = 1 << 20;  // gradients per all-reduce
   int64_t check_every = 0;         // compare parameter checksums every K updates (0: never)
+  // --shard optimizer (ZeRO stage 1): each rank holds the optimizer state
+  // of its slice of the parameters only (SliceAcrossRanks), updates that
+  // slice, and the updated slices are broadcast to every rank.
+  bool shard_optimizer = false;
+};
+
+// Elements [begin, begin + size) of one tensor, owned by rank `owner`.
+struct Slice {
+  int owner = 0;
+  int64_t begin = 0, size = 0;
+};
+// The tensors of these sizes laid end to end, cut into one contiguous run
+// per rank: rank r owns elements [r * c, (r + 1) * c) of the whole, c =
+// ceil(total / ranks) (the last ranks may own less, or nothing). Returns
+// each tensor's slices in rank order (an empty tensor has none).
+std::vector<std::vector<Slice>> SliceAcrossRanks(const std::vector<int64_t>& sizes, int ranks);
+
+// A tensor whose slices are updated by their owners: after the update,
+// every rank's copy is made whole again (DataParallel::PushGather).
+struct SlicedTensor {
+  Tensor t;
+  Var var = -1;  // the tensor's engine variable, written by the gather
+  std::vector<Slice> slices;
 };
 
 // Metric values averaged over ranks, weighted by each rank's rows.
@@ -145,6 +172,16 @@ class DataParallel {
   // forward, and its own gradients as backward produces them (two exchanges
   // per update, not iter_size).
   void PushAllReduce(Engine* engine, bool of_sums = false);
+  // After the sharded updates: one asynchronous broadcast per slice, from
+  // its owner to every rank, each writing its tensor's variable (so the
+  // next forward waits only for the tensors it reads).
+  void PushGather(Engine* engine, const std::vector<SlicedTensor>& tensors);
+  // Puts one tensor's slices together on rank 0: every rank calls it with
+  // the tensor's slices and `own`, its own slice's values on the host
+  // (undefined where it owns none); rank 0 passes `whole`, a host tensor of
+  // the whole size, which gets every slice, the others an undefined tensor.
+  // Blocking.
+  void GatherToRoot(const std::vector<Slice>& slices, const Tensor& own, const Tensor& whole);
   // Copies rank 0's tensors to every rank (the engine must be idle).
   void Broadcast(std::map<std::string, Tensor>* tensors, const char* what);
   // The smallest value over ranks (the ranks check that they read the same
@@ -167,7 +204,7 @@ class DataParallel {
     std::vector<std::string> names;
     std::vector<Tensor> grads, sums;
     std::vector<Var> vars;
-    std::vector<float> buf;  // host buffers: the bucket's gradients side by side
+    std::vector<float> buf;  // host, several gradients: side by side (one is reduced in place)
     std::string what;
   };
   // Device buffers: one asynchronous push per bucket on the GPU's stream,

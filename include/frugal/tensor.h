@@ -110,6 +110,8 @@ class Tensor {
 
   // The same bytes seen with another shape of equal size.
   Tensor Reshaped(Shape shape) const;
+  // Elements [begin, begin + n) as a 1-D view.
+  Tensor Elements(int64_t begin, int64_t n) const;
   // Same size and dtype; across devices too (synchronous with the GPU's stream).
   void CopyFrom(const Tensor& src);
   void Fill(float v);  // float32 only

@@ -70,6 +70,12 @@ int64_t RuntimeBytes(const Graph& train);
 
 // The graphs a config defines at a batch size: training (forward, gradient,
 // shapes) and evaluation (forward, shapes), with their memory plans.
+// Optimizer-state sharding (--shard optimizer): this process is rank `rank`
+// of `ranks`; 1 rank holds all of it.
+struct OptimizerShard {
+  int rank = 0, ranks = 1;
+};
+
 struct Model {
   Graph train, eval;
   MemoryPlan train_plan, eval_plan;
@@ -87,6 +93,17 @@ struct Model {
   // "<param>/sum", "<param>/grad") per trained parameter (the sums:
   // accumulate_plan.state_bytes); empty otherwise.
   std::string optimizer;  // the rule's name ("sgd", "adam", ...)
+  // --shard optimizer: this process is rank shard.rank of shard.ranks and
+  // updates, and holds the optimizer state of, only its slice of the
+  // trained parameters (SliceAcrossRanks in name order); `slices` holds every
+  // rank's slices of each trained parameter. The update graph's variables
+  // of a slice that is not a whole parameter are 1-D: "<param>" (a view of
+  // the slice), "<param>/grad_slice" and "<param>/<state>"; rescale_clip
+  // still reads every whole "<param>/grad".
+  OptimizerShard shard;
+  std::map<std::string, std::vector<Slice>> slices;
+  // This rank's slice of trained parameter `name`, or null.
+  const Slice* OwnSlice(const std::string& name) const;
   Graph update, accumulate;
   MemoryPlan update_plan, accumulate_plan;
   ProcessBytes process;  // the process that trains it, at its peak
@@ -99,7 +116,7 @@ struct Model {
 // RequireLoss throws Error naming the config's file when fwd, its forward
 // graph, has no loss op to train (BuildModel checks it before planning).
 void RequireLoss(const ConfigFile& cfg, const Graph& fwd);
-Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy, Device dev = {});
+Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy, Device dev = {}, OptimizerShard shard = {});
 
 // What training the model holds on its device, as planned: the arenas
 // (train, eval and the update's), parameters and aux state, their
@@ -128,8 +145,9 @@ BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int
 // outside the training arena (PlannedFootprint under share less its train
 // arena). Any other strategy is returned as it is. *note gets one line
 // saying how the budget was chosen. Throws Error when nothing is left for
-// the arena.
-MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note);
+// the arena. `shard`: the optimizer state this process holds, as BuildModel.
+MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note,
+                                 OptimizerShard shard = {});
 // limit=SIZE made concrete: the training arena's budget is SIZE less the
 // rest of the process (*rest): its resident bytes now (`resident`), what
 // the model holds outside the training arena (as for budget=auto) and the
@@ -138,7 +156,7 @@ MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s,
 // is. CPU only: on a GPU the arena lives in the device's memory (use
 // budget=auto).
 MemoryStrategy ResolveLimit(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, int64_t resident,
-                            ProcessBytes* rest, std::string* note);
+                            ProcessBytes* rest, std::string* note, OptimizerShard shard = {});
 // The config's memory strategy (memory.strategy, which --memory sets),
 // priced by its cost table (memory.costs) where it names one: the one place
 // a run's strategy is parsed. Throws Error for an unknown strategy and

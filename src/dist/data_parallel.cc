@@ -36,6 +36,30 @@ void Communicator::AllReduceAverageOnStream(const std::vector<std::pair<float*, 
   throw Error("this communicator does not take GPU buffers (use NCCL: frugal built with CUDA and NCCL)");
 }
 
+void Communicator::BroadcastAsync(uint64_t, float*, int64_t, int, const char* what,
+                                  std::function<void(std::exception_ptr)>) {
+  throw Error(Fmt(what, ": this communicator has no asynchronous broadcast of host buffers"));
+}
+
+std::vector<std::vector<Slice>> SliceAcrossRanks(const std::vector<int64_t>& sizes, int ranks) {
+  CHECK_GE(ranks, 1);
+  int64_t total = 0;
+  for (int64_t n : sizes) total += n;
+  const int64_t chunk = std::max<int64_t>(1, (total + ranks - 1) / ranks);
+  std::vector<std::vector<Slice>> out(sizes.size());
+  int64_t at = 0;  // where the tensor starts in the whole
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (int64_t b = 0; b < sizes[i];) {
+      const int owner = static_cast<int>((at + b) / chunk);
+      const int64_t end = std::min(sizes[i], (owner + 1) * chunk - at);
+      out[i].push_back({owner, b, end - b});
+      b = end;
+    }
+    at += sizes[i];
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ metrics
 
 bool MetricValues::Has(const std::string& name) const {
@@ -98,23 +122,27 @@ DataParallel::DataParallel(const DistOptions& opts, const Executor& train, const
   std::sort(order.begin(), order.end());
   int64_t bytes = opts.bucket_bytes;
   for (const auto& [pos, name] : order) {
-    if (bytes >= opts.bucket_bytes) {
+    const Tensor& g = grads.at(name);
+    // A gradient of a bucket's size or more is a bucket of its own, reduced
+    // in place: the host buffers, copies of the gradients, then hold the
+    // small ones only (a GPT's were as large as all its gradients).
+    const bool alone = g.bytes() >= opts.bucket_bytes;
+    if (alone || bytes >= opts.bucket_bytes) {
       buckets_.push_back(std::make_unique<Bucket>());
       bytes = 0;
     }
     Bucket* b = buckets_.back().get();
-    const Tensor& g = grads.at(name);
     b->names.push_back(name);
     b->grads.push_back(g);
     if (!sums.empty()) b->sums.push_back(sums.at(name));
     b->vars.push_back(grad_vars.at(name));
-    bytes += g.bytes();
+    bytes = alone ? opts.bucket_bytes : bytes + g.bytes();
   }
   for (size_t k = 0; k < buckets_.size(); ++k) {
     Bucket* b = buckets_[k].get();
     int64_t n = 0;
     for (const Tensor& g : b->grads) n += g.size();
-    if (device_.type == DeviceType::kCPU) b->buf.resize(n);
+    if (device_.type == DeviceType::kCPU && b->grads.size() > 1) b->buf.resize(n);
     b->what = Fmt("allreduce(bucket ", k, ": ", b->names.front(), b->names.size() > 1 ? ", ..." : "", ")");
   }
 }
@@ -179,22 +207,66 @@ void DataParallel::PushAllReduce(Engine* engine, bool of_sums) {
     o.priority = 1 << 20;  // start the exchange as soon as the gradients are in
     engine->PushAsync(
         [b, seq, last, scale, comm, of_sums](Done done) {
-          float* dst = b->buf.data();
-          for (const Tensor& g : of_sums ? b->sums : b->grads) dst = std::copy(g.f(), g.f() + g.size(), dst);
-          comm->AllReduceSumAsync(seq, b->buf.data(), static_cast<int64_t>(b->buf.size()), b->what.c_str(), last,
-                                  [b, scale, done, of_sums](std::exception_ptr e) {
-                                    if (!e) {
-                                      const float* src = b->buf.data();
-                                      for (Tensor& g : of_sums ? b->sums : b->grads) {
-                                        float* out = g.f();
-                                        for (int64_t i = 0; i < g.size(); ++i) out[i] = src[i] * scale;
-                                        src += g.size();
-                                      }
-                                    }
-                                    done(e);
-                                  });
+          std::vector<Tensor>& ts = of_sums ? b->sums : b->grads;
+          // One gradient: in place; several: side by side in the buffer.
+          float* data = b->buf.empty() ? ts[0].f() : b->buf.data();
+          int64_t n = 0;
+          for (const Tensor& g : ts) {
+            if (!b->buf.empty()) std::copy(g.f(), g.f() + g.size(), data + n);
+            n += g.size();
+          }
+          comm->AllReduceSumAsync(seq, data, n, b->what.c_str(), last, [&ts, data, scale, done](std::exception_ptr e) {
+            if (!e) {
+              const float* src = data;
+              for (Tensor& g : ts) {
+                float* out = g.f();
+                for (int64_t i = 0; i < g.size(); ++i) out[i] = src[i] * scale;
+                src += g.size();
+              }
+            }
+            done(e);
+          });
         },
         {}, b->vars, o);
+  }
+}
+
+void DataParallel::PushGather(Engine* engine, const std::vector<SlicedTensor>& tensors) {
+  FRUGAL_REQUIRE(!comm_->device_buffers(), "--shard optimizer: not built for GPU parameters (NCCL) yet");
+  Communicator* comm = comm_;
+  for (const SlicedTensor& st : tensors) {
+    for (const Slice& sl : st.slices) {
+      const uint64_t seq = comm->Reserve();
+      float* data = st.t.f() + sl.begin;
+      PushOptions o;
+      o.name = "broadcast(parameter slice)";
+      o.priority = 1 << 20;  // the next forward waits for it
+      engine->PushAsync(
+          [comm, seq, data, sl](Done done) {
+            comm->BroadcastAsync(seq, data, sl.size, sl.owner, "broadcast(parameter slice)",
+                                 [done](std::exception_ptr e) { done(e); });
+          },
+          {}, {st.var}, o);
+    }
+  }
+}
+
+void DataParallel::GatherToRoot(const std::vector<Slice>& slices, const Tensor& own, const Tensor& whole) {
+  CHECK_EQ(whole.defined(), rank() == 0);
+  std::vector<float> scratch;
+  for (const Slice& sl : slices) {
+    float* at = nullptr;
+    if (sl.owner == rank()) {
+      CHECK_EQ(own.size(), sl.size);
+      at = own.f();
+    } else if (rank() == 0) {
+      at = whole.f() + sl.begin;
+    } else {
+      scratch.resize(sl.size);
+      at = scratch.data();
+    }
+    if (sl.owner != 0) comm_->Broadcast(at, sl.size, sl.owner, "broadcast(optimizer state slice)");
+    if (rank() == 0 && sl.owner == 0) std::copy(at, at + sl.size, whole.f() + sl.begin);
   }
 }
 

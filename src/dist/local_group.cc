@@ -91,15 +91,18 @@ class LocalCommunicator : public Communicator {
     cv_.notify_all();
   }
 
+  void BroadcastAsync(uint64_t seq, float* data, int64_t n, int root, const char*,
+                      std::function<void(std::exception_ptr)> done) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_[seq] = [this, seq, data, n, root, done] {
+      Copy({kAsync, seq}, data, n, root);
+      done(nullptr);
+    };
+    cv_.notify_all();
+  }
+
   void Broadcast(float* data, int64_t n, int root, const char*) override {
-    std::vector<float> got;
-    group_->Exchange(
-        {kBlocking, blocking_++}, rank_, data,
-        [&](const std::vector<void*>& all) {
-          const float* src = static_cast<const float*>(all[root]);
-          got.assign(src, src + n);
-        },
-        [&] { std::copy(got.begin(), got.end(), data); });
+    Copy({kBlocking, blocking_++}, data, n, root);
   }
 
   void AllReduceSum(double* data, int64_t n, const char*) override { Sum({kBlocking, blocking_++}, data, n); }
@@ -154,6 +157,17 @@ class LocalCommunicator : public Communicator {
             for (void* p : all) s += static_cast<const T*>(p)[i];
             got[i] = s;
           }
+        },
+        [&] { std::copy(got.begin(), got.end(), data); });
+  }
+
+  void Copy(std::pair<int, uint64_t> key, float* data, int64_t n, int root) {
+    std::vector<float> got;
+    group_->Exchange(
+        key, rank_, data,
+        [&](const std::vector<void*>& all) {
+          const float* src = static_cast<const float*>(all[root]);
+          got.assign(src, src + n);
         },
         [&] { std::copy(got.begin(), got.end(), data); });
   }

@@ -162,6 +162,12 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return Tensor(storage_, offset_, std::move(shape), dtype_);
 }
 
+Tensor Tensor::Elements(int64_t begin, int64_t n) const {
+  CHECK(layout_ == Layout::kPlain) << "a slice of a " << LayoutName(layout_) << " tensor";
+  CHECK(begin >= 0 && n >= 0 && begin + n <= size()) << "elements [" << begin << ", " << begin + n << ") of " << shape_;
+  return Tensor(storage_, offset_ + begin * DTypeBytes(dtype_), Shape({n}), dtype_);
+}
+
 void Tensor::CopyFrom(const Tensor& src) {
   CHECK_EQ(src.bytes(), bytes());
   if (src.raw() == raw()) return;

@@ -112,14 +112,15 @@ std::string ProcessBytes::ToString() const {
              HumanBytes(tensors), " + runtime ", HumanBytes(runtime));
 }
 
-Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev) {
+Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev, OptimizerShard shard) {
   const int64_t resident = ProcessResidentBytes();
   std::string note;
   ProcessBytes rest;
-  MemoryStrategy strategy = ResolveAutoBudget(cfg, WithCosts(cfg, given), dev, &note);
-  strategy = ResolveLimit(cfg, strategy, dev, resident, &rest, &note);
+  MemoryStrategy strategy = ResolveAutoBudget(cfg, WithCosts(cfg, given), dev, &note, shard);
+  strategy = ResolveLimit(cfg, strategy, dev, resident, &rest, &note, shard);
   if (!note.empty()) LOG(INFO) << note;
   Model m;
+  m.shard = shard;
   const DataShapes shapes = DataShapesOf(cfg);
   m.batch = shapes.batch;
   m.data_shape = shapes.data;
@@ -149,6 +150,12 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& given, Device dev)
   BuildUpdateGraphs(cfg.net.solver(), cfg.path, &m);
   m.process = {resident, PlannedFootprint(m), RuntimeBytes(m.train)};
   return m;
+}
+
+const Slice* Model::OwnSlice(const std::string& name) const {
+  for (const Slice& s : slices.at(name))
+    if (s.owner == shard.rank) return &s;
+  return nullptr;
 }
 
 int64_t PlannedFootprint(const Model& m) {
@@ -203,12 +210,12 @@ int64_t RuntimeBytes(const Graph& train) {
 }
 
 MemoryStrategy ResolveLimit(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, int64_t resident,
-                            ProcessBytes* rest, std::string* note) {
+                            ProcessBytes* rest, std::string* note, OptimizerShard shard) {
   if (!s.limit()) return s;
   FRUGAL_REQUIRE(dev.type == DeviceType::kCPU, cfg.path, ": ", s.Name(),
                  " bounds the process's resident memory, which holds the arena on the CPU only; on ", dev.ToString(),
                  " use --memory budget=auto (what the device has free) or budget=SIZE");
-  const Model share = BuildModel(cfg, MemoryStrategy::kShare, dev);
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare, dev, shard);
   *rest = {resident, PlannedFootprint(share) - share.train_plan.arena_bytes, RuntimeBytes(share.train)};
   MemoryStrategy resolved = s;
   // A limit the rest of the process already fills leaves the arena one
@@ -224,11 +231,12 @@ MemoryStrategy ConfigStrategy(const ConfigFile& cfg) {
   return WithCosts(cfg, ParseMemoryStrategy(cfg.net.memory().strategy()));
 }
 
-MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note) {
+MemoryStrategy ResolveAutoBudget(const ConfigFile& cfg, const MemoryStrategy& s, Device dev, std::string* note,
+                                 OptimizerShard shard) {
   if (!s.auto_budget()) return s;
   const int64_t free = AvailableBytes(dev);
   const int64_t margin = std::max<int64_t>(free / 10, int64_t{256} << 20);
-  const Model share = BuildModel(cfg, MemoryStrategy::kShare);
+  const Model share = BuildModel(cfg, MemoryStrategy::kShare, {}, shard);
   const int64_t outside = PlannedFootprint(share) - share.train_plan.arena_bytes;
   const int64_t budget = free - margin - outside;
   FRUGAL_REQUIRE(budget > 0, cfg.path, ": --memory budget=auto: ", dev.ToString(), " has ", HumanBytes(free),

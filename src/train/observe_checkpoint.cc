@@ -6,6 +6,8 @@
 #include <glog/logging.h>
 
 #include <filesystem>
+#include <map>
+#include <string>
 #include <system_error>
 
 #include "train/observer.h"
@@ -39,14 +41,10 @@ class Checkpoints : public Observer {
     const int64_t interval = r.sc.checkpoint_interval();
     if (interval <= 0 || r.updates() % interval != 0) return;
     if (r.batch == r.batches) return;  // the epoch's last batch: OnEpochEnd saves it, as the next epoch's start
-    r.AverageAcrossRanks();
-    if (ckpt_) Save(r);
+    Checkpoint(r, true);
   }
 
-  void OnStop(Run& r) override {
-    r.AverageAcrossRanks();  // every rank stops at the same update
-    if (ckpt_) Save(r);
-  }
+  void OnStop(Run& r) override { Checkpoint(r, true); }  // every rank stops at the same update
 
   // A run without a checkpoint directory says so at its end (whether it
   // finished or a signal stopped it): the trained model is gone with the
@@ -59,24 +57,38 @@ class Checkpoints : public Observer {
   }
 
   void OnEpochEnd(Run& r, const MetricValues&, double) override {
-    // The checkpoint of the epoch, or of the run's end at max_iters, is rank
-    // 0's; only rank 0 knows whether one is due, so every rank averages.
-    r.AverageAcrossRanks();
     // Due every epoch, or at the multiples of checkpoint_interval; and the
     // run's end always (its last epoch, or max_iters: a run stopped inside
     // the epoch resumes at its next batch), so the trained model is never
     // lost between two multiples of the interval.
     const bool run_ends = r.done || r.epoch + 1 >= r.sc.epochs();
-    if (ckpt_ && (ckpt_->Due(r.updates(), true) || run_ends)) Save(r);
+    Checkpoint(r, ckpt_ && (ckpt_->Due(r.updates(), true) || run_ends));
   }
 
  private:
-  void Save(Run& r) {
+  // Where a checkpoint may be written, reached by every rank; whether one
+  // is (`due` and a folder) only rank 0 knows, the others having no folder.
+  // Every rank averages what the ranks hold apart (Run::AverageAcrossRanks)
+  // and, with --shard optimizer, when rank 0 saves, sends it its slices of
+  // the optimizer state.
+  void Checkpoint(Run& r, bool due) {
+    r.AverageAcrossRanks();
+    due = due && ckpt_;
+    std::map<std::string, Tensor> sharded_state;
+    if (r.s.model.shard.ranks > 1) {
+      if (r.dp->Sum(due) == 0) return;
+      sharded_state = r.s.OptState(r.dp);
+    }
+    if (due) Save(r, std::move(sharded_state));
+  }
+
+  void Save(Run& r, std::map<std::string, Tensor> sharded_state) {
     const bool in_epoch = r.batch < r.batches;
     r.s.engine->WaitAll();
     r.progress.Clear();
     r.CheckFinite(r.iter - 1);
     CheckpointState state = r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0);
+    state.opt_state = r.s.model.shard.ranks == 1 ? r.s.OptState(r.dp) : std::move(sharded_state);
     state.lr_schedule_iters = r.lr_schedule_iters;
     // Inside an accumulation (an epoch's end, max_iters, a signal): its
     // micro-batches so far (data-parallel: averaged over the ranks by

@@ -9,8 +9,9 @@
 
 namespace frugal {
 
-Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device)
-    : model(BuildModel(cfg, strategy, device)), rng(cfg.net.solver().seed()), dev(device) {
+Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device,
+                 OptimizerShard shard)
+    : model(BuildModel(cfg, strategy, device, shard)), rng(cfg.net.solver().seed()), dev(device) {
   const config::Solver& sc = cfg.net.solver();
   if (!given) owned_engine = MakeEngineFor(sc, model.train);
   engine = given ? given : owned_engine.get();
@@ -59,13 +60,20 @@ void Session::BindUpdates() {
   u.device = acc.device = dev;
   const std::vector<std::string> names = opt->StateNames();
   for (Param* p : params.trained()) {
-    u.vars[p->name] = p->w;
-    u.var_vars[p->name] = p->w_var;
     u.vars[p->name + "/grad"] = acc.vars[p->name + "/grad"] = p->g;
     u.var_vars[p->name + "/grad"] = acc.var_vars[p->name + "/grad"] = p->g_var;
-    for (size_t k = 0; k < names.size(); ++k) u.vars[p->name + "/" + names[k]] = p->state[k];
     acc.vars[p->name + "/sum"] = p->sum;
     acc.var_vars[p->name + "/sum"] = p->g_var;
+    const Slice* own = model.OwnSlice(p->name);
+    if (!own) continue;
+    const bool sliced = own->size < p->w.size();
+    u.vars[p->name] = sliced ? p->w.Elements(own->begin, own->size) : p->w;
+    u.var_vars[p->name] = p->w_var;
+    if (sliced) {
+      u.vars[p->name + "/grad_slice"] = p->g.Elements(own->begin, own->size);
+      u.var_vars[p->name + "/grad_slice"] = p->g_var;
+    }
+    for (size_t k = 0; k < names.size(); ++k) u.vars[p->name + "/" + names[k]] = p->state[k];
   }
   update = std::make_unique<Executor>(model.update, model.update_plan, u, engine);
   if (model.accumulate.num_nodes() > 0)
@@ -86,7 +94,8 @@ void Session::AddParam(int id, int iter_size, Bindings* b) {
   p.g = b->grads[n.name] = Tensor::Empty(p.w.shape(), DType::kFloat32, dev, MemKind::kParam);
   p.g_var = b->grad_vars[n.name] = NewVar();
   if (iter_size > 1) p.sum = Tensor::Empty(p.w.shape(), DType::kFloat32, dev, MemKind::kParam);
-  p.state = opt->CreateState(p.w);
+  if (const Slice* own = model.OwnSlice(p.name))
+    p.state = opt->CreateState(own->size < p.w.size() ? p.w.Elements(own->begin, own->size) : p.w);
   params.Add(std::move(p));
 }
 
@@ -135,8 +144,45 @@ CheckpointState Session::State(const ConfigFile& cfg, int64_t epoch, int64_t ite
   c.optimizer = opt->name();
   c.params = OnHost(params.Values());
   c.aux = OnHost(aux);
-  c.opt_state = OnHost(NamedStates(*opt, params.States()));
   return c;
+}
+
+std::map<std::string, Tensor> Session::OptState(DataParallel* dp) const {
+  if (model.shard.ranks == 1) return OnHost(NamedStates(*opt, params.States()));
+  CHECK(dp && dp->size() == model.shard.ranks) << "a sharded optimizer state gathers over its ranks";
+  const std::vector<std::string> names = opt->StateNames();
+  std::map<std::string, Tensor> whole;
+  for (const Param* p : params.trained()) {
+    const Slice* own = model.OwnSlice(p->name);
+    for (size_t k = 0; k < names.size(); ++k) {
+      Tensor t;
+      if (dp->rank() == 0) t = whole[p->name + "/" + names[k]] = Tensor::Empty(p->w.shape());
+      dp->GatherToRoot(model.slices.at(p->name), own ? p->state[k].OnHost() : Tensor(), t);
+    }
+  }
+  return whole;
+}
+
+std::map<std::string, Tensor> Session::OwnPart(std::map<std::string, Tensor> whole) const {
+  if (model.shard.ranks == 1) return whole;
+  for (const Param* p : params.trained()) {
+    const Slice* own = model.OwnSlice(p->name);
+    for (const std::string& s : opt->StateNames()) {
+      auto it = whole.find(p->name + "/" + s);
+      if (it == whole.end() || it->second.shape() != p->w.shape()) continue;
+      if (own)
+        it->second = it->second.Elements(own->begin, own->size).Reshaped(p->state[0].shape());
+      else
+        whole.erase(it);
+    }
+  }
+  return whole;
+}
+
+std::vector<SlicedTensor> Session::SlicedParams() const {
+  std::vector<SlicedTensor> out;
+  for (const Param* p : params.trained()) out.push_back({p->w, p->w_var, model.slices.at(p->name)});
+  return out;
 }
 
 int64_t ArenaBytes(const Session& s) {

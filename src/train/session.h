@@ -17,8 +17,10 @@
 namespace frugal {
 
 struct Session {
-  // Runs on `given`, or on an engine of its own when it is null.
-  Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device);
+  // Runs on `given`, or on an engine of its own when it is null. shard:
+  // the slice of the optimizer state this process holds (Model::shard).
+  Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device,
+          OptimizerShard shard = {});
   ~Session();
 
   bool on_gpu() const { return dev.type == DeviceType::kCUDA; }
@@ -28,9 +30,22 @@ struct Session {
   // variables released when the GPU has done the work.
   void PushOn(std::function<void(void* cuda)> fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
               const char* name);
-  // Everything a checkpoint holds (host copies, views on the CPU). The
-  // engine must be idle.
+  // Everything a checkpoint holds (host copies, views on the CPU) but the
+  // optimizer state, which OptState gives. The engine must be idle.
   CheckpointState State(const ConfigFile& cfg, int64_t epoch, int64_t iteration, int64_t position) const;
+  // The optimizer state by checkpoint name ("<param>/<state>"), whole, on
+  // the host. With --shard optimizer every rank calls it (dp: the run's)
+  // and rank 0 gets every rank's slices put together; the others get an
+  // empty map. The engine must be idle.
+  std::map<std::string, Tensor> OptState(DataParallel* dp) const;
+  // This process's part of a checkpoint's whole optimizer state (by
+  // checkpoint name): with --shard optimizer, views of its slices; the
+  // states of slices it does not own are left out. Entries that do not
+  // match a trained parameter stay as they are, for RestoreTensors to name.
+  std::map<std::string, Tensor> OwnPart(std::map<std::string, Tensor> whole) const;
+  // --shard optimizer: the trained parameters with every rank's slices,
+  // made whole after each update (DataParallel::PushGather).
+  std::vector<SlicedTensor> SlicedParams() const;
 
   Model model;
   std::unique_ptr<Engine> owned_engine;

@@ -3,7 +3,12 @@
 namespace frugal {
 
 Step::Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSchedule& lr)
-    : s_(s), dp_(dp), lr_(lr), iter_size_(sc.iter_size()), seed_(sc.seed()) {}
+    : s_(s),
+      dp_(dp),
+      sliced_(s->model.shard.ranks > 1 ? s->SlicedParams() : std::vector<SlicedTensor>{}),
+      lr_(lr),
+      iter_size_(sc.iter_size()),
+      seed_(sc.seed()) {}
 
 void Step::Push(int64_t iter, float* rate) {
   const int micro = static_cast<int>(iter % iter_size_);
@@ -21,6 +26,7 @@ void Step::Push(int64_t iter, float* rate) {
   if (!last_micro) return;
   *rate = static_cast<float>(lr_.At(iter / iter_size_));
   s_->update->Push(/*is_train=*/true, iter / iter_size_ + 1, seed_, *rate);
+  if (!sliced_.empty()) dp_->PushGather(s_->engine, sliced_);
 }
 
 void Step::CheckRanks(int64_t iter) {

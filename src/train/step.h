@@ -22,7 +22,8 @@ class Step {
   Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSchedule& lr);
   // Pushes batch `iter` (counting every micro-batch). After the last
   // micro-batch of an update, sets *rate to the schedule's rate for it and
-  // pushes the updates.
+  // pushes the updates (with --shard optimizer, of this rank's slices, then
+  // the broadcasts that make every parameter whole).
   void Push(int64_t iter, float* rate);
   // After batch `iter`: every dist.check_every updates, throws Error if the
   // ranks' parameters differ (waits for the engine then).
@@ -31,6 +32,7 @@ class Step {
  private:
   Session* s_;
   DataParallel* dp_;
+  const std::vector<SlicedTensor> sliced_;  // --shard optimizer: made whole after each update
   const LrSchedule& lr_;
   const int iter_size_;
   const uint64_t seed_;

@@ -43,9 +43,12 @@ TrainData OpenData(const ConfigFile& cfg, Shard shard, bool quiet) {
 // hash of the list, then, where that differs, of each entry, and every rank
 // stops naming the first that differs and its own value there.
 void CheckRanksModel(const ConfigFile& cfg, const Session& s, DataParallel* dp) {
-  std::vector<std::string> facts = {Fmt("batch ", s.model.batch), Fmt("dtype ", cfg.net.dtype()),
+  std::vector<std::string> facts = {Fmt("batch ", s.model.batch),
+                                    Fmt("dtype ", cfg.net.dtype()),
                                     Fmt("memory strategy ", s.model.train_plan.strategy.Name()),
-                                    Fmt("optimizer ", s.opt->name()), Fmt("iter_size ", cfg.net.solver().iter_size())};
+                                    Fmt("optimizer ", s.opt->name()),
+                                    Fmt("iter_size ", cfg.net.solver().iter_size()),
+                                    s.model.shard.ranks > 1 ? "--shard optimizer" : "no --shard"};
   for (const auto& [name, t] : s.params.Values()) facts.push_back(Fmt("parameter ", name, " ", t.shape().ToString()));
   auto hash = [](const std::string& text, uint64_t h = 1469598103934665603ull) {  // FNV-1a
     for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
@@ -111,7 +114,7 @@ Resumed Resume(Session* s, const ConfigFile& cfg, const std::string& where, int6
     RestoreTensors(c.params, s->params.Values(), "parameters", path);
     RestoreTensors(c.aux, s->aux, "aux state", path);
   });
-  RestoreTensors(c.opt_state, NamedStates(*s->opt, s->params.States()), "optimizer state", path);
+  RestoreTensors(s->OwnPart(c.opt_state), NamedStates(*s->opt, s->params.States()), "optimizer state", path);
   s->rng.Load(c.rng_state);
   // Inside an epoch the data continues at a batch: at another batch size
   // that batch starts at another sample, and samples would be trained twice
@@ -391,11 +394,19 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   FRUGAL_REQUIRE(sc.clip_gradient() >= 0 && std::isfinite(sc.clip_gradient()), cfg.path,
                  ": solver.clip_gradient must be a number >= 0 (0: no clipping), got ", sc.clip_gradient());
   Shard shard;
+  OptimizerShard opt_shard;
   if (opts.dist.comm) shard = {opts.dist.comm->rank(), opts.dist.comm->size()};
+  if (opts.dist.shard_optimizer) {
+    FRUGAL_REQUIRE(opts.dist.comm, "--shard optimizer shards the optimizer state over the ranks of a data-parallel ",
+                   "run: add --dist mpi and start it with mpirun -np N");
+    FRUGAL_REQUIRE(!opts.dist.comm->device_buffers(),
+                   "--shard optimizer: not built for parameters on GPUs (NCCL) yet; train on the CPU or leave it out");
+    opt_shard = {shard.part_index, shard.num_parts};
+  }
   // The data first: the process's resident memory, which limit=SIZE counts
   // when the model is planned, then holds it.
   TrainData data = OpenData(cfg, shard, opts.quiet);
-  Session s(cfg, strategy, opts.engine, opts.device);
+  Session s(cfg, strategy, opts.engine, opts.device, opt_shard);
   s.SetPoisoning(opts.poison_arena);
   std::unique_ptr<Feed> feed = MakeFeed(&s);
   std::unique_ptr<DataParallel> dp;
@@ -404,6 +415,14 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     s.train->SetDataPart(dp->rank());  // this rank's dropout masks: its rows of the global batch
     CheckRanksModel(cfg, s, dp.get());
     CheckRanksData(cfg, data, dp.get(), s.model.batch, opts.quiet);
+  }
+  if (opt_shard.ranks > 1) {
+    int64_t own = 0, total = 0;
+    for (const auto& [name, slices] : s.model.slices)
+      for (const Slice& sl : slices) (sl.owner == opt_shard.rank ? own : total) += sl.size;
+    LOG_IF(INFO, !opts.quiet) << "--shard optimizer: rank " << opt_shard.rank << " updates " << own << " of "
+                              << own + total << " parameter values and holds their optimizer state ("
+                              << HumanBytes(s.model.update_plan.state_bytes) << ")";
   }
   LOG_IF(INFO, !opts.quiet) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device "
                             << s.dev.ToString() << ", memory strategy " << strategy.Name() << ", dtype "

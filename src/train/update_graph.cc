@@ -43,11 +43,22 @@ void BuildUpdateGraphs(const config::Solver& sc, const std::string& path, Model*
                     {"max_norm", ExactAttr(clip)}};
     if (!all.empty()) u.AddOp("rescale_clip", "rescale_clip", a, all);
   }
+  std::vector<int64_t> sizes;
+  for (const auto& [name, id] : trained) sizes.push_back(m->train.shape({id, 0}).Size());
+  const std::vector<std::vector<Slice>> slices = SliceAcrossRanks(sizes, m->shard.ranks);
+  size_t k = 0;
+  for (const auto& [name, id] : trained) m->slices[name] = slices[k++];
+  // The rules are elementwise: a slice updates as the whole would.
   const std::vector<std::string> states = opt.StateNames();
   for (const auto& [name, id] : trained) {
+    const Slice* own = m->OwnSlice(name);
+    if (!own) continue;
     const Node& n = m->train.node(id);
-    const Shape& shape = m->train.shape({id, 0});
-    std::vector<Entry> in{{AddVar(&u, name, VarKind::kParam, shape), 0}, grad[name]};
+    const Shape& whole = m->train.shape({id, 0});
+    const bool sliced = own->size < whole.Size();
+    const Shape shape = sliced ? Shape({own->size}) : whole;
+    const Entry g = sliced ? Entry{AddVar(&u, name + "/grad_slice", VarKind::kInput, shape), 0} : grad[name];
+    std::vector<Entry> in{{AddVar(&u, name, VarKind::kParam, shape), 0}, g};
     for (const std::string& s : states) in.push_back({AddVar(&u, name + "/" + s, VarKind::kState, shape), 0});
     u.AddOp(opt.UpdateOp(), "update(" + name + ")", opt.UpdateAttrs({n.lr_mult, n.wd_mult}), in);
   }

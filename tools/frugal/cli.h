@@ -34,6 +34,10 @@ std::vector<int> GpuIdsFromFlags();
 // GpuIdsFromFlags does, and for several ids.
 Device DeviceFromFlags();
 
+// --shard: whether the optimizer state is sharded over the ranks
+// (optimizer, ZeRO stage 1); throws Error for another value.
+bool ShardOptimizerFromFlags();
+
 int Train();
 int Test();
 // frugal predict (predict.cc).

@@ -20,7 +20,11 @@ DEFINE_bool(explain, false,
 DEFINE_string(diff, "",
               "A,B: two strategies or budgets (e.g. sqrt,budget=60MiB): their arenas and recomputation, and per block "
               "where they differ what each recomputes and keeps");
+DEFINE_int32(ranks, 1,
+             "the ranks of the data-parallel run planned for: with --shard optimizer, each rank's share of the "
+             "optimizer state (rank 0's, the largest, is printed)");
 DECLARE_string(fit);
+DECLARE_string(shard);
 DECLARE_string(memory);
 
 namespace frugal::cli {
@@ -123,6 +127,14 @@ int Plan() {
   }
   if (FLAGS_explain && (FLAGS_json || !FLAGS_fit.empty()))
     throw Error("--explain prints text about one plan: drop --json (its objects have found_by) and --fit");
+  // Per rank: rank 0 holds the largest slice of a sharded optimizer state.
+  OptimizerShard shard;
+  if (ShardOptimizerFromFlags()) {
+    FRUGAL_REQUIRE(FLAGS_ranks > 1, "--shard ", FLAGS_shard,
+                   " splits the optimizer state over the ranks of the run: give their number, --ranks N (N >= 2)");
+    FRUGAL_REQUIRE(FLAGS_fit.empty(), "--fit does not plan a sharded run yet: drop --shard or --fit");
+    shard = {0, FLAGS_ranks};
+  }
   if (!FLAGS_fit.empty()) {
     if (!FLAGS_timeline.empty())
       throw Error(
@@ -136,7 +148,7 @@ int Plan() {
   std::vector<TimelinePanel> panels;
   int64_t batch = 0;
   for (const MemoryStrategy& s : strategies) {
-    Model m = BuildModel(cfg, s);
+    Model m = BuildModel(cfg, s, {}, shard);
     batch = m.batch;
     const MemoryPlan& p = m.train_plan;
     if (!FLAGS_timeline.empty()) {
@@ -158,16 +170,21 @@ int Plan() {
                     : "";
       std::printf(
           "%s,\"optimizer\":\"%s\",\"optimizer_state_bytes\":%lld,\"grad_sum_bytes\":%lld,"
-          "\"update_arena_bytes\":%lld%s}\n",
+          "\"update_arena_bytes\":%lld,\"tensor_bytes\":%lld,\"ranks\":%d,\"shard\":\"%s\"%s}\n",
           json.c_str(), m.optimizer.c_str(), static_cast<long long>(state), static_cast<long long>(sums),
-          static_cast<long long>(update), process.c_str());
+          static_cast<long long>(update), static_cast<long long>(PlannedFootprint(m)), FLAGS_ranks,
+          shard.ranks > 1 ? "optimizer" : "", process.c_str());
     } else {
       if (&s == &strategies.front()) {
         std::string defines;
         for (const std::string& d : g_defines) defines += " --define " + d;
-        std::printf("%s%s: batch %lld, data %s, %s, %s\n", cfg.path.c_str(), defines.c_str(),
+        const std::string ranks = FLAGS_ranks == 1  ? ""
+                                  : shard.ranks > 1 ? Fmt("; per rank of ", FLAGS_ranks,
+                                                          " with --shard optimizer (rank 0, the largest slice)")
+                                                    : Fmt("; per rank of ", FLAGS_ranks, " (each holds everything)");
+        std::printf("%s%s: batch %lld, data %s, %s, %s%s\n", cfg.path.c_str(), defines.c_str(),
                     static_cast<long long>(m.batch), m.data_shape.ToString().c_str(), cfg.net.dtype().c_str(),
-                    m.optimizer.c_str());
+                    m.optimizer.c_str(), ranks.c_str());
         std::printf("%-14s %10s %10s %10s %10s %10s %10s %10s %10s %8s %9s%s\n", "strategy", "arena", "live peak",
                     "params", "gradients", "opt state", "inputs", "other", "total", "recomp.", "+FLOPs", "  plan ms");
       }

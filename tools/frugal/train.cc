@@ -32,6 +32,9 @@ DEFINE_int64(dist_check_every, 100, "--dist: compare parameter checksums across 
 DEFINE_bool(dist_scale_lr, false, "--dist: multiply solver.lr by the number of ranks (warm-up still applies)");
 DECLARE_string(gpus);
 DEFINE_string(dist_bucket, "1MiB", "--dist: gradient bytes per all-reduce");
+DEFINE_string(shard, "",
+              "--dist: optimizer (ZeRO stage 1): each rank holds and updates the optimizer state of 1/N of the "
+              "parameters and broadcasts its updated slice (frugal plan --ranks N --shard optimizer: per rank)");
 
 namespace frugal::cli {
 namespace {
@@ -52,6 +55,7 @@ TrainOptions OptionsFromFlags() {
 DistOptions DistFromFlags(Communicator* comm) {
   DistOptions d;
   d.comm = comm;
+  d.shard_optimizer = ShardOptimizerFromFlags();
   d.check_every = FLAGS_dist_check_every;
   d.bucket_bytes = ParseBytes(FLAGS_dist_bucket);
   return d;
@@ -118,10 +122,20 @@ int TrainOnGpus(ConfigFile cfg, TrainOptions opts, const std::vector<int>& gpus)
 
 }  // namespace
 
+bool ShardOptimizerFromFlags() {
+  if (FLAGS_shard.empty()) return false;
+  FRUGAL_REQUIRE(FLAGS_shard != "gradients",
+                 "--shard gradients (ZeRO stage 2) is not built yet; --shard optimizer shards the optimizer state");
+  FRUGAL_REQUIRE(FLAGS_shard == "optimizer", "--shard ", FLAGS_shard, ": unknown; the one built is optimizer");
+  return true;
+}
+
 int Train() {
   ConfigFile cfg = FLAGS_resume.empty() ? LoadConfigFromFlags() : LoadConfigFor(ResolveCheckpoint(FLAGS_resume));
   const std::vector<int> gpus = GpuIdsFromFlags();
   TrainOptions opts = OptionsFromFlags();
+  FRUGAL_REQUIRE(!ShardOptimizerFromFlags() || !FLAGS_dist.empty(), "--shard ", FLAGS_shard,
+                 " shards over the ranks of a data-parallel run: add --dist mpi and start it with mpirun -np N");
   if (!FLAGS_dist.empty()) return TrainDistributed(std::move(cfg), std::move(opts), gpus);
   if (gpus.size() > 1) return TrainOnGpus(std::move(cfg), std::move(opts), gpus);
   if (gpus.size() == 1) opts.device = Device{DeviceType::kCUDA, gpus[0]};

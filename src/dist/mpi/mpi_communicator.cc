@@ -84,6 +84,16 @@ class MpiCommunicator : public Communicator {
     Submit(seq, std::move(op));
   }
 
+  void BroadcastAsync(uint64_t seq, float* data, int64_t n, int root, const char* what,
+                      std::function<void(std::exception_ptr)> done) override {
+    Op op;
+    op.what = what;
+    int count = Count(n, what);
+    op.start = [=](MPI_Request* r) { return MPI_Ibcast(data, count, MPI_FLOAT, root, MPI_COMM_WORLD, r); };
+    op.done = std::move(done);
+    Submit(seq, std::move(op));
+  }
+
   void Broadcast(float* data, int64_t n, int root, const char* what) override {
     int count = Count(n, what);
     Run(what, [=](MPI_Request* r) { return MPI_Ibcast(data, count, MPI_FLOAT, root, MPI_COMM_WORLD, r); });
