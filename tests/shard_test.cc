@@ -90,7 +90,8 @@ std::string FirstDifference(const Params& a, const Params& b) {
     if (it == b.end()) return name + " is missing";
     if (it->second.size() != v.size()) return Fmt(name, ": ", v.size(), " values against ", it->second.size());
     for (size_t i = 0; i < v.size(); ++i)
-      if (std::memcmp(&v[i], &it->second[i], sizeof(float)) != 0) return Fmt(name, "[", i, "]: ", v[i], " against ", it->second[i]);
+      if (std::memcmp(&v[i], &it->second[i], sizeof(float)) != 0)
+        return Fmt(name, "[", i, "]: ", v[i], " against ", it->second[i]);
   }
   return "";
 }

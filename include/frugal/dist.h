@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "frugal/engine.h"
-#include "frugal/metrics.h"
 #include "frugal/tensor.h"
 
 namespace frugal {
@@ -189,7 +188,9 @@ class DataParallel {
   int64_t Min(int64_t v);
   // Sum over ranks.
   int64_t Sum(int64_t v);
-  MetricValues Reduce(const MetricSet& m);
+  // This rank's metrics (means over its rows) averaged over the ranks,
+  // weighted by rows (perplexity through its log).
+  MetricValues Reduce(const MetricValues& local);
   bool CheckDue(int64_t update) const { return check_every_ > 0 && update % check_every_ == 0; }
   // Replaces every tensor by its mean over the ranks (the engine must be
   // idle): the BatchNorm moving statistics, which each rank gathers from its
@@ -218,8 +219,6 @@ class DataParallel {
   std::vector<std::unique_ptr<Bucket>> buckets_;
 };
 
-// MetricValues of one process's MetricSet.
-MetricValues LocalValues(const MetricSet& m);
 // A checksum of the tensors' bytes (FNV-1a over names and values).
 uint64_t Checksum(const std::map<std::string, Tensor>& tensors);
 

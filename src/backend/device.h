@@ -20,13 +20,13 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "frugal/base.h"
-#include "frugal/engine.h"
 
 namespace frugal::backend {
 
@@ -65,8 +65,10 @@ void MemsetZero(void* dst, int dev, int64_t bytes);
 // Runs launch(context) on this thread, where context is the device's
 // cuda::Context (stream, cuDNN and cuBLAS handles); done is called from the
 // device's completion thread once everything launched has finished on the
-// GPU, with the error of a failed launch or kernel, if any.
-void LaunchAsync(int dev, const std::function<void(void* context)>& launch, Done done);
+// GPU, with the error of a failed launch or kernel, if any (the engine's
+// Done, frugal/engine.h, is such a function).
+using Completion = std::function<void(std::exception_ptr error)>;
+void LaunchAsync(int dev, const std::function<void(void* context)>& launch, Completion done);
 // Blocks until the stream of `dev` is idle.
 void Synchronize(int dev);
 

@@ -84,8 +84,6 @@ std::string MetricValues::ToString(const std::string& prefix) const {
   return s;
 }
 
-MetricValues LocalValues(const MetricSet& m) { return {m.Values(), m.count()}; }
-
 uint64_t Checksum(const std::map<std::string, Tensor>& tensors) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](const void* p, size_t n) {
@@ -296,8 +294,7 @@ int64_t DataParallel::Sum(int64_t v) {
 }
 
 // Means weighted by rows; perplexity (the exp of a mean) through its log.
-MetricValues DataParallel::Reduce(const MetricSet& m) {
-  MetricValues local = LocalValues(m);
+MetricValues DataParallel::Reduce(const MetricValues& local) {
   std::vector<double> sums{static_cast<double>(local.count)};
   for (const auto& [name, v] : local.values)
     sums.push_back((name == "perplexity" ? std::log(std::max(v, 1e-300)) : v) * local.count);

@@ -34,7 +34,10 @@ Run::Run(const ConfigFile& cfg, const TrainOptions& opts, Session* s, DataParall
       progress(opts.progress),
       epoch_m(metrics) {}
 
-MetricValues Run::Reduce(const MetricSet& m) const { return dp ? dp->Reduce(m) : LocalValues(m); }
+MetricValues Run::Reduce(const MetricSet& m) const {
+  const MetricValues local{m.Values(), m.count()};
+  return dp ? dp->Reduce(local) : local;
+}
 
 int64_t Run::Sum(int64_t v) const { return dp ? dp->Sum(v) : v; }
 
