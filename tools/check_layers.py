@@ -36,7 +36,6 @@ LAYERS = ["base", "backend", "tensor", "engine", "graph", "ops", "passes", "exec
           "onnx"]
 # Includes up the layers that remain, and what unties each.
 KNOWN_UP = {
-    ("backend", "dist"): "the NCCL communicator implements dist.h in backend/cuda: move it to src/dist",
     ("backend", "graph"): "the CPU kernel libraries (dnnl.h, vec.h) and cuda_util.h take op.h's KernelCtx: "
                           "move them beside the ops (src/ops/cpu)",
     ("backend", "ops"): "vec.h applies update_rule.h: beside the ops, with the kernel libraries",

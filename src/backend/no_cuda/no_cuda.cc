@@ -1,9 +1,6 @@
 // The backend entry points of a build without CUDA (FRUGAL_CUDA=OFF, or
 // AUTO without a toolkit): no devices, and anything that needs one says so.
-#include <cstdlib>
-
 #include "backend/device.h"
-#include "frugal/dist.h"
 
 namespace frugal::backend {
 namespace {
@@ -32,19 +29,3 @@ void Synchronize(int) {}
 void CopyAsync(void*, void*, Device, const void*, Device, int64_t) { NoCuda("device copy"); }
 
 }  // namespace frugal::backend
-
-namespace frugal {
-
-std::unique_ptr<Communicator> MakeNcclCommunicator(std::unique_ptr<Communicator> host, int) {
-  host->Abort(
-      "NCCL: frugal was built without CUDA (configure with -DFRUGAL_CUDA=ON where the CUDA toolkit, cuDNN "
-      "and NCCL are installed)");
-  std::abort();  // not reached: Abort ends the process
-}
-std::vector<std::unique_ptr<Communicator>> MakeNcclGroup(std::vector<std::unique_ptr<Communicator>>,
-                                                         const std::vector<int>&) {
-  backend::RequireCudaDevice(0, "NCCL");
-  return {};
-}
-
-}  // namespace frugal
