@@ -8,7 +8,7 @@
 #include <cmath>
 #include <set>
 
-#include "backend/cpu/philox.h"
+#include "ops/cpu/philox.h"
 #include "backend/device.h"
 #include "frugal/config.h"
 #include "frugal/executor.h"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 #include "frugal/config.h"
 #include "frugal/passes.h"
 #include "frugal/train.h"

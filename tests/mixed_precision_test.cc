@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 #include "frugal/bf16.h"
 #include "frugal/config.h"
 #include "frugal/engine.h"

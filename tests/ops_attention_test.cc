@@ -8,7 +8,7 @@
 #include <functional>
 #include <limits>
 
-#include "backend/cpu/philox.h"
+#include "ops/cpu/philox.h"
 #include "frugal/passes.h"
 #include "op_harness.h"
 #include "op_test_util.h"

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <functional>
 
-#include "backend/cpu/philox.h"
-#include "backend/cpu/vec.h"
+#include "ops/cpu/philox.h"
+#include "ops/cpu/vec.h"
 #include "ops/unary_math.h"
 #include "op_test_util.h"
 #include "test_util.h"

@@ -1,6 +1,6 @@
 // Philox-4x32-10 against Random123's published known-answer vectors, and
 // the properties the counter stream promises.
-#include "backend/cpu/philox.h"
+#include "ops/cpu/philox.h"
 #include "frugal/base.h"
 
 #include <gtest/gtest.h>

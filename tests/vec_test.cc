@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/philox.h"
-#include "backend/cpu/vec.h"
+#include "ops/cpu/philox.h"
+#include "ops/cpu/vec.h"
 #include "frugal/bf16.h"
 
 namespace frugal {

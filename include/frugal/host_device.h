@@ -1,6 +1,6 @@
 // FRUGAL_HD: __host__ __device__ under nvcc, nothing under a C++ compiler,
 // for the functions that the CPU code and the CUDA kernels share
-// (backend/cpu/philox.h, frugal/update_rule.h).
+// (ops/cpu/philox.h, frugal/update_rule.h).
 #pragma once
 
 #ifdef __CUDACC__

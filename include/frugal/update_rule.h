@@ -1,5 +1,5 @@
 // The optimizers' update of one element, shared by the update ops' CPU
-// kernel (src/ops/optimizer_update.cc, through backend/cpu/vec.h) and CUDA
+// kernel (src/ops/optimizer_update.cc, through ops/cpu/vec.h) and CUDA
 // kernel (src/ops/cuda/optimizer_update.cu), so that both give the same
 // formula in the same order of operations. The formulas are in frugal/optimizer.h.
 // Plain C++: under nvcc the function is __host__ __device__.

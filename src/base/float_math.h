@@ -1,5 +1,5 @@
 // Float functions written as plain arithmetic and selects, so that a loop of
-// them vectorises (backend/cpu/vec_kernels.inc, compiled per instruction
+// them vectorises (ops/cpu/vec_kernels.inc, compiled per instruction
 // set) and the CUDA kernels run the same code (FRUGAL_HD): Cephes' expf and
 // tanhf, the normal distribution's CDF (Cephes' ndtrf), and GELU.
 #pragma once

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 

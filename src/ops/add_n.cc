@@ -2,7 +2,7 @@
 // grad:   dx_i = dy                        reads only dy
 // The gradient pass uses add_n to sum the gradients of an entry read by
 // several nodes. Kernel: vec.h's add_n, float32 or bfloat16.
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_util.h"
 
 namespace frugal {

@@ -25,7 +25,7 @@
 // Threads take whole (batch, head) slices, each summing in a fixed order, so
 // the bits do not depend on the thread count; the dropout mask is a pure
 // function of (seed, node, step, element), so a recomputation replays it.
-// Kernels: float32, sgemm (backend/cpu/blas.h) per block on one thread, the
+// Kernels: float32, sgemm (ops/cpu/blas.h) per block on one thread, the
 // exponentials vectorised (vec.h's exp_shift: exactly 0 for a masked score).
 #include <algorithm>
 #include <cmath>
@@ -36,10 +36,10 @@
 #include <omp.h>
 #endif
 
-#include "backend/cpu/blas.h"
+#include "ops/cpu/blas.h"
 #include "backend/cpu/parallel.h"
-#include "backend/cpu/philox.h"
-#include "backend/cpu/vec.h"
+#include "ops/cpu/philox.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 

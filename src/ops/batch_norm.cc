@@ -49,7 +49,7 @@
 #endif
 
 #include "backend/cpu/parallel.h"
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 

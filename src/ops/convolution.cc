@@ -23,7 +23,7 @@
 
 #include <optional>
 
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 #include "ops/conv_util.h"
 #include "ops/op_util.h"
 

@@ -9,7 +9,7 @@
 //        reads dy, x and W
 // Kernels: oneDNN deconvolution forward / backward data / backward weights,
 // in oneDNN's own layouts with reorders through the workspace (as convolution).
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 #include "ops/conv_util.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"

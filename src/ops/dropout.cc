@@ -4,7 +4,7 @@
 // grad:  dx = dy * m / (1 - p)                               reads dy only
 //
 // The mask is never stored. m[i] is a pure function of (seed, node, step, i):
-// word i of a Philox-4x32-10 stream (backend/cpu/philox.h; drawn by vec.h's
+// word i of a Philox-4x32-10 stream (ops/cpu/philox.h; drawn by vec.h's
 // philox_blocks, many blocks a call, the same words) keyed by the seed
 // and a stable hash of the forward node's name, with the step in the
 // counter; m[i] = 1 when the word is >= p * 2^32. The backward kernel
@@ -24,8 +24,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/philox.h"
-#include "backend/cpu/vec.h"
+#include "ops/cpu/philox.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 

@@ -22,7 +22,7 @@
 // The functions are in ops/unary_math.h, shared with the CUDA kernels.
 #include <cmath>
 
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 #include "ops/unary_math.h"

@@ -14,8 +14,8 @@
 // unrolled LSTM 2x256 b32 T=1000: 3.83 s a step against 2.38 s in float32).
 #include <vector>
 
-#include "backend/cpu/blas.h"
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/blas.h"
+#include "ops/cpu/dnnl.h"
 #include "frugal/bf16.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"

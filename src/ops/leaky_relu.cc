@@ -8,7 +8,7 @@
 // fast as oneDNN's eltwise); elu forward is oneDNN eltwise (vectorised exp).
 #include <algorithm>
 
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 

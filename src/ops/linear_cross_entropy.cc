@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/blas.h"
-#include "backend/cpu/vec.h"
+#include "ops/cpu/blas.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_util.h"
 
 namespace frugal {

@@ -39,7 +39,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_util.h"
 
 namespace frugal {

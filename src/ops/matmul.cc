@@ -4,8 +4,8 @@
 // grad (per batch item), reads dy, a, b:
 //   da = dy op(b)^T         (transpose_a: da = op(b) dy^T)
 //   db = op(a)^T dy         (transpose_b: db = dy^T op(a))
-// sgemm (backend/cpu/blas.h) per batch item (Cost::kExpensive).
-#include "backend/cpu/blas.h"
+// sgemm (ops/cpu/blas.h) per batch item (Cost::kExpensive).
+#include "ops/cpu/blas.h"
 #include "ops/matmul.h"
 #include "ops/op_util.h"
 

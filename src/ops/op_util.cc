@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 
 namespace frugal {
 

@@ -11,7 +11,7 @@
 // name in src/train/optimizer.cc, and one line in Register below.
 #include <cmath>
 
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 

@@ -22,7 +22,7 @@
 // argmax as written); PlainCall reorders the other.
 #include <glog/logging.h>
 
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 #include "ops/conv_util.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"

@@ -3,7 +3,7 @@
 // Kernels: vec.h's branch-free loops (per ISA), float32 or bfloat16 (x, y,
 // dy, dx all one dtype; bfloat16 computed in float and rounded when stored).
 // A relu right after a batch_norm is fused into it (src/passes/fuse.cc).
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 #include "ops/op_util.h"
 
 namespace frugal {

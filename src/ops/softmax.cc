@@ -7,7 +7,7 @@
 // One file for the two ops: they differ only in oneDNN's algorithm.
 // Kernels: oneDNN softmax / logsoftmax forward and backward on the tensor
 // seen as (outer, axis, inner).
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 

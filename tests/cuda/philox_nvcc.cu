@@ -1,9 +1,9 @@
-// backend/cpu/philox.h compiled by nvcc: its host code (checked against the
+// ops/cpu/philox.h compiled by nvcc: its host code (checked against the
 // g++ build in tests/cuda_test.cc, on any machine) and its device code (on a
 // GPU), so the CPU and CUDA dropout kernels draw the same words.
 #include <cuda_runtime.h>
 
-#include "backend/cpu/philox.h"
+#include "ops/cpu/philox.h"
 
 namespace frugal::test {
 

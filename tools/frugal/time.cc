@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "backend/cpu/parallel.h"
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 #include "backend/device.h"
 #include "cli.h"
 #include "frugal/executor.h"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "frugal/op.h"
+#include "frugal/base.h"
 
 namespace frugal::cuda {
 
@@ -55,9 +55,6 @@ __device__ inline void RaiseFault(Fault* f, uint64_t launch, int code, float val
   }
 }
 #endif
-
-inline Context& Ctx(const KernelCtx& c) { return *static_cast<Context*>(c.cuda); }
-inline cudaStream_t Stream(const KernelCtx& c) { return Ctx(c).stream; }
 
 [[noreturn]] void ThrowCuda(const char* expr, const char* file, int line, const char* message);
 
@@ -112,8 +109,5 @@ inline unsigned Blocks(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
-
-// beta for cuBLAS / cuDNN from a request: kAdd accumulates, kWrite overwrites.
-inline float Beta(OpReq req) { return req == OpReq::kAdd ? 1.f : 0.f; }
 
 }  // namespace frugal::cuda

@@ -10,6 +10,15 @@
 #include "ops/op_util.h"
 
 namespace frugal {
+namespace cuda {
+
+// A CUDA kernel's Context (KernelCtx::cuda) and its stream.
+inline Context& Ctx(const KernelCtx& c) { return *static_cast<Context*>(c.cuda); }
+inline cudaStream_t Stream(const KernelCtx& c) { return Ctx(c).stream; }
+// beta for cuBLAS / cuDNN from a request: kAdd accumulates, kWrite overwrites.
+inline float Beta(OpReq req) { return req == OpReq::kAdd ? 1.f : 0.f; }
+
+}  // namespace cuda
 
 // Gives op `name` and its backward op (OpDef::backward_op) their CUDA kernels.
 inline void SetCudaKernels(OpRegistry* r, const std::string& name, Kernel forward, Kernel backward) {

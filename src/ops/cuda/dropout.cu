@@ -1,10 +1,10 @@
 // dropout on the GPU: the mask comes from the same Philox counter stream as
-// on the CPU (backend/cpu/philox.h, host and device), word i of the stream
+// on the CPU (ops/cpu/philox.h, host and device), word i of the stream
 // of (seed, node, step), so CPU and GPU masks agree and a recomputation on
 // the GPU reproduces the forward bit for bit. See src/ops/dropout.cc.
 #include <cmath>
 
-#include "backend/cpu/philox.h"
+#include "ops/cpu/philox.h"
 #include "ops/cuda/cuda_op_util.h"
 #include "ops/op_params.h"
 

@@ -1,4 +1,4 @@
-#include "backend/cpu/blas.h"
+#include "ops/cpu/blas.h"
 
 #include <glog/logging.h>
 #include <oneapi/dnnl/dnnl.h>

@@ -1,4 +1,4 @@
-#include "backend/cpu/vec.h"
+#include "ops/cpu/vec.h"
 
 #include <cstring>
 #include <initializer_list>

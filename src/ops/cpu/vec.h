@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backend/cpu/philox.h"  // PhiloxKey
+#include "ops/cpu/philox.h"      // PhiloxKey
 #include "frugal/op.h"           // OpReq
 #include "frugal/update_rule.h"  // UpdateArgs
 

@@ -1,4 +1,4 @@
-#include "backend/cpu/dnnl.h"
+#include "ops/cpu/dnnl.h"
 
 #include <glog/logging.h>
 
