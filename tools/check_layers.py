@@ -6,10 +6,8 @@ each public header include/frugal/X.h to the folder that implements it (the
 one holding X.cc, or IMPLEMENTED_BY for headers without one). An include of
 a file of folder B from a file of folder A is an edge A -> B, and it must go
 down LAYERS (B listed before A): then no includes make a cycle. An edge up
-fails the check, naming the include lines that make it (file:line), unless
-it is one of KNOWN_UP, the cycles not untied yet (each listed with what
-unties it; an entry no include needs any more fails too, so the list only
-shrinks). `make test` runs it (ctest: layers_check).
+fails the check, naming the include lines that make it (file:line). `make
+test` runs it (ctest: layers_check).
 
     tools/check_layers.py [--root DIR]
 """
@@ -34,10 +32,6 @@ IMPLEMENTED_BY = {
 # Bottom to top.
 LAYERS = ["base", "backend", "tensor", "engine", "graph", "ops", "passes", "executor", "config", "io", "dist", "train",
           "onnx"]
-# Includes up the layers that remain, and what unties each.
-KNOWN_UP = {
-    ("graph", "ops"): "src/graph/op.cc registers the ops of ops/op_list.def: the ops register themselves",
-}
 SOURCES = (".cc", ".h", ".cu", ".cuh", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -97,16 +91,13 @@ def main():
     folders = sorted({f for edge in found for f in edge})
     problems += [f"src/{f}: not in LAYERS (add it where it belongs)" for f in folders if f not in level]
     up = {e for e in found if e[0] in level and e[1] in level and level[e[1]] > level[e[0]]}
-    for a, b in sorted(up - set(KNOWN_UP)):
+    for a, b in sorted(up):
         lines = [f"{a} includes {b}, a layer above it (LAYERS: {' < '.join(LAYERS)}):"]
         lines += [f"  {rel}:{number}: #include \"{inc}\"" for rel, number, inc in found[(a, b)]]
         problems.append("\n".join(lines))
-    for a, b in sorted(set(KNOWN_UP) - up):
-        problems.append(f"KNOWN_UP lists {a} -> {b}, which no include makes any more: remove it")
     for p in problems:
         print(p)
-    print(f"check_layers: {len(folders)} folders, {len(found)} edges, {len(up)} up ({len(KNOWN_UP)} known): "
-          f"{len(problems)} problems")
+    print(f"check_layers: {len(folders)} folders, {len(found)} edges, {len(up)} up: {len(problems)} problems")
     return 1 if problems else 0
 
 

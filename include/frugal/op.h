@@ -532,7 +532,7 @@ class OpDef {
 
 class OpRegistry {
  public:
-  // The registry with every op of src/ops/op_list.def registered.
+  // The registry with every op registered by RegisterOps.
   static const OpRegistry& Get();
   OpDef& Add(const std::string& name);
   // A registered op, for adding its CUDA kernel (src/ops/cuda).
@@ -548,5 +548,10 @@ class OpRegistry {
  private:
   std::map<std::string, std::unique_ptr<OpDef>> ops_;
 };
+
+// Registers every op of src/ops/op_list.def (and, in a CUDA build, their
+// CUDA kernels, src/ops/cuda/cuda_op_list.def) in r. Defined by the ops
+// (src/ops/registry.cc): the graph knows no op by name.
+void RegisterOps(OpRegistry* r);
 
 }  // namespace frugal

@@ -212,27 +212,10 @@ void ShapeCtx::Fail(const std::string& message) const { throw Error(Fmt(node.Whe
 
 // ----------------------------------------------------------------- registry
 
-#define FRUGAL_OP(name) void Register_##name(OpRegistry* r);
-#include "ops/op_list.def"
-#undef FRUGAL_OP
-
-#ifdef FRUGAL_WITH_CUDA
-#define FRUGAL_CUDA_OP(name) void RegisterCuda_##name(OpRegistry* r);
-#include "ops/cuda/cuda_op_list.def"
-#undef FRUGAL_CUDA_OP
-#endif
-
 const OpRegistry& OpRegistry::Get() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry();
-#define FRUGAL_OP(name) Register_##name(r);
-#include "ops/op_list.def"
-#undef FRUGAL_OP
-#ifdef FRUGAL_WITH_CUDA
-#define FRUGAL_CUDA_OP(name) RegisterCuda_##name(r);
-#include "ops/cuda/cuda_op_list.def"
-#undef FRUGAL_CUDA_OP
-#endif
+    RegisterOps(r);
     return r;
   }();
   return *registry;
