@@ -362,21 +362,11 @@ void LogMemory(const Session& s) {
             << (m.train_plan.strategy.limit() ? ", under " + m.train_plan.strategy.Name() : "") << ")";
 }
 
-}  // namespace
-
-DataSources OpenDataSources(const ConfigFile& cfg, Shard shard) {
-  const config::Data& dc = cfg.net.data();
-  const DataShapes shapes = DataShapesOf(cfg);
-  DataSources d;
-  d.train = LoadSource(cfg, dc.train(), "train", shapes, dc.shuffle(), shard);
-  if (dc.has_val()) d.val = LoadSource(cfg, dc.val(), "val", shapes, /*shuffle=*/false, shard);
-  return d;
-}
-
-double Train(const ConfigFile& cfg, const TrainOptions& opts) {
+// The solver's counts and clipping in range, and its metrics known: Train
+// fails on them before anything runs.
+void CheckSolver(const ConfigFile& cfg) {
   const config::Solver& sc = cfg.net.solver();
-  const MemoryStrategy strategy = ConfigStrategy(cfg);
-  MetricSet probe(MetricNames(sc));  // a bad metric name fails before anything runs
+  MetricSet probe(MetricNames(sc));
   FRUGAL_REQUIRE(sc.epochs() >= 1, cfg.path, ": solver.epochs must be at least 1, got ", sc.epochs());
   FRUGAL_REQUIRE(sc.max_iters() >= 0, cfg.path, ": solver.max_iters must be at least 0 (0: no limit), got ",
                  sc.max_iters());
@@ -393,16 +383,49 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   FRUGAL_REQUIRE(sc.iter_size() >= 1, cfg.path, ": solver.iter_size must be at least 1, got ", sc.iter_size());
   FRUGAL_REQUIRE(sc.clip_gradient() >= 0 && std::isfinite(sc.clip_gradient()), cfg.path,
                  ": solver.clip_gradient must be a number >= 0 (0: no clipping), got ", sc.clip_gradient());
-  Shard shard;
-  OptimizerShard opt_shard;
-  if (opts.dist.comm) shard = {opts.dist.comm->rank(), opts.dist.comm->size()};
-  if (opts.dist.shard_optimizer) {
-    FRUGAL_REQUIRE(opts.dist.comm, "--shard optimizer shards the optimizer state over the ranks of a data-parallel ",
-                   "run: add --dist mpi and start it with mpirun -np N");
-    FRUGAL_REQUIRE(!opts.dist.comm->device_buffers(),
-                   "--shard optimizer: not built for parameters on GPUs (NCCL) yet; train on the CPU or leave it out");
-    opt_shard = {shard.part_index, shard.num_parts};
-  }
+}
+
+// The slice of the optimizer state this rank holds (--shard optimizer:
+// data-parallel on the CPU only).
+OptimizerShard OptimizerShardOf(const DistOptions& d) {
+  if (!d.shard_optimizer) return {};
+  FRUGAL_REQUIRE(d.comm, "--shard optimizer shards the optimizer state over the ranks of a data-parallel run: add ",
+                 "--dist mpi and start it with mpirun -np N");
+  FRUGAL_REQUIRE(!d.comm->device_buffers(),
+                 "--shard optimizer: not built for parameters on GPUs (NCCL) yet; train on the CPU or leave it out");
+  return {d.comm->rank(), d.comm->size()};
+}
+
+// "--shard optimizer: rank R updates K of P parameter values and holds
+// their optimizer state (BYTES)".
+std::string DescribeShard(const Model& m) {
+  int64_t own = 0, all = 0;
+  for (const auto& [name, slices] : m.slices)
+    for (const Slice& sl : slices) {
+      all += sl.size;
+      if (sl.owner == m.shard.rank) own += sl.size;
+    }
+  return Fmt("--shard optimizer: rank ", m.shard.rank, " updates ", own, " of ", all,
+             " parameter values and holds their optimizer state (", HumanBytes(m.update_plan.state_bytes), ")");
+}
+
+}  // namespace
+
+DataSources OpenDataSources(const ConfigFile& cfg, Shard shard) {
+  const config::Data& dc = cfg.net.data();
+  const DataShapes shapes = DataShapesOf(cfg);
+  DataSources d;
+  d.train = LoadSource(cfg, dc.train(), "train", shapes, dc.shuffle(), shard);
+  if (dc.has_val()) d.val = LoadSource(cfg, dc.val(), "val", shapes, /*shuffle=*/false, shard);
+  return d;
+}
+
+double Train(const ConfigFile& cfg, const TrainOptions& opts) {
+  const config::Solver& sc = cfg.net.solver();
+  const MemoryStrategy strategy = ConfigStrategy(cfg);
+  CheckSolver(cfg);
+  const Shard shard = opts.dist.comm ? Shard{opts.dist.comm->rank(), opts.dist.comm->size()} : Shard{};
+  const OptimizerShard opt_shard = OptimizerShardOf(opts.dist);
   // The data first: the process's resident memory, which limit=SIZE counts
   // when the model is planned, then holds it.
   TrainData data = OpenData(cfg, shard, opts.quiet);
@@ -416,14 +439,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
     CheckRanksModel(cfg, s, dp.get());
     CheckRanksData(cfg, data, dp.get(), s.model.batch, opts.quiet);
   }
-  if (opt_shard.ranks > 1) {
-    int64_t own = 0, total = 0;
-    for (const auto& [name, slices] : s.model.slices)
-      for (const Slice& sl : slices) (sl.owner == opt_shard.rank ? own : total) += sl.size;
-    LOG_IF(INFO, !opts.quiet) << "--shard optimizer: rank " << opt_shard.rank << " updates " << own << " of "
-                              << own + total << " parameter values and holds their optimizer state ("
-                              << HumanBytes(s.model.update_plan.state_bytes) << ")";
-  }
+  if (opt_shard.ranks > 1) LOG_IF(INFO, !opts.quiet) << DescribeShard(s.model);
   LOG_IF(INFO, !opts.quiet) << "config " << cfg.path << ", engine " << s.engine->Describe() << ", device "
                             << s.dev.ToString() << ", memory strategy " << strategy.Name() << ", dtype "
                             << cfg.net.dtype();
