@@ -459,8 +459,9 @@ pid_t RankPid(pid_t parent, int rank) {
 
 // Starts a long 2-rank run with --dist-timeout 3, sends `sig` to rank 1 once
 // rank 0 has logged a few steps, and expects mpirun to end non-zero within
-// the timeout, the probe's grace (1 s) and a margin of 8 s.
-void ExpectStopsWhenRankGets(int sig, const std::string& needle_regex) {
+// the timeout, the probe's grace (1 s) and a margin of 8 s. flags: more
+// `frugal train` flags.
+void ExpectStopsWhenRankGets(int sig, const std::string& needle_regex, const std::string& flags = "") {
   TempDir dir;
   std::vector<int> order(400);
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
@@ -468,7 +469,8 @@ void ExpectStopsWhenRankGets(int sig, const std::string& needle_regex) {
   std::string cfg = dir.Write("toy.prototxt", Config(dir, "toy", 4, "epochs: 1000"));
   const std::string out = dir.File("out.txt"), json = dir.File("log.json");
   const std::string cmd = "exec env " + Mpirun(2) + FRUGAL_BIN + " train --config " + cfg +
-                          " --dist mpi --dist-timeout 3 --engine naive --log-json " + json + " > " + out + " 2>&1";
+                          " --dist mpi --dist-timeout 3 --engine naive --log-json " + json + " " + flags + " > " + out +
+                          " 2>&1";
   pid_t mpirun = fork();
   ASSERT_GE(mpirun, 0);
   if (mpirun == 0) {
@@ -514,6 +516,15 @@ TEST(DistMpi, HungRankStopsTheOthersWithinTheTimeout) {
   ExpectStopsWhenRankGets(SIGSTOP,
                           "frugal: error: rank 0: all(reduce|gather)\\([^\n]* did not complete within 3 s "
                           "\\(--dist-timeout\\): rank 1 did not reach it \\(dead or hung\\)");
+}
+
+// With --shard optimizer rank 0 may also wait in the broadcast of rank 1's
+// updated slice.
+TEST(DistMpi, HungRankOfAShardedRunStopsTheOthersWithinTheTimeout) {
+  ExpectStopsWhenRankGets(SIGSTOP,
+                          "frugal: error: rank 0: (all(reduce|gather)|broadcast)\\([^\n]* did not complete within 3 s "
+                          "\\(--dist-timeout\\): rank 1 did not reach it \\(dead or hung\\)",
+                          "--shard optimizer");
 }
 
 TEST(DistMpi, KilledRankStopsTheOthersWithinTheTimeout) {
