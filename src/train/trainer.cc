@@ -104,8 +104,10 @@ void RestoreNamingTheConfig(const ConfigFile& cfg, const CheckpointState& c, con
   }
 }
 
-// Restores a checkpoint into the session.
-Resumed Resume(Session* s, const ConfigFile& cfg, const std::string& where, int64_t batches, int iter_size) {
+// Restores a checkpoint into the session (saying so unless quiet: the
+// other ranks of a run in threads).
+Resumed Resume(Session* s, const ConfigFile& cfg, const std::string& where, int64_t batches, int iter_size,
+               bool quiet) {
   const std::string path = ResolveCheckpoint(where);
   CheckpointState c = LoadCheckpoint(path);
   FRUGAL_REQUIRE(c.optimizer == s->opt->name(), path, ": the checkpoint was written by optimizer ", c.optimizer,
@@ -143,8 +145,9 @@ Resumed Resume(Session* s, const ConfigFile& cfg, const std::string& where, int6
                    " and ", batches, " batches per epoch: it is not a checkpoint of this config and data");
     RestoreTensors(c.grad_sums, s->params.Sums(), "gradient sums", path);
   }
-  LOG(INFO) << "resumed from " << path << ": epoch " << c.epoch << ", iteration " << c.iteration << ", batch "
-            << c.data_position << (micro > 0 ? Fmt(", ", micro, " of ", iter_size, " micro-batches summed") : "");
+  LOG_IF(INFO, !quiet) << "resumed from " << path << ": epoch " << c.epoch << ", iteration " << c.iteration
+                       << ", batch " << c.data_position
+                       << (micro > 0 ? Fmt(", ", micro, " of ", iter_size, " micro-batches summed") : "");
   return {path, c.epoch, c.iteration, c.data_position, micro, c.lr_schedule_iters};
 }
 
@@ -161,7 +164,7 @@ Resumed Start(Run* r) {
   }
   Resumed at;
   if (!r->opts.resume.empty()) {
-    at = Resume(&s, r->cfg, r->opts.resume, r->batches, r->iter_size);
+    at = Resume(&s, r->cfg, r->opts.resume, r->batches, r->iter_size, r->opts.quiet);
     FRUGAL_REQUIRE(at.epoch >= 0 && at.epoch <= r->sc.epochs() && at.iteration >= 0 &&
                        at.iteration < (int64_t{1} << 53) / r->iter_size && at.data_position >= 0 &&
                        at.data_position <= r->batches && at.lr_schedule_iters >= 0,
