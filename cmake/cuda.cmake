@@ -1,8 +1,8 @@
 # The CUDA backend: -DFRUGAL_CUDA=AUTO|ON|OFF (default AUTO: on where nvcc,
 # cuDNN 9 and cuBLAS are found; ON fails the configure if one is missing).
-# The backend (src/backend/cuda, src/ops/cuda, src/dist/nccl) is its own object
+# The backend (src/backend/cuda, src/ops/cuda, src/distributed/nccl) is its own object
 # library, frugal_cuda, whose objects go into libfrugal; without it
-# src/backend/no_cuda and src/dist/nccl/no_cuda.cc give the same entry
+# src/backend/no_cuda and src/distributed/nccl/no_cuda.cc give the same entry
 # points, which report that frugal was built without CUDA. Only sm_90
 # (H100/H200) is compiled by default, to keep CI short; pass
 # -DCMAKE_CUDA_ARCHITECTURES="80;90" for more.
@@ -55,7 +55,7 @@ if(FRUGAL_WITH_CUDA)
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   file(GLOB FRUGAL_CUDA_SRCS CONFIGURE_DEPENDS src/backend/cuda/*.cc src/backend/cuda/*.cu src/ops/cuda/*.cu
-     src/dist/nccl/nccl_communicator.cc)
+     src/distributed/nccl/nccl_communicator.cc)
   add_library(frugal_cuda OBJECT ${FRUGAL_CUDA_SRCS})
   target_include_directories(frugal_cuda PRIVATE include src ${CMAKE_CURRENT_BINARY_DIR} ${CUDNN_INCLUDE})
   target_link_libraries(frugal_cuda PRIVATE CUDA::cudart glog::glog gflags)
@@ -79,6 +79,6 @@ else()
   if(FRUGAL_CUDA STREQUAL "OFF")
     message(STATUS "CUDA backend off (FRUGAL_CUDA=OFF${FRUGAL_TSAN_NOTE})")
   endif()
-  target_sources(frugal PRIVATE src/backend/no_cuda/no_cuda.cc src/dist/nccl/no_cuda.cc)
+  target_sources(frugal PRIVATE src/backend/no_cuda/no_cuda.cc src/distributed/nccl/no_cuda.cc)
 endif()
 set_property(SOURCE src/ops/registry.cc APPEND PROPERTY OBJECT_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/ops/cuda/cuda_op_list.def)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The folders of src/ are layers: includes go down, never up.
 
-Each file of src/ belongs to its top folder (src/dist/mpi/x.cc to dist);
+Each file of src/ belongs to its top folder (src/distributed/mpi/x.cc to
+distributed);
 each public header include/frugal/X.h to the folder that implements it (the
 one holding X.cc, or IMPLEMENTED_BY for headers without one). An include of
 a file of folder B from a file of folder A is an edge A -> B, and it must go
@@ -20,7 +21,7 @@ import sys
 # Public headers with no X.cc of their name: the folder they belong to.
 IMPLEMENTED_BY = {
     "bf16.h": "tensor",         # the bfloat16 conversions tensors use
-    "dist.h": "dist",
+    "dist.h": "distributed",
     "host_device.h": "base",    # FRUGAL_HOST_DEVICE, for code compiled by nvcc and g++
     "io.h": "io",
     "mxnet.h": "io",
@@ -30,7 +31,7 @@ IMPLEMENTED_BY = {
     "update_rule.h": "ops",     # the optimizer rules the update ops' kernels apply
 }
 # Bottom to top.
-LAYERS = ["base", "backend", "tensor", "engine", "graph", "ops", "passes", "executor", "config", "io", "dist", "train",
+LAYERS = ["base", "backend", "tensor", "engine", "graph", "ops", "passes", "executor", "config", "io", "distributed", "train",
           "onnx"]
 SOURCES = (".cc", ".h", ".cu", ".cuh", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

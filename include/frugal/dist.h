@@ -3,10 +3,10 @@
 //
 // Two layers:
 //   - Communicator: the collectives a run needs, behind an interface. The
-//     MPI one (src/dist/mpi/mpi_communicator.cc, built when CMake finds MPI)
+//     MPI one (src/distributed/mpi/mpi_communicator.cc, built when CMake finds MPI)
 //     runs every MPI call on one communication thread with a watchdog. The
-//     local group (src/dist/local_group.cc) joins the threads of one process,
-//     one rank each. The NCCL one (src/dist/nccl/nccl_communicator.cc)
+//     local group (src/distributed/local_group.cc) joins the threads of one process,
+//     one rank each. The NCCL one (src/distributed/nccl/nccl_communicator.cc)
 //     averages GPU gradients on the GPU's stream and broadcasts GPU
 //     parameters, and leaves the host collectives (metrics, checksums) to an
 //     MPI or local communicator under it: its id is broadcast over MPI
