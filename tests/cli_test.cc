@@ -14,18 +14,6 @@
 namespace frugal::test {
 namespace {
 
-// Writes an IDX file (plain, big-endian header) of unsigned bytes.
-// A learnable toy problem: class c lights up pixel block c of a 4x4 image.
-void WriteToyData(const TempDir& dir, const std::string& prefix, int n) {
-  std::vector<uint8_t> images(n * 16), labels(n);
-  for (int i = 0; i < n; ++i) {
-    labels[i] = static_cast<uint8_t>(i % 4);
-    for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 200 + (i * 7 + p) % 50 : (i * 13 + p) % 60;
-  }
-  WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), 4, 4}, images);
-  WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
-}
-
 std::string ToyConfig(const TempDir& dir) {
   return "version: 1\n"
          "variable { name: \"batch\" value: \"8\" }\n"

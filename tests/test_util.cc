@@ -90,6 +90,16 @@ void ToySample(int k, uint8_t* image, uint8_t* label) {
   for (int p = 0; p < 16; ++p) image[p] = (p / 4 == *label) ? 150 + (k * 7 + p) % 100 : (k * 13 + p) % 90;
 }
 
+void WriteToyData(const TempDir& dir, const std::string& prefix, int n) {
+  std::vector<uint8_t> images(n * 16), labels(n);
+  for (int i = 0; i < n; ++i) {
+    labels[i] = static_cast<uint8_t>(i % 4);
+    for (int p = 0; p < 16; ++p) images[i * 16 + p] = (p / 4 == labels[i]) ? 200 + (i * 7 + p) % 50 : (i * 13 + p) % 60;
+  }
+  WriteIdx(dir.File(prefix + "-images"), {static_cast<uint32_t>(n), 4, 4}, images);
+  WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
+}
+
 void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order) {
   const int n = static_cast<int>(order.size());
   std::vector<uint8_t> images(n * 16), labels(n);

@@ -60,6 +60,10 @@ void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims, const 
 // Toy sample k of a learnable problem: its class (k * 7) % 4 lights up that
 // pixel row of a 4x4 image.
 void ToySample(int k, uint8_t* image, uint8_t* label);
+// n samples of a learnable toy problem as the IDX files dir/prefix-images
+// and dir/prefix-labels: sample i is class i % 4, which lights up pixel
+// block i % 4 of its 4x4 image.
+void WriteToyData(const TempDir& dir, const std::string& prefix, int n);
 // Writes toy samples `order` as the IDX files dir/prefix-images and
 // dir/prefix-labels.
 void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order);

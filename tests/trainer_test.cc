@@ -22,11 +22,10 @@
 namespace frugal {
 namespace {
 
-// Writes an IDX file of unsigned bytes (plain, big-endian header).
-// A learnable toy problem: side x side images of 4 classes, class c
+// A learnable toy problem as IDX files: side x side images of 4 classes, class c
 // brightening quarter c of the pixels; `bad_label` >= 0 puts that label on
 // sample 37.
-void WriteToyData(const test::TempDir& dir, const std::string& prefix, int n, int bad_label = -1, int side = 6) {
+void WriteSideToy(const test::TempDir& dir, const std::string& prefix, int n, int bad_label = -1, int side = 6) {
   const int pixels = side * side;
   std::vector<uint8_t> images(n * pixels), labels(n);
   for (int i = 0; i < n; ++i) {
@@ -70,8 +69,8 @@ class TrainerTest : public ::testing::Test {
   void SetUp() override {
     saved_ = FLAGS_minloglevel;
     FLAGS_minloglevel = 2;  // quiet: no progress lines
-    WriteToyData(dir_, "train", 100);
-    WriteToyData(dir_, "val", 20);
+    WriteSideToy(dir_, "train", 100);
+    WriteSideToy(dir_, "val", 20);
   }
   void TearDown() override { FLAGS_minloglevel = saved_; }
   Params TrainParams(const ConfigFile& cfg) {
@@ -139,7 +138,7 @@ TEST_F(TrainerTest, ThreadedEngineGivesTheBitsOfTheNaiveOne) {
 // The MLP of models/mlp at its real shapes (784-512-512-10, batch 64), on
 // synthetic 28x28 data so that the test stays fast.
 TEST_F(TrainerTest, MlpOnTheThreadedEngineGivesTheBitsOfTheNaiveOne) {
-  WriteToyData(dir_, "mlp-train", 64 * 12, -1, 28);
+  WriteSideToy(dir_, "mlp-train", 64 * 12, -1, 28);
   auto config = [&](const std::string& engine, int workers, int threads) {
     ConfigFile cfg = LoadConfig(std::string(FRUGAL_SOURCE_DIR) + "/models/mlp/fashion_mnist.prototxt", {});
     config::NetConfig& net = cfg.net;
@@ -230,7 +229,7 @@ TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
 TEST_F(TrainerTest, TrainingLearnsTheToyProblem) { EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9); }
 
 TEST_F(TrainerTest, AnOpErrorStopsTrainingWithTheOpName) {
-  WriteToyData(dir_, "train", 100, /*bad_label=*/9);
+  WriteSideToy(dir_, "train", 100, /*bad_label=*/9);
   for (const char* engine : {"naive", "threaded"}) {
     try {
       Train(ToyConfig(dir_, engine), {});
