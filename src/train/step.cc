@@ -10,7 +10,7 @@ Step::Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSched
       iter_size_(sc.iter_size()),
       seed_(sc.seed()) {}
 
-void Step::Push(int64_t iter, float* rate) {
+std::optional<float> Step::Push(int64_t iter) {
   const int micro = static_cast<int>(iter % iter_size_);
   const bool last_micro = micro == iter_size_ - 1;
   // Data-parallel with iter_size > 1: the earlier micro-batches' sum is
@@ -23,10 +23,11 @@ void Step::Push(int64_t iter, float* rate) {
   // rescaling and clipping and one update per parameter, at update count
   // iter / iter_size + 1 and its scheduled rate.
   if (s_->accumulate) s_->accumulate->Push(/*is_train=*/true, iter, seed_);
-  if (!last_micro) return;
-  *rate = static_cast<float>(lr_.At(iter / iter_size_));
-  s_->update->Push(/*is_train=*/true, iter / iter_size_ + 1, seed_, *rate);
+  if (!last_micro) return std::nullopt;
+  const float rate = static_cast<float>(lr_.At(iter / iter_size_));
+  s_->update->Push(/*is_train=*/true, iter / iter_size_ + 1, seed_, rate);
   if (!sliced_.empty()) dp_->PushGather(s_->engine, sliced_);
+  return rate;
 }
 
 void Step::CheckRanks(int64_t iter) {

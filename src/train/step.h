@@ -7,6 +7,7 @@
 // (Evaluate): load, forward, metrics.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,10 @@ class Step {
   // dp: null unless data-parallel.
   Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSchedule& lr);
   // Pushes batch `iter` (counting every micro-batch). After the last
-  // micro-batch of an update, sets *rate to the schedule's rate for it and
-  // pushes the updates (with --shard optimizer, of this rank's slices, then
-  // the broadcasts that make every parameter whole).
-  void Push(int64_t iter, float* rate);
+  // micro-batch of an update, also pushes the updates (with --shard
+  // optimizer, of this rank's slices, then the broadcasts that make every
+  // parameter whole) and returns the schedule's rate they use.
+  std::optional<float> Push(int64_t iter);
   // After batch `iter`: every dist.check_every updates, throws Error if the
   // ranks' parameters differ (waits for the engine then).
   void CheckRanks(int64_t iter);

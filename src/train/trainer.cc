@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "frugal/checkpoint.h"
@@ -262,7 +263,7 @@ class Fit {
   // One batch; false when the run ends after it (max_iters, a signal).
   bool Batch() {
     r_.Each([&](Observer& o) { o.OnBatchBegin(r_); });
-    step_.Push(r_.iter, &r_.rate);
+    if (const std::optional<float> rate = step_.Push(r_.iter)) r_.rate = *rate;
     // The previous batch's metrics: the loop stays at most one batch ahead.
     r_.s.engine->WaitForVar(r_.s.metrics_var);
     r_.CheckFinite(r_.iter - 1);
