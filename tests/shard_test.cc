@@ -205,6 +205,34 @@ TEST_F(ShardTest, CheckpointsResumeWithAnotherRankCountWithoutShardingAndSharded
       << "one process, then 3 sharded ranks";
 }
 
+// --profile on a sharded run: rank 0's trace holds its exchanges beside the
+// ops, on their own rows, each within the traced steps.
+TEST_F(ShardTest, TheProfileTraceShowsTheExchanges) {
+  const ConfigFile cfg = Mlp(dir_, 4, "lr: 0.1 momentum: 0.9 epochs: 1", "traced");
+  std::vector<std::unique_ptr<Communicator>> comms = MakeLocalGroup(2);
+  TrainOptions o;
+  o.dist.shard_optimizer = true;
+  o.dist.bucket_bytes = 300;  // fc2's gradients and fc1's bias, then fc1's weight alone
+  o.profile = dir_.File("trace.json");
+  o.profile_steps = 2;
+  TrainRanksInThreads(cfg, o, {comms[0].get(), comms[1].get()}, {Device{}, Device{}});
+  for (auto& c : comms) c->Finish();
+  const std::string json = ReadTextFile(o.profile);
+  auto count = [&json](const std::string& needle) {
+    int n = 0;
+    for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) ++n;
+    return n;
+  };
+  // Two steps: two buckets each, and fc1_weight cut between the two ranks'
+  // slices (4 parameters, 5 slices) broadcast after each update.
+  EXPECT_EQ(count("\"name\": \"allreduce(bucket 0: fc2_bias, ...)\", \"cat\": \"communication\""), 2) << json;
+  EXPECT_EQ(count("\"name\": \"allreduce(bucket 1: fc1_weight)\", \"cat\": \"communication\""), 2) << json;
+  EXPECT_EQ(count("\"name\": \"broadcast(slice of rank 0)\""), 2 * 2) << json;
+  EXPECT_EQ(count("\"name\": \"broadcast(slice of rank 1)\""), 2 * 3) << json;
+  EXPECT_NE(json.find("\"args\": {\"name\": \"all-reduces\"}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"cat\": \"backward\""), std::string::npos) << "the ops are traced beside them";
+}
+
 TEST(ShardCli, FlagsAreChecked) {
   test::RunResult r = test::RunFrugal("train --config models/mlp/fashion_mnist.prototxt --shard optimizer");
   EXPECT_NE(r.exit_code, 0);

@@ -36,6 +36,7 @@
 
 #include "frugal/engine.h"
 #include "frugal/tensor.h"
+#include "frugal/trace.h"
 
 namespace frugal {
 
@@ -175,6 +176,12 @@ class DataParallel {
   // its owner to every rank, each writing its tensor's variable (so the
   // next forward waits only for the tensors it reads).
   void PushGather(Engine* engine, const std::vector<SlicedTensor>& tensors);
+  // Records the exchanges pushed from now on in `trace` (null: stops), each
+  // from when the engine ran its function (its gradients or slice were in)
+  // to its completion, on the trace's rows "all-reduces" and "broadcasts",
+  // beside the executor's ops (Executor::SetTrace): whether communication
+  // overlaps backward shows there (`frugal train --profile`).
+  void SetTrace(TraceWriter* trace);
   // Puts one tensor's slices together on rank 0: every rank calls it with
   // the tensor's slices and `own`, its own slice's values on the host
   // (undefined where it owns none); rank 0 passes `whole`, a host tensor of
@@ -212,6 +219,7 @@ class DataParallel {
   // in push order (order_var_), so every rank issues them alike.
   void PushAllReduceOnGpu(Engine* engine, bool of_sums);
   Communicator* comm_;
+  TraceWriter* trace_ = nullptr;
   Device device_;  // of the gradients
   Var order_var_ = -1;
   Engine* order_engine_ = nullptr;

@@ -13,6 +13,31 @@
 #include "frugal/executor.h"
 
 namespace frugal {
+namespace {
+
+// The trace rows of the exchanges (DataParallel::SetTrace), apart from the
+// engine's threads (numbered from 1).
+constexpr int kAllReduceRow = 1000, kBroadcastRow = 1001;
+
+// The completion of an exchange that began at `begin` (trace's clock):
+// records it, then calls done.
+std::function<void(std::exception_ptr)> Traced(TraceWriter* trace, int row, const std::string& what, int64_t bytes,
+                                               std::function<void(std::exception_ptr)> done) {
+  if (!trace) return done;
+  return [trace, row, what, bytes, begin = trace->NowMicros(), done = std::move(done)](std::exception_ptr e) {
+    TraceEvent ev;
+    ev.name = what;
+    ev.category = "communication";
+    ev.tid = row;
+    ev.begin_us = begin;
+    ev.end_us = trace->NowMicros();
+    ev.Arg("bytes", bytes);
+    trace->Add(std::move(ev));
+    done(e);
+  };
+}
+
+}  // namespace
 
 #ifdef FRUGAL_HAVE_MPI
 std::unique_ptr<Communicator> MakeMpiCommunicator(const CommunicatorOptions& opts);
@@ -204,7 +229,7 @@ void DataParallel::PushAllReduce(Engine* engine, bool of_sums) {
     o.name = b->what.c_str();
     o.priority = 1 << 20;  // start the exchange as soon as the gradients are in
     engine->PushAsync(
-        [b, seq, last, scale, comm, of_sums](Done done) {
+        [b, seq, last, scale, comm, of_sums, trace = trace_](Done done) {
           std::vector<Tensor>& ts = of_sums ? b->sums : b->grads;
           // One gradient: in place; several: side by side in the buffer.
           float* data = b->buf.empty() ? ts[0].f() : b->buf.data();
@@ -213,6 +238,7 @@ void DataParallel::PushAllReduce(Engine* engine, bool of_sums) {
             if (!b->buf.empty()) std::copy(g.f(), g.f() + g.size(), data + n);
             n += g.size();
           }
+          done = Traced(trace, kAllReduceRow, b->what, n * static_cast<int64_t>(sizeof(float)), std::move(done));
           comm->AllReduceSumAsync(seq, data, n, b->what.c_str(), last, [&ts, data, scale, done](std::exception_ptr e) {
             if (!e) {
               const float* src = data;
@@ -229,6 +255,13 @@ void DataParallel::PushAllReduce(Engine* engine, bool of_sums) {
   }
 }
 
+void DataParallel::SetTrace(TraceWriter* trace) {
+  trace_ = trace;
+  if (!trace) return;
+  trace->SetThreadName(kAllReduceRow, "all-reduces");
+  trace->SetThreadName(kBroadcastRow, "broadcasts");
+}
+
 void DataParallel::PushGather(Engine* engine, const std::vector<SlicedTensor>& tensors) {
   FRUGAL_REQUIRE(!comm_->device_buffers(), "--shard optimizer: not built for GPU parameters (NCCL) yet");
   Communicator* comm = comm_;
@@ -240,9 +273,10 @@ void DataParallel::PushGather(Engine* engine, const std::vector<SlicedTensor>& t
       o.name = "broadcast(parameter slice)";
       o.priority = 1 << 20;  // the next forward waits for it
       engine->PushAsync(
-          [comm, seq, data, sl](Done done) {
+          [comm, seq, data, sl, trace = trace_](Done done) {
             comm->BroadcastAsync(seq, data, sl.size, sl.owner, "broadcast(parameter slice)",
-                                 [done](std::exception_ptr e) { done(e); });
+                                 Traced(trace, kBroadcastRow, Fmt("broadcast(slice of rank ", sl.owner, ")"),
+                                        sl.size * static_cast<int64_t>(sizeof(float)), std::move(done)));
           },
           {}, {st.var}, o);
     }

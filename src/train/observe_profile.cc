@@ -1,5 +1,6 @@
 // --profile: a Chrome trace of the ops of the first profile_steps steps,
-// recorded through Executor::SetTrace and written at the end.
+// recorded through Executor::SetTrace (and a data-parallel run's exchanges,
+// DataParallel::SetTrace) and written at the end.
 #include <glog/logging.h>
 
 #include "frugal/trace.h"
@@ -10,10 +11,15 @@ namespace {
 
 class Profile : public Observer {
  public:
-  explicit Profile(Run& r) { r.s.train->SetTrace(&trace_); }
+  explicit Profile(Run& r) {
+    r.s.train->SetTrace(&trace_);
+    if (r.dp) r.dp->SetTrace(&trace_);
+  }
 
   void OnBatchBegin(Run& r) override {
-    if (r.updates() == r.opts.profile_steps) r.s.train->SetTrace(nullptr);
+    if (r.updates() != r.opts.profile_steps) return;
+    r.s.train->SetTrace(nullptr);
+    if (r.dp) r.dp->SetTrace(nullptr);
   }
 
   void OnEnd(Run& r) override {

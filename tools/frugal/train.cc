@@ -20,7 +20,9 @@ DEFINE_string(weights, "",
               "initialise parameters by name from this checkpoint (or the latest one in this directory; "
               "fine-tuning)");
 DEFINE_string(tensorboard, "", "write TensorBoard scalar events into this directory");
-DEFINE_string(profile, "", "write a Chrome trace (JSON) of the ops of the first --profile-steps steps");
+DEFINE_string(profile, "",
+              "write a Chrome trace (JSON) of the ops of the first --profile-steps steps (with --dist, also the "
+              "gradient all-reduces and the broadcasts of --shard optimizer)");
 DEFINE_int32(profile_steps, 3, "steps traced by --profile");
 DEFINE_bool(poison_arena, false,
             "debugging: fill dead arena buffers with NaN and stop at the op that reads one (slow; CPU only)");
