@@ -2,9 +2,9 @@
 """The folders of src/ are layers: includes go down, never up.
 
 Each file of src/ belongs to its top folder (src/distributed/mpi/x.cc to
-distributed);
-each public header include/frugal/X.h to the folder that implements it (the
-one holding X.cc, or IMPLEMENTED_BY for headers without one). An include of
+distributed); each public header include/frugal/X.h to the folder that
+implements it (the one holding X.cc, or IMPLEMENTED_BY for headers without
+one). An include of
 a file of folder B from a file of folder A is an edge A -> B, and it must go
 down LAYERS (B listed before A): then no includes make a cycle. An edge up
 fails the check, naming the include lines that make it (file:line). `make
@@ -14,6 +14,7 @@ test` runs it (ctest: layers_check).
 """
 import argparse
 import collections
+import functools
 import os
 import re
 import sys
@@ -31,12 +32,13 @@ IMPLEMENTED_BY = {
     "update_rule.h": "ops",     # the optimizer rules the update ops' kernels apply
 }
 # Bottom to top.
-LAYERS = ["base", "backend", "tensor", "engine", "graph", "ops", "passes", "executor", "config", "io", "distributed", "train",
-          "onnx"]
+LAYERS = ["base", "backend", "tensor", "engine", "graph", "ops", "passes", "executor", "config", "io", "distributed",
+          "train", "onnx"]
 SOURCES = (".cc", ".h", ".cu", ".cuh", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
+@functools.lru_cache(maxsize=None)
 def header_folder(name, root):
     """The folder implementing include/frugal/<name>."""
     if name in IMPLEMENTED_BY:

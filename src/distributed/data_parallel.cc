@@ -263,7 +263,7 @@ void DataParallel::SetTrace(TraceWriter* trace) {
 }
 
 void DataParallel::PushGather(Engine* engine, const std::vector<SlicedTensor>& tensors) {
-  FRUGAL_REQUIRE(!comm_->device_buffers(), "--shard optimizer: not built for GPU parameters (NCCL) yet");
+  CHECK(!comm_->device_buffers()) << "host buffers only (Train refuses --shard optimizer on GPUs)";
   Communicator* comm = comm_;
   for (const SlicedTensor& st : tensors) {
     for (const Slice& sl : st.slices) {

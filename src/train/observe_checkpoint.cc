@@ -70,25 +70,22 @@ class Checkpoints : public Observer {
   // is (`due` and a folder) only rank 0 knows, the others having no folder.
   // Every rank averages what the ranks hold apart (Run::AverageAcrossRanks)
   // and, with --shard optimizer, when rank 0 saves, sends it its slices of
-  // the optimizer state.
+  // the optimizer state (Session::OptState).
   void Checkpoint(Run& r, bool due) {
     r.AverageAcrossRanks();
     due = due && ckpt_;
-    std::map<std::string, Tensor> sharded_state;
-    if (r.s.model.shard.ranks > 1) {
-      if (r.dp->Sum(due) == 0) return;
-      sharded_state = r.s.OptState(r.dp);
-    }
-    if (due) Save(r, std::move(sharded_state));
+    if (r.s.model.shard.ranks > 1 ? r.dp->Sum(due) == 0 : !due) return;
+    r.s.engine->WaitAll();
+    std::map<std::string, Tensor> opt_state = r.s.OptState(r.dp);
+    if (due) Save(r, std::move(opt_state));
   }
 
-  void Save(Run& r, std::map<std::string, Tensor> sharded_state) {
+  void Save(Run& r, std::map<std::string, Tensor> opt_state) {
     const bool in_epoch = r.batch < r.batches;
-    r.s.engine->WaitAll();
     r.progress.Clear();
     r.CheckFinite(r.iter - 1);
     CheckpointState state = r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0);
-    state.opt_state = r.s.model.shard.ranks == 1 ? r.s.OptState(r.dp) : std::move(sharded_state);
+    state.opt_state = std::move(opt_state);
     state.lr_schedule_iters = r.lr_schedule_iters;
     // Inside an accumulation (an epoch's end, max_iters, a signal): its
     // micro-batches so far (data-parallel: averaged over the ranks by
