@@ -8,9 +8,9 @@ format=clang-format-14
 command -v "$format" >/dev/null || { echo "check_format: $format is missing (make deps installs it)" >&2; exit 1; }
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files -- 'include/*.h' 'src/*.h' 'src/*.cc' 'src/*.cu' 'src/*.inc' 'tools/*.h' \
-                                        'tools/*.cc' 'tests/*.h' 'tests/*.cc' 'tests/*.cu')
+                                        'tools/*.cc' 'tests/*.h' 'tests/*.cc' 'tests/*.cu' 'python/*.cc')
 else  # a copy without git: the same folders
-  mapfile -t files < <(find include src tools tests -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \
+  mapfile -t files < <(find include src tools tests python -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \
                                                              -o -name '*.inc' \) | sort)
 fi
 if [ "${1:-}" = --fix ]; then

@@ -14,7 +14,7 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev clang-format-14
-  python3 python3-onnx
+  python3 python3-onnx python3-dev python3-numpy python3-pybind11 python3-pytest
   dataset-fashion-mnist fortunes
 )
 

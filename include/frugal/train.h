@@ -122,6 +122,12 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy, Device d
 // (train, eval and the update's), parameters and aux state, their
 // gradients, the optimizer's state and gradient sums, the data inputs.
 int64_t PlannedFootprint(const Model& m);
+// `frugal plan --json`'s object for a model planned under strategy s: the
+// train plan's fields (PlanToJson), the optimizer, its state and the
+// gradient sums, the update's arena, PlannedFootprint as tensor_bytes, the
+// ranks it was planned for (one rank's share: m.shard) and, under a
+// limit, the process as planned.
+std::string ModelPlanJson(const Model& m, const MemoryStrategy& s, int ranks = 1);
 
 // The largest batch whose process (ProcessBytes: `resident`, measured by
 // the caller before it plans anything, PlannedFootprint under strategy s,
@@ -182,8 +188,25 @@ std::string GraphTotals(const Graph& g);
 // One line: arena, lower bound, parameters, gradients, inputs.
 std::string PlanSummary(const MemoryPlan& p, int64_t batch);
 
+// An event of a run, as TrainOptions::on_event receives it: a logged
+// window ("window"), a validation between epochs ("validation"), an
+// epoch's end ("epoch"), each with the line --log-json writes for it (one
+// JSON object: epoch, iterations, metrics, speed, memory), and a run
+// stopped before its end ("stopped": a signal or on_event; its JSON has
+// epoch, batch and iterations).
+struct TrainEvent {
+  std::string kind;
+  std::string json;
+};
+
 struct TrainOptions {
-  std::string log_json;     // one JSON line per logged interval and per epoch, if set
+  std::string log_json;  // one JSON line per logged interval and per epoch, if set
+  // Called with each event of the run on the thread that called Train;
+  // true stops the run after the batch under way (the loop runs one
+  // ahead of the metrics), checkpointed where a
+  // checkpoint directory is set, as a signal does. One process only: Train
+  // throws Error for it with dist.comm.
+  std::function<bool(const TrainEvent&)> on_event;
   std::string resume;       // a checkpoint file, or a directory (its latest), to continue from
   std::string weights;      // a checkpoint (or a directory: its latest) whose parameters initialise the model by name
   std::string tensorboard;  // a directory for TensorBoard event files

@@ -164,6 +164,23 @@ int64_t PlannedFootprint(const Model& m) {
          t.param_bytes + t.param_grad_bytes + m.update_plan.state_bytes + m.accumulate_plan.state_bytes + t.input_bytes;
 }
 
+std::string ModelPlanJson(const Model& m, const MemoryStrategy& s, int ranks) {
+  std::string json = PlanToJson(m.train_plan, m.batch);
+  json.pop_back();
+  // The optimizer's state (and the iter_size sums) live beside the
+  // parameters, outside the arena: the update graphs' kState variables.
+  json += Fmt(",\"optimizer\":\"", m.optimizer, "\",\"optimizer_state_bytes\":", m.update_plan.state_bytes,
+              ",\"grad_sum_bytes\":", m.accumulate_plan.state_bytes,
+              ",\"update_arena_bytes\":", m.update_plan.arena_bytes + m.accumulate_plan.arena_bytes,
+              ",\"tensor_bytes\":", PlannedFootprint(m), ",\"ranks\":", ranks, ",\"shard\":\"",
+              m.shard.ranks > 1 ? "optimizer" : "", "\"");
+  if (s.limit())  // the process as planned, the data counted
+    json += Fmt(",\"process\":{\"resident_bytes\":", m.process.resident, ",\"tensor_bytes\":", m.process.tensors,
+                ",\"runtime_bytes\":", m.process.runtime, ",\"total_bytes\":", m.process.total(),
+                ",\"limit_bytes\":", s.limit_bytes, "}");
+  return json + "}";
+}
+
 BatchFit FitBatch(const std::function<ConfigFile(int64_t batch)>& config_at, int64_t start, const MemoryStrategy& s,
                   int64_t bytes, int64_t resident) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -61,7 +61,7 @@ class Checkpoints : public Observer {
     // run's end always (its last epoch, or max_iters: a run stopped inside
     // the epoch resumes at its next batch), so the trained model is never
     // lost between two multiples of the interval.
-    const bool run_ends = r.done || r.epoch + 1 >= r.sc.epochs();
+    const bool run_ends = r.done || r.stop || r.epoch + 1 >= r.sc.epochs();
     Checkpoint(r, ckpt_ && (ckpt_->Due(r.updates(), true) || run_ends));
   }
 

@@ -1,6 +1,7 @@
 // The JSON log (--log-json): one line per training window (with the tensor
 // bytes held per kind and the process peak), per validation between epochs,
-// and per epoch (with its validation, speed, time and memory).
+// and per epoch (with its validation, speed, time and memory); and the same
+// lines to TrainOptions::on_event.
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -26,35 +27,47 @@ std::string MemoryNow(Device dev) {
   return out + Fmt("},\"process_peak_bytes\":", ProcessPeakBytes());
 }
 
+// The lines of the log: a window's, a validation's between epochs, an
+// epoch's (with its validation).
+std::string WindowLine(const Run& r, const MetricValues& m, double speed) {
+  std::string line = Fmt("{\"epoch\":", r.epoch, ",\"batch\":", r.batch, ",\"iterations\":", r.updates(),
+                         JsonMetrics("train_", m), ",\"lr\":", r.rate);
+  if (speed >= 0) line += Fmt(",\"samples_per_s\":", speed);  // absent: nothing timed (OnWindow)
+  if (speed >= 0 && r.tokens_per_sample > 0) line += Fmt(",\"tokens_per_s\":", speed * r.tokens_per_sample);
+  return line + MemoryNow(r.s.dev) + "}";
+}
+
+std::string ValidationLine(const Run& r, const MetricValues& m) {
+  return Fmt("{\"epoch\":", r.epoch, ",\"iterations\":", r.updates(), JsonMetrics("val_", m), "}");
+}
+
+std::string EpochLine(const Run& r, const MetricValues& train, double secs) {
+  std::string line = Fmt("{\"epoch\":", r.epoch, ",\"iterations\":", r.updates(), JsonMetrics("train_", train));
+  if (r.val.count > 0) line += JsonMetrics("val_", r.val);
+  const double samples = static_cast<double>(r.epoch_samples);
+  line += Fmt(",\"samples\":", r.epoch_samples, ",\"samples_per_s\":", samples / secs);
+  if (r.tokens_per_sample > 0) line += Fmt(",\"tokens_per_s\":", samples * r.tokens_per_sample / secs);
+  return line + Fmt(",\"time_s\":", secs, ",\"arena_bytes\":", ArenaBytes(r.s),
+                    ",\"peak_bytes\":", MemoryAccounting::Get().Peak(r.s.dev),
+                    ",\"process_peak_bytes\":", ProcessPeakBytes(), "}");
+}
+
 class JsonLog : public Observer {
  public:
   explicit JsonLog(const std::string& path) : path_(path), out_(path) {
     FRUGAL_REQUIRE(out_, path, ": cannot write the JSON log");
   }
 
-  void OnWindow(Run& r, const MetricValues& m, double speed) override {
-    out_ << "{\"epoch\":" << r.epoch << ",\"batch\":" << r.batch << ",\"iterations\":" << r.updates()
-         << JsonMetrics("train_", m) << ",\"lr\":" << r.rate;
-    if (speed >= 0) out_ << ",\"samples_per_s\":" << speed;  // absent: nothing timed (OnWindow)
-    if (speed >= 0 && r.tokens_per_sample > 0) out_ << ",\"tokens_per_s\":" << speed * r.tokens_per_sample;
-    out_ << MemoryNow(r.s.dev) << "}\n";
-  }
+  void OnWindow(Run& r, const MetricValues& m, double speed) override { out_ << WindowLine(r, m, speed) << "\n"; }
 
   void OnValidation(Run& r, const MetricValues& m, bool epoch_end) override {
     if (epoch_end) return;  // in the epoch's line
-    out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("val_", m) << "}\n";
+    out_ << ValidationLine(r, m) << "\n";
     Flush();
   }
 
   void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
-    out_ << "{\"epoch\":" << r.epoch << ",\"iterations\":" << r.updates() << JsonMetrics("train_", train);
-    if (r.val.count > 0) out_ << JsonMetrics("val_", r.val);
-    const double samples = static_cast<double>(r.epoch_samples);
-    out_ << ",\"samples\":" << r.epoch_samples << ",\"samples_per_s\":" << samples / secs;
-    if (r.tokens_per_sample > 0) out_ << ",\"tokens_per_s\":" << samples * r.tokens_per_sample / secs;
-    out_ << ",\"time_s\":" << secs << ",\"arena_bytes\":" << ArenaBytes(r.s)
-         << ",\"peak_bytes\":" << MemoryAccounting::Get().Peak(r.s.dev)
-         << ",\"process_peak_bytes\":" << ProcessPeakBytes() << "}\n";
+    out_ << EpochLine(r, train, secs) << "\n";
     Flush();
   }
 
@@ -72,8 +85,35 @@ class JsonLog : public Observer {
   std::ofstream out_;
 };
 
+// The same lines to TrainOptions::on_event, which may stop the run.
+class EventCallback : public Observer {
+ public:
+  explicit EventCallback(std::function<bool(const TrainEvent&)> f) : f_(std::move(f)) {}
+
+  void OnWindow(Run& r, const MetricValues& m, double speed) override { Call(r, "window", WindowLine(r, m, speed)); }
+  void OnValidation(Run& r, const MetricValues& m, bool epoch_end) override {
+    if (!epoch_end) Call(r, "validation", ValidationLine(r, m));
+  }
+  void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
+    Call(r, "epoch", EpochLine(r, train, secs));
+  }
+  void OnStop(Run& r) override {
+    f_({"stopped", Fmt("{\"epoch\":", r.epoch, ",\"batch\":", r.batch, ",\"iterations\":", r.updates(), "}")});
+  }
+
+ private:
+  void Call(Run& r, const char* kind, std::string json) {
+    if (f_({kind, std::move(json)})) r.stop = true;
+  }
+
+  std::function<bool(const TrainEvent&)> f_;
+};
+
 }  // namespace
 
 std::unique_ptr<Observer> MakeJsonLog(const std::string& path) { return std::make_unique<JsonLog>(path); }
+std::unique_ptr<Observer> MakeEventCallback(std::function<bool(const TrainEvent&)> f) {
+  return std::make_unique<EventCallback>(std::move(f));
+}
 
 }  // namespace frugal

@@ -25,7 +25,7 @@ class SignalStop : public Observer {
 
   void OnBatchEnd(Run& r) override {
     if (!r.dp) {
-      r.stop = g_stop.load();
+      r.stop = r.stop || g_stop;  // or an observer before this one asked (TrainOptions::on_event)
       return;
     }
     constexpr int64_t kStopCheck = 10;
@@ -34,7 +34,7 @@ class SignalStop : public Observer {
   }
 
   void OnStop(Run& r) override {
-    LOG_IF(WARNING, !r.opts.quiet) << "stopped by a signal after " << r.updates() << " updates";
+    LOG_IF(WARNING, !r.opts.quiet && g_stop) << "stopped by a signal after " << r.updates() << " updates";
   }
 
   void OnEnd(Run&) override {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -110,7 +111,8 @@ class Observer {
   virtual void OnValidation(Run& r, const MetricValues& m, bool epoch_end) {}
   // An epoch's end: its training metrics over every rank and its seconds.
   virtual void OnEpochEnd(Run& r, const MetricValues& train, double secs) {}
-  // The run stopped by a signal, after r.batch batches of the epoch.
+  // The run stopped before its end (a signal, or an observer set r.stop),
+  // after r.batch batches of the epoch.
   virtual void OnStop(Run& r) {}
   // The end of the run, the engine idle.
   virtual void OnEnd(Run& r) {}
@@ -127,6 +129,9 @@ std::unique_ptr<Observer> MakeValidation(Feed* feed, DataIter* val);
 std::unique_ptr<Observer> MakeTensorBoard(const std::string& dir);
 // observe_json.cc: a JSON line per window, mid-epoch validation and epoch.
 std::unique_ptr<Observer> MakeJsonLog(const std::string& path);
+// observe_json.cc: the JSON log's lines to a callback (TrainOptions::on_event),
+// whose true stops the run after the batch.
+std::unique_ptr<Observer> MakeEventCallback(std::function<bool(const TrainEvent&)> f);
 // observe_signals.cc: SIGINT / SIGTERM stop the run after the step (every
 // rank at the same one).
 std::unique_ptr<Observer> MakeSignalStop();

@@ -218,6 +218,7 @@ std::vector<std::unique_ptr<Observer>> Observers(Run& r, Feed* feed, DataIter* v
   if (!o.tensorboard.empty()) v.push_back(MakeTensorBoard(o.tensorboard));
   if (!o.profile.empty()) v.push_back(MakeProfile(r));
   if (!o.log_json.empty()) v.push_back(MakeJsonLog(o.log_json));
+  if (o.on_event) v.push_back(MakeEventCallback(o.on_event));
   v.push_back(MakeSignalStop());
   v.push_back(std::move(checkpoints));
   return v;
@@ -237,7 +238,7 @@ class Fit {
         display_(std::max(1, r->sc.display())) {}
 
   void Epochs(int64_t skip) {
-    for (; r_.epoch < r_.sc.epochs() && !r_.done; ++r_.epoch, skip = 0) {
+    for (; r_.epoch < r_.sc.epochs() && !r_.done && !r_.stop; ++r_.epoch, skip = 0) {
       StartEpoch(skip);
       for (int64_t b = skip; b < r_.batches; ++b)
         if (!Batch()) break;
@@ -260,7 +261,7 @@ class Fit {
     if (r_.batch < r_.batches) feed_.PushLoad(train_, -1);
   }
 
-  // One batch; false when the run ends after it (max_iters, a signal).
+  // One batch; false when the run ends after it (max_iters, r.stop).
   bool Batch() {
     r_.Each([&](Observer& o) { o.OnBatchBegin(r_); });
     if (const std::optional<float> rate = step_.Push(r_.iter)) r_.rate = *rate;
@@ -284,11 +285,12 @@ class Fit {
     r_.Each([&](Observer& o) { o.OnBatchEnd(r_); });
     if (r_.stop) return false;
     if (r_.updated()) r_.Each([&](Observer& o) { o.OnUpdate(r_); });
+    if (r_.stop) return false;  // set by a validation's observer
     if (r_.batch < r_.batches) feed_.PushLoad(train_, -1);
     return true;
   }
 
-  // False when a signal stopped the run.
+  // False when the run stopped (r.stop).
   bool EndEpoch() {
     r_.s.engine->WaitAll();
     r_.CheckFinite(r_.iter - 1);
@@ -428,6 +430,8 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Solver& sc = cfg.net.solver();
   const MemoryStrategy strategy = ConfigStrategy(cfg);
   CheckSolver(cfg);
+  FRUGAL_REQUIRE(!opts.on_event || !opts.dist.comm,
+                 "event callbacks (TrainOptions::on_event) stop one process's run: not a data-parallel one");
   const Shard shard = opts.dist.comm ? Shard{opts.dist.comm->rank(), opts.dist.comm->size()} : Shard{};
   const OptimizerShard opt_shard = OptimizerShardOf(opts.dist);
   // The data first: the process's resident memory, which limit=SIZE counts

@@ -155,25 +155,10 @@ int Plan() {
       panels.push_back({s.Name(), Timeline(m.train, p, kTimelinePoints), p.arena_bytes, p.lower_bound_bytes,
                         p.num_recomputed, 100 * p.extra_flops_ratio()});
     }
-    // The optimizer's state (and the iter_size sums) live beside the
-    // parameters, outside the arena: the update graphs' kState variables.
     const int64_t state = m.update_plan.state_bytes, sums = m.accumulate_plan.state_bytes;
     const int64_t update = m.update_plan.arena_bytes + m.accumulate_plan.arena_bytes;  // clipping's workspace
     if (FLAGS_json) {
-      std::string json = PlanToJson(p, m.batch);
-      json.pop_back();
-      // Under a limit, the process as planned (the data counted).
-      const std::string process =
-          s.limit() ? Fmt(",\"process\":{\"resident_bytes\":", m.process.resident,
-                          ",\"tensor_bytes\":", m.process.tensors, ",\"runtime_bytes\":", m.process.runtime,
-                          ",\"total_bytes\":", m.process.total(), ",\"limit_bytes\":", s.limit_bytes, "}")
-                    : "";
-      std::printf(
-          "%s,\"optimizer\":\"%s\",\"optimizer_state_bytes\":%lld,\"grad_sum_bytes\":%lld,"
-          "\"update_arena_bytes\":%lld,\"tensor_bytes\":%lld,\"ranks\":%d,\"shard\":\"%s\"%s}\n",
-          json.c_str(), m.optimizer.c_str(), static_cast<long long>(state), static_cast<long long>(sums),
-          static_cast<long long>(update), static_cast<long long>(PlannedFootprint(m)), FLAGS_ranks,
-          shard.ranks > 1 ? "optimizer" : "", process.c_str());
+      std::printf("%s\n", ModelPlanJson(m, s, FLAGS_ranks).c_str());
     } else {
       if (&s == &strategies.front()) {
         std::string defines;

@@ -1,0 +1,162 @@
+# The Python module against the command-line tool: the same plan, the same
+# predictions from the same checkpoint, training that callbacks see and stop,
+# and frugal's errors as frugal.Error. Run by ctest (`python`) with
+# PYTHONPATH=build/python, FRUGAL (the CLI) and FRUGAL_SOURCE_DIR set.
+import json
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import frugal
+
+SOURCE = os.environ.get("FRUGAL_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+CLI = os.environ.get("FRUGAL", os.path.join(SOURCE, "build", "frugal"))
+MLP = "models/mlp/fashion_mnist.prototxt"
+SMALL = {"hidden": 32, "batch": 32}  # trains 20 batches in well under a second
+
+
+@pytest.fixture(autouse=True)
+def in_source_dir(monkeypatch):
+    monkeypatch.chdir(SOURCE)  # the configs name their data from here
+
+
+def cli(*args):
+    return subprocess.run([CLI, *args], check=True, capture_output=True, text=True).stdout
+
+
+def samples(n, seed=0):
+    return np.random.default_rng(seed).random((n, 1, 28, 28), dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    os.chdir(SOURCE)
+    model = frugal.Model(MLP, defines=SMALL)
+    events = []
+    acc = model.train(max_iters=20, checkpoint_dir=str(tmp_path_factory.mktemp("ck")), callbacks=[events.append],
+                      quiet=True)
+    return model, events, acc
+
+
+def test_plan_is_the_clis():
+    for memory in ["share", "sqrt", "budget=3MiB"]:
+        got = frugal.Model(MLP, defines=SMALL).plan(memory)
+        want = json.loads(cli("plan", "--config", MLP, "--define", "hidden=32", "--define", "batch=32",
+                              "--memory", memory, "--json"))
+        for d in (got, want):
+            d.pop("plan_ms")
+        assert got == want, memory
+
+
+def test_training_reports_every_window_and_the_epoch(trained):
+    model, events, acc = trained
+    windows = [e for e in events if e["event"] == "window"]
+    epochs = [e for e in events if e["event"] == "epoch"]
+    assert len(windows) >= 1 and len(epochs) == 1
+    assert epochs[0]["iterations"] == 20
+    assert "train_accuracy" in windows[-1] and "val_accuracy" in epochs[0]
+    assert acc == pytest.approx(epochs[0]["val_accuracy"])
+    assert 0.3 < acc <= 1  # 20 batches of Fashion-MNIST learn something
+    assert model.checkpoint.endswith("ckpt-%010d.frugal" % 20)
+
+
+def test_predictions_are_the_clis_bits(trained, tmp_path):
+    model, _, _ = trained
+    x = samples(70)  # two batches of 32 and a partial one
+    y = model.predict(x)
+    assert y.shape == (70, 10) and y.dtype == np.float32
+    np.testing.assert_allclose(y.sum(axis=1), 1, rtol=1e-5)
+    np.save(tmp_path / "x.npy", x)
+    cli("predict", "--checkpoint", model.checkpoint, "--input", str(tmp_path / "x.npy"), "--out",
+        str(tmp_path / "y.npy"))
+    assert np.array_equal(y, np.load(tmp_path / "y.npy"))
+
+
+def test_save_and_load_keep_the_predictions(trained, tmp_path):
+    model, _, _ = trained
+    model.save(str(tmp_path / "m.frugal"))
+    other = frugal.Model(MLP, defines=SMALL)
+    other.load(str(tmp_path / "m.frugal"))
+    x = samples(5, seed=1)
+    assert np.array_equal(other.predict(x), model.predict(x))
+    assert other.outputs == ["prob"]
+
+
+def test_a_callback_stops_the_run_at_its_batch(tmp_path):
+    model = frugal.Model(MLP, defines=dict(SMALL, epochs=1))
+    seen = []
+
+    def stop_at_second_window(e):  # a window every 100 batches (solver.display)
+        seen.append(e)
+        return e["event"] == "window" and e["iterations"] >= 200
+
+    model.train(callbacks=[stop_at_second_window], checkpoint_dir=str(tmp_path), quiet=True)
+    # The loop runs one batch ahead of the metrics: batch 201 was under way
+    # when the window of 200 came, and is the last, in a window of its own.
+    assert [e["iterations"] for e in seen if e["event"] == "window"] == [100, 200, 201]
+    assert [e["event"] for e in seen if e["event"] != "window"] == []  # no epoch's end
+    assert model.checkpoint.endswith("ckpt-%010d.frugal" % 201)  # saved where it stopped
+
+
+def test_training_continues_from_the_checkpoint(tmp_path):
+    model = frugal.Model(MLP, defines=SMALL)
+    model.train(max_iters=10, checkpoint_dir=str(tmp_path), quiet=True)
+    model.train(max_iters=15, checkpoint_dir=str(tmp_path), quiet=True)
+    assert model.checkpoint.endswith("ckpt-%010d.frugal" % 15)
+
+
+def test_a_callbacks_exception_is_raised_after_the_run_stops(tmp_path):
+    model = frugal.Model(MLP, defines=SMALL)
+
+    def fail(e):
+        raise ValueError("from the callback")
+
+    with pytest.raises(ValueError, match="from the callback"):
+        model.train(max_iters=1000, callbacks=[fail], checkpoint_dir=str(tmp_path), quiet=True)
+    assert model.checkpoint.endswith("ckpt-%010d.frugal" % 101)  # stopped at the first window, and saved
+
+
+def test_training_releases_the_interpreter(tmp_path):
+    model = frugal.Model(MLP, defines=SMALL)
+    counted, done = [0], threading.Event()
+
+    def count():
+        while not done.is_set():
+            counted[0] += 1
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        model.train(max_iters=40, checkpoint_dir=str(tmp_path), quiet=True)
+    finally:
+        done.set()
+        t.join()
+    assert counted[0] > 1000
+
+
+def test_export_onnx_writes_the_model(trained, tmp_path):
+    onnx = pytest.importorskip("onnx", reason="Debian's python3-onnx is not installed")
+    model, _, _ = trained
+    frugal.export_onnx(model, str(tmp_path / "m.onnx"))
+    m = onnx.load(str(tmp_path / "m.onnx"))
+    assert [o.name for o in m.graph.output] == ["prob"]
+
+
+def test_errors_are_frugal_errors_with_the_clis_line(trained, tmp_path):
+    model, _, _ = trained
+    with pytest.raises(frugal.Error, match="nothing.prototxt"):
+        frugal.Model("models/nothing.prototxt")
+    with pytest.raises(frugal.Error, match=r"samples of shape \(3, 28, 28\).*\(N, 1, 28, 28\)"):
+        model.predict(np.zeros((3, 28, 28), np.float32))
+    fresh = frugal.Model(MLP, defines=SMALL)
+    with pytest.raises(frugal.Error, match="train\\(\\) it or load\\(\\) a checkpoint first"):
+        fresh.predict(samples(1))
+    with pytest.raises(frugal.Error, match="nothing to save"):
+        fresh.save(str(tmp_path / "x.frugal"))
+    with pytest.raises(frugal.Error, match="budget"):
+        fresh.plan("budget=1KiB")
+    with pytest.raises(frugal.Error):
+        fresh.load(str(tmp_path))  # a folder without checkpoints
