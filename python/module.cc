@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -41,6 +42,57 @@ std::vector<std::string> Defines(const std::map<std::string, py::object>& define
 // A JSON object as a Python dict.
 py::dict JsonDict(const std::string& json) { return py::module_::import("json").attr("loads")(json); }
 
+// An array's dims from dim `from` on.
+std::vector<int64_t> DimsOf(const py::array& a, py::ssize_t from = 0) {
+  std::vector<int64_t> d;
+  for (py::ssize_t k = from; k < a.ndim(); ++k) d.push_back(a.shape(k));
+  return d;
+}
+
+// A shape as Python writes it, "(N, 1, 28, 28)", "(64,)": `first` (a dim,
+// "N", or nothing) and then dims.
+std::string PyShape(const std::string& first, const std::vector<int64_t>& dims) {
+  std::vector<std::string> parts;
+  if (!first.empty()) parts.push_back(first);
+  for (int64_t d : dims) parts.push_back(std::to_string(d));
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
+  return "(" + s + (parts.size() == 1 ? ",)" : ")");
+}
+
+// Whether an array is (N, *dims) with N >= 1.
+bool Batched(const py::array& a, const std::vector<int64_t>& dims) {
+  return a.ndim() >= 1 && a.shape(0) >= 1 && DimsOf(a, 1) == dims;
+}
+
+// Samples and labels from Python, (N, *sample_shape) and (N, *label_shape),
+// as float32 arrays (cast where they are not), for an ArrayIter.
+struct Arrays {
+  py::array_t<float, py::array::c_style | py::array::forcecast> x, y;
+
+  Arrays(const py::tuple& xy, const char* what) {
+    FRUGAL_REQUIRE(xy.size() == 2, "Model.train: ", what, " is a tuple of ", xy.size(),
+                   " items; give (samples, labels)");
+    x = xy[0].cast<py::array>();
+    y = xy[1].cast<py::array>();
+  }
+
+  // Checks the shapes against the config's data and makes the iterator.
+  std::unique_ptr<DataIter> Iter(const ConfigFile& cfg, const char* what, uint64_t seed, bool shuffle) const {
+    const DataShapes shapes = DataShapesOf(cfg);  // with the batch dim
+    const std::vector<int64_t> sample(shapes.data.dims().begin() + 1, shapes.data.dims().end());
+    const std::vector<int64_t> label(shapes.label.dims().begin() + 1, shapes.label.dims().end());
+    const int64_t n = x.ndim() >= 1 ? x.shape(0) : 0;
+    FRUGAL_REQUIRE(Batched(x, sample), "Model.train: ", what, "'s samples are ", PyShape("", DimsOf(x)), " but ",
+                   cfg.path, " takes ", PyShape("N", sample), " with N >= 1 (data.sample_shape)");
+    FRUGAL_REQUIRE(Batched(y, label) && y.shape(0) == n, "Model.train: ", what, "'s labels are ",
+                   PyShape("", DimsOf(y)), " for ", n, " samples; ", cfg.path, " takes ",
+                   PyShape(std::to_string(n), label), " (data.label_shape)");
+    return std::make_unique<ArrayIter>(x.data(), Shape(sample), y.data(), Shape(label), n, Fmt("Model.train ", what),
+                                       cfg.net.data().batch_size(), shuffle, seed);
+  }
+};
+
 // The model of a config: frugal.Model(config, defines={...}).
 class PyModel {
  public:
@@ -63,6 +115,31 @@ class PyModel {
     return JsonDict(ModelPlanJson(BuildModel(cfg_, s), s));
   }
 
+  // The live bytes of the training step under a strategy, by kind, at up
+  // to `points` steps (frugal plan --timeline's data): a dict of numpy
+  // arrays (steps; forward, recomputed, gradients, workspace) and the peak.
+  py::dict Timeline(const std::string& memory, int points) const {
+    const MemoryStrategy s = memory.empty() ? ConfigStrategy(cfg_) : ParseMemoryStrategy(memory);
+    const Model m = BuildModel(cfg_, s);
+    const MemoryTimeline t = frugal::Timeline(m.train, m.train_plan, points);
+    py::dict out;
+    out["strategy"] = s.Name();
+    out["steps"] = py::array_t<int>(t.steps.size(), t.steps.data());
+    static const char* const kKeys[] = {"forward", "recomputed", "gradients", "workspace"};  // KindName's, short
+    static_assert(std::size(kKeys) == MemoryTimeline::kNumKinds);
+    for (int k = 0; k < MemoryTimeline::kNumKinds; ++k) {
+      py::array_t<int64_t> bytes(t.bytes.size());
+      for (size_t i = 0; i < t.bytes.size(); ++i) bytes.mutable_at(i) = t.bytes[i][k];
+      out[kKeys[k]] = bytes;
+    }
+    out["num_steps"] = t.num_steps;
+    out["backward_step"] = t.backward_step;
+    out["peak_step"] = t.peak_step;
+    out["peak_bytes"] = t.peak_bytes;
+    out["peak_tensors"] = t.peak_tensors;
+    return out;
+  }
+
   // Trains as `frugal train` does, into checkpoint_dir (the config's
   // solver.checkpoint_dir, else a folder of the model's own, removed with
   // it). A model trained or loaded before continues from that checkpoint
@@ -72,7 +149,8 @@ class PyModel {
   // validation accuracy (or training accuracy).
   double Train(std::optional<int64_t> epochs, std::optional<int64_t> max_iters, std::optional<double> lr,
                const std::string& checkpoint_dir, const std::vector<py::function>& callbacks,
-               const std::string& log_json, bool quiet) {
+               const std::string& log_json, bool quiet, const std::optional<py::tuple>& data,
+               const std::optional<py::tuple>& val_data) {
     ConfigFile cfg = cfg_;
     config::Solver& sc = *cfg.net.mutable_solver();
     if (epochs) sc.set_epochs(*epochs);
@@ -81,6 +159,21 @@ class PyModel {
     if (!checkpoint_dir.empty()) sc.set_checkpoint_dir(checkpoint_dir);
     if (sc.checkpoint_dir().empty()) sc.set_checkpoint_dir(OwnDir());
     TrainOptions opts;
+    std::optional<Arrays> train_arrays, val_arrays;  // alive while the iterators read them
+    DataSources arrays;
+    if (data) {
+      train_arrays = Arrays(*data, "data");
+      arrays.train = train_arrays->Iter(cfg, "data", sc.seed(), cfg.net.data().shuffle());
+      if (val_data) {
+        val_arrays = Arrays(*val_data, "val_data");
+        arrays.val = val_arrays->Iter(cfg, "val_data", sc.seed(), /*shuffle=*/false);
+      }
+      opts.data = &arrays;
+    } else {
+      FRUGAL_REQUIRE(!val_data,
+                     "Model.train: val_data without data; give data=(x, y) too, or neither (the "
+                     "config's data)");
+    }
     opts.log_json = log_json;
     opts.resume = checkpoint_;
     opts.quiet = quiet;
@@ -141,20 +234,8 @@ class PyModel {
     Predictor& p = Loaded();
     const Shape& sample = p.sample_shape();
     py::array_t<float, py::array::c_style | py::array::forcecast> in(x);
-    std::vector<int64_t> want{-1};
-    want.insert(want.end(), sample.dims().begin(), sample.dims().end());
-    bool fits = in.ndim() == static_cast<py::ssize_t>(want.size()) && in.ndim() >= 1 && in.shape(0) > 0;
-    for (py::ssize_t k = 1; fits && k < in.ndim(); ++k) fits = in.shape(k) == want[k];
-    auto dims = [](py::ssize_t n, auto dim) {
-      std::string s;
-      for (py::ssize_t k = 0; k < n; ++k) s += (k ? ", " : "") + dim(k);
-      return s;
-    };
-    FRUGAL_REQUIRE(fits, "Model.predict: samples of shape (",
-                   dims(in.ndim(), [&](py::ssize_t k) { return std::to_string(in.shape(k)); }), ") for ", cfg_.path,
-                   "; it takes (",
-                   dims(want.size(), [&](py::ssize_t k) { return k ? std::to_string(want[k]) : std::string("N"); }),
-                   ") with N >= 1 (data.sample_shape)");
+    FRUGAL_REQUIRE(Batched(in, sample.dims()), "Model.predict: samples of shape ", PyShape("", DimsOf(in)), " for ",
+                   cfg_.path, "; it takes ", PyShape("N", sample.dims()), " with N >= 1 (data.sample_shape)");
     std::vector<std::vector<float>> outs;
     {
       py::gil_scoped_release release;
@@ -223,9 +304,14 @@ PYBIND11_MODULE(_frugal, m) {
       .def("train", &PyModel::Train, py::arg("epochs") = py::none(), py::arg("max_iters") = py::none(),
            py::arg("lr") = py::none(), py::arg("checkpoint_dir") = "",
            py::arg("callbacks") = std::vector<py::function>{}, py::arg("log_json") = "", py::arg("quiet") = false,
-           "Trains as `frugal train` does; continues from the model's checkpoint if it has one. Each callback "
-           "gets each event as a dict (event: window, validation or epoch; the --log-json line's fields); one "
-           "returning True stops the run after the batch. Returns the last validation (or training) accuracy.")
+           py::arg("data") = py::none(), py::arg("val_data") = py::none(),
+           "Trains as `frugal train` does; continues from the model's checkpoint if it has one. data=(x, y) "
+           "and val_data=(x, y): numpy samples and labels instead of the config's data. Each callback gets each "
+           "event as a dict (event: window, validation or epoch; the --log-json line's fields); one returning "
+           "True stops the run after the batch under way. Returns the last validation (or training) accuracy.")
+      .def("timeline", &PyModel::Timeline, py::arg("memory") = "", py::arg("points") = 800,
+           "The live bytes of a training step by kind (forward, recomputed, gradients, workspace) at up to "
+           "`points` steps, and the peak, under a strategy: frugal plan --timeline's data.")
       .def("load", &PyModel::Load, py::arg("checkpoint"),
            "Takes the parameters of a checkpoint (a .frugal file, or a folder's latest).")
       .def("save", &PyModel::Save, py::arg("path"), "Writes a copy of the model's checkpoint.")

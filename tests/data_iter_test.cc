@@ -1,4 +1,5 @@
-// The DataIter family: DatasetIter (CHW augmentation, data-parallel parts), TextIter
+// The DataIter family: DatasetIter (CHW augmentation, data-parallel parts),
+// ArrayIter (the caller's arrays), TextIter
 // (vocabularies, BPTT streams, shuffled sequences), SyntheticIter, and
 // MakeDataIter from config messages.
 #include <gtest/gtest.h>
@@ -170,6 +171,40 @@ TEST(DatasetIter, Errors) {
   mirror.mirror = true;
   ExpectError([&] { DatasetIter x(flat, "t", 1, false, 0, mirror); }, {"needs (c,h,w) samples"});
   ExpectError([&] { DatasetIter x(ds, "t", 1, false, 0, {}, {6, 6}); }, {"t: data shard: part 6 of 6 is not a part"});
+}
+
+// ---------------------------------------------------------------- ArrayIter
+
+// The caller's arrays batch as a DatasetIter over the same values: the same
+// rows, shuffled or not, in parts, with the last batch wrapping; a label of
+// several values per sample is copied whole.
+TEST(ArrayIter, BatchesAsADatasetIterOfTheSameValues) {
+  const Dataset ds = Chw(11, 1, 2, 1);
+  const std::vector<float> x = Values(ds);
+  for (bool shuffle : {false, true}) {
+    for (int parts : {1, 3}) {
+      for (int64_t b : {1, 4}) {
+        for (int r = 0; r < parts; ++r) {
+          DatasetIter want(ds, "t", b, shuffle, 9, {}, {r, parts});
+          ArrayIter got(x.data(), ds.sample_shape, ds.y.data(), Shape(std::vector<int64_t>{}), 11, "t", b, shuffle, 9,
+                        {r, parts});
+          for (int64_t epoch : {0, 1}) {
+            const Epoch w = ReadEpoch(&want, epoch), g = ReadEpoch(&got, epoch);
+            EXPECT_EQ(g.data, w.data) << shuffle << " " << parts << " " << b;
+            EXPECT_EQ(g.label, w.label) << shuffle << " " << parts << " " << b;
+            EXPECT_EQ(g.valid, w.valid) << shuffle << " " << parts << " " << b;
+          }
+        }
+      }
+    }
+  }
+  const std::vector<float> seq = {0, 1, 2, 10, 11, 12, 20, 21, 22};  // 3 samples, labels of 3
+  ArrayIter it(seq.data(), Shape{3}, seq.data(), Shape{3}, 3, "t", 2, false, 0);
+  const Epoch e = ReadEpoch(&it, 0);
+  EXPECT_EQ(e.label, (std::vector<float>{0, 1, 2, 10, 11, 12, 20, 21, 22, 0, 1, 2}));
+  EXPECT_EQ(e.valid, (std::vector<int64_t>{2, 1}));
+  EXPECT_THROW(ArrayIter(seq.data(), Shape{3}, seq.data(), Shape{3}, 0, "t", 2, false, 0), Error);
+  EXPECT_THROW(ArrayIter(seq.data(), Shape{3}, seq.data(), Shape{3}, 3, "t", 0, false, 0), Error);
 }
 
 // ---------------------------------------------------------------- TextIter

@@ -201,6 +201,40 @@ class DatasetIter : public DataIter {
   std::vector<int64_t> order_;  // this epoch's order over all samples
 };
 
+// A DataIter over the caller's float arrays (MXNet's NDArrayIter; the
+// Python module's numpy data): num_samples samples of sample_shape at data
+// and their labels of label_shape at labels, each row-major, sample after
+// sample, which the caller keeps alive and unchanged while it is used.
+// Batched as DatasetIter batches: the same epoch order (shuffled or not),
+// the last partial batch wrapping to the start. Throws Error for no
+// samples, batch_size < 1 or a bad shard.
+class ArrayIter : public DataIter {
+ public:
+  ArrayIter(const float* data, Shape sample_shape, const float* labels, Shape label_shape, int64_t num_samples,
+            const std::string& name, int64_t batch_size, bool shuffle, uint64_t seed, Shard shard = {});
+  void Reset(int64_t epoch) override;
+  bool Next(float* data, float* label, int64_t* num_valid) override;
+  int64_t batch_size() const override { return batch_; }
+  Shape sample_shape() const override { return sample_; }
+  Shape label_shape() const override { return label_; }
+  int64_t num_samples() const override { return n_; }
+  int64_t batches_per_epoch() const override;
+  std::string Describe() const override;
+
+ private:
+  const float* data_;
+  const float* labels_;
+  Shape sample_, label_;
+  int64_t n_;
+  std::string name_;
+  int64_t batch_;
+  bool shuffle_;
+  uint64_t seed_;
+  Shard shard_;
+  int64_t position_ = 0;
+  std::vector<int64_t> order_;
+};
+
 struct ImageRecordIterOptions {
   std::string path;        // the .rec file
   std::string index_path;  // its .idx (optional: without it the .rec is scanned once)

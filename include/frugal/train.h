@@ -188,6 +188,8 @@ std::string GraphTotals(const Graph& g);
 // One line: arena, lower bound, parameters, gradients, inputs.
 std::string PlanSummary(const MemoryPlan& p, int64_t batch);
 
+struct DataSources;  // below
+
 // An event of a run, as TrainOptions::on_event receives it: a logged
 // window ("window"), a validation between epochs ("validation"), an
 // epoch's end ("epoch"), each with the line --log-json writes for it (one
@@ -222,6 +224,10 @@ struct TrainOptions {
   std::map<std::string, std::vector<float>>* final_params = nullptr;
   // If set, runs on this engine instead of making the config's (tests).
   Engine* engine = nullptr;
+  // If set, trains and validates on these iterators (val may be null: no
+  // validation) instead of the config's data (the Python module's arrays:
+  // ArrayIter); they give the config's batch and shapes. One process only.
+  DataSources* data = nullptr;
   // Where the model trains: the CPU, or one CUDA device (parameters,
   // gradients, optimizer state and the arena on it; batches staged in pinned
   // host memory and copied on the GPU's stream; outputs copied back for the

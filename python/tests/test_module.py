@@ -160,3 +160,60 @@ def test_errors_are_frugal_errors_with_the_clis_line(trained, tmp_path):
         fresh.plan("budget=1KiB")
     with pytest.raises(frugal.Error):
         fresh.load(str(tmp_path))  # a folder without checkpoints
+
+
+def example():
+    """python/examples/fashion_mnist.py as a module."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("fashion_mnist", os.path.join(SOURCE, "python/examples/fashion_mnist.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_arrays_train_to_the_bits_of_the_configs_data(tmp_path):
+    # The example's arrays are the IDX reader's values (pixel * (1/255) in
+    # float32), in the same epoch order: the same training, bit for bit.
+    ex = example()
+    from_config = frugal.Model(MLP, defines=SMALL)
+    acc_config = from_config.train(max_iters=30, checkpoint_dir=str(tmp_path / "a"), quiet=True)
+    from_arrays = frugal.Model(MLP, defines=SMALL)
+    acc_arrays = from_arrays.train(max_iters=30, checkpoint_dir=str(tmp_path / "b"), quiet=True,
+                                   data=ex.load("train"), val_data=ex.load("t10k"))
+    assert acc_arrays == acc_config
+    x = samples(40, seed=2)
+    assert np.array_equal(from_arrays.predict(x), from_config.predict(x))
+
+
+def test_arrays_of_another_shape_are_named(tmp_path):
+    model = frugal.Model(MLP, defines=SMALL)
+    x, y = np.zeros((10, 28, 28), np.float32), np.zeros(10, np.float32)
+    with pytest.raises(frugal.Error, match=r"data's samples are \(10, 28, 28\) but .* takes \(N, 1, 28, 28\)"):
+        model.train(data=(x, y), checkpoint_dir=str(tmp_path))
+    with pytest.raises(frugal.Error, match=r"data's labels are \(9,\) for 10 samples; .* takes \(10,\)"):
+        model.train(data=(x[:, None], y[:9]), checkpoint_dir=str(tmp_path))
+    with pytest.raises(frugal.Error, match="val_data without data"):
+        model.train(val_data=(x[:, None], y), checkpoint_dir=str(tmp_path))
+
+
+def test_the_timeline_peaks_at_the_plans_live_peak():
+    model = frugal.Model(MLP)
+    for memory in ["share", "sqrt"]:
+        t, plan = model.timeline(memory), model.plan(memory)
+        live = t["forward"] + t["recomputed"] + t["gradients"] + t["workspace"]
+        assert t["peak_bytes"] == plan["lower_bound_bytes"] == live.max()
+        assert 0 < t["backward_step"] < t["num_steps"]
+    assert model.timeline("sqrt")["peak_bytes"] < model.timeline("share")["peak_bytes"]
+
+
+def test_the_example_trains_from_numpy():
+    _, acc, history = example().train(max_iters=30)
+    assert history[-1]["event"] == "epoch" and history[-1]["iterations"] == 30
+    assert acc > 0.5
+
+
+def test_the_example_plots_the_timeline(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (Debian's python3-matplotlib)")
+    ex = example()
+    ex.plot(frugal.Model(MLP, defines=SMALL), str(tmp_path / "t.png"))
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

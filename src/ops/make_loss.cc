@@ -15,12 +15,6 @@
 namespace frugal {
 namespace {
 
-void CopyForward(const KernelCtx& c) {
-  const float* x = c.in[0].f();
-  if (c.req[0] == OpReq::kWrite && x == Out(c, 0)) return;  // in place
-  ForEach(c.out[0].size(), Out(c, 0), c.req[0], [=](int64_t i) { return x[i]; });
-}
-
 // inputs: y    output: dx = grad_scale / norm
 void MakeLossBackward(const KernelCtx& c) {
   const auto& p = c.params<MakeLossParams>();
@@ -53,7 +47,7 @@ void Register_make_loss(OpRegistry* r) {
                    .Params<MakeLossParams>()
                    .Loss()
                    .Recompute(Cost::kFree)
-                   .CpuKernel(CopyForward);
+                   .CpuKernel([](const KernelCtx& c) { CopyInto(c.in[0], c.out[0], c.req[0]); });
   AddBackward(r, fwd, {Output(0)}, "dx = grad_scale / norm.")
       .Inplace({{0, 0}})
       .Recompute(Cost::kCheap)

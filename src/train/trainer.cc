@@ -20,18 +20,30 @@
 namespace frugal {
 namespace {
 
-// The training and validation iterators (a data-parallel rank reads its
-// rows of every global batch: frugal/io.h, Shard) and the batches per epoch,
-// the same on every rank.
-struct TrainData : DataSources {
+// The training and validation iterators: the caller's (TrainOptions::data)
+// or the config's, opened (a data-parallel rank reads its rows of every
+// global batch: frugal/io.h, Shard); and the batches per epoch, the same on
+// every rank.
+struct TrainData {
+  DataSources owned;  // the config's, where the caller gives none
+  DataIter* train = nullptr;
+  DataIter* val = nullptr;
   int64_t batches = 0;
 };
 
-TrainData OpenData(const ConfigFile& cfg, Shard shard, bool quiet) {
+TrainData OpenData(const ConfigFile& cfg, const TrainOptions& opts, Shard shard) {
   TrainData d;
-  static_cast<DataSources&>(d) = OpenDataSources(cfg, shard);
-  LOG_IF(INFO, !quiet) << "data: " << d.train->Describe() << (d.val ? "; validation: " + d.val->Describe() : "")
-                       << "; batch " << cfg.net.data().batch_size();
+  if (opts.data) {
+    FRUGAL_REQUIRE(opts.data->train, cfg.path, ": TrainOptions::data has no training data");
+    d.train = opts.data->train.get();
+    d.val = opts.data->val.get();
+  } else {
+    d.owned = OpenDataSources(cfg, shard);
+    d.train = d.owned.train.get();
+    d.val = d.owned.val.get();
+  }
+  LOG_IF(INFO, !opts.quiet) << "data: " << d.train->Describe() << (d.val ? "; validation: " + d.val->Describe() : "")
+                            << "; batch " << cfg.net.data().batch_size();
   d.batches = d.train->batches_per_epoch();
   return d;
 }
@@ -430,13 +442,14 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Solver& sc = cfg.net.solver();
   const MemoryStrategy strategy = ConfigStrategy(cfg);
   CheckSolver(cfg);
-  FRUGAL_REQUIRE(!opts.on_event || !opts.dist.comm,
-                 "event callbacks (TrainOptions::on_event) stop one process's run: not a data-parallel one");
+  FRUGAL_REQUIRE((!opts.on_event && !opts.data) || !opts.dist.comm,
+                 "event callbacks and the caller's data (TrainOptions::on_event, data) are for one process's run: "
+                 "not a data-parallel one");
   const Shard shard = opts.dist.comm ? Shard{opts.dist.comm->rank(), opts.dist.comm->size()} : Shard{};
   const OptimizerShard opt_shard = OptimizerShardOf(opts.dist);
   // The data first: the process's resident memory, which limit=SIZE counts
   // when the model is planned, then holds it.
-  TrainData data = OpenData(cfg, shard, opts.quiet);
+  TrainData data = OpenData(cfg, opts, shard);
   Session s(cfg, strategy, opts.engine, opts.device, opt_shard);
   s.SetPoisoning(opts.poison_arena);
   std::unique_ptr<Feed> feed = MakeFeed(&s);
@@ -471,9 +484,9 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG_IF(INFO, !opts.quiet) << "optimizer " << s.opt->name() << ", learning rate " << lr.ToString() << ", iter_size "
                             << iter_size
                             << (sc.clip_gradient() > 0 ? Fmt(", gradient norm clipped at ", sc.clip_gradient()) : "");
-  r.observers = Observers(r, feed.get(), data.val.get());
+  r.observers = Observers(r, feed.get(), data.val);
   Step step(&s, dp.get(), sc, lr);
-  Fit fit(&r, feed.get(), &step, data.train.get(), lr);
+  Fit fit(&r, feed.get(), &step, data.train, lr);
   DrainOnUnwind drain(s.engine);
   fit.Epochs(at.data_position);
 
