@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <iterator>
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 
 #include "frugal/checkpoint.h"
 #include "frugal/config.h"
+#include "frugal/import.h"
 #include "frugal/onnx.h"
 #include "frugal/predict.h"
 #include "frugal/train.h"
@@ -321,6 +323,47 @@ PYBIND11_MODULE(_frugal, m) {
       .def_property_readonly("checkpoint", &PyModel::checkpoint, "The checkpoint trained or loaded ('' if none).")
       .def_property_readonly("config", &PyModel::config, "The config's path.");
 
+  m.def(
+      "import_onnx",
+      [](const std::string& path, const std::string& prefix, int64_t batch, bool allow_nonfinite) {
+        frugal::OnnxImportOptions opts;
+        opts.batch = batch;
+        opts.allow_nonfinite = allow_nonfinite;
+        const frugal::ImportedModel imp = frugal::ImportOnnxModel(path, prefix, opts);
+        auto model = std::make_unique<PyModel>(imp.config, std::map<std::string, py::object>{});
+        model->Load(imp.checkpoint);
+        return model;
+      },
+      py::arg("path"), py::arg("prefix"), py::arg("batch") = 1, py::arg("allow_nonfinite") = false,
+      "frugal import-onnx: writes PREFIX.prototxt and PREFIX.frugal and returns their Model, loaded.");
+  m.def(
+      "import_mxnet",
+      [](const std::string& symbol, const std::string& params, const std::string& prefix,
+         const std::vector<int64_t>& data_shape, bool allow_nonfinite) {
+        frugal::MxnetImportOptions opts;
+        opts.data_shape = data_shape;
+        opts.allow_nonfinite = allow_nonfinite;
+        const frugal::ImportedModel imp = frugal::ImportMxnetModel(symbol, params, prefix, opts);
+        auto model = std::make_unique<PyModel>(imp.config, std::map<std::string, py::object>{});
+        model->Load(imp.checkpoint);
+        return model;
+      },
+      py::arg("symbol"), py::arg("params"), py::arg("prefix"), py::arg("data_shape") = std::vector<int64_t>{},
+      py::arg("allow_nonfinite") = false,
+      "frugal import-mxnet: writes PREFIX.prototxt and PREFIX.frugal from MXNet's symbol JSON and .params (data_shape: "
+      "the batch and a sample's dims, where the symbol gives none) and returns their Model, loaded.");
+  m.def(
+      "read_mxnet_params",
+      [](const std::string& path) {
+        py::dict out;
+        for (const auto& [name, t] : frugal::ReadMxnetParams(path)) {  // float32 whatever the file's type
+          py::array_t<float> a(t.shape().dims());
+          std::copy_n(t.f(), t.size(), a.mutable_data());
+          out[py::str(name)] = a;
+        }
+        return out;
+      },
+      py::arg("path"), "The arrays of an MXNet .params file by name (\"arg:...\", \"aux:...\"), as float32 arrays.");
   m.def(
       "export_onnx",
       [](const PyModel& model, const std::string& path) {

@@ -62,6 +62,9 @@ def edges(root):
         rel = os.path.relpath(path, root)
         parts = rel.split(os.sep)
         here = parts[1] if parts[0] == "src" else header_folder(parts[-1], root)
+        if here is None:
+            unknown.append(f"{rel}: no folder implements it (add it to IMPLEMENTED_BY)")
+            continue
         with open(path, encoding="utf-8") as f:
             for number, line in enumerate(f, 1):
                 m = INCLUDE.match(line)

@@ -217,3 +217,23 @@ def test_the_example_plots_the_timeline(tmp_path):
     ex = example()
     ex.plot(frugal.Model(MLP, defines=SMALL), str(tmp_path / "t.png"))
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_mxnet_model_imports_and_predicts_what_mxnet_computed(tmp_path):
+    # tests/mxnet/cnn-*: a convolutional net exported by MXNet 1.9.1, with an
+    # input and the output MXNet computed for it (tools/mxnet/make_test_files.py).
+    io = frugal.read_mxnet_params("tests/mxnet/cnn-io.params")
+    model = frugal.import_mxnet("tests/mxnet/cnn-symbol.json", "tests/mxnet/cnn-0000.params", str(tmp_path / "cnn"),
+                                data_shape=list(io["data"].shape))
+    assert model.config == str(tmp_path / "cnn.prototxt") and model.checkpoint == str(tmp_path / "cnn.frugal")
+    np.testing.assert_allclose(model.predict(io["data"]), io["output"], rtol=1e-5, atol=1e-6)
+
+
+def test_an_exported_model_imports_back_to_its_predictions(trained, tmp_path):
+    model, _, _ = trained
+    frugal.export_onnx(model, str(tmp_path / "m.onnx"))
+    back = frugal.import_onnx(str(tmp_path / "m.onnx"), str(tmp_path / "back"), batch=32)
+    x = samples(33, seed=3)
+    np.testing.assert_allclose(back.predict(x), model.predict(x), rtol=1e-6, atol=1e-7)
+    with pytest.raises(frugal.Error, match="nothing.onnx"):
+        frugal.import_onnx(str(tmp_path / "nothing.onnx"), str(tmp_path / "x"))

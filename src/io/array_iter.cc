@@ -7,9 +7,8 @@
 
 namespace frugal {
 
-ArrayIter::ArrayIter(const float* data, Shape sample_shape, const float* labels, Shape label_shape,
-                     int64_t num_samples, const std::string& name, int64_t batch_size, bool shuffle, uint64_t seed,
-                     Shard shard)
+ArrayIter::ArrayIter(const float* data, Shape sample_shape, const float* labels, Shape label_shape, int64_t num_samples,
+                     const std::string& name, int64_t batch_size, bool shuffle, uint64_t seed, Shard shard)
     : data_(data),
       labels_(labels),
       sample_(std::move(sample_shape)),

@@ -50,7 +50,7 @@ struct Range {
   std::vector<int64_t> begin, step, len;
 };
 
-Range Ranges(const SliceParams& p, const Shape& x) {
+Range SliceRange(const SliceParams& p, const Shape& x) {
   Range r;
   for (int d = 0; d < x.ndim(); ++d) {
     const int64_t dim = x[d];
@@ -83,7 +83,7 @@ void SliceInferShape(ShapeCtx& c) {
   if (static_cast<int>(p.begin.size()) > x.ndim()) {
     c.Fail(Fmt("begin has ", p.begin.size(), " entries but x ", x, " has ", x.ndim(), " dims"));
   }
-  const Range r = Ranges(p, x);
+  const Range r = SliceRange(p, x);
   for (int d = 0; d < x.ndim(); ++d) {
     if (r.len[d] == 0) {
       c.Fail(Fmt("the slice of axis ", d, " (size ", x[d], ") is empty; check begin, end and step"));
@@ -96,7 +96,7 @@ void SliceInferShape(ShapeCtx& c) {
 
 // y[i] = x[base + map(i)]: map walks y's index space with x's strides times step.
 void SliceMap(const SliceParams& p, const Shape& x, int64_t* base, StridedIndex* map) {
-  const Range r = Ranges(p, x);
+  const Range r = SliceRange(p, x);
   const std::vector<int64_t> xs = Strides(x);
   std::vector<int64_t> strides(x.ndim());
   *base = 0;

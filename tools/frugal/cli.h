@@ -70,15 +70,6 @@ void WriteTimeline(const std::string& path, const std::string& title, const std:
 int Time();
 int Ops();
 int OnnxTest();
-// What import-onnx and import-mxnet write: the config as PREFIX.prototxt and
-// the weights as a checkpoint, PREFIX.frugal (SaveCheckpoint: the one format
-// `frugal test --checkpoint`, `train --weights` and `export-onnx` read).
-// Returns the two paths; throws Error naming a file it cannot write.
-struct ImportedFiles {
-  std::string config, checkpoint;
-};
-ImportedFiles WriteImported(const std::string& prefix, const std::string& config_text,
-                            const std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& aux);
 int ImportOnnx();
 int ExportOnnx();
 int ImportMxnet();

@@ -5,13 +5,10 @@
 #include <gflags/gflags.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "cli.h"
-#include "frugal/checkpoint.h"
-#include "frugal/mxnet.h"
+#include "frugal/import.h"
 
 DECLARE_string(out);            // import_onnx.cc's
 DECLARE_bool(allow_nonfinite);  // import_onnx.cc's
@@ -37,28 +34,7 @@ std::vector<int64_t> DataShapeFromFlag() {
   return dims;
 }
 
-// "model" from "dir/model-symbol.json".
-std::string ModelName(const std::string& symbol_path) {
-  std::string stem = std::filesystem::path(symbol_path).stem().string();
-  const std::string suffix = "-symbol";
-  if (stem.size() > suffix.size() && stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0)
-    stem.resize(stem.size() - suffix.size());
-  return stem;
-}
-
 }  // namespace
-
-ImportedFiles WriteImported(const std::string& prefix, const std::string& config_text,
-                            const std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& aux) {
-  const ImportedFiles out{prefix + ".prototxt", prefix + ".frugal"};
-  WriteFileAtomic(out.config, config_text);
-  CheckpointState state;
-  state.config_text = config_text;
-  state.params = params;
-  state.aux = aux;
-  SaveCheckpoint(out.checkpoint, state);
-  return out;
-}
 
 int ImportMxnet() {
   FRUGAL_REQUIRE(g_args.size() == 2, "import-mxnet takes the symbol and the params file: frugal import-mxnet ",
@@ -68,26 +44,7 @@ int ImportMxnet() {
   MxnetImportOptions opts;
   opts.data_shape = DataShapeFromFlag();
   opts.allow_nonfinite = FLAGS_allow_nonfinite;
-  opts.params_path = params_path;
-  const MxnetSymbol sym = ReadMxnetSymbol(symbol_path);
-  const NamedTensors arrays = ReadMxnetParams(params_path);
-  const MxnetImport imp = ImportMxnet(sym, arrays, ModelName(symbol_path), opts);
-  // The config builds (ImportMxnet checked every value it holds, so an Error
-  // here is a bug of the import), named as what it is: nothing is written yet.
-  Graph g;
-  try {
-    g = BuildGraph(ParseConfig(imp.config_text, "the config made from it", {}));
-  } catch (const Error& e) {
-    throw Error(Fmt(symbol_path, ": ", e.what(), " (a bug of import-mxnet; please report it with the model)"));
-  }
-
-  const ImportedFiles out = WriteImported(FLAGS_out, imp.config_text, imp.params, imp.aux);
-  int ops = 0;
-  for (const Node& n : g.nodes()) ops += !n.is_variable();
-  std::printf("%s: %zu nodes -> %s (%d op nodes); %s: %zu arrays -> %s (%zu params, %zu aux)%s\n", symbol_path.c_str(),
-              sym.nodes.size(), out.config.c_str(), ops, params_path.c_str(), arrays.size(), out.checkpoint.c_str(),
-              imp.params.size(), imp.aux.size(),
-              imp.unused.empty() ? "" : Fmt("; unused: ", imp.unused.size(), " (", imp.unused[0], ", ...)").c_str());
+  std::printf("%s\n", ImportMxnetModel(symbol_path, params_path, FLAGS_out, opts).summary.c_str());
   return 0;
 }
 
