@@ -4,7 +4,9 @@
 # PYTHONPATH=build/python, FRUGAL (the CLI) and FRUGAL_SOURCE_DIR set.
 import json
 import os
+import signal
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -237,3 +239,25 @@ def test_an_exported_model_imports_back_to_its_predictions(trained, tmp_path):
     np.testing.assert_allclose(back.predict(x), model.predict(x), rtol=1e-6, atol=1e-7)
     with pytest.raises(frugal.Error, match="nothing.onnx"):
         frugal.import_onnx(str(tmp_path / "nothing.onnx"), str(tmp_path / "x"))
+
+
+def test_ctrl_c_stops_training_with_a_checkpoint_and_raises_keyboard_interrupt(tmp_path):
+    script = f"""
+import sys, frugal
+model = frugal.Model({MLP!r}, defines={SMALL!r})
+def started(e):
+    print("window", e["iterations"], flush=True)
+try:
+    model.train(epochs=50, checkpoint_dir={str(tmp_path)!r}, callbacks=[started], quiet=True)
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", model.checkpoint)
+"""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(frugal.__file__))))
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env, cwd=SOURCE)
+    first = child.stdout.readline()
+    assert first.startswith("window"), first
+    child.send_signal(signal.SIGINT)
+    rest = child.communicate(timeout=60)[0].splitlines()
+    assert child.returncode == 0 and rest[-1].startswith("interrupted "), rest
+    assert os.path.exists(rest[-1].split()[1])  # the checkpoint where it stopped
