@@ -221,14 +221,19 @@ def test_the_example_plots_the_timeline(tmp_path):
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_an_mxnet_model_imports_and_predicts_what_mxnet_computed(tmp_path):
-    # tests/mxnet/cnn-*: a convolutional net exported by MXNet 1.9.1, with an
-    # input and the output MXNet computed for it (tools/mxnet/make_test_files.py).
-    io = frugal.read_mxnet_params("tests/mxnet/cnn-io.params")
-    model = frugal.import_mxnet("tests/mxnet/cnn-symbol.json", "tests/mxnet/cnn-0000.params", str(tmp_path / "cnn"),
-                                data_shape=list(io["data"].shape))
-    assert model.config == str(tmp_path / "cnn.prototxt") and model.checkpoint == str(tmp_path / "cnn.frugal")
-    np.testing.assert_allclose(model.predict(io["data"]), io["output"], rtol=1e-5, atol=1e-6)
+@pytest.mark.parametrize("name", ["cnn", "lstm", "rnn"])
+def test_an_mxnet_model_imports_and_predicts_what_mxnet_computed(name, tmp_path):
+    # tests/mxnet/NAME-*: models exported by MXNet 1.9.1 (a convolutional
+    # net; MXNet's LSTM example, two layers unrolled; mx.rnn's LSTMCells
+    # unrolled), each with an input and the output MXNet computed for it
+    # (tools/mxnet/make_test_files.py). The sequence models' outputs are
+    # time-major rows (position by position), compared as MXNet wrote them.
+    io = frugal.read_mxnet_params(f"tests/mxnet/{name}-io.params")
+    model = frugal.import_mxnet(f"tests/mxnet/{name}-symbol.json", f"tests/mxnet/{name}-0000.params",
+                                str(tmp_path / name), data_shape=list(io["data"].shape))
+    assert model.checkpoint == str(tmp_path / (name + ".frugal"))
+    y = model.predict(io["data"])
+    np.testing.assert_allclose(y.reshape(io["output"].shape), io["output"], rtol=1e-5, atol=1e-6)
 
 
 def test_an_exported_model_imports_back_to_its_predictions(trained, tmp_path):

@@ -24,6 +24,7 @@
 #include "frugal/graph.h"
 #include "frugal/mxnet.h"
 #include "frugal/op.h"
+#include "frugal/passes.h"
 
 namespace frugal {
 namespace {
@@ -245,7 +246,17 @@ class Importer {
     for (size_t i = 0; i < n_; ++i) nodes += NodeText(static_cast<int>(i));
     for (const auto& [name, a] : arrays_)
       if (!used_.count(name)) out_.unused.push_back(a.file_name);
-    out_.config_text = Header(model_name) + nodes + Outputs() + DataSection();
+    const std::string graph = Header(model_name) + nodes + Outputs();
+    out_.config_text = graph + DataSection();
+    // A sequence model's label is one class per position (MXNet's bucketing
+    // examples give it the data's shape): where one per sample does not
+    // infer, a label of the sample's shape that does is written.
+    const std::vector<int64_t> shape = DataShape().first;
+    if (label_ >= 0 && shape.size() >= 2 && shape[0] > 0 && !Infers(out_.config_text, shape, {})) {
+      const std::vector<int64_t> per_position(shape.begin() + 1, shape.end());
+      const std::string text = graph + DataSection(per_position);
+      if (Infers(text, shape, per_position)) out_.config_text = text;
+    }
     return std::move(out_);
   }
 
@@ -660,10 +671,26 @@ class Importer {
     return s;
   }
 
-  std::string DataSection() const {
+  // Whether a config's graph infers its shapes with data of `shape` (the
+  // batch first) and a label of label_dims per sample.
+  bool Infers(const std::string& text, const std::vector<int64_t>& shape, std::vector<int64_t> label_dims) const {
+    try {
+      Graph g = BuildGraph(ParseConfig(text, sym_.path, {}));
+      label_dims.insert(label_dims.begin(), shape[0]);
+      InferShapes(&g, {{name_[data_], Shape(shape)}, {name_[label_], Shape(label_dims)}});
+      return true;
+    } catch (const Error&) { return false; }
+  }
+
+  std::string DataSection(const std::vector<int64_t>& label_dims = {}) const {
     std::string s =
         "# The data section is yours: add train { ... } and val { ... } sources (and label_shape\n"
         "# where a label is not one class index per sample).\ndata {\n";
+    if (!label_dims.empty()) {
+      std::string dims;
+      for (size_t d = 0; d < label_dims.size(); ++d) dims += Fmt(d ? ", " : "", label_dims[d]);
+      s += "  label_shape: [" + dims + "]  # one class per position: the per-sample label does not fit the graph\n";
+    }
     if (data_ >= 0) s += "  data_name: " + QuoteConfigString(name_[data_]) + "\n";
     if (label_ >= 0) s += "  label_name: " + QuoteConfigString(name_[label_]) + "\n";
     const std::vector<int64_t> shape = DataShape().first;

@@ -107,10 +107,10 @@ ImportedModel ImportMxnetModel(const std::string& symbol_path, const std::string
     throw Error(Fmt(symbol_path, ": ", e.what(), " (a bug of import-mxnet; please report it with the model)"));
   }
   ImportedModel out = WriteImported(prefix, imp.config_text, imp.params, imp.aux);
-  out.summary = Fmt(symbol_path, ": ", sym.nodes.size(), " nodes -> ", out.config, " (", OpNodes(g), " op nodes); ",
-                    params_path, ": ", arrays.size(), " arrays -> ", out.checkpoint, " (", imp.params.size(),
-                    " params, ", imp.aux.size(), " aux)",
-                    imp.unused.empty() ? "" : Fmt("; unused: ", imp.unused.size(), " (", imp.unused[0], ", ...)"));
+  out.summary =
+      Fmt(symbol_path, ": ", sym.nodes.size(), " nodes -> ", out.config, " (", OpNodes(g), " op nodes); ", params_path,
+          ": ", arrays.size(), " arrays -> ", out.checkpoint, " (", imp.params.size(), " params, ", imp.aux.size(),
+          " aux)", imp.unused.empty() ? "" : Fmt("; unused: ", imp.unused.size(), " (", imp.unused[0], ", ...)"));
   return out;
 }
 
