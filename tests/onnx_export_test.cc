@@ -473,7 +473,8 @@ data { batch_size: 2 sample_shape: [4] }
                           "export supports: abs, activation, add,"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("(change the node, or add a rule in src/onnx/exporter.cc)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(change the node, or add a rule in src/interchange/onnx/exporter.cc)"), std::string::npos)
+      << r.output;
 
   r = RunFrugal("export-onnx --config " + ex.config + " --checkpoint " + ex.dir.File("nope.frugal") + " --out " +
                 ex.model);

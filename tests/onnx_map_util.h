@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "onnx.pb.h"
-#include "onnx/op_table.h"
+#include "interchange/onnx/op_table.h"
 
 namespace frugal::onnx_map {
 

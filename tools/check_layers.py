@@ -25,15 +25,15 @@ IMPLEMENTED_BY = {
     "dist.h": "distributed",
     "host_device.h": "base",    # FRUGAL_HOST_DEVICE, for code compiled by nvcc and g++
     "io.h": "io",
-    "mxnet.h": "io",
-    "onnx.h": "onnx",
+    "mxnet.h": "interchange",
+    "onnx.h": "interchange",
     "passes.h": "passes",
     "train.h": "train",
     "update_rule.h": "ops",     # the optimizer rules the update ops' kernels apply
 }
 # Bottom to top.
 LAYERS = ["base", "backend", "tensor", "engine", "graph", "ops", "passes", "executor", "config", "io", "distributed",
-          "train", "onnx"]
+          "train", "interchange"]
 SOURCES = (".cc", ".h", ".cu", ".cuh", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <numeric>
 
-#include "onnx/op_table.h"
-#include "onnx/rule_util.h"
+#include "interchange/onnx/op_table.h"
+#include "interchange/onnx/rule_util.h"
 
 namespace frugal::onnx_map {
 

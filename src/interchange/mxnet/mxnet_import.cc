@@ -27,6 +27,9 @@
 #include "frugal/passes.h"
 
 namespace frugal {
+// The importer's own names, apart from the ONNX importer's (a unity build
+// compiles the interchange folder's files together).
+namespace mxnet_import {
 namespace {
 
 using Fixed = std::vector<std::pair<const char*, const char*>>;
@@ -721,10 +724,11 @@ class Importer {
 };
 
 }  // namespace
+}  // namespace mxnet_import
 
 MxnetImport ImportMxnet(const MxnetSymbol& sym, const NamedTensors& arrays, const std::string& model_name,
                         const MxnetImportOptions& opts) {
-  return Importer(sym, arrays, opts).Run(model_name);
+  return mxnet_import::Importer(sym, arrays, opts).Run(model_name);
 }
 
 }  // namespace frugal

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "onnx/op_table.h"
-#include "onnx/rule_util.h"
+#include "interchange/onnx/op_table.h"
+#include "interchange/onnx/rule_util.h"
 
 namespace frugal::onnx_map {
 
@@ -379,7 +379,7 @@ Lowering LayerNormRule(const NodeView& v) {
 // Attention (opset 23) over (batch, heads, T, D) q, k, v with as many heads
 // each (no grouped queries, no cache): frugal's attention, is_causal its
 // causal (both top-left aligned), scale its scale, a float attn_mask added
-// to the scores as its mask input. src/onnx/fuse.cc makes these nodes of
+// to the scores as its mask input. src/interchange/onnx/fuse.cc makes these nodes of
 // frugal's exported MatMul, Softmax, ... composition too.
 Lowering AttentionRule(const NodeView& v) {
   if (auto why = v.UnknownAttr({"is_causal", "scale", "softcap", "qk_matmul_output_mode", "softmax_precision"});

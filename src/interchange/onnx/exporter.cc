@@ -175,7 +175,7 @@ void Exporter::Export(int id) {
   auto rule = Rules().find(n.op->name());
   FRUGAL_REQUIRE(rule != Rules().end(), n.Where(), ": op '", n.op->name(),
                  "' has no ONNX mapping; export supports: ", ExportableOps(),
-                 " (change the node, or add a rule in src/onnx/exporter.cc)");
+                 " (change the node, or add a rule in src/interchange/onnx/exporter.cc)");
   rule->second(*this);
   exported_[id] = true;
   id_ = reader;

@@ -3,7 +3,7 @@
 #include <functional>
 #include <map>
 
-#include "onnx/rule_util.h"
+#include "interchange/onnx/rule_util.h"
 
 namespace frugal::onnx_map {
 

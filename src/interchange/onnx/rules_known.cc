@@ -1,13 +1,13 @@
 // ONNX import rules for values known at import: shape arithmetic and masks
-// folded to constants (src/onnx/rule_util.h), Cast, Shape, Range, Gather,
+// folded to constants (src/interchange/onnx/rule_util.h), Cast, Shape, Range, Gather,
 // Where, comparisons. rules_copy.cc holds the ops that only move elements.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "onnx.pb.h"
-#include "onnx/op_table.h"
-#include "onnx/rule_util.h"
+#include "interchange/onnx/op_table.h"
+#include "interchange/onnx/rule_util.h"
 
 namespace frugal::onnx_map {
 

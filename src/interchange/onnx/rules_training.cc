@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "onnx/op_table.h"
-#include "onnx/rule_util.h"
+#include "interchange/onnx/op_table.h"
+#include "interchange/onnx/rule_util.h"
 
 namespace frugal::onnx_map {
 

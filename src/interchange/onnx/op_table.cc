@@ -5,7 +5,7 @@
 // nodes as unsupported until the op exists, and then they import with no
 // change here. Attribute names and forms follow MXNet's (kernel "(3,3)",
 // act_type, eps, ...).
-#include "onnx/op_table.h"
+#include "interchange/onnx/op_table.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // Compositions of standard ONNX ops that import as one frugal op: the forms
-// frugal's exporter (src/onnx/exporter.cc) writes for ops that opset 17 does
+// frugal's exporter (src/interchange/onnx/exporter.cc) writes for ops that opset 17 does
 // not have, so that an exported model imports back into the same ops and
 // computes the same bits.
 //   Gelu:       Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5), as PyTorch
@@ -19,7 +19,7 @@
 #include <optional>
 
 #include "frugal/onnx.h"
-#include "onnx/fuse.h"
+#include "interchange/onnx/fuse.h"
 
 namespace frugal::onnx_map {
 namespace {

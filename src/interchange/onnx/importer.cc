@@ -1,6 +1,6 @@
 // The ONNX importer: walks the graph's nodes in order (ONNX requires
 // topological order), lowers each through the op table, and builds the
-// frugal forward graph. The compositions of src/onnx/fuse.cc (frugal's
+// frugal forward graph. The compositions of src/interchange/onnx/fuse.cc (frugal's
 // exported gelu and attention) are imported as the one node they spell out.
 //
 // Variables are made when an op first reads a value as a tensor: a graph
@@ -21,8 +21,8 @@
 
 #include "frugal/op.h"
 #include "onnx.pb.h"
-#include "onnx/fuse.h"
-#include "onnx/op_table.h"
+#include "interchange/onnx/fuse.h"
+#include "interchange/onnx/op_table.h"
 
 namespace frugal {
 namespace {

@@ -1,5 +1,5 @@
 // Compositions of standard ONNX ops that the importer takes as one node
-// (src/onnx/fuse.cc lists them): the forms frugal's exporter writes for
+// (src/interchange/onnx/fuse.cc lists them): the forms frugal's exporter writes for
 // frugal ops that opset 17 lacks (gelu, attention).
 #pragma once
 

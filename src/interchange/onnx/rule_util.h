@@ -1,4 +1,4 @@
-// Helpers shared by the ONNX import rules (src/onnx/rules_*.cc): reading
+// Helpers shared by the ONNX import rules (src/interchange/onnx/rules_*.cc): reading
 // attributes and inputs known at import, appending frugal nodes, folding
 // integer values, and copying elements from positions known at import.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "onnx/op_table.h"
+#include "interchange/onnx/op_table.h"
 
 namespace frugal::onnx_map {
 

@@ -8,8 +8,8 @@
 #include <numeric>
 
 #include "onnx.pb.h"
-#include "onnx/op_table.h"
-#include "onnx/rule_util.h"
+#include "interchange/onnx/op_table.h"
+#include "interchange/onnx/rule_util.h"
 
 namespace frugal::onnx_map {
 

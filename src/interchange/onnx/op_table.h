@@ -1,6 +1,6 @@
 // The mapping from ONNX ops to frugal ops.
 //
-// Each ONNX op type has one rule (src/onnx/op_table.cc, the table). A rule
+// Each ONNX op type has one rule (src/interchange/onnx/op_table.cc, the table). A rule
 // sees one ONNX node through a NodeView (attributes, input shapes where the
 // importer knows them, input values known at import) and returns a Lowering:
 // the frugal nodes it becomes (op name, AttrMap with values written as the
@@ -201,7 +201,7 @@ const std::vector<OpMapping>& OpTable();
 const OpMapping* FindMapping(const std::string& onnx_op);
 
 // Rules of more than one line.
-// src/onnx/rules_nn.cc: layers.
+// src/interchange/onnx/rules_nn.cc: layers.
 Lowering ConvRule(const NodeView& v);
 Lowering ConvTransposeRule(const NodeView& v);
 Lowering PoolRule(const NodeView& v, const std::string& pool_type);
@@ -221,7 +221,7 @@ Lowering InstanceNormRule(const NodeView& v);
 Lowering LrnRule(const NodeView& v);
 Lowering RecurrentRule(const NodeView& v);
 Lowering MvnRule(const NodeView& v);
-// src/onnx/rules_tensor.cc: arithmetic, layout, reductions.
+// src/interchange/onnx/rules_tensor.cc: arithmetic, layout, reductions.
 Lowering FlattenRule(const NodeView& v);
 Lowering ReshapeRule(const NodeView& v);
 Lowering SumRule(const NodeView& v);
@@ -237,7 +237,7 @@ Lowering UnsqueezeRule(const NodeView& v);
 Lowering ReduceRule(const NodeView& v, const std::string& frugal_op);
 Lowering ComposedReduceRule(const NodeView& v, const std::string& pre, const std::string& post);
 Lowering ReduceProdRule(const NodeView& v);
-// src/onnx/rules_known.cc: values known at import, folded (Shape, Size,
+// src/interchange/onnx/rules_known.cc: values known at import, folded (Shape, Size,
 // ConstantOfShape, Range, Cast of known values, Gather of known integers);
 // Squeeze is a reshape otherwise, Neg a negative, Cast to float of a float
 // an alias, Gather, GatherElements and Where (condition known) an embedding
@@ -255,7 +255,7 @@ Lowering NegRule(const NodeView& v);
 Lowering WhereRule(const NodeView& v);
 Lowering CompareRule(const NodeView& v);
 Lowering WindowRule(const NodeView& v);
-// src/onnx/rules_copy.cc: ops that only move elements, as copies from
+// src/interchange/onnx/rules_copy.cc: ops that only move elements, as copies from
 // positions known at import.
 Lowering ExpandRule(const NodeView& v);
 Lowering TriluRule(const NodeView& v);
@@ -269,7 +269,7 @@ Lowering OneHotRule(const NodeView& v);
 Lowering ResizeRule(const NodeView& v);
 Lowering GatherNDRule(const NodeView& v);
 Lowering PadRule(const NodeView& v);
-// src/onnx/rules_training.cc: NegativeLogLikelihoodLoss and
+// src/interchange/onnx/rules_training.cc: NegativeLogLikelihoodLoss and
 // SoftmaxCrossEntropyLoss with targets known at import (a one-hot mask),
 // weights and reductions; Adagrad, Momentum, Adam (domain
 // ai.onnx.preview.training).
