@@ -25,6 +25,7 @@
 #include "frugal/mxnet.h"
 #include "frugal/op.h"
 #include "frugal/passes.h"
+#include "interchange/config_text.h"
 
 namespace frugal {
 // The importer's own names, apart from the ONNX importer's (a unity build
@@ -83,12 +84,6 @@ bool ParseDims(std::string s, std::vector<int64_t>* dims) {
   return in.eof();
 }
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s;
-  for (int64_t d : dims) s += Fmt(s.empty() ? "" : ",", d);
-  return "(" + s + ")";
-}
-
 // Reshape's older target_shape infers the dim given as 0 (as shape's -1);
 // what is not a tuple is left to reshape to refuse.
 void ReshapeAdjust(const AttrMap& mx, std::string*, AttrMap* attrs) {
@@ -100,7 +95,7 @@ void ReshapeAdjust(const AttrMap& mx, std::string*, AttrMap* attrs) {
     return;
   }
   for (int64_t& d : dims) d = d == 0 ? -1 : d;
-  (*attrs)["shape"] = DimsText(dims);
+  (*attrs)["shape"] = interchange::DimsText(dims);
 }
 
 const std::vector<OpRule>& Rules() {
@@ -587,20 +582,17 @@ class Importer {
   }
 
   std::string OpText(int i) {
-    const MxnetNode& n = sym_.nodes[i];
-    std::string s = "node { name: " + QuoteConfigString(name_[i]) + " op: " + QuoteConfigString(op_[i].first);
-    for (const auto& in : n.inputs)
-      if (!left_out_[in.node]) s += " input: " + QuoteConfigString(Ref(in));
-    for (const auto& [key, value] : op_[i].second)
-      s += " attr { key: " + QuoteConfigString(key) + " value: " + QuoteConfigString(value) + " }";
-    return s + mults_[i] + " }\n";
+    std::vector<std::string> inputs;
+    for (const auto& in : sym_.nodes[i].inputs)
+      if (!left_out_[in.node]) inputs.push_back(Ref(in));
+    return interchange::OpNodeText(name_[i], op_[i].first, inputs, {op_[i].second.begin(), op_[i].second.end()},
+                                   mults_[i]);
   }
 
   std::string WeightVariable(int i) {
     Store(name_[i], i);
     const Array& a = arrays_.at(sym_.nodes[i].name);
-    return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
-           DimsText(a.value.shape().dims()) + "\" }" + (a.aux ? " attr { key: \"kind\" value: \"aux\" }" : "") + " }\n";
+    return interchange::VariableText(name_[i], a.value.shape().dims(), a.aux);
   }
 
   // An initial state MXNet's examples feed as zeros, or a constant: a
@@ -611,9 +603,7 @@ class Importer {
     Tensor value = Tensor::Empty(Shape(dims), DType::kFloat32, {}, MemKind::kParam);
     value.Fill(one ? 1.f : 0.f);
     out_.aux[name_[i]] = value;
-    return "node { name: " + QuoteConfigString(name_[i]) + " op: \"variable\" attr { key: \"shape\" value: \"" +
-           DimsText(dims) + "\" } attr { key: \"kind\" value: \"aux\" } attr { key: \"init\" value: \"" +
-           (one ? "one" : "zero") + "\" } }\n";
+    return interchange::VariableText(name_[i], dims, /*aux=*/true, one ? "one" : "zero");
   }
 
   // A constant's shape: its shape attribute, whose dim 0 may be 0 (MXNet
@@ -670,7 +660,7 @@ class Importer {
 
   std::string Outputs() const {
     std::string s;
-    for (const auto& h : sym_.heads) s += "output: " + QuoteConfigString(Ref(h)) + "\n";
+    for (const auto& h : sym_.heads) s += interchange::OutputText(Ref(h));
     return s;
   }
 
@@ -686,24 +676,17 @@ class Importer {
   }
 
   std::string DataSection(const std::vector<int64_t>& label_dims = {}) const {
-    std::string s =
+    interchange::DataText d;
+    d.note =
         "# The data section is yours: add train { ... } and val { ... } sources (and label_shape\n"
-        "# where a label is not one class index per sample).\ndata {\n";
-    if (!label_dims.empty()) {
-      std::string dims;
-      for (size_t d = 0; d < label_dims.size(); ++d) dims += Fmt(d ? ", " : "", label_dims[d]);
-      s += "  label_shape: [" + dims + "]  # one class per position: the per-sample label does not fit the graph\n";
-    }
-    if (data_ >= 0) s += "  data_name: " + QuoteConfigString(name_[data_]) + "\n";
-    if (label_ >= 0) s += "  label_name: " + QuoteConfigString(name_[label_]) + "\n";
+        "# where a label is not one class index per sample).\n";
+    if (data_ >= 0) d.data_name = name_[data_];
+    if (label_ >= 0) d.label_name = name_[label_];
     const std::vector<int64_t> shape = DataShape().first;
-    if (shape.size() >= 2) {
-      if (shape[0] > 0) s += Fmt("  batch_size: ", shape[0], "\n");
-      std::string dims;
-      for (size_t d = 1; d < shape.size(); ++d) dims += Fmt(d > 1 ? ", " : "", shape[d]);
-      s += "  sample_shape: [" + dims + "]\n";
-    }
-    return s + "}\n";
+    if (shape.size() >= 2) d.shape = shape;
+    d.label_dims = label_dims;
+    d.label_why = "one class per position: the per-sample label does not fit the graph";
+    return interchange::DataSectionText(d);
   }
 
   const MxnetSymbol& sym_;
