@@ -264,6 +264,107 @@ void BuildStringDefaults() {
 }
 }  // namespace
 
+namespace {
+
+// --define name=value over the declared variables' values.
+void ApplyDefines(ConfigFile* cfg, const std::vector<std::string>& defines) {
+  for (const std::string& d : defines) {
+    size_t eq = d.find('=');
+    FRUGAL_REQUIRE(eq != std::string::npos && eq > 0, "--define '", d, "': expected name=value");
+    std::string name = d.substr(0, eq);
+    if (!cfg->values.count(name)) {
+      std::string list;
+      for (const auto& [k, v] : cfg->values) list += (list.empty() ? "" : ", ") + k;
+      throw Error(Fmt("--define ", d, ": ", cfg->path, " declares no variable '", name,
+                      "' (declared: ", list.empty() ? "none" : list, ")"));
+    }
+    cfg->values[name] = d.substr(eq + 1);
+  }
+}
+
+// Values may use other variables: each is resolved once, after those it
+// uses (a depth-first walk on an explicit stack, linear in the values' size
+// however long the chains; a cycle is an error).
+void ResolveVariables(ConfigFile* cfg) {
+  const std::string& path = cfg->path;
+  auto lookup = [&](const std::string& n) -> const std::string* {
+    auto it = cfg->values.find(n);
+    return it == cfg->values.end() ? nullptr : &it->second;
+  };
+  std::map<std::string, int> state;  // absent: not yet, 1: on the walk's path, 2: resolved
+  for (const auto& [root, unused] : cfg->values) {
+    std::vector<std::pair<std::string, bool>> stack{{root, false}};  // name, its uses pushed
+    while (!stack.empty()) {
+      auto& [name, pushed] = stack.back();
+      int& st = state[name];
+      if (st == 2) {
+        stack.pop_back();
+      } else if (!pushed) {
+        FRUGAL_REQUIRE(st == 0, path, ": variable '", name, "' refers to itself through other variables");
+        st = 1;
+        pushed = true;
+        for (const std::string& used : VariablesIn(cfg->values.at(name)))
+          if (cfg->values.count(used) && state[used] != 2) stack.push_back({used, false});
+      } else {
+        std::string& value = cfg->values.at(name);
+        value = Substitute(value, Fmt(path, ": variable '", name, "'"), lookup);
+        st = 2;
+        stack.pop_back();
+      }
+    }
+  }
+}
+
+// Integer expressions expanded, line by line so errors name the line.
+std::string ExpandLines(const std::string& text, const std::string& path) {
+  std::string expanded;
+  size_t start = 0;
+  for (int line = 1; start <= text.size(); ++line) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    expanded += ExpandExprs(text.substr(start, end - start), Fmt(path, ":", line));
+    if (end < text.size()) expanded += '\n';
+    start = end + 1;
+  }
+  return expanded;
+}
+
+// Each require's `that` (expanded) is a nonzero integer, else its message.
+void CheckRequires(const ConfigFile& cfg, const pb::TextFormat::ParseInfoTree& tree) {
+  const pb::FieldDescriptor* require_field = config::NetConfig::descriptor()->FindFieldByName("require");
+  for (int k = 0; k < cfg.net.require_size(); ++k) {
+    const config::Require& r = cfg.net.require(k);
+    const std::string where = Fmt(cfg.path, ":", tree.GetLocation(require_field, k).line + 1);
+    char* end = nullptr;
+    const long long v = std::strtoll(r.that().c_str(), &end, 10);
+    FRUGAL_REQUIRE(!r.that().empty() && *end == '\0', where, ": require's that is '", r.that(),
+                   "', not an integer (write a $(...) expression of the variables)");
+    FRUGAL_REQUIRE(v != 0, where, ": ", r.message().empty() ? "a requirement does not hold" : r.message());
+  }
+}
+
+// Where each node and each block's node is written, for errors.
+void RecordLocations(ConfigFile* cfg, const pb::TextFormat::ParseInfoTree& tree) {
+  const std::string& path = cfg->path;
+  const pb::FieldDescriptor* node_field = config::NetConfig::descriptor()->FindFieldByName("node");
+  for (int k = 0; k < cfg->net.node_size(); ++k) {
+    pb::TextFormat::ParseLocation loc = tree.GetLocation(node_field, k);
+    cfg->node_locs.push_back({path, loc.line + 1, loc.column + 1});
+  }
+  const pb::FieldDescriptor* block_field = config::NetConfig::descriptor()->FindFieldByName("block");
+  const pb::FieldDescriptor* block_node = config::Block::descriptor()->FindFieldByName("node");
+  for (int b = 0; b < cfg->net.block_size(); ++b) {
+    const pb::TextFormat::ParseInfoTree* sub = tree.GetTreeForNested(block_field, b);
+    cfg->block_node_locs.emplace_back();
+    for (int k = 0; k < cfg->net.block(b).node_size(); ++k) {
+      pb::TextFormat::ParseLocation loc = sub ? sub->GetLocation(block_node, k) : pb::TextFormat::ParseLocation();
+      cfg->block_node_locs.back().push_back({path, loc.line + 1, loc.column + 1});
+    }
+  }
+}
+
+}  // namespace
+
 ConfigFile ParseConfig(const std::string& text, const std::string& path, const std::vector<std::string>& defines) {
   BuildStringDefaults();
   ConfigFile cfg;
@@ -275,93 +376,21 @@ ConfigFile ParseConfig(const std::string& text, const std::string& path, const s
     FRUGAL_REQUIRE(!v.name().empty(), path, ": a variable has no name");
     cfg.values[v.name()] = v.value();
   }
-  for (const std::string& d : defines) {
-    size_t eq = d.find('=');
-    FRUGAL_REQUIRE(eq != std::string::npos && eq > 0, "--define '", d, "': expected name=value");
-    std::string name = d.substr(0, eq);
-    if (!cfg.values.count(name)) {
-      std::string list;
-      for (const auto& [k, v] : cfg.values) list += (list.empty() ? "" : ", ") + k;
-      throw Error(Fmt("--define ", d, ": ", path, " declares no variable '", name,
-                      "' (declared: ", list.empty() ? "none" : list, ")"));
-    }
-    cfg.values[name] = d.substr(eq + 1);
-  }
-  // Values may use other variables: each is resolved once, after those it
-  // uses (a depth-first walk on an explicit stack, linear in the values'
-  // size however long the chains; a cycle is an error).
-  std::map<std::string, int> state;  // absent: not yet, 1: on the walk's path, 2: resolved
-  for (const auto& [root, unused] : cfg.values) {
-    std::vector<std::pair<std::string, bool>> stack{{root, false}};  // name, its uses pushed
-    while (!stack.empty()) {
-      auto& [name, pushed] = stack.back();
-      int& st = state[name];
-      if (st == 2) {
-        stack.pop_back();
-      } else if (!pushed) {
-        FRUGAL_REQUIRE(st == 0, path, ": variable '", name, "' refers to itself through other variables");
-        st = 1;
-        pushed = true;
-        for (const std::string& used : VariablesIn(cfg.values.at(name)))
-          if (cfg.values.count(used) && state[used] != 2) stack.push_back({used, false});
-      } else {
-        std::string& value = cfg.values.at(name);
-        value =
-            Substitute(value, Fmt(path, ": variable '", name, "'"), [&](const std::string& n) -> const std::string* {
-              auto it = cfg.values.find(n);
-              return it == cfg.values.end() ? nullptr : &it->second;
-            });
-        st = 2;
-        stack.pop_back();
-      }
-    }
-  }
+  ApplyDefines(&cfg, defines);
+  ResolveVariables(&cfg);
   // Pass 2: the real values.
-  std::string final_text = Substitute(text, path, [&](const std::string& name) -> const std::string* {
+  const std::string final_text = Substitute(text, path, [&](const std::string& name) -> const std::string* {
     auto it = cfg.values.find(name);
     return it == cfg.values.end() ? nullptr : &it->second;
   });
-  // Integer expressions, line by line so errors name the line.
-  std::string expanded;
-  size_t start = 0;
-  for (int line = 1; start <= final_text.size(); ++line) {
-    size_t end = final_text.find('\n', start);
-    if (end == std::string::npos) end = final_text.size();
-    expanded += ExpandExprs(final_text.substr(start, end - start), Fmt(path, ":", line));
-    if (end < final_text.size()) expanded += '\n';
-    start = end + 1;
-  }
   pb::TextFormat::ParseInfoTree tree;
-  cfg.net = Parse(expanded, path, &tree);
+  cfg.net = Parse(ExpandLines(final_text, path), path, &tree);
   FRUGAL_REQUIRE(cfg.net.version() == 1, path, ": config version ", cfg.net.version(),
                  " is not supported (write 'version: 1' at the top)");
   ReadDeprecatedNames(&cfg, tree);
   WarnIgnoredSolverFields(cfg, tree);
-  const pb::FieldDescriptor* require_field = config::NetConfig::descriptor()->FindFieldByName("require");
-  for (int k = 0; k < cfg.net.require_size(); ++k) {
-    const config::Require& r = cfg.net.require(k);
-    const std::string where = Fmt(path, ":", tree.GetLocation(require_field, k).line + 1);
-    char* end = nullptr;
-    const long long v = std::strtoll(r.that().c_str(), &end, 10);
-    FRUGAL_REQUIRE(!r.that().empty() && *end == '\0', where, ": require's that is '", r.that(),
-                   "', not an integer (write a $(...) expression of the variables)");
-    FRUGAL_REQUIRE(v != 0, where, ": ", r.message().empty() ? "a requirement does not hold" : r.message());
-  }
-  const pb::FieldDescriptor* node_field = config::NetConfig::descriptor()->FindFieldByName("node");
-  for (int k = 0; k < cfg.net.node_size(); ++k) {
-    pb::TextFormat::ParseLocation loc = tree.GetLocation(node_field, k);
-    cfg.node_locs.push_back({path, loc.line + 1, loc.column + 1});
-  }
-  const pb::FieldDescriptor* block_field = config::NetConfig::descriptor()->FindFieldByName("block");
-  const pb::FieldDescriptor* block_node = config::Block::descriptor()->FindFieldByName("node");
-  for (int b = 0; b < cfg.net.block_size(); ++b) {
-    pb::TextFormat::ParseInfoTree* sub = tree.GetTreeForNested(block_field, b);
-    cfg.block_node_locs.emplace_back();
-    for (int k = 0; k < cfg.net.block(b).node_size(); ++k) {
-      pb::TextFormat::ParseLocation loc = sub ? sub->GetLocation(block_node, k) : pb::TextFormat::ParseLocation();
-      cfg.block_node_locs.back().push_back({path, loc.line + 1, loc.column + 1});
-    }
-  }
+  CheckRequires(cfg, tree);
+  RecordLocations(&cfg, tree);
   return cfg;
 }
 
