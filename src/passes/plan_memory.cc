@@ -467,6 +467,46 @@ void TakePlacement(const Graph& g, MemoryPlan* plan) {
     if (b.entry < 0) plan->workspace_offset[b.node] = b.offset;
 }
 
+// The bytes that live outside the arena: parameters and aux state, data
+// inputs, recurrent state, parameter gradients.
+void CountOutsideArena(const Graph& g, const std::vector<int64_t>& bytes, MemoryPlan* plan) {
+  for (int i = 0; i < g.num_forward(); ++i) {
+    const Node& n = g.node(i);
+    if (n.var == VarKind::kParam || n.var == VarKind::kAux) plan->param_bytes += bytes[g.EntryId({i, 0})];
+    if (n.var == VarKind::kInput) plan->input_bytes += bytes[g.EntryId({i, 0})];
+    if (n.var == VarKind::kState) plan->state_bytes += bytes[g.EntryId({i, 0})];
+  }
+  for (const Entry& e : g.grad_of)
+    if (e.valid()) plan->param_grad_bytes += bytes[g.EntryId(e)];
+}
+
+// The vectors WorkspaceOf fills, kept across nodes.
+struct WorkspaceScratch {
+  std::vector<Shape> in_shapes, out_shapes;
+  std::vector<Layout> in_layouts, out_layouts;
+};
+
+// Node i's workspace bytes, as its op asks for its shapes, layouts and type;
+// a kernel library's refusal of the sizes is an Error naming the node.
+int64_t WorkspaceOf(const Graph& g, int i, WorkspaceScratch* w) {
+  const Node& n = g.node(i);
+  g.InputShapes(i, &w->in_shapes);
+  g.OutputShapes(i, &w->out_shapes);
+  w->in_layouts.clear();
+  for (const Entry& e : n.inputs) w->in_layouts.push_back(g.layout(e));
+  w->out_layouts.clear();
+  for (int k = 0; k < g.NumOutputs(i); ++k) w->out_layouts.push_back(g.layout({i, k}));
+  try {
+    const DType t = n.inputs.empty() ? DType::kFloat32 : g.dtype(n.inputs[0]);
+    return n.op->WorkspaceBytes({n, w->in_shapes, w->out_shapes, t, w->in_layouts, w->out_layouts});
+  } catch (const Error&) { throw; } catch (const std::exception& e) {  // a library's (oneDNN refusing the sizes)
+    std::string shapes;
+    for (const Shape& sh : w->in_shapes) shapes += (shapes.empty() ? "" : ", ") + sh.ToString();
+    throw Error(Fmt(n.Where(), ": the kernel library refuses inputs ", shapes, " (", e.what(),
+                    "); check the sizes, which may be beyond what it takes"));
+  }
+}
+
 }  // namespace
 
 MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estimate, int64_t fit_bytes) {
@@ -481,15 +521,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   std::vector<int64_t> bytes(num_entries);
   for (int e = 0; e < num_entries; ++e) bytes[e] = g.EntryBytes(e);
 
-  // Figures for what lives outside the arena.
-  for (int i = 0; i < g.num_forward(); ++i) {
-    const Node& n = g.node(i);
-    if (n.var == VarKind::kParam || n.var == VarKind::kAux) plan.param_bytes += bytes[g.EntryId({i, 0})];
-    if (n.var == VarKind::kInput) plan.input_bytes += bytes[g.EntryId({i, 0})];
-    if (n.var == VarKind::kState) plan.state_bytes += bytes[g.EntryId({i, 0})];
-  }
-  for (const Entry& e : g.grad_of)
-    if (e.valid()) plan.param_grad_bytes += bytes[g.EntryId(e)];
+  CountOutsideArena(g, bytes, &plan);
 
   // Liveness and blocks, in execution order.
   plan.entry_req.assign(num_entries, OpReq::kWrite);
@@ -500,8 +532,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
   std::vector<bool> folded_add(g.num_nodes(), false);
   for (int e = 0; e < num_entries; ++e)
     if (into[e] >= 0) folded_add[last[e]] = true;  // the add_n reading the part
-  std::vector<Shape> in_shapes, out_shapes;
-  std::vector<Layout> in_layouts, out_layouts;
+  WorkspaceScratch scratch;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
@@ -533,22 +564,7 @@ MemoryPlan PlanMemory(const Graph& g, const MemoryStrategy& strategy, bool estim
       blocks.push_back({i, std::max(last[e], i), Align(bytes[e]), -1, e, i});  // an unread output lives for its step
     }
     if (!n.op->has_workspace()) continue;
-    g.InputShapes(i, &in_shapes);
-    g.OutputShapes(i, &out_shapes);
-    in_layouts.clear();
-    for (const Entry& e : n.inputs) in_layouts.push_back(g.layout(e));
-    out_layouts.clear();
-    for (int k = 0; k < g.NumOutputs(i); ++k) out_layouts.push_back(g.layout({i, k}));
-    int64_t ws = 0;
-    try {
-      const DType t = n.inputs.empty() ? DType::kFloat32 : g.dtype(n.inputs[0]);
-      ws = n.op->WorkspaceBytes({n, in_shapes, out_shapes, t, in_layouts, out_layouts});
-    } catch (const Error&) { throw; } catch (const std::exception& e) {  // a library's (oneDNN refusing the sizes)
-      std::string shapes;
-      for (const Shape& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + sh.ToString();
-      throw Error(Fmt(n.Where(), ": the kernel library refuses inputs ", shapes, " (", e.what(),
-                      "); check the sizes, which may be beyond what it takes"));
-    }
+    const int64_t ws = WorkspaceOf(g, i, &scratch);
     if (ws > 0) {
       plan.workspace_bytes[i] = ws;
       plan.no_sharing_bytes += Align(ws);
