@@ -94,36 +94,46 @@ double ChainCost(const std::vector<ChainBlock>& chain, const ChainPlan& plan) {
   return cost;
 }
 
-ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
-  const size_t n = chain.size();
-  if (memory <= 0 || n == 0) return {};
-  const int num_slots = Slots(n);
-  const double slot = static_cast<double>(memory) / num_slots;
-  auto slots = [&](int64_t bytes, double threshold) {
-    const double x = static_cast<double>(bytes) / slot, s = std::floor(x) + (x - std::floor(x) > threshold);
-    return s > num_slots ? num_slots + 1 : static_cast<int>(s);
-  };
+namespace {
+
+// The dynamic program of ChainRecompute over one chain and memory.
+// best[At(c, j, q)]: the least cost of blocks 0..j-1 keeping q slots, with
+// the boundary before block j kept (c = 1) or recomputed (c = 0); from[]:
+// how that state was reached, for the walk back.
+class ChainProgram {
+ public:
+  ChainProgram(const std::vector<ChainBlock>& chain, int64_t memory)
+      : chain_(chain),
+        n_(chain.size()),
+        num_slots_(Slots(n_)),
+        slot_(static_cast<double>(memory) / num_slots_),
+        width_(num_slots_ + 1),
+        best_(2 * (n_ + 1) * width_, kInf),
+        from_(best_.size()),
+        window_(width_),
+        head_(width_, 0) {
+    SizeBlocks();
+    PrefixSums();
+  }
+
+  ChainPlan Solve() {
+    best_[At(1, 0, 0)] = 0;  // the data before block 0 is kept
+    for (size_t i = 0; i < n_; ++i) {
+      EndRuns(i);
+      for (int c = 0; c < 2; ++c) {
+        Front(c, i);
+        Store(c, i);
+        if (c == 1) StartRuns(i);
+      }
+    }
+    return WalkBack();
+  }
+
+ private:
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
   struct Sizes {
     int kept, peak;  // a stored entry's, in slots
   };
-  std::vector<std::vector<Sizes>> stored(n);
-  // A cut boundary's slots: what the backward pass reads, and the rest,
-  // held where the next block recomputes from it (unread[j + 1]).
-  std::vector<int> read(n), unread(n + 1, 0);
-  for (size_t j = 0; j < n; ++j) {
-    const ChainBlock& b = chain[j];
-    const double threshold = std::fmod(static_cast<double>(j) * 0.6180339887498949, 1.0);
-    for (const ChainBlock::Stored& e : b.stored)
-      stored[j].push_back({slots(e.kept, threshold), slots(e.peak, threshold)});
-    read[j] = slots(b.boundary_read, threshold);
-    unread[j + 1] = slots(b.boundary_bytes - b.boundary_read, threshold);
-  }
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const size_t width = num_slots + 1;
-  // best[At(c, j, q)]: the least cost of blocks 0..j-1 keeping q slots, with
-  // the boundary before block j kept (c = 1) or recomputed (c = 0).
-  auto At = [&](int c, size_t j, int q) { return (c * (n + 1) + j) * width + q; };
-  std::vector<double> best(2 * (n + 1) * width, kInf);
   // How (c, j, q) was reached: the last step began at block `start` in state (c, q).
   struct Step {
     int32_t start = -1;
@@ -131,127 +141,187 @@ ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
     uint8_t c = 0;
     int16_t entry = ChainPlan::kRecompute;
   };
-  std::vector<Step> from(best.size());
-  auto relax = [&](int c, size_t j, int q, double cost, Step step) {
-    if (q > num_slots) return;
-    const size_t at = At(c, j, q);
-    if (cost < best[at]) {
-      best[at] = cost;
-      from[at] = step;
-    }
+  // A state (1, i, q) a run may start from, with best(1, i, q) - I[i] - B[i].
+  struct Start {
+    int i, q;
+    double key;
   };
+
+  size_t At(int c, size_t j, int q) const { return (c * (n_ + 1) + j) * width_ + q; }
+
+  int SlotsOf(int64_t bytes, double threshold) const {
+    const double x = static_cast<double>(bytes) / slot_, s = std::floor(x) + (x - std::floor(x) > threshold);
+    return s > num_slots_ ? num_slots_ + 1 : static_cast<int>(s);
+  }
+
+  // Each entry's sizes in slots, and a cut boundary's: what the backward
+  // pass reads, and the rest, held where the next block recomputes from it
+  // (unread_[j + 1]).
+  void SizeBlocks() {
+    stored_.resize(n_);
+    read_.resize(n_);
+    unread_.assign(n_ + 1, 0);
+    for (size_t j = 0; j < n_; ++j) {
+      const ChainBlock& b = chain_[j];
+      const double threshold = std::fmod(static_cast<double>(j) * 0.6180339887498949, 1.0);
+      for (const ChainBlock::Stored& e : b.stored)
+        stored_[j].push_back({SlotsOf(e.kept, threshold), SlotsOf(e.peak, threshold)});
+      read_[j] = SlotsOf(b.boundary_read, threshold);
+      unread_[j + 1] = SlotsOf(b.boundary_bytes - b.boundary_read, threshold);
+    }
+  }
+
   // A run of blocks i..j-1 costs (I[j] - I[i]) + (B[j-1] - B[i]) (its
-  // inner costs, and the boundaries inside it) and needs run_slots(i, j):
+  // inner costs, and the boundaries inside it) and needs RunSlots(i, j):
   // its read and boundary bytes (prefix sums R) and its widest block (a
   // sparse table of range maxima). FLOP costs are whole numbers, so these
   // sums are exact in any order; costs in ms may differ in their last bits
   // from a sum block by block, which only picks among plans of equal cost.
-  std::vector<double> I(n + 1, 0), B(n + 1, 0);
-  std::vector<int64_t> R(n + 1, 0);
-  for (size_t j = 0; j < n; ++j) {
-    I[j + 1] = I[j] + chain[j].inner_cost;
-    B[j + 1] = B[j] + chain[j].boundary_cost;
-    R[j + 1] = R[j] + chain[j].read_bytes + chain[j].boundary_bytes;
+  void PrefixSums() {
+    I_.assign(n_ + 1, 0);
+    B_.assign(n_ + 1, 0);
+    R_.assign(n_ + 1, 0);
+    for (size_t j = 0; j < n_; ++j) {
+      I_[j + 1] = I_[j] + chain_[j].inner_cost;
+      B_[j + 1] = B_[j] + chain_[j].boundary_cost;
+      R_[j + 1] = R_[j] + chain_[j].read_bytes + chain_[j].boundary_bytes;
+    }
+    // widest_[k][i]: the largest held_bytes of blocks i..i+2^k-1
+    widest_.assign(1, {});
+    for (const ChainBlock& b : chain_) widest_[0].push_back(b.held_bytes);
+    for (size_t k = 1; (size_t{1} << k) <= n_; ++k) {
+      widest_.emplace_back(n_ - (size_t{1} << k) + 1);
+      for (size_t i = 0; i < widest_[k].size(); ++i)
+        widest_[k][i] = std::max(widest_[k - 1][i], widest_[k - 1][i + (size_t{1} << (k - 1))]);
+    }
   }
-  // widest[k][i]: the largest held_bytes of blocks i..i+2^k-1
-  std::vector<std::vector<int64_t>> widest(1);
-  for (const ChainBlock& b : chain) widest[0].push_back(b.held_bytes);
-  for (size_t k = 1; (size_t{1} << k) <= n; ++k) {
-    widest.emplace_back(n - (size_t{1} << k) + 1);
-    for (size_t i = 0; i < widest[k].size(); ++i)
-      widest[k][i] = std::max(widest[k - 1][i], widest[k - 1][i + (size_t{1} << (k - 1))]);
-  }
-  auto run_slots = [&](size_t i, size_t j) {
+
+  int RunSlots(size_t i, size_t j) const {
     const int k = 63 - __builtin_clzll(j - i);
-    const int64_t wide = std::max(widest[k][i], widest[k][j - (size_t{1} << k)]);
-    return slots(R[j] - R[i] + wide, 0.5);
-  };
-  // Runs are relaxed by target: for each slot count q, the states (1, i, q)
-  // a run may start from, in a window (a deque of increasing cost less the
-  // prefix sums, by i): a state leaves it when the run from it to the target
-  // no longer fits in the slots left (it fits no longer run either).
-  struct Start {
-    int i, q;    // the state (1, i, q) the run starts from
-    double key;  // best(1, i, q) - I[i] - B[i]
-  };
-  std::vector<std::vector<Start>> window(width);
-  std::vector<size_t> head(width, 0);
-  std::vector<int> front;  // the states (c, i, q) expanded: no state of fewer slots costs as little
-  best[At(1, 0, 0)] = 0;   // the data before block 0 is kept
-  for (size_t i = 0; i < n; ++i) {
-    const ChainBlock& b = chain[i];
-    // Runs of blocks i'..i from the states before i (i' < i), the cheapest
-    // (the earliest of equals) for each q.
-    const double to_end = I[i + 1] + B[i];
-    for (int q = 0; q + read[i] <= num_slots; ++q) {
-      std::vector<Start>& w = window[q];
-      size_t& h = head[q];
-      while (h < w.size() && q + run_slots(w[h].i, i + 1) > num_slots) ++h;
+    const int64_t wide = std::max(widest_[k][i], widest_[k][j - (size_t{1} << k)]);
+    return SlotsOf(R_[j] - R_[i] + wide, 0.5);
+  }
+
+  void Relax(int c, size_t j, int q, double cost, Step step) {
+    if (q > num_slots_) return;
+    const size_t at = At(c, j, q);
+    if (cost < best_[at]) {
+      best_[at] = cost;
+      from_[at] = step;
+    }
+  }
+
+  // Runs of blocks i'..i from the states before i (i' < i), the cheapest
+  // (the earliest of equals) for each q. Runs are relaxed by target: for
+  // each slot count q, the states a run may start from wait in a window (a
+  // deque of increasing key, by i); a state leaves it when the run from it
+  // to the target no longer fits in the slots left (no longer run does).
+  void EndRuns(size_t i) {
+    const double to_end = I_[i + 1] + B_[i];
+    for (int q = 0; q + read_[i] <= num_slots_; ++q) {
+      std::vector<Start>& w = window_[q];
+      size_t& h = head_[q];
+      while (h < w.size() && q + RunSlots(w[h].i, i + 1) > num_slots_) ++h;
       if (h < w.size())
-        relax(1, i + 1, q + read[i], w[h].key + to_end,
+        Relax(1, i + 1, q + read_[i], w[h].key + to_end,
               {w[h].i, static_cast<int16_t>(w[h].q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
     }
-    for (int c = 0; c < 2; ++c) {
-      // A state that keeps more slots than one that costs no more is not
-      // expanded: whatever follows it follows the cheaper one too, in fewer
-      // slots, so no plan the program returns passes through it.
-      front.clear();
-      double cheapest = kInf;  // of the states (c, i, fewer slots)
-      for (int q = 0; q <= num_slots; ++q) {
-        const double f = best[At(c, i, q)];
-        if (f < cheapest) cheapest = f, front.push_back(q);
-      }
-      // Block i stored, each entry of its menu: its boundary kept (a cut),
-      // or recomputed where the entry does not keep it.
-      for (int q : front) {
-        const double f = best[At(c, i, q)];
-        bool fits = false;
-        for (size_t e = 0; e < stored[i].size(); ++e) {
-          const Sizes& z = stored[i][e];
-          const ChainBlock::Stored& entry = b.stored[e];
-          const int held = q + (c == 1 && entry.reads_before ? unread[i] : 0);
-          if (held + z.peak > num_slots) continue;
-          fits = true;
-          const Step step{static_cast<int32_t>(i), static_cast<int16_t>(q), static_cast<uint8_t>(c),
-                          static_cast<int16_t>(e)};
-          relax(1, i + 1, held + z.kept + read[i], f + entry.cost, step);
-          if (!entry.keeps_boundary) relax(0, i + 1, held + z.kept, f + entry.cost + b.boundary_cost, step);
-        }
-        if (!fits) break;  // nor with more slots kept before it
-      }
-      if (c == 0) continue;
-      // Block i dropped alone, then block i a run's first for later targets.
-      // A run from block i holds the unread part of the boundary before it.
-      const int alone = run_slots(i, i + 1);
-      for (int q : front) {
-        const double f = best[At(1, i, q)];
-        const int held = q + unread[i];
-        if (held + alone <= num_slots)
-          relax(1, i + 1, held + read[i], f + b.inner_cost,
-                {static_cast<int32_t>(i), static_cast<int16_t>(q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
-        if (held > num_slots) continue;
-        std::vector<Start>& w = window[held];
-        const double key = f - I[i] - B[i];
-        while (w.size() > head[held] && w.back().key > key) w.pop_back();
-        w.push_back({static_cast<int>(i), q, key});
-      }
+  }
+
+  // The states (c, i, q) to expand: a state that keeps more slots than one
+  // that costs no more is not, since whatever follows it follows the cheaper
+  // one too, in fewer slots, so no plan the program returns passes through it.
+  void Front(int c, size_t i) {
+    front_.clear();
+    double cheapest = kInf;  // of the states (c, i, fewer slots)
+    for (int q = 0; q <= num_slots_; ++q) {
+      const double f = best_[At(c, i, q)];
+      if (f < cheapest) cheapest = f, front_.push_back(q);
     }
   }
-  int c = -1, q = -1;
-  for (int cc = 0; cc < 2; ++cc)
-    for (int s = 0; s <= num_slots; ++s)
-      if (best[At(cc, n, s)] < kInf && (q < 0 || best[At(cc, n, s)] < best[At(c, n, q)])) c = cc, q = s;
-  if (q < 0) return {};
-  ChainPlan plan{std::vector<int>(n, ChainPlan::kRecompute), std::vector<bool>(n, false)};
-  for (size_t j = n; j > 0;) {
-    const Step st = from[At(c, j, q)];
-    for (size_t k = st.start; k < j; ++k) plan.entry[k] = st.entry;
-    plan.cut[j - 1] = c == 1;
-    j = st.start;
-    c = st.c;
-    q = st.q;
+
+  // Block i stored, each entry of its menu: its boundary kept (a cut), or
+  // recomputed where the entry does not keep it.
+  void Store(int c, size_t i) {
+    const ChainBlock& b = chain_[i];
+    for (int q : front_) {
+      const double f = best_[At(c, i, q)];
+      bool fits = false;
+      for (size_t e = 0; e < stored_[i].size(); ++e) {
+        const Sizes& z = stored_[i][e];
+        const ChainBlock::Stored& entry = b.stored[e];
+        const int held = q + (c == 1 && entry.reads_before ? unread_[i] : 0);
+        if (held + z.peak > num_slots_) continue;
+        fits = true;
+        const Step step{static_cast<int32_t>(i), static_cast<int16_t>(q), static_cast<uint8_t>(c),
+                        static_cast<int16_t>(e)};
+        Relax(1, i + 1, held + z.kept + read_[i], f + entry.cost, step);
+        if (!entry.keeps_boundary) Relax(0, i + 1, held + z.kept, f + entry.cost + b.boundary_cost, step);
+      }
+      if (!fits) break;  // nor with more slots kept before it
+    }
   }
-  return plan;
+
+  // Block i dropped alone, then block i a run's first for later targets
+  // (from the states with the boundary before it kept). A run from block i
+  // holds the unread part of the boundary before it.
+  void StartRuns(size_t i) {
+    const int alone = RunSlots(i, i + 1);
+    for (int q : front_) {
+      const double f = best_[At(1, i, q)];
+      const int held = q + unread_[i];
+      if (held + alone <= num_slots_)
+        Relax(1, i + 1, held + read_[i], f + chain_[i].inner_cost,
+              {static_cast<int32_t>(i), static_cast<int16_t>(q), 1, static_cast<int16_t>(ChainPlan::kRecompute)});
+      if (held > num_slots_) continue;
+      std::vector<Start>& w = window_[held];
+      const double key = f - I_[i] - B_[i];
+      while (w.size() > head_[held] && w.back().key > key) w.pop_back();
+      w.push_back({static_cast<int>(i), q, key});
+    }
+  }
+
+  // The cheapest end state, and the steps back from it.
+  ChainPlan WalkBack() const {
+    int c = -1, q = -1;
+    for (int cc = 0; cc < 2; ++cc)
+      for (int s = 0; s <= num_slots_; ++s)
+        if (best_[At(cc, n_, s)] < kInf && (q < 0 || best_[At(cc, n_, s)] < best_[At(c, n_, q)])) c = cc, q = s;
+    if (q < 0) return {};
+    ChainPlan plan{std::vector<int>(n_, ChainPlan::kRecompute), std::vector<bool>(n_, false)};
+    for (size_t j = n_; j > 0;) {
+      const Step st = from_[At(c, j, q)];
+      for (size_t k = st.start; k < j; ++k) plan.entry[k] = st.entry;
+      plan.cut[j - 1] = c == 1;
+      j = st.start;
+      c = st.c;
+      q = st.q;
+    }
+    return plan;
+  }
+
+  const std::vector<ChainBlock>& chain_;
+  const size_t n_;
+  const int num_slots_;
+  const double slot_;
+  const size_t width_;
+  std::vector<std::vector<Sizes>> stored_;
+  std::vector<int> read_, unread_;
+  std::vector<double> I_, B_;
+  std::vector<int64_t> R_;
+  std::vector<std::vector<int64_t>> widest_;
+  std::vector<double> best_;
+  std::vector<Step> from_;
+  std::vector<std::vector<Start>> window_;
+  std::vector<size_t> head_;
+  std::vector<int> front_;
+};
+
+}  // namespace
+
+ChainPlan ChainRecompute(const std::vector<ChainBlock>& chain, int64_t memory) {
+  if (memory <= 0 || chain.empty()) return {};
+  return ChainProgram(chain, memory).Solve();
 }
 
 }  // namespace frugal
