@@ -385,6 +385,74 @@ std::string AxisTaps(const NodeView& v, int64_t in, double scale, double roi0, d
   return "";
 }
 
+// A Resize's output dims and scales (from its sizes, or its scales), and
+// its roi under tf_crop_and_resize; why not, where they are not known.
+std::string ResizeTarget(const NodeView& v, const Shape& x, std::vector<int64_t>* out, std::vector<double>* scales,
+                         std::vector<double>* roi) {
+  const int rank = x.ndim();
+  const int scales_at = v.op_type() == "Upsample" || v.opset() < 11 ? 1 : 2;
+  out->assign(rank, 0);
+  const OnnxTensor* s = KnownTensor(v, scales_at);
+  if (v.HasInput(3)) {  // sizes
+    const auto* sizes = KnownInts(v, 3);
+    if (!sizes || static_cast<int>(sizes->size()) != rank) return NotKnown(v, 3, "sizes") + ", one a dim";
+    for (int d = 0; d < rank; ++d) {
+      (*out)[d] = (*sizes)[d];
+      scales->push_back(static_cast<double>((*out)[d]) / x[d]);
+    }
+  } else if (s && s->kind == OnnxTensor::Kind::kFloat && static_cast<int>(s->f.size()) == rank) {
+    for (int d = 0; d < rank; ++d) {
+      scales->push_back(s->f[d]);
+      (*out)[d] = static_cast<int64_t>(s->f[d] * static_cast<double>(x[d]));
+    }
+  } else {
+    return NotKnown(v, scales_at, "scales") + ", one float a dim";
+  }
+  if (v.Str("coordinate_transformation_mode", "") == "tf_crop_and_resize") {
+    const OnnxTensor* r = KnownTensor(v, 1);
+    if (!r || r->kind != OnnxTensor::Kind::kFloat || static_cast<int>(r->f.size()) != 2 * rank)
+      return NotKnown(v, 1, "roi") + ", 2 floats a dim";
+    roi->assign(r->f.begin(), r->f.end());
+  }
+  for (int d = 0; d < rank; ++d)
+    if ((*out)[d] < 1 || !((*scales)[d] > 0)) return Fmt("scale ", (*scales)[d], " of dim ", d, " makes it empty");
+  return "";
+}
+
+// The interpolation as a matrix (output elements x input elements) from
+// each axis's taps, and its bias: the extrapolation value where an output
+// element has no tap. Whether any has none.
+bool InterpolationMatrix(const std::vector<std::vector<std::vector<Tap>>>& taps, const Shape& x,
+                         const std::vector<int64_t>& out, float extrapolation, Tensor* m, Tensor* bias) {
+  const int rank = x.ndim();
+  const int64_t n_out = Shape(out).Size(), n_in = x.Size();
+  const std::vector<int64_t> sx = Strides(x.dims()), so = Strides(out);
+  *m = Tensor::Empty(Shape{n_out, n_in}, DType::kFloat32, {}, MemKind::kParam);
+  *bias = Tensor::Empty(Shape{n_out}, DType::kFloat32, {}, MemKind::kParam);
+  std::fill(m->f(), m->f() + m->size(), 0.f);
+  std::fill(bias->f(), bias->f() + bias->size(), 0.f);
+  bool extrapolated = false;
+  for (int64_t k = 0; k < n_out; ++k) {
+    // The products of one tap per axis (at most 4^rank terms).
+    std::vector<std::pair<int64_t, double>> terms = {{0, 1.0}};
+    for (int d = 0; d < rank && !terms.empty(); ++d) {
+      const std::vector<Tap>& t = taps[d][k / so[d] % out[d]];
+      std::vector<std::pair<int64_t, double>> next;
+      for (const auto& [at, w] : terms)
+        for (const Tap& tap : t) next.push_back({at + tap.at * sx[d], w * tap.w});
+      terms = std::move(next);
+    }
+    if (terms.empty()) {
+      bias->f()[k] = extrapolation;
+      extrapolated = true;
+    }
+    std::map<int64_t, double> row;  // one weight per input element, summed in double
+    for (const auto& [at, w] : terms) row[at] += w;
+    for (const auto& [at, w] : row) m->f()[k * n_in + at] = static_cast<float>(w);
+  }
+  return extrapolated;
+}
+
 }  // namespace
 
 // Resize (opset 10 on) and Upsample with scales or sizes known at import:
@@ -404,33 +472,9 @@ Lowering ResizeRule(const NodeView& v) {
   const Shape& x = v.InputShape(0);
   if (!x.known()) return Unsupported("needs the input's shape");
   const int rank = x.ndim();
-  const int scales_at = upsample || v.opset() < 11 ? 1 : 2;
   std::vector<double> scales, roi;
-  std::vector<int64_t> out(rank);
-  const OnnxTensor* s = KnownTensor(v, scales_at);
-  if (v.HasInput(3)) {  // sizes
-    const auto* sizes = KnownInts(v, 3);
-    if (!sizes || static_cast<int>(sizes->size()) != rank) return Unsupported(NotKnown(v, 3, "sizes") + ", one a dim");
-    for (int d = 0; d < rank; ++d) {
-      out[d] = (*sizes)[d];
-      scales.push_back(static_cast<double>(out[d]) / x[d]);
-    }
-  } else if (s && s->kind == OnnxTensor::Kind::kFloat && static_cast<int>(s->f.size()) == rank) {
-    for (int d = 0; d < rank; ++d) {
-      scales.push_back(s->f[d]);
-      out[d] = static_cast<int64_t>(s->f[d] * static_cast<double>(x[d]));
-    }
-  } else {
-    return Unsupported(NotKnown(v, scales_at, "scales") + ", one float a dim");
-  }
-  if (v.Str("coordinate_transformation_mode", "") == "tf_crop_and_resize") {
-    const OnnxTensor* r = KnownTensor(v, 1);
-    if (!r || r->kind != OnnxTensor::Kind::kFloat || static_cast<int>(r->f.size()) != 2 * rank)
-      return Unsupported(NotKnown(v, 1, "roi") + ", 2 floats a dim");
-    roi.assign(r->f.begin(), r->f.end());
-  }
-  for (int d = 0; d < rank; ++d)
-    if (out[d] < 1 || !(scales[d] > 0)) return Unsupported(Fmt("scale ", scales[d], " of dim ", d, " makes it empty"));
+  std::vector<int64_t> out;
+  if (auto why = ResizeTarget(v, x, &out, &scales, &roi); !why.empty()) return Unsupported(why);
   // Taps of every output coordinate, axis by axis.
   std::vector<std::vector<std::vector<Tap>>> taps(rank);
   for (int d = 0; d < rank; ++d) {
@@ -441,8 +485,8 @@ Lowering ResizeRule(const NodeView& v) {
     }
   }
   const int64_t n_out = Shape(out).Size(), n_in = x.Size();
-  const std::vector<int64_t> sx = Strides(x.dims());
   if (v.Str("mode", "nearest") == "nearest" && roi.empty()) {  // one tap of weight 1 per axis: a copy
+    const std::vector<int64_t> sx = Strides(x.dims());
     return TakeInput(x,
                      MapPositions(out,
                                   [&](const std::vector<int64_t>& c) {
@@ -454,30 +498,9 @@ Lowering ResizeRule(const NodeView& v) {
                      out, 0);
   }
   if (n_out > kMaxFolded / n_in) return Unsupported(Fmt("a ", n_out, " x ", n_in, " interpolation is too large"));
-  Tensor m = Tensor::Empty(Shape{n_out, n_in}, DType::kFloat32, {}, MemKind::kParam);
-  Tensor bias = Tensor::Empty(Shape{n_out}, DType::kFloat32, {}, MemKind::kParam);
-  std::fill(m.f(), m.f() + m.size(), 0.f);
-  std::fill(bias.f(), bias.f() + bias.size(), 0.f);
-  bool extrapolated = false;
-  const std::vector<int64_t> so = Strides(out);
-  for (int64_t k = 0; k < n_out; ++k) {
-    // The products of one tap per axis (at most 4^rank terms).
-    std::vector<std::pair<int64_t, double>> terms = {{0, 1.0}};
-    for (int d = 0; d < rank && !terms.empty(); ++d) {
-      const std::vector<Tap>& t = taps[d][k / so[d] % out[d]];
-      std::vector<std::pair<int64_t, double>> next;
-      for (const auto& [at, w] : terms)
-        for (const Tap& tap : t) next.push_back({at + tap.at * sx[d], w * tap.w});
-      terms = std::move(next);
-    }
-    if (terms.empty()) {
-      bias.f()[k] = static_cast<float>(v.Float("extrapolation_value", 0));
-      extrapolated = true;
-    }
-    std::map<int64_t, double> row;  // one weight per input element, summed in double
-    for (const auto& [at, w] : terms) row[at] += w;
-    for (const auto& [at, w] : row) m.f()[k * n_in + at] = static_cast<float>(w);
-  }
+  Tensor m, bias;
+  const bool extrapolated =
+      InterpolationMatrix(taps, x, out, static_cast<float>(v.Float("extrapolation_value", 0)), &m, &bias);
   Lowering l;
   l.constants.push_back({0, "interpolation", m, false});
   AttrMap fc{{"num_hidden", IntStr(n_out)}, {"flatten", "true"}, {"no_bias", BoolStr(!extrapolated)}};
