@@ -219,8 +219,9 @@ Lowering SoftsignRule(const NodeView& v);
 Lowering PReluRule(const NodeView& v);
 Lowering InstanceNormRule(const NodeView& v);
 Lowering LrnRule(const NodeView& v);
-Lowering RecurrentRule(const NodeView& v);
 Lowering MvnRule(const NodeView& v);
+// src/interchange/onnx/rules_recurrent.cc: RNN, GRU, LSTM.
+Lowering RecurrentRule(const NodeView& v);
 // src/interchange/onnx/rules_tensor.cc: arithmetic, layout, reductions.
 Lowering FlattenRule(const NodeView& v);
 Lowering ReshapeRule(const NodeView& v);

@@ -1,7 +1,7 @@
 // ONNX import rules for the layers of a network: convolution and pooling
 // (with the fallbacks for what frugal's ops cannot express), batch and
 // layer normalisation, matrix products, softmax, dropout, activations,
-// instance normalisation and LRN, recurrent layers, MVN.
+// instance normalisation and LRN, MVN (recurrent layers: rules_recurrent.cc).
 //
 // Rule of thumb: when frugal cannot express a configuration exactly, the
 // rule says so (unsupported); it never approximates.
@@ -682,115 +682,6 @@ Lowering LrnRule(const NodeView& v) {
   d = Add(&l, "add_scalar", {{"scalar", FloatStr(v.Float("bias", 1))}}, {d});
   d = Add(&l, "power", {}, {d, Const(0)});
   Add(&l, "div", {}, {In(0), d});
-  return l;
-}
-
-// ------------------------------------------------------------- recurrent
-
-// RNN / GRU / LSTM, forward, default activations, no clip, unrolled over
-// the known sequence length: X W^T + Wb + Rb for every step at once (a
-// fully_connected), then per step H R^T and the gates (ONNX's order: LSTM
-// i, o, f, c with peepholes P (i, o, f); GRU z, r, h with the reset applied
-// before R, linear_before_reset=0). Outputs Y, Y_h (and Y_c).
-Lowering RecurrentRule(const NodeView& v) {
-  const std::string& op = v.op_type();
-  if (auto why = v.UnknownAttr({"hidden_size", "layout", "direction", "linear_before_reset", "activations"});
-      !why.empty())
-    return Unsupported(why);
-  if (v.Str("direction", "forward") != "forward") return Unsupported("direction '" + v.Str("direction", "") + "'");
-  if (v.Has("activations")) return Unsupported("activations other than the defaults are not supported");
-  if (v.Int("linear_before_reset", 0) != 0) return Unsupported("linear_before_reset=1 is not supported");
-  const int gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
-  const bool batch_major = v.Int("layout", 0) != 0;
-  const Shape &x = v.InputShape(0), &w = v.InputShape(1);
-  const int64_t h = v.Int("hidden_size", 0);
-  if (!x.known() || x.ndim() != 3 || !w.known() || w != Shape{1, gates * h, x[2]})
-    return Unsupported(Fmt("X ", x, " and W ", w, " for hidden_size ", h, " (known shapes, one direction)"));
-  const int64_t steps = batch_major ? x[1] : x[0], batch = batch_major ? x[0] : x[1], gh = gates * h;
-  if (v.HasInput(4)) {
-    const auto* lens = KnownInts(v, 4);
-    if (!lens || std::any_of(lens->begin(), lens->end(), [&](int64_t n) { return n != steps; }))
-      return Unsupported(NotKnown(v, 4, "sequence_lens") + ", each the full length");
-  }
-  if (v.HasInput(7) && op != "LSTM") return Unsupported("input 7");
-  Lowering l;
-  auto act = [&l](const char* type, Operand in) { return Add(&l, "activation", {{"act_type", type}}, {in}); };
-  Operand seq = batch_major ? Add(&l, "transpose", {{"axes", "(1,0,2)"}}, {In(0)}) : In(0);  // (T, B, I)
-  std::vector<Operand> xw_in = {seq, Add(&l, "reshape", {{"shape", TupleStr({gh, x[2]})}}, {In(1)})};
-  if (v.HasInput(3)) {  // Wb + Rb
-    Operand b = Add(&l, "reshape", {{"shape", TupleStr({2, gh})}}, {In(3)});
-    xw_in.push_back(Add(&l, "sum", {{"axis", "(0)"}, {"keepdims", "false"}}, {b}));
-  }
-  AttrMap fc{{"num_hidden", IntStr(gh)}, {"flatten", "false"}, {"no_bias", BoolStr(!v.HasInput(3))}};
-  const Operand xw = Add(&l, "fully_connected", fc, xw_in);  // (T, B, G H)
-  const Operand r = Add(&l, "reshape", {{"shape", TupleStr({gh, h})}}, {In(2)});
-  auto initial = [&](int i) {
-    if (v.HasInput(i)) return Add(&l, "reshape", {{"shape", TupleStr({batch, h})}}, {In(i)});
-    Tensor zeros = Tensor::Empty(Shape{batch, h}, DType::kFloat32, {}, MemKind::kParam);
-    std::fill(zeros.f(), zeros.f() + zeros.size(), 0.f);
-    l.constants.push_back({0, i == 5 ? "initial_h" : "initial_c", zeros, false});
-    return Const(static_cast<int>(l.constants.size()) - 1);
-  };
-  Operand hid = initial(5), cell = op == "LSTM" ? initial(6) : Operand{};
-  std::vector<Operand> peep;
-  if (v.HasInput(7)) {
-    Operand p = Add(&l, "reshape", {{"shape", TupleStr({3, h})}}, {In(7)});
-    for (int k = 0; k < 3; ++k)
-      peep.push_back(
-          Add(&l, "slice", {{"begin", TupleStr({k, 0})}, {"end", TupleStr({k + 1, h})}, {"step", "(1,1)"}}, {p}));
-  }
-  auto columns = [&](Operand in, int64_t from, int64_t to) {
-    return Add(&l, "slice", {{"begin", TupleStr({0, from})}, {"end", TupleStr({batch, to})}, {"step", "(1,1)"}}, {in});
-  };
-  auto product = [&](Operand in, Operand weight, int64_t n) {
-    return Add(&l, "fully_connected", {{"num_hidden", IntStr(n)}, {"flatten", "false"}, {"no_bias", "true"}},
-               {in, weight});
-  };
-  Operand r_zr = r, r_h = r;  // GRU: R's rows for z and r, and for h
-  if (op == "GRU") {
-    r_zr = Add(&l, "slice", {{"begin", "(0,0)"}, {"end", TupleStr({2 * h, h})}, {"step", "(1,1)"}}, {r});
-    r_h = Add(&l, "slice", {{"begin", TupleStr({2 * h, 0})}, {"end", TupleStr({gh, h})}, {"step", "(1,1)"}}, {r});
-  }
-  std::vector<Operand> ys;
-  for (int64_t t = 0; t < steps; ++t) {
-    Operand xt =
-        Add(&l, "slice", {{"begin", TupleStr({t, 0, 0})}, {"end", TupleStr({t + 1, batch, gh})}, {"step", "(1,1,1)"}},
-            {xw});
-    xt = Add(&l, "reshape", {{"shape", TupleStr({batch, gh})}}, {xt});
-    if (op == "RNN") {
-      hid = act("tanh", Add(&l, "add", {}, {xt, product(hid, r, h)}));
-    } else if (op == "LSTM") {
-      Operand g = Add(&l, "add", {}, {xt, product(hid, r, gh)});
-      Operand gi = columns(g, 0, h), go = columns(g, h, 2 * h), gf = columns(g, 2 * h, 3 * h);
-      if (!peep.empty()) {
-        gi = Add(&l, "add", {}, {gi, Add(&l, "mul", {}, {peep[0], cell})});
-        gf = Add(&l, "add", {}, {gf, Add(&l, "mul", {}, {peep[2], cell})});
-      }
-      Operand c_new = act("tanh", columns(g, 3 * h, 4 * h));
-      cell = Add(&l, "add", {},
-                 {Add(&l, "mul", {}, {act("sigmoid", gf), cell}), Add(&l, "mul", {}, {act("sigmoid", gi), c_new})});
-      if (!peep.empty()) go = Add(&l, "add", {}, {go, Add(&l, "mul", {}, {peep[1], cell})});
-      hid = Add(&l, "mul", {}, {act("sigmoid", go), act("tanh", cell)});
-    } else {  // GRU
-      Operand zr = act("sigmoid", Add(&l, "add", {}, {columns(xt, 0, 2 * h), product(hid, r_zr, 2 * h)}));
-      Operand z = columns(zr, 0, h), reset = columns(zr, h, 2 * h);
-      Operand cand = Add(&l, "add", {}, {columns(xt, 2 * h, gh), product(Add(&l, "mul", {}, {reset, hid}), r_h, h)});
-      cand = act("tanh", cand);
-      Operand keep = Add(&l, "mul", {}, {z, hid});  // (1 - z) cand + z H
-      Operand take = Add(&l, "mul", {}, {Add(&l, "rsub_scalar", {{"scalar", "1"}}, {z}), cand});
-      hid = Add(&l, "add", {}, {take, keep});
-    }
-    ys.push_back(Add(&l, "reshape", {{"shape", TupleStr({1, batch, h})}}, {hid}));
-  }
-  Operand y = ys.size() == 1 ? ys[0] : Add(&l, "concat", {{"dim", "0"}, {"num_args", IntStr(steps)}}, ys);  // (T, B, H)
-  if (batch_major) y = Add(&l, "transpose", {{"axes", "(1,0,2)"}}, {y});
-  y = Add(&l, "reshape", {{"shape", batch_major ? TupleStr({batch, steps, 1, h}) : TupleStr({steps, 1, batch, h})}},
-          {y});
-  const std::string last = batch_major ? TupleStr({batch, 1, h}) : TupleStr({1, batch, h});
-  l.outputs = {y, Add(&l, "reshape", {{"shape", last}}, {hid})};
-  if (op == "LSTM") l.outputs.push_back(Add(&l, "reshape", {{"shape", last}}, {cell}));
-  if (v.num_outputs() > static_cast<int>(l.outputs.size())) return Unsupported(Fmt(v.num_outputs(), " outputs"));
-  l.outputs.resize(v.num_outputs());
   return l;
 }
 
