@@ -26,48 +26,13 @@
 #include "frugal/tensorboard.h"
 #include "io/json.h"
 #include "test_util.h"
+#include "train_cli_util.h"
 
 namespace frugal::test {
 namespace {
 
 namespace fs = std::filesystem;
 using Json = JsonValue;
-
-// 200 training samples in batches of 8: 25 updates per epoch.
-std::string WriteToy(const TempDir& dir) {
-  WriteToyData(dir, "train", 200);
-  WriteToyData(dir, "val", 40);
-  return dir.path();
-}
-
-const char* kMlp =
-    "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
-    "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
-    "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n";
-
-// The toy config with the given nodes (ending in a node "fc2" of 4 outputs)
-// and solver fields.
-std::string ToyConfig(const TempDir& dir, const std::string& solver, const std::string& nodes = kMlp) {
-  return "version: 1\n" + nodes +
-         "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-         "data { train { idx { images: \"" +
-         dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
-         "\" } }\n"
-         "       val { idx { images: \"" +
-         dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
-         "\" } }\n"
-         "       batch_size: 8 sample_shape: [1, 4, 4] }\n"
-         "solver { " +
-         solver + " }\n";
-}
-
-std::string ErrorLine(const RunResult& r) {
-  std::smatch m;
-  EXPECT_TRUE(std::regex_search(r.output, m, std::regex("frugal: error: [^\n]*"))) << r.output;
-  EXPECT_EQ(r.output.find("Check failed"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("*** "), std::string::npos) << "no stack dump\n" << r.output;
-  return m.size() ? m.str(0) : "";
-}
 
 // Every tensor of a and b (parameters, aux, optimizer state) bit-identical.
 void ExpectSameTensors(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b,
@@ -113,8 +78,9 @@ double LastValAccuracy(const std::string& log_path) {
 
 TEST(TrainCli, DeterministicResumeAtAnEpochIsBitIdentical) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 momentum: 0.9 epochs: 2 keep_checkpoints: 0"));
+  train_cli::WriteToy(dir);
+  std::string cfg =
+      dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 momentum: 0.9 epochs: 2 keep_checkpoints: 0"));
   RunResult a = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("a"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   EXPECT_NE(a.output.find(", engine naive ("), std::string::npos) << a.output;
@@ -143,8 +109,9 @@ TEST(TrainCli, DeterministicResumeAtAnEpochIsBitIdentical) {
 // batch (not at the next epoch), so the rest of the epoch is not skipped.
 TEST(TrainCli, MaxItersCheckpointResumesAtTheNextBatch) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 momentum: 0.9 epochs: 2 keep_checkpoints: 0"));
+  train_cli::WriteToy(dir);
+  std::string cfg =
+      dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 momentum: 0.9 epochs: 2 keep_checkpoints: 0"));
   RunResult a = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("a"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   RunResult b =
@@ -161,11 +128,11 @@ TEST(TrainCli, MaxItersCheckpointResumesAtTheNextBatch) {
 
 TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
   TempDir dir;
-  WriteToy(dir);
+  train_cli::WriteToy(dir);
   // Adam: the optimizer state and the step count matter too.
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir,
-                                                        "optimizer: ADAM lr: 0.01 epochs: 2 "
-                                                        "checkpoint_interval: 5 keep_checkpoints: 0"));
+  std::string cfg = dir.Write("toy.prototxt", train_cli::ToyConfig(dir,
+                                                                   "optimizer: ADAM lr: 0.01 epochs: 2 "
+                                                                   "checkpoint_interval: 5 keep_checkpoints: 0"));
   RunResult a = RunFrugal("train --deterministic --config " + cfg + " --checkpoint-dir " + dir.File("a"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   CheckpointState mid = LoadCheckpoint(Ckpt(dir.File("a"), 10));
@@ -191,8 +158,9 @@ TEST(TrainCli, DeterministicResumeInsideAnEpochIsBitIdentical) {
 // window as the batches it ran, [7-10], not [0-10]; the next as [10-20].
 TEST(TrainCli, TheFirstWindowAfterAResumeStartsAtTheResumedBatch) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1 display: 10 checkpoint_interval: 7"));
+  train_cli::WriteToy(dir);
+  std::string cfg =
+      dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 1 display: 10 checkpoint_interval: 7"));
   RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("a") + " --max-iters 7");
   ASSERT_EQ(a.exit_code, 0) << a.output;
   RunResult b =
@@ -210,10 +178,11 @@ TEST(TrainCli, TheFirstWindowAfterAResumeStartsAtTheResumedBatch) {
 // written once, as the next epoch's start.
 TEST(TrainCli, TheRunsEndIsAlwaysCheckpointed) {
   TempDir dir;
-  WriteToy(dir);
+  train_cli::WriteToy(dir);
   for (int interval : {7, 5}) {
-    std::string cfg = dir.Write(
-        "toy.prototxt", ToyConfig(dir, Fmt("epochs: 2 checkpoint_interval: ", interval, " keep_checkpoints: 0")));
+    std::string cfg =
+        dir.Write("toy.prototxt",
+                  train_cli::ToyConfig(dir, Fmt("epochs: 2 checkpoint_interval: ", interval, " keep_checkpoints: 0")));
     const std::string out = dir.File(Fmt("i", interval));
     RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + out);
     ASSERT_EQ(a.exit_code, 0) << a.output;
@@ -316,7 +285,7 @@ TEST(TrainCli, DeterministicResumeOfAugmentedConvNetIsBitIdentical) {
 
 TEST(TrainCli, EveryOptimizerAndLrPolicyLearnsTheToyProblem) {
   TempDir dir;
-  WriteToy(dir);
+  train_cli::WriteToy(dir);
   struct Case {
     std::string solver, lr_shown;
   };
@@ -332,7 +301,7 @@ TEST(TrainCli, EveryOptimizerAndLrPolicyLearnsTheToyProblem) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.solver);
-    std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, c.solver + " epochs: 3 display: 10"));
+    std::string cfg = dir.Write("toy.prototxt", train_cli::ToyConfig(dir, c.solver + " epochs: 3 display: 10"));
     RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find(c.lr_shown), std::string::npos) << r.output;
@@ -342,10 +311,10 @@ TEST(TrainCli, EveryOptimizerAndLrPolicyLearnsTheToyProblem) {
 
 TEST(TrainCli, StepPolicyLowersTheLoggedLr) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir,
-                                                        "lr: 0.1 lr_policy: STEP stepsize: 30 gamma: 0.5 "
-                                                        "epochs: 3 display: 5"));
+  train_cli::WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", train_cli::ToyConfig(dir,
+                                                                   "lr: 0.1 lr_policy: STEP stepsize: 30 gamma: 0.5 "
+                                                                   "epochs: 3 display: 5"));
   RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream log(dir.File("log.json"));
@@ -382,9 +351,9 @@ std::map<int64_t, double> LoggedLr(const std::string& log_path) {
 // jumping from 0.01 back up to 0.055); the length is in both checkpoints.
 TEST(TrainCli, AResumeWithAnotherMaxItersContinuesTheLrSchedule) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg =
-      dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 lr_policy: COSINE min_lr: 0.01 epochs: 2 display: 1"));
+  train_cli::WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt",
+                              train_cli::ToyConfig(dir, "lr: 0.1 lr_policy: COSINE min_lr: 0.01 epochs: 2 display: 1"));
   RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("ck") +
                           " --max-iters 10 --log-json " + dir.File("a.json"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
@@ -421,8 +390,8 @@ TEST(TrainCli, AResumeWithAnotherMaxItersContinuesTheLrSchedule) {
 // sizes; at the batch size it was written with, it resumes.
 TEST(TrainCli, AResumeInsideAnEpochAtAnotherBatchSizeIsRefused) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 2"));
+  train_cli::WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 2"));
   RunResult a = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("ck") + " --max-iters 3");
   ASSERT_EQ(a.exit_code, 0) << a.output;
   RunResult b = RunFrugal("train --resume " + dir.File("ck") + " --batch 4");
@@ -435,18 +404,9 @@ TEST(TrainCli, AResumeInsideAnEpochAtAnotherBatchSizeIsRefused) {
   EXPECT_EQ(c.exit_code, 0) << c.output;
 }
 
-// A checkpoint of the toy model after one epoch, in dir/a.
-std::string TrainOneEpoch(const TempDir& dir, std::string* cfg) {
-  WriteToy(dir);
-  *cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1"));
-  RunResult r = RunFrugal("train --config " + *cfg + " --checkpoint-dir " + dir.File("a"));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return Ckpt(dir.File("a"), 25);
-}
-
 TEST(TrainCli, BadCheckpointsAreOneLineErrors) {
   TempDir dir;
-  std::string cfg, good = TrainOneEpoch(dir, &cfg);
+  std::string cfg, good = train_cli::TrainOneEpoch(dir, &cfg);
   std::ifstream in(good, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_GT(bytes.size(), 1000u);
@@ -464,12 +424,12 @@ TEST(TrainCli, BadCheckpointsAreOneLineErrors) {
   for (const auto& [path, why] : cases) {
     RunResult r = RunFrugal("train --config " + cfg + " --resume " + path);
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    std::string e = ErrorLine(r);
+    std::string e = train_cli::ErrorLine(r);
     EXPECT_NE(e.find(path), std::string::npos) << r.output;
     EXPECT_NE(e.find(why), std::string::npos) << r.output;
     r = RunFrugal("train --config " + cfg + " --weights " + path);
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    e = ErrorLine(r);
+    e = train_cli::ErrorLine(r);
     EXPECT_NE(e.find(path), std::string::npos) << r.output;
     EXPECT_NE(e.find(why), std::string::npos) << r.output;
   }
@@ -481,9 +441,9 @@ TEST(TrainCli, BadCheckpointsAreOneLineErrors) {
 // another model names the variables that differ.
 TEST(TrainCli, ACheckpointRemembersItsConfigAndDefines) {
   TempDir dir;
-  WriteToy(dir);
-  std::string text =
-      ToyConfig(dir, "lr: 0.1 epochs: 1", std::regex_replace(kMlp, std::regex("\"16\""), "\"${hidden}\""));
+  train_cli::WriteToy(dir);
+  std::string text = train_cli::ToyConfig(dir, "lr: 0.1 epochs: 1",
+                                          std::regex_replace(train_cli::kMlp, std::regex("\"16\""), "\"${hidden}\""));
   text = "variable { name: \"hidden\" value: \"16\" }\nvariable { name: \"hidden2\" value: \"$(${hidden} * 2)\" }\n" +
          std::regex_replace(text, std::regex(dir.path() + "/"), "");
   const std::string cfg = dir.Write("toy.prototxt", text);
@@ -510,7 +470,7 @@ TEST(TrainCli, ACheckpointRemembersItsConfigAndDefines) {
   // The config without the --define: one short line naming it.
   RunResult bad = RunFrugal("test --config " + cfg + " --checkpoint " + ck);
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
-  const std::string e = ErrorLine(bad);
+  const std::string e = train_cli::ErrorLine(bad);
   EXPECT_NE(e.find("the config gives hidden=16 but " + Ckpt(ck, 50) +
                    " was trained with hidden=8 (--define "
                    "hidden=8, or leave out --config"),
@@ -523,7 +483,8 @@ TEST(TrainCli, ACheckpointRemembersItsConfigAndDefines) {
   EXPECT_EQ(same.exit_code, 0) << same.output;
   RunResult define = RunFrugal("test --checkpoint " + ck + " --define hidden=8");
   EXPECT_EQ(define.exit_code, 1);
-  EXPECT_NE(ErrorLine(define).find("--define hidden=8 without --config"), std::string::npos) << define.output;
+  EXPECT_NE(train_cli::ErrorLine(define).find("--define hidden=8 without --config"), std::string::npos)
+      << define.output;
 }
 
 // --checkpoint DIR (test, export-onnx) and --weights DIR take the latest
@@ -531,7 +492,7 @@ TEST(TrainCli, ACheckpointRemembersItsConfigAndDefines) {
 TEST(TrainCli, CheckpointFlagsTakeTheLatestInAFolder) {
   TempDir dir;
   std::string cfg;
-  const std::string latest = TrainOneEpoch(dir, &cfg);
+  const std::string latest = train_cli::TrainOneEpoch(dir, &cfg);
   RunResult t = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("a"));
   ASSERT_EQ(t.exit_code, 0) << t.output;
   EXPECT_NE(t.output.find(latest + ": test-accuracy="), std::string::npos) << t.output;
@@ -545,13 +506,14 @@ TEST(TrainCli, CheckpointFlagsTakeTheLatestInAFolder) {
   fs::create_directories(dir.File("empty"));
   RunResult e = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("empty"));
   EXPECT_EQ(e.exit_code, 1) << e.output;
-  EXPECT_NE(ErrorLine(e).find(dir.File("empty") + ": no checkpoint in this directory"), std::string::npos) << e.output;
+  EXPECT_NE(train_cli::ErrorLine(e).find(dir.File("empty") + ": no checkpoint in this directory"), std::string::npos)
+      << e.output;
 }
 
 TEST(TrainCli, SigtermCheckpointsAndExitsCleanly) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 100000 display: 5"));
+  train_cli::WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 100000 display: 5"));
   const std::string log = dir.File("out.log");
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -607,8 +569,8 @@ TEST(TrainCli, SigtermCheckpointsAndExitsCleanly) {
 
 TEST(TrainCli, TensorBoardEventsHoldTrainScalars) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1 display: 5"));
+  train_cli::WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 1 display: 5"));
   RunResult r = RunFrugal("train --config " + cfg + " --tensorboard " + dir.File("tb"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> files;
@@ -652,8 +614,8 @@ const std::vector<Json>& Events(const Json& trace) {
 
 TEST(TrainCli, ProfileWritesForwardAndBackwardEvents) {
   TempDir dir;
-  WriteToy(dir);
-  std::string cfg = dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1"));
+  train_cli::WriteToy(dir);
+  std::string cfg = dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 1"));
   Json trace = TraceOf("--config " + cfg, dir);
   std::map<std::string, int> cats;
   int recomputed = 0;
@@ -680,7 +642,7 @@ TEST(TrainCli, ProfileWritesForwardAndBackwardEvents) {
   }
   chain += "node { name: \"fc2\" op: \"fully_connected\" input: \"" + prev +
            "\" attr { key: \"num_hidden\" value: \"4\" } }\n";
-  cfg = dir.Write("chain.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1", chain));
+  cfg = dir.Write("chain.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 1", chain));
   trace = TraceOf("--config " + cfg + " --memory sqrt", dir);
   recomputed = 0;
   for (const Json& e : Events(trace))
@@ -692,14 +654,14 @@ TEST(TrainCli, ProfileWritesForwardAndBackwardEvents) {
 
 TEST(TrainCli, WeightsReportsMatchedAndMissing) {
   TempDir dir;
-  std::string cfg, ckpt = TrainOneEpoch(dir, &cfg);
+  std::string cfg, ckpt = train_cli::TrainOneEpoch(dir, &cfg);
   const std::string nodes =
       "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
       "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
       "node { name: \"fcx\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"16\" } }\n"
       "node { name: \"relu2\" op: \"relu\" input: \"fcx\" }\n"
       "node { name: \"fc2\" op: \"fully_connected\" input: \"relu2\" attr { key: \"num_hidden\" value: \"4\" } }\n";
-  std::string cfg2 = dir.Write("deeper.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1", nodes));
+  std::string cfg2 = dir.Write("deeper.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 1", nodes));
   RunResult r = RunFrugal("train --config " + cfg2 + " --weights " + ckpt + " --max-iters 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("weights " + ckpt + ": 4 matched, 2 missing (fcx_bias, fcx_weight), 0 wrong shape, 0 unused"),
@@ -711,13 +673,13 @@ TEST(TrainCli, WeightsReportsMatchedAndMissing) {
 // command line: exit 1 and one error line holding the needle.
 TEST(TrainCli, BadInputsAreOneLineErrors) {
   TempDir dir;
-  WriteToy(dir);
-  auto config = [&](const std::string& name, const std::string& solver, const std::string& nodes = kMlp) {
-    return " --config " + dir.Write(name, ToyConfig(dir, solver, nodes));
+  train_cli::WriteToy(dir);
+  auto config = [&](const std::string& name, const std::string& solver, const std::string& nodes = train_cli::kMlp) {
+    return " --config " + dir.Write(name, train_cli::ToyConfig(dir, solver, nodes));
   };
   const std::string toy = config("toy.prototxt", "lr: 0.1 epochs: 1");
   auto shaped = [&](const std::string& name, const std::string& shape) {
-    std::string text = ToyConfig(dir, "");
+    std::string text = train_cli::ToyConfig(dir, "");
     text.replace(text.find("[1, 4, 4]"), 9, shape);
     return " --config " + dir.Write(name, text);
   };
@@ -803,113 +765,8 @@ TEST(TrainCli, BadInputsAreOneLineErrors) {
     SCOPED_TRACE(c.args);
     RunResult r = RunFrugal(c.args);
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    EXPECT_NE(ErrorLine(r).find(c.needle), std::string::npos) << r.output;
+    EXPECT_NE(train_cli::ErrorLine(r).find(c.needle), std::string::npos) << r.output;
   }
-}
-
-}  // namespace
-}  // namespace frugal::test
-
-namespace frugal::test {
-namespace {
-
-TEST(TrainCli, TestSummaryAndViz) {
-  TempDir dir;
-  std::string cfg;
-  const std::string ckpt = TrainOneEpoch(dir, &cfg);
-  RunResult t = RunFrugal("test --config " + cfg + " --checkpoint " + ckpt);
-  ASSERT_EQ(t.exit_code, 0) << t.output;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(t.output, m, std::regex("test-accuracy=([0-9.]+)"))) << t.output;
-  EXPECT_GT(std::stod(m[1]), 0.9) << "the trained toy model";
-  EXPECT_NE(t.output.find("(40 samples)"), std::string::npos) << t.output;
-  RunResult bad = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("nope.ckpt"));
-  EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(ErrorLine(bad).find(dir.File("nope.ckpt")), std::string::npos) << bad.output;
-
-  RunResult s = RunFrugal("summary --config " + cfg);
-  ASSERT_EQ(s.exit_code, 0) << s.output;
-  // fc1: 16 x 16 weights + 16 biases; its output (8 x 16 floats) is kept for relu's gradient? No: relu
-  // reads its own output, and fc2's gradient reads relu1's; fc1's output dies in the forward pass.
-  EXPECT_TRUE(std::regex_search(s.output, std::regex("fc1 +fully_connected +\\(8,16\\) +272 "))) << s.output;
-  EXPECT_TRUE(std::regex_search(s.output, std::regex("relu1 +relu +\\(8,16\\) +0 +[0-9.e+]+ +512 B"))) << s.output;
-  EXPECT_NE(s.output.find("total (share, batch 8): 340 parameters"), std::string::npos) << s.output;
-
-  RunResult v = RunFrugal("viz --config " + cfg + " --memory share");
-  ASSERT_EQ(v.exit_code, 0) << v.output;
-  EXPECT_NE(v.output.find("digraph"), std::string::npos);
-  EXPECT_NE(v.output.find("n1 -> "), std::string::npos) << v.output;
-  EXPECT_EQ(v.output.find("style=\"dashed"), std::string::npos) << "share recomputes nothing";
-  EXPECT_NE(v.output.find("share: 0 nodes recomputed"), std::string::npos) << v.output;
-}
-
-// plan --fit prints the largest batch per strategy (recomputing strategies
-// fit more), the process counted as --memory-limit counts it: the size is
-// 136 MiB above the process's resident set (about 24 MiB here, several
-// hundred under a sanitizer's shadow memory).
-TEST(TrainCli, PlanFitFindsTheLargestBatchOfEachStrategy) {
-  RunResult none = RunFrugal("plan --config models/lstm/char_lm.prototxt --memory none --fit 1KB");
-  ASSERT_EQ(none.exit_code, 0) << none.output;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(none.output, m, std::regex("= resident ([0-9.]+) MiB"))) << none.output;
-  const int64_t fit = static_cast<int64_t>(std::stod(m[1])) + 136;
-  RunResult r = RunFrugal(Fmt("plan --config models/lstm/char_lm.prototxt --memory all --fit ", fit, "MiB"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::map<std::string, int64_t> batch;
-  std::regex line(Fmt("(\\w+) +batch +(\\d+)  process [0-9.]+ [KMG]iB = resident .* \\+ runtime [0-9.]+ MiB, of ", fit,
-                      ".00 MiB  \\(\\d+ plans in [0-9.]+ s\\)"));
-  for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it)
-    batch[(*it)[1]] = std::stoll((*it)[2]);
-  ASSERT_EQ(batch.size(), 6u) << r.output;
-  EXPECT_GE(batch["none"], 1) << r.output;
-  EXPECT_LE(batch["none"], batch["share"]) << r.output;
-  EXPECT_LT(batch["share"], batch["sqrt"]) << r.output;
-  EXPECT_NE(none.output.find("none         does not fit: batch 1 needs"), std::string::npos) << none.output;
-}
-
-// train --memory-limit between the smallest process that fits and share's
-// trains with recomputation, and its peak resident set (as the run reports
-// it) stays within the limit; plan's answer to a limit too small plans.
-TEST(TrainCli, MemoryLimitBoundsTheProcess) {
-  const std::string cfg = "plan --config models/resnet/resnet_cifar.prototxt --define batch=32";
-  RunResult small = RunFrugal(cfg + " --memory-limit 1MiB");
-  ASSERT_NE(small.exit_code, 0) << small.output;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(small.output, m, std::regex("use --memory-limit (\\d+)MiB or more"))) << small.output;
-  const int64_t smallest = std::stoll(m[1]);
-#ifdef FRUGAL_TEST_SANITIZED
-  // A sanitizer's resident set varies by a few MiB between processes (the
-  // answer allows 1 MiB, the variation without one).
-  const int64_t answer_limit = smallest + 8;
-#else
-  const int64_t answer_limit = smallest;
-#endif
-  RunResult answer = RunFrugal(Fmt(cfg, " --memory-limit ", answer_limit, "MiB"));
-  ASSERT_EQ(answer.exit_code, 0) << answer.output;
-  RunResult share = RunFrugal(cfg + " --memory-limit 100GiB");
-  ASSERT_EQ(share.exit_code, 0) << share.output;
-  ASSERT_TRUE(std::regex_search(share.output, m, std::regex("process peak ([0-9.]+) MiB = resident"))) << share.output;
-  const int64_t limit = (smallest + static_cast<int64_t>(std::stod(m[1]))) / 2;
-  RunResult t = RunFrugal("train --config models/resnet/resnet_cifar.prototxt --define batch=32 --max-iters 3 " +
-                          Fmt("--memory-limit ", limit, "MiB --progress=false"));
-  ASSERT_EQ(t.exit_code, 0) << t.output;
-  EXPECT_TRUE(std::regex_search(t.output, std::regex("memory plan \\(limit=\\d+MiB.* nodes recomputed"))) << t.output;
-  ASSERT_TRUE(std::regex_search(t.output, m, std::regex("process peak ([0-9.]+) MiB \\(planned"))) << t.output;
-#ifdef FRUGAL_TEST_SANITIZED
-  GTEST_SKIP() << "the peak is a sanitizer's: its shadow memory and quarantine are not the process's own";
-#endif
-  EXPECT_LE(std::stod(m[1]), static_cast<double>(limit)) << t.output;
-}
-
-// train --memory budget=auto says what budget it chose.
-TEST(TrainCli, BudgetAutoSaysWhatItChose) {
-  TempDir dir;
-  WriteToy(dir);
-  RunResult t = RunFrugal("train --config " + dir.Write("toy.prototxt", ToyConfig(dir, "lr: 0.1 epochs: 1")) +
-                          " --memory budget=auto");
-  ASSERT_EQ(t.exit_code, 0) << t.output;
-  const std::regex chose("budget=auto: [0-9.]+ [KMGT]iB for the training arena \\(cpu\\(0\\) has");
-  EXPECT_TRUE(std::regex_search(t.output, chose)) << t.output;
 }
 
 }  // namespace

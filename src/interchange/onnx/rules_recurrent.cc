@@ -28,19 +28,19 @@ class Unrolled {
     if (v_.HasInput(7)) {
       Operand p = Add(&l_, "reshape", {{"shape", TupleStr({3, h_})}}, {In(7)});
       for (int k = 0; k < 3; ++k)
-        peep_.push_back(Add(&l_, "slice", {{"begin", TupleStr({k, 0})}, {"end", TupleStr({k + 1, h_})}, {"step", "(1,1)"}},
-                            {p}));
+        peep_.push_back(
+            Add(&l_, "slice", {{"begin", TupleStr({k, 0})}, {"end", TupleStr({k + 1, h_})}, {"step", "(1,1)"}}, {p}));
     }
     if (op_ == "GRU") {  // R's rows for z and r, and for h
       r_zr_ = Add(&l_, "slice", {{"begin", "(0,0)"}, {"end", TupleStr({2 * h_, h_})}, {"step", "(1,1)"}}, {r_});
-      r_h_ = Add(&l_, "slice", {{"begin", TupleStr({2 * h_, 0})}, {"end", TupleStr({gh_, h_})}, {"step", "(1,1)"}},
-                 {r_});
+      r_h_ =
+          Add(&l_, "slice", {{"begin", TupleStr({2 * h_, 0})}, {"end", TupleStr({gh_, h_})}, {"step", "(1,1)"}}, {r_});
     }
     std::vector<Operand> ys;
     for (int64_t t = 0; t < steps; ++t) {
-      Operand xt = Add(&l_, "slice",
-                       {{"begin", TupleStr({t, 0, 0})}, {"end", TupleStr({t + 1, batch_, gh_})}, {"step", "(1,1,1)"}},
-                       {xw});
+      Operand xt =
+          Add(&l_, "slice",
+              {{"begin", TupleStr({t, 0, 0})}, {"end", TupleStr({t + 1, batch_, gh_})}, {"step", "(1,1,1)"}}, {xw});
       xt = Add(&l_, "reshape", {{"shape", TupleStr({batch_, gh_})}}, {xt});
       if (op_ == "RNN")
         hid_ = Act("tanh", Op("add", {xt, Product(hid_, r_, h_)}));
