@@ -20,15 +20,8 @@ std::string ToyConfig(const TempDir& dir) {
          "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
          "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
          "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
-         "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-         "data { train { idx { images: \"" +
-         dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
-         "\" } }\n"
-         "       val { idx { images: \"" +
-         dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
-         "\" } }\n"
-         "       batch_size: ${batch} sample_shape: [1, 4, 4] }\n"
-         "solver { lr: 0.1 momentum: 0.9 epochs: 3 display: 10 }\n";
+         "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n" +
+         ToyDataSection(dir, "${batch}") + "solver { lr: 0.1 momentum: 0.9 epochs: 3 display: 10 }\n";
 }
 
 // The error line: exactly one line starting with "frugal: error:".

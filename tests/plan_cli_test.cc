@@ -105,8 +105,9 @@ TEST(TrainCli, MemoryLimitBoundsTheProcess) {
 TEST(TrainCli, BudgetAutoSaysWhatItChose) {
   TempDir dir;
   train_cli::WriteToy(dir);
-  RunResult t = RunFrugal("train --config " + dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 1")) +
-                          " --memory budget=auto");
+  RunResult t =
+      RunFrugal("train --config " + dir.Write("toy.prototxt", train_cli::ToyConfig(dir, "lr: 0.1 epochs: 1")) +
+                " --memory budget=auto");
   ASSERT_EQ(t.exit_code, 0) << t.output;
   const std::regex chose("budget=auto: [0-9.]+ [KMGT]iB for the training arena \\(cpu\\(0\\) has");
   EXPECT_TRUE(std::regex_search(t.output, chose)) << t.output;

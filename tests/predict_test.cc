@@ -120,12 +120,8 @@ std::string TrainToyMlp(const TempDir& dir) {
       "node { name: \"fc1\" op: \"fully_connected\" input: \"data\" attr { key: \"num_hidden\" value: \"16\" } }\n"
       "node { name: \"relu1\" op: \"relu\" input: \"fc1\" }\n"
       "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"4\" } }\n"
-      "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-      "data { train { idx { images: \"" +
-          dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") + "\" } }\n val { idx { images: \"" +
-          dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
-          "\" } }\n batch_size: 8 sample_shape: [1, 4, 4] }\n"
-          "solver { lr: 0.1 epochs: 2 metric: \"accuracy\" metric: \"cross_entropy\" }\n");
+      "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n" +
+          ToyDataSection(dir, "8") + "solver { lr: 0.1 epochs: 2 metric: \"accuracy\" metric: \"cross_entropy\" }\n");
   const RunResult r = RunFrugal("train --config " + cfg + " --checkpoint-dir " + dir.File("ck") + " --progress=false");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return Ckpt(dir.File("ck"), 16);

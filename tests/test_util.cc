@@ -100,6 +100,12 @@ void WriteToyData(const TempDir& dir, const std::string& prefix, int n) {
   WriteIdx(dir.File(prefix + "-labels"), {static_cast<uint32_t>(n)}, labels);
 }
 
+std::string ToyDataSection(const TempDir& dir, const std::string& batch, const std::string& sample_shape) {
+  return "data { train { idx { images: \"" + dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
+         "\" } }\n       val { idx { images: \"" + dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
+         "\" } }\n       batch_size: " + batch + " sample_shape: " + sample_shape + " }\n";
+}
+
 void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order) {
   const int n = static_cast<int>(order.size());
   std::vector<uint8_t> images(n * 16), labels(n);

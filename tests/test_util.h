@@ -64,6 +64,9 @@ void ToySample(int k, uint8_t* image, uint8_t* label);
 // and dir/prefix-labels: sample i is class i % 4, which lights up pixel
 // block i % 4 of its 4x4 image.
 void WriteToyData(const TempDir& dir, const std::string& prefix, int n);
+// A config's data section over dir's train- and val- IDX files (WriteToyData,
+// WriteToy): `batch` (a number or a ${variable}) and the sample shape.
+std::string ToyDataSection(const TempDir& dir, const std::string& batch, const std::string& sample_shape = "[1, 4, 4]");
 // Writes toy samples `order` as the IDX files dir/prefix-images and
 // dir/prefix-labels.
 void WriteToy(const TempDir& dir, const std::string& prefix, const std::vector<int>& order);

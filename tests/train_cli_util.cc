@@ -20,16 +20,8 @@ const char* const kMlp =
 
 std::string ToyConfig(const TempDir& dir, const std::string& solver, const std::string& nodes) {
   return "version: 1\n" + nodes +
-         "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n"
-         "data { train { idx { images: \"" +
-         dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
-         "\" } }\n"
-         "       val { idx { images: \"" +
-         dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
-         "\" } }\n"
-         "       batch_size: 8 sample_shape: [1, 4, 4] }\n"
-         "solver { " +
-         solver + " }\n";
+         "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n" +
+         ToyDataSection(dir, "8") + "solver { " + solver + " }\n";
 }
 
 std::string ErrorLine(const RunResult& r) {

@@ -48,17 +48,11 @@ ConfigFile ToyConfig(const test::TempDir& dir, const std::string& engine, int wo
       "node { name: \"fc2\" op: \"fully_connected\" input: \"relu1\" attr { key: \"num_hidden\" value: \"24\" } }\n"
       "node { name: \"relu2\" op: \"relu\" input: \"fc2\" }\n"
       "node { name: \"fc3\" op: \"fully_connected\" input: \"relu2\" attr { key: \"num_hidden\" value: \"4\" } }\n"
-      "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc3\" input: \"label\" }\n"
-      "data { train { idx { images: \"" +
-      dir.File("train-images") + "\" labels: \"" + dir.File("train-labels") +
-      "\" } }\n"
-      "       val { idx { images: \"" +
-      dir.File("val-images") + "\" labels: \"" + dir.File("val-labels") +
-      "\" } }\n"
-      "       batch_size: 8 sample_shape: [1, 6, 6] }\n"
-      "solver { lr: 0.05 momentum: 0.9 weight_decay: 0.001 epochs: 3 seed: 11 display: 4 engine: \"" +
-      engine + "\" engine_workers: " + std::to_string(workers) +
-      " engine_kernel_threads: " + std::to_string(kernel_threads) + " }\n";
+      "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc3\" input: \"label\" }\n" +
+      test::ToyDataSection(dir, "8", "[1, 6, 6]") +
+      "solver { lr: 0.05 momentum: 0.9 weight_decay: 0.001 epochs: 3 seed: 11 display: 4 engine: \"" + engine +
+      "\" engine_workers: " + std::to_string(workers) + " engine_kernel_threads: " + std::to_string(kernel_threads) +
+      " }\n";
   return ParseConfig(text, dir.File("toy.prototxt"), {});
 }
 
