@@ -257,40 +257,59 @@ int Time() {
   const std::vector<double> cold = save ? ColdBytes(g, t.plan, cache) : std::vector<double>(g.num_nodes(), 0);
   std::vector<double> fwd(g.num_nodes(), 0), bwd(g.num_nodes(), 0), rec(g.num_nodes(), 0);
   std::vector<double> fwd_cold(g.num_nodes(), 0), bwd_cold(g.num_nodes(), 0);
-  double other = 0, other_cold = 0;
+  std::vector<double> fwd_flops(g.num_nodes(), 0), bwd_flops(g.num_nodes(), 0);  // the backward's with recomputation
+  double other = 0, other_cold = 0, all_flops = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const double ms = op_ms[i];
     const Node& n = g.node(i);
+    const double flops = NodeFlops(g, i);
+    all_flops += flops;
     if (i < g.num_forward()) {
       fwd[i] += ms;
       fwd_cold[i] += cold[i];
+      fwd_flops[i] += flops;
     } else if (n.fwd >= 0) {
       bwd[n.fwd] += ms;
       bwd_cold[n.fwd] += cold[i];
+      bwd_flops[n.fwd] += flops;
     } else if (n.mirror_of >= 0) {
       rec[n.mirror_of] += ms;
+      bwd_flops[n.mirror_of] += flops;
     } else {
       other += ms;  // gradient sums (add_n)
       other_cold += cold[i];
     }
   }
-  std::printf("%-20s %-24s %-20s %12s %12s\n", "node", "op", "output", "forward ms", "backward ms");
+  // GFLOP/s: the op's FLOPs (NodeFlops: its forward's; its gradient nodes'
+  // and mirrors' for backward) over its time; blank where it counts none.
+  auto gflops = [](double flops, double ms) {
+    char s[16] = "";
+    if (flops > 0 && ms > 0) std::snprintf(s, sizeof s, "%.1f", flops / ms * 1e-6);
+    return std::string(s);
+  };
+  std::printf("%-20s %-24s %-20s %12s %12s %10s %10s\n", "node", "op", "output", "forward ms", "backward ms",
+              "fwd GF/s", "bwd GF/s");
   double sum_f = 0, sum_b = 0, flops = 0;
   CostTable costs;
   for (int i = 0; i < g.num_forward(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
-    std::printf("%-20s %-24s %-20s %12.3f %12.3f\n", n.name.c_str(), n.op->name().c_str(),
-                g.shape({i, 0}).ToString().c_str(), fwd[i], bwd[i] + rec[i]);
+    std::printf("%-20s %-24s %-20s %12.3f %12.3f %10s %10s\n", n.name.c_str(), n.op->name().c_str(),
+                g.shape({i, 0}).ToString().c_str(), fwd[i], bwd[i] + rec[i], gflops(fwd_flops[i], fwd[i]).c_str(),
+                gflops(bwd_flops[i], bwd[i] + rec[i]).c_str());
     sum_f += fwd[i];
     sum_b += bwd[i] + rec[i];
-    flops += NodeFlops(g, i);
+    flops += fwd_flops[i];
     costs.Add(CostTable::Key(g, i), fwd[i], bwd[i], fwd_cold[i], bwd_cold[i]);
   }
   if (other > 0) std::printf("%-20s %-24s %-20s %12s %12.3f\n", "(gradient sums)", "add_n", "", "", other);
   std::printf("sum of ops: forward %.3f ms, backward %.3f ms (recomputation included)\n", sum_f, sum_b + other);
-  std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (%s)\n", cfg.net.data().batch_size(),
-              step_ms, cfg.net.data().batch_size() * 1e3 / step_ms, steps.Describe().c_str());
+  std::printf(
+      "GF/s: an op's FLOPs as it counts them over its time; a gradient op counts all it can compute, also an "
+      "output no node reads (the first layer's data gradient)\n");
+  std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (%s); %.1f GFLOP/s (%.3f GFLOP a step)\n",
+              cfg.net.data().batch_size(), step_ms, cfg.net.data().batch_size() * 1e3 / step_ms,
+              steps.Describe().c_str(), all_flops / step_ms * 1e-6, all_flops * 1e-9);
   // Predictions are in the units of the fastest step (the table's
   // wall_per_schedule_ms is), which other processes and a hypervisor's stolen
   // time slow the least.
