@@ -574,6 +574,13 @@ TEST(Cli, TimeReportsTheMedianStepWithItsSpread) {
   EXPECT_LE(std::stod(m[2]), std::stod(m[1])) << r.output;
   EXPECT_LE(std::stod(m[1]), std::stod(m[3])) << r.output;
   EXPECT_NE(r.output.find("data gradient off"), std::string::npos) << "training computes none: " << r.output;
+  // The step's GFLOP/s against the arithmetic peak measured on the machine.
+  const std::regex peak(R"(\); ([0-9.]+) GFLOP/s \([0-9.]+ GFLOP a step\)\n)"
+                        R"(arithmetic peak measured here: ([0-9.]+) GFLOP/s on \d+ threads \((avx512|avx2|sse2) )");
+  ASSERT_TRUE(std::regex_search(r.output, m, peak)) << r.output;
+  EXPECT_GT(std::stod(m[1]), 0) << r.output;
+  EXPECT_GT(std::stod(m[2]), std::stod(m[1]) / 4) << "a step at 4 times the peak: the peak is mismeasured\n"
+                                                  << r.output;
   r = RunFrugal("time --config " + cfg + " --iters 1 --warmup 0 --data-grad");
   EXPECT_NE(r.output.find("data gradient on"), std::string::npos) << r.output;
   r = RunFrugal("time --config " + cfg + " --iters 0");

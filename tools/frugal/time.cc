@@ -307,9 +307,13 @@ int Time() {
   std::printf(
       "GF/s: an op's FLOPs as it counts them over its time; a gradient op counts all it can compute, also an "
       "output no node reads (the first layer's data gradient)\n");
+  const int cores = cpu::NumCores();
+  const double peak = cpu::PeakGflops(cores);  // measured after the timed steps, so as not to disturb them
   std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (%s); %.1f GFLOP/s (%.3f GFLOP a step)\n",
               cfg.net.data().batch_size(), step_ms, cfg.net.data().batch_size() * 1e3 / step_ms,
               steps.Describe().c_str(), all_flops / step_ms * 1e-6, all_flops * 1e-9);
+  std::printf("arithmetic peak measured here: %.1f GFLOP/s on %d threads (%s multiply-adds); the step %.0f%% of it\n",
+              peak, cores, cpu::Vec().isa, 100 * all_flops / step_ms * 1e-6 / peak);
   // Predictions are in the units of the fastest step (the table's
   // wall_per_schedule_ms is), which other processes and a hypervisor's stolen
   // time slow the least.

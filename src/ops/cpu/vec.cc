@@ -1,6 +1,10 @@
 #include "ops/cpu/vec.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <initializer_list>
 
 namespace frugal::cpu {
@@ -39,6 +43,28 @@ const VecKernels& Vec() {
     return VecFor("sse2");
   }();
   return *k;
+}
+
+double PeakGflops(int threads) {
+  static std::mutex mu;
+  static std::map<int, double> measured;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = measured.find(threads); it != measured.end()) return it->second;
+  // GFLOP/s of `steps` steps on each thread at once (every thread OpenMP
+  // gives; one without it), and the seconds they took.
+  auto run = [&](int64_t steps, double* seconds) {
+    double flops = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+    flops += Vec().peak_fma(steps);
+    *seconds = std::max(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1e-9);
+    return flops / *seconds * 1e-9;
+  };
+  constexpr int64_t kProbe = 100000;
+  double seconds = 0;
+  const double probe = run(kProbe, &seconds);
+  const int64_t steps = std::max<int64_t>(kProbe, static_cast<int64_t>(kProbe * 0.02 / seconds));  // about 20 ms
+  return measured[threads] = std::max(probe, run(steps, &seconds));
 }
 
 }  // namespace frugal::cpu

@@ -127,7 +127,15 @@ struct VecKernels {
   // Philox-4x32-10 blocks b0 .. b0 + n - 1 of a stream (CounterStream::Block
   // for its key and step): block b0 + i's four words at out[4 i .. 4 i + 3].
   void (*philox_blocks)(PhiloxKey key, uint64_t step, uint64_t b0, int64_t n, uint32_t* out);
+  // `steps` steps of independent multiply-add chains, one register wide,
+  // at the ISA's peak (PeakGflops times it); returns the FLOPs done.
+  double (*peak_fma)(int64_t steps);
 };
+
+// The arithmetic peak of `threads` threads (each running Vec().peak_fma at
+// once for about 20 ms), in GFLOP/s: measured once per thread count in a
+// process.
+double PeakGflops(int threads);
 
 // The kernels for this CPU (chosen once).
 const VecKernels& Vec();
