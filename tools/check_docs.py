@@ -307,7 +307,9 @@ def check_runnable(files, frugal, timings):
         for kind, start, text, info in parse(path):
             if kind != "code" or info.split()[:2] != ["sh", "runnable"]:
                 continue
-            script = text.replace("build/frugal", frugal)
+            # The binary and the Python package beside it (build/python).
+            script = text.replace("build/frugal", frugal).replace(
+                "build/python", os.path.join(os.path.dirname(frugal), "python"))
             t0 = time.time()
             try:
                 r = run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, timeout=300)
