@@ -113,7 +113,7 @@ class PyModel {
   py::dict Plan(const std::string& memory) const {
     const MemoryStrategy s = memory.empty() ? ConfigStrategy(cfg_) : ParseMemoryStrategy(memory);
     DataSources data;
-    if (s.limit()) data = OpenDataSources(cfg_);  // a limit bounds the process, which holds the data
+    if (s.limit()) data = OpenDataToPlan(cfg_);  // a limit bounds the process, which holds the data
     return JsonDict(ModelPlanJson(BuildModel(cfg_, s), s));
   }
 

@@ -578,7 +578,8 @@ TEST(Cli, TimeReportsTheMedianStepWithItsSpread) {
   const std::regex peak(R"(\); ([0-9.]+) GFLOP/s \([0-9.]+ GFLOP a step\)\n)"
                         R"(arithmetic peak measured here: ([0-9.]+) GFLOP/s on \d+ threads \((avx512|avx2|sse2) )");
   ASSERT_TRUE(std::regex_search(r.output, m, peak)) << r.output;
-  EXPECT_GT(std::stod(m[1]), 0) << r.output;
+  // The toy step's few kFLOP print as 0.0 GFLOP/s when the machine is busy.
+  EXPECT_GT(std::stod(m[2]), 0) << r.output;
   EXPECT_GT(std::stod(m[2]), std::stod(m[1]) / 4) << "a step at 4 times the peak: the peak is mismeasured\n"
                                                   << r.output;
   r = RunFrugal("time --config " + cfg + " --iters 1 --warmup 0 --data-grad");

@@ -268,6 +268,11 @@ struct DataSources {
   std::unique_ptr<DataIter> train, val;
 };
 DataSources OpenDataSources(const ConfigFile& cfg, Shard shard = {});
+// The data readers a plan of the whole process counts in its resident set
+// (`frugal plan` under limit=SIZE, --fit, the Python module's plan). Data
+// not there yet (a corpus still to be prepared) is a warning, not an error:
+// the plan then counts the process without it.
+DataSources OpenDataToPlan(const ConfigFile& cfg);
 
 // What ranks other than 0 keep of a data-parallel run: warnings and errors
 // (quiet), no JSON log, events, profile or checkpoints.

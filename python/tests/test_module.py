@@ -266,3 +266,12 @@ except KeyboardInterrupt:
     rest = child.communicate(timeout=60)[0].splitlines()
     assert child.returncode == 0 and rest[-1].startswith("interrupted "), rest
     assert os.path.exists(rest[-1].split()[1])  # the checkpoint where it stopped
+
+
+def test_a_limit_plans_the_process_without_data_not_prepared():
+    # As `frugal plan --memory limit=...`: data that does not open is a
+    # warning, and the process is planned without it.
+    model = frugal.Model("models/gpt/gpt.prototxt", defines={"train": "/nonexistent.txt", "val": "/nonexistent.txt"})
+    plan = model.plan("limit=2GiB")
+    assert plan["process"]["limit_bytes"] == 2 << 30
+    assert 0 < plan["process"]["total_bytes"] <= 2 << 30

@@ -438,6 +438,15 @@ DataSources OpenDataSources(const ConfigFile& cfg, Shard shard) {
   return d;
 }
 
+DataSources OpenDataToPlan(const ConfigFile& cfg) {
+  try {
+    return OpenDataSources(cfg);
+  } catch (const Error& e) {
+    LOG(WARNING) << "the process is planned without its data, which did not open: " << e.what();
+    return {};
+  }
+}
+
 double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   const config::Solver& sc = cfg.net.solver();
   const MemoryStrategy strategy = ConfigStrategy(cfg);

@@ -45,10 +45,6 @@ int Predict();
 int Summary();
 int Viz();
 int Plan();
-// The data readers a plan of the whole process counts in its resident set
-// (plan.cc). Data not there yet (a corpus still to be prepared) is a warning,
-// not an error: the plan then counts the process without it.
-DataSources OpenDataToPlan(const ConfigFile& cfg);
 // frugal plan --fit SIZE over these strategies (fit.cc).
 int PlanFit(const ConfigFile& cfg, const std::vector<MemoryStrategy>& strategies);
 // One strategy's panel of frugal plan --timeline (timeline_svg.cc), drawn

@@ -1,7 +1,6 @@
 // frugal plan: the memory plan of a config's training graph, per strategy,
 // computed without allocating or training.
 #include <gflags/gflags.h>
-#include <glog/logging.h>
 
 #include <cstdio>
 
@@ -99,15 +98,6 @@ void Explain(const Model& m) {
 }
 
 }  // namespace
-
-DataSources OpenDataToPlan(const ConfigFile& cfg) {
-  try {
-    return OpenDataSources(cfg);
-  } catch (const Error& e) {
-    LOG(WARNING) << "the process is planned without its data, which did not open: " << e.what();
-    return {};
-  }
-}
 
 int Plan() {
   if (!FLAGS_timeline.empty()) CheckTimelinePath(FLAGS_timeline);  // before the planning
