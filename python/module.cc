@@ -111,7 +111,7 @@ class PyModel {
   // `frugal plan --json`'s object for one strategy ("sqrt",
   // "budget=60MiB", "limit=2GiB"; the config's own when empty).
   py::dict Plan(const std::string& memory) const {
-    const MemoryStrategy s = memory.empty() ? ConfigStrategy(cfg_) : ParseMemoryStrategy(memory);
+    const MemoryStrategy s = StrategyOf(memory);
     DataSources data;
     if (s.limit()) data = OpenDataToPlan(cfg_);  // a limit bounds the process, which holds the data
     return JsonDict(ModelPlanJson(BuildModel(cfg_, s), s));
@@ -121,7 +121,7 @@ class PyModel {
   // to `points` steps (frugal plan --timeline's data): a dict of numpy
   // arrays (steps; forward, recomputed, gradients, workspace) and the peak.
   py::dict Timeline(const std::string& memory, int points) const {
-    const MemoryStrategy s = memory.empty() ? ConfigStrategy(cfg_) : ParseMemoryStrategy(memory);
+    const MemoryStrategy s = StrategyOf(memory);
     const Model m = BuildModel(cfg_, s);
     const MemoryTimeline t = frugal::Timeline(m.train, m.train_plan, points);
     py::dict out;
@@ -222,10 +222,9 @@ class PyModel {
 
   // A copy of the model's checkpoint at path.
   void Save(const std::string& path) const {
-    FRUGAL_REQUIRE(!checkpoint_.empty(), "Model.save(", path,
-                   "): nothing to save: the model has not been trained or loaded (train() or load() first)");
+    const std::string& trained = Trained(Fmt("Model.save(", path, ")"));
     std::error_code ec;
-    fs::copy_file(checkpoint_, path, fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(trained, path, fs::copy_options::overwrite_existing, ec);
     FRUGAL_REQUIRE(!ec, "Model.save(", path, "): cannot write it (", ec.message(), ")");
   }
 
@@ -260,11 +259,22 @@ class PyModel {
   const std::string& config() const { return cfg_.path; }
   const ConfigFile& cfg() const { return cfg_; }
 
+  // The checkpoint holding the model's parameters; an Error naming `what`
+  // (the call) where it has none.
+  const std::string& Trained(const std::string& what) const {
+    FRUGAL_REQUIRE(!checkpoint_.empty(), what, ": ", cfg_.path,
+                   " has no parameters yet (nothing to save, run or export): train() it or load() a checkpoint first");
+    return checkpoint_;
+  }
+
  private:
+  // A strategy as `frugal plan --memory` takes it; "": the config's.
+  MemoryStrategy StrategyOf(const std::string& memory) const {
+    return memory.empty() ? ConfigStrategy(cfg_) : ParseMemoryStrategy(memory);
+  }
+
   Predictor& Loaded() {
-    FRUGAL_REQUIRE(!checkpoint_.empty(), cfg_.path,
-                   ": the model has no parameters yet: train() it or load() a checkpoint first");
-    if (!predictor_) predictor_ = std::make_unique<Predictor>(cfg_, checkpoint_);
+    if (!predictor_) predictor_ = std::make_unique<Predictor>(cfg_, Trained("Model.predict"));
     return *predictor_;
   }
 
@@ -283,6 +293,13 @@ class PyModel {
   std::string own_dir_;     // the checkpoint folder made for a model whose config names none
   std::unique_ptr<Predictor> predictor_;
 };
+
+// The Model of an import's files, loaded.
+std::unique_ptr<PyModel> ImportedPyModel(const ImportedModel& imp) {
+  auto model = std::make_unique<PyModel>(imp.config, std::map<std::string, py::object>{});
+  model->Load(imp.checkpoint);
+  return model;
+}
 
 }  // namespace
 }  // namespace frugal
@@ -329,10 +346,7 @@ PYBIND11_MODULE(_frugal, m) {
         frugal::OnnxImportOptions opts;
         opts.batch = batch;
         opts.allow_nonfinite = allow_nonfinite;
-        const frugal::ImportedModel imp = frugal::ImportOnnxModel(path, prefix, opts);
-        auto model = std::make_unique<PyModel>(imp.config, std::map<std::string, py::object>{});
-        model->Load(imp.checkpoint);
-        return model;
+        return frugal::ImportedPyModel(frugal::ImportOnnxModel(path, prefix, opts));
       },
       py::arg("path"), py::arg("prefix"), py::arg("batch") = 1, py::arg("allow_nonfinite") = false,
       "frugal import-onnx: writes PREFIX.prototxt and PREFIX.frugal and returns their Model, loaded.");
@@ -343,10 +357,7 @@ PYBIND11_MODULE(_frugal, m) {
         frugal::MxnetImportOptions opts;
         opts.data_shape = data_shape;
         opts.allow_nonfinite = allow_nonfinite;
-        const frugal::ImportedModel imp = frugal::ImportMxnetModel(symbol, params, prefix, opts);
-        auto model = std::make_unique<PyModel>(imp.config, std::map<std::string, py::object>{});
-        model->Load(imp.checkpoint);
-        return model;
+        return frugal::ImportedPyModel(frugal::ImportMxnetModel(symbol, params, prefix, opts));
       },
       py::arg("symbol"), py::arg("params"), py::arg("prefix"), py::arg("data_shape") = std::vector<int64_t>{},
       py::arg("allow_nonfinite") = false,
@@ -367,9 +378,7 @@ PYBIND11_MODULE(_frugal, m) {
   m.def(
       "export_onnx",
       [](const PyModel& model, const std::string& path) {
-        FRUGAL_REQUIRE(!model.checkpoint().empty(), "export_onnx(", path,
-                       "): the model has no parameters yet: train() it or load() a checkpoint first");
-        frugal::WriteOnnxModel(frugal::ExportOnnx(model.cfg(), model.checkpoint()), path);
+        frugal::WriteOnnxModel(frugal::ExportOnnx(model.cfg(), model.Trained("export_onnx(" + path + ")")), path);
       },
       py::arg("model"), py::arg("path"), "Writes the model with its checkpoint's parameters as an ONNX file.");
 }
