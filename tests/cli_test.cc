@@ -588,7 +588,7 @@ TEST(Cli, TimeReportsTheMedianStepWithItsSpread) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(ErrorLine(r).find("--iters 0: must be 1 to"), std::string::npos) << r.output;
   // A graph that embeds its data reads token ids, not random floats.
-  r = RunFrugal("time --config models/lstm/char_lm.prototxt --define seq_len=4 --iters 1 --warmup 0");
+  r = RunFrugal("time --config models/lstm/char_lm.prototxt --define seq_len=4 --define chunk=4 --iters 1 --warmup 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::regex_search(r.output,
                                 std::regex("data: token ids in \\[0, [0-9]+\\) \\(what the graph's index inputs take")))

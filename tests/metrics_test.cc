@@ -151,6 +151,34 @@ TEST(Metrics, APredictionPerPositionScoresEveryPosition) {
   EXPECT_NEAR(set.Get("cross_entropy"), -(std::log(0.9f) + std::log(0.8f) + std::log(0.4f)) / 3, 1e-6);
 }
 
+// Outputs of (N c, C) rows, one per run of c positions (a language model's
+// head per run of steps): output k against label columns k c .. k c + c - 1,
+// the rows sample by sample; scored as c outputs per run would be.
+TEST(Metrics, EveryOutputAgainstItsRunOfLabelColumns) {
+  // Two samples (the second padding) of 4 positions in two runs of 2; 2 classes.
+  const std::vector<float> p = {
+      0.9f, 0.1f, 0.2f, 0.8f, 0.4f, 0.6f, 0.5f, 0.5f,   // run 0: sample 0's positions 0, 1; padding
+      0.3f, 0.7f, 0.6f, 0.4f, 0.5f, 0.5f, 0.5f, 0.5f};  // run 1: positions 2, 3; padding
+  Tensor run0 = Make(Shape{4, 2}, std::vector<float>(p.begin(), p.begin() + 8));
+  Tensor run1 = Make(Shape{4, 2}, std::vector<float>(p.begin() + 8, p.end()));
+  Tensor labels = Make(Shape{2, 4}, {0, 1, 0, 0, 1, 1, 1, 1});
+  MetricSet runs({"accuracy", "cross_entropy"});
+  runs.Update({run0, run1}, labels, 1);
+  // The same predictions as one output per position.
+  MetricSet steps({"accuracy", "cross_entropy"});
+  std::vector<Prediction> per_step;
+  for (int t = 0; t < 4; ++t) {
+    const float* row = p.data() + (t / 2) * 8 + (t % 2) * 2;
+    per_step.push_back(Make(Shape{2, 2}, {row[0], row[1], 0.5f, 0.5f}));
+  }
+  steps.Update(per_step, labels, 1);
+  EXPECT_EQ(runs.count(), 4);
+  EXPECT_EQ(steps.count(), 4);
+  EXPECT_DOUBLE_EQ(runs.Get("accuracy"), 3.0 / 4);  // position 3 predicts class 0
+  EXPECT_DOUBLE_EQ(runs.Get("accuracy"), steps.Get("accuracy"));
+  EXPECT_NEAR(runs.Get("cross_entropy"), steps.Get("cross_entropy"), 1e-12);
+}
+
 TEST(Metrics, LabelsThatDoNotMatchTheOutputsAreErrors) {
   Tensor p = Make(Shape{2, 2}, {0.5f, 0.5f, 0.5f, 0.5f});
   MetricSet set;

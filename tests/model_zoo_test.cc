@@ -31,7 +31,7 @@ const std::map<std::string, std::vector<std::string>>& Shrink() {
       {"resnet/resnet_imagenet_basic.prototxt", {"depth=34", "batch=2", "size=64"}},
       {"resnet/resnet_cifar.prototxt", {"depth=20", "batch=8"}},
       {"lstm/lstm_lm.prototxt", {"layers=2", "hidden=32", "seq_len=12", "vocab=50", "batch=4"}},
-      {"lstm/char_lm.prototxt", {"seq_len=12", "batch=4"}},
+      {"lstm/char_lm.prototxt", {"seq_len=12", "chunk=4", "batch=4"}},
       {"densenet/densenet_bc.prototxt", {"depth=22", "batch=4"}},
   };
   return *m;

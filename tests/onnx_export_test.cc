@@ -112,6 +112,9 @@ node { name: "rd"   op: "rdiv_scalar" input: "q" attr { key: "scalar" value: "3"
 node { name: "cl"   op: "clip" input: "fc" attr { key: "a_min" value: "-0.5" } attr { key: "a_max" value: "0.5" } }
 node { name: "id"   op: "identity" input: "fc" }
 node { name: "bg"   op: "block_grad" input: "fc" }
+node { name: "g8"   op: "fully_connected" input: "data" attr { key: "num_hidden" value: "8" } }
+node { name: "c2"   op: "fully_connected" input: "data" attr { key: "num_hidden" value: "2" } }
+node { name: "cell" op: "lstm_cell" input: "g8" input: "g8" input: "c2" }
 node { name: "reg"  op: "fully_connected" input: "fc" attr { key: "num_hidden" value: "1" } }
 node { name: "lin"  op: "linear_regression_output" input: "reg" input: "label" }
 node { name: "logi" op: "logistic_regression_output" input: "reg" input: "label" }
@@ -120,8 +123,8 @@ data { batch_size: 4 sample_shape: [6] }
 )cfg";
 
 // The char LSTM of models/lstm/char_lm.prototxt in small: two layers of 16
-// units over 5 steps of a 12-character vocabulary.
-const std::vector<std::string> kSmallLstm = {"layers=2", "hidden=16", "seq_len=5", "batch=4", "vocab=12"};
+// units over two runs of 3 steps of a 12-character vocabulary.
+const std::vector<std::string> kSmallLstm = {"layers=2", "hidden=16", "seq_len=6", "chunk=3", "batch=4", "vocab=12"};
 
 std::string CharLm() { return ReadTextFile(std::string(FRUGAL_SOURCE_DIR) + "/models/lstm/char_lm.prototxt"); }
 
@@ -376,7 +379,7 @@ TEST(OnnxExport, InferenceGraphDropsDropoutAndKeepsMovingStatistics) {
 }
 
 // The label's split only feeds the loss heads: neither it nor the label is
-// in the model. Every step's cell names both outputs it gives (h, c:
+// in the model. Every run's lstm names both outputs it gives (y, cs:
 // "<node>:1"), and the data's split all its parts.
 TEST(OnnxExport, CharLstmLeavesOutTheLabelAndNamesEveryOutput) {
   Exported ex("char_lm", CharLm(), kSmallLstm);
@@ -385,17 +388,17 @@ TEST(OnnxExport, CharLstmLeavesOutTheLabelAndNamesEveryOutput) {
   const onnx::ModelProto m = ReadOnnxModel(ex.model);
   ASSERT_EQ(m.graph().input_size(), 1);
   EXPECT_EQ(m.graph().input(0).name(), "data");
-  ASSERT_EQ(m.graph().output_size(), 5);
-  EXPECT_EQ(m.graph().output(4).name(), "steps/4/prob");
+  ASSERT_EQ(m.graph().output_size(), 2);
+  EXPECT_EQ(m.graph().output(1).name(), "chunks/1/prob");
   std::set<std::string> made;
   for (const auto& n : m.graph().node()) {
     made.insert(n.output().begin(), n.output().end());
     EXPECT_EQ(n.name().rfind("targets", 0), std::string::npos) << n.name();
     for (const std::string& in : n.input()) EXPECT_NE(in, "label") << n.name();
   }
-  for (const char* v : {"tokens", "tokens:4", "steps/0/layers/1/cell", "steps/0/layers/1/cell:1"})
+  for (const char* v : {"tokens", "tokens:1", "chunks/0/layers/1/rnn", "chunks/0/layers/1/rnn:1"})
     EXPECT_TRUE(made.count(v)) << v;
-  EXPECT_FALSE(made.count("steps/0/layers/1/cell:2"));  // the gates, for the backward pass only
+  EXPECT_FALSE(made.count("chunks/0/layers/1/rnn:2"));  // the gates, for the backward pass only
 }
 
 // The MLP builds at any batch size: its batch axis is dynamic, and the model
@@ -525,11 +528,6 @@ TEST(OnnxExport, ConfigurationsOnnxCannotExpressAreErrors) {
                   "[1, 5, 5]");
   ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
               {"net.prototxt:2:1: node 'p' (pooling): pooling_convention full is not exported"});
-  g = Built(R"cfg(node { name: "fc" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "3" }
-                     attr { key: "flatten" value: "false" } })cfg",
-            "[2, 4]");
-  ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
-              {"node 'fc' (fully_connected): flatten=false on an input of shape (2,2,4) is not exported"});
   g = Built(R"cfg(node { name: "bn" op: "batch_norm" input: "data" }
                node { name: "m" op: "relu" input: "bn:1" })cfg",
             "[3]");

@@ -5,8 +5,10 @@
 // every memory strategy training a small unrolled LSTM to the bits of `none`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "backend/cpu/parallel.h"
 #include "frugal/config.h"
 #include "frugal/train.h"
 #include "op_test_util.h"
@@ -78,6 +80,104 @@ TEST(OpsLstm, ShapeErrorsNameTheNodeAndTheShapes) {
   EXPECT_NE(c.find("c_prev has shape (2,3) but i2h (2,8) needs (batch, hidden) = (2,2)"), std::string::npos) << c;
   EXPECT_EQ(OutShapes("lstm_cell", {}, {Shape{4, 12}, Shape{4, 12}, Shape{4, 3}}),
             (std::vector<Shape>{Shape{4, 3}, Shape{4, 3}, Shape{4, 12}}));  // h, c, the gates (hidden)
+}
+
+// The lstm layer op (src/ops/lstm.cc) over x (B, T, I) from the state h0,
+// c0 ((B, H), or (B, S, H) whose last step is the state), in double: y and
+// cs (B, T, H).
+Values LayerReference(const Values& in, int64_t rows, int64_t steps, int64_t feat, int64_t hid, int64_t state_steps) {
+  auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const std::vector<float>&x = in[0], &wx = in[3], &bx = in[4], &wh = in[5], &bh = in[6];
+  const int64_t at = std::max<int64_t>(state_steps, 1);
+  std::vector<double> h(rows * hid), c(rows * hid);
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t j = 0; j < hid; ++j) {
+      h[b * hid + j] = in[1][(b * at + at - 1) * hid + j];
+      c[b * hid + j] = in[2][(b * at + at - 1) * hid + j];
+    }
+  Values out{std::vector<float>(rows * steps * hid), std::vector<float>(rows * steps * hid)};
+  for (int64_t t = 0; t < steps; ++t) {
+    std::vector<double> nh(rows * hid), nc(rows * hid);
+    for (int64_t b = 0; b < rows; ++b)
+      for (int64_t j = 0; j < hid; ++j) {
+        auto a = [&](int k) {
+          const int64_t row = k * hid + j;
+          double v = static_cast<double>(bx[row]) + bh[row];
+          for (int64_t i = 0; i < feat; ++i)
+            v += static_cast<double>(x[(b * steps + t) * feat + i]) * wx[row * feat + i];
+          for (int64_t i = 0; i < hid; ++i) v += h[b * hid + i] * wh[row * hid + i];
+          return v;
+        };
+        const double ig = sigmoid(a(0)), fg = sigmoid(a(1)), gg = std::tanh(a(2)), og = sigmoid(a(3));
+        nc[b * hid + j] = fg * c[b * hid + j] + ig * gg;
+        nh[b * hid + j] = og * std::tanh(nc[b * hid + j]);
+        out[0][(b * steps + t) * hid + j] = static_cast<float>(nh[b * hid + j]);
+        out[1][(b * steps + t) * hid + j] = static_cast<float>(nc[b * hid + j]);
+      }
+    h = nh;
+    c = nc;
+  }
+  return out;
+}
+
+// state_steps 0: h0 and c0 (B, H); else a previous run's (B, state_steps, H).
+OpCase LayerCase(int64_t rows, int64_t steps, int64_t feat, int64_t hid, int64_t state_steps = 0) {
+  OpCase c;
+  c.op = "lstm";
+  c.attrs = {{"num_hidden", std::to_string(hid)}};
+  const Shape state = state_steps > 0 ? Shape{rows, state_steps, hid} : Shape{rows, hid}, bias{4 * hid};
+  c.in_shapes = {Shape{rows, steps, feat}, state, state, Shape{4 * hid, feat}, bias, Shape{4 * hid, hid}, bias};
+  c.differentiable = std::vector<bool>(7, true);
+  // Inputs and state in [-1, 1], weights small enough that the gates are
+  // neither all saturated nor all linear.
+  c.fill = [feat, hid](int k, std::vector<float>* v) {
+    const float scale = k == 3   ? 1.5f / std::sqrt(static_cast<float>(feat))
+                        : k == 5 ? 1.5f / std::sqrt(static_cast<float>(hid))
+                                 : 1.f;
+    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = scale * std::sin(0.71f * static_cast<float>(i) + 0.9f * k);
+  };
+  c.reference = [=](const Values& in) { return LayerReference(in, rows, steps, feat, hid, state_steps); };
+  c.fd_eps = 1e-2;
+  c.fd_tol = 2e-3;
+  return c;
+}
+
+TEST(OpsLstm, LayerAgainstReferenceAndFiniteDifferences) {
+  OpReport r = CheckOp(LayerCase(3, 4, 5, 6));
+  ExpectCovered(r);
+  EXPECT_GE(r.null_checked, 2);
+}
+
+// The state from a previous run's y and cs: their last step, which alone
+// gets a gradient.
+TEST(OpsLstm, LayerTakesItsStateFromAPreviousRunsLastStep) { ExpectCovered(CheckOp(LayerCase(2, 3, 4, 5, 2))); }
+
+// More hidden columns than one call of the cell's kernel takes (128), an
+// odd batch split between the threads, one step.
+TEST(OpsLstm, LayerAcrossChunksAndOneStep) {
+  ExpectCovered(CheckOp(LayerCase(5, 2, 3, 130)));
+  ExpectCovered(CheckOp(LayerCase(2, 1, 4, 3)));
+}
+
+TEST(OpsLstm, LayerShapeErrorsNameTheInputAndTheShapes) {
+  auto message = [](const std::vector<Shape>& in) {
+    try {
+      OutShapes("lstm", {{"num_hidden", "2"}}, in);
+    } catch (const Error& e) { return std::string(e.what()); }
+    return std::string("no error");
+  };
+  const Shape any;  // inferred
+  const std::string flat = message({Shape{2, 8}, any, any, any, any, any, any});
+  EXPECT_NE(flat.find("x has shape (2,8); expected (batch, steps, features)"), std::string::npos) << flat;
+  const std::string h0 = message({Shape{2, 3, 4}, Shape{3, 2}, any, any, any, any, any});
+  EXPECT_NE(h0.find("h0 has shape (3,2) but x (2,3,4) with num_hidden=2 needs (2,2) or (2, steps, 2)"),
+            std::string::npos)
+      << h0;
+  EXPECT_EQ(OutShapes("lstm", {{"num_hidden", "2"}}, {Shape{2, 3, 4}, any, any, any, any, any, any}),
+            (std::vector<Shape>{Shape{2, 3, 2}, Shape{2, 3, 2}, Shape{2, 3, 8}}));  // y, cs, the gates (hidden)
+  EXPECT_EQ(
+      OutShapes("lstm", {{"num_hidden", "2"}}, {Shape{2, 3, 4}, Shape{2, 5, 2}, Shape{2, 5, 2}, any, any, any, any}),
+      (std::vector<Shape>{Shape{2, 3, 2}, Shape{2, 3, 2}, Shape{2, 3, 8}}));
 }
 
 // Two steps of one cell with shared weights, fused or made of existing ops;
@@ -232,6 +332,82 @@ TEST(OpsLstm, EveryStrategyTrainsASmallLstmBitIdentically) {
     EXPECT_EQ(TrainSteps(cfg, s, 3), reference);
   }
   EXPECT_GE(recomputing, 2) << "sqrt and logn should recompute cells";
+}
+
+// Two layers of the lstm op over `chunks` runs of 3 steps each, each run's
+// state its previous run's y and cs (the first's a split aux variable), a
+// classifier and loss on every run's y, as models/lstm/lstm_lm.prototxt
+// chains them.
+ConfigFile ChunkedLstm(int chunks) {
+  const std::string n = std::to_string(chunks);
+  std::string t = "version: 1\n";
+  t += "node { name: \"xs\" op: \"split\" input: \"data\" attr { key: \"num_outputs\" value: \"" + n +
+       "\" } attr { key: \"axis\" value: \"1\" } }\n";
+  t += "node { name: \"ys\" op: \"split\" input: \"label\" attr { key: \"num_outputs\" value: \"" + n +
+       "\" } attr { key: \"axis\" value: \"1\" } attr { key: \"squeeze_axis\" value: \"true\" } }\n";
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "-1/l" + std::to_string(l) + "/";
+    t += "node { name: \"" + p +
+         "state\" op: \"variable\" attr { key: \"kind\" value: \"aux\" } attr { key: \"shape\" value: \"(4,32)\" } }\n";
+    t += "node { name: \"" + p + "rnn\" op: \"split\" input: \"" + p +
+         "state\" attr { key: \"num_outputs\" value: \"2\" } attr { key: \"axis\" value: \"1\" } }\n";
+    for (const char* v : {"i2h_weight", "i2h_bias", "h2h_weight", "h2h_bias"})
+      t += "node { name: \"lstm" + std::to_string(l) + "_" + v + "\" op: \"variable\" }\n";
+  }
+  for (int k = 0; k < chunks; ++k) {
+    std::string below = "xs:" + std::to_string(k);
+    for (int l = 0; l < 2; ++l) {
+      const std::string w = "lstm" + std::to_string(l) + "_", p = std::to_string(k) + "/l" + std::to_string(l) + "/";
+      const std::string pp = std::to_string(k - 1) + "/l" + std::to_string(l) + "/";
+      t += "node { name: \"" + p + "rnn\" op: \"lstm\" input: \"" + below + "\" input: \"" + pp + "rnn:0\" input: \"" +
+           pp + "rnn:1\" input: \"" + w + "i2h_weight\" input: \"" + w + "i2h_bias\" input: \"" + w +
+           "h2h_weight\" input: \"" + w + "h2h_bias\" attr { key: \"num_hidden\" value: \"16\" } }\n";
+      below = p + "rnn:0";
+    }
+    const std::string ks = std::to_string(k);
+    t += "node { name: \"" + ks + "/logits\" op: \"fully_connected\" input: \"" + below +
+         "\" attr { key: \"num_hidden\" value: \"10\" } }\n";
+    t += "node { name: \"" + ks + "/prob\" op: \"softmax_cross_entropy\" input: \"" + ks +
+         "/logits\" input: \"ys:" + ks + "\" stage: true }\n";
+  }
+  t += "data { batch_size: 4 sample_shape: [" + std::to_string(3 * chunks) + ", 6] label_shape: [" + n +
+       "] }\nsolver { lr: 0.5 momentum: 0.9 seed: 3 }\n";
+  return ParseConfig(t, "chunked_lstm.prototxt", {});
+}
+
+TEST(OpsLstm, EveryStrategyTrainsChunkedLayersBitIdentically) {
+  const ConfigFile cfg = ChunkedLstm(4);
+  const auto reference = TrainSteps(cfg, MemoryStrategy::kNone, 3);
+  int recomputing = 0;
+  for (const MemoryStrategy& s : AllMemoryStrategies()) {
+    SCOPED_TRACE(s.Name());
+    const Model m = BuildModel(cfg, s);
+    int layer_mirrors = 0;
+    for (const Node& node : m.train.nodes()) layer_mirrors += node.mirror_of >= 0 && node.op->name() == "lstm";
+    recomputing += layer_mirrors > 0;
+    EXPECT_EQ(TrainSteps(cfg, s, 3), reference);
+  }
+  EXPECT_GE(recomputing, 2) << "sqrt and logn should recompute runs of steps";
+}
+
+// The step loop's threads (columns of the recurrent products, rows of the
+// cell) against one thread: the same training within rounding.
+TEST(OpsLstm, ChunkedLayersTrainAlikeOnOneAndTwoThreads) {
+  const ConfigFile cfg = ChunkedLstm(2);
+  cpu::SetKernelThreads(1);
+  const auto one = TrainSteps(cfg, MemoryStrategy::kShare, 3);
+  cpu::SetKernelThreads(2);
+  const auto two = TrainSteps(cfg, MemoryStrategy::kShare, 3);
+  cpu::SetKernelThreads(cpu::NumCores());
+  ASSERT_EQ(one.size(), two.size());
+  int64_t compared = 0;
+  for (size_t k = 0; k < one.size(); ++k) {
+    ASSERT_EQ(one[k].size(), two[k].size());
+    for (size_t i = 0; i < one[k].size(); ++i, ++compared)
+      ASSERT_NEAR(two[k][i], one[k][i], 1e-5 * std::max(1.f, std::fabs(one[k][i])))
+          << "tensor " << k << " element " << i;
+  }
+  EXPECT_GT(compared, 2000);
 }
 
 }  // namespace

@@ -335,15 +335,18 @@ TEST(PredictCli, GptGenerationIsDeterministicForASeed) {
   EXPECT_NE(e.find("ids.npy: token id 99 at flat index 3 is outside the vocabulary (0 to 12"), std::string::npos) << e;
 }
 
-TEST(PredictCli, LstmGenerationReadsItsPerStepOutputs) {
+// The char LSTM's heads, one per run of 4 steps: their rows in order are the 8 positions.
+TEST(PredictCli, LstmGenerationReadsItsPerRunOutputs) {
   TempDir dir;
-  const std::string ck = TrainTinyLm(dir, "lstm/char_lm.prototxt",
-                                     "--define layers=1 --define hidden=16 --define seq_len=8 --define batch=4");
+  const std::string ck =
+      TrainTinyLm(dir, "lstm/char_lm.prototxt",
+                  "--define layers=1 --define hidden=16 --define seq_len=8 --define chunk=4 --define batch=4");
   ExpectDeterministicGeneration(ck);
   const RunResult r =
       RunFrugal("predict --checkpoint " + ck + " --input " + dir.File("corpus.txt") + " --out " + dir.File("y.npy"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("note: the graph's 8 outputs (steps/0/prob to steps/7/prob) stacked on axis 1"),
+  EXPECT_NE(r.output.find(
+                "note: the graph's 2 outputs (chunks/0/prob to chunks/1/prob), 4 rows each, laid end to end on axis 1"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(ReadNpy(dir.File("y.npy")).shape, (std::vector<int64_t>{215, 8, 16}));

@@ -78,7 +78,7 @@ class MetricSet {
 
  private:
   std::vector<std::unique_ptr<Metric>> m_;
-  Tensor column_;  // label column k, for Update with several outputs
+  Tensor column_;  // output k's label columns, for Update with several outputs
 };
 
 }  // namespace frugal

@@ -44,10 +44,6 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "backend/cpu/parallel.h"
 #include "ops/cpu/vec.h"
 #include "ops/op_params.h"
@@ -168,24 +164,6 @@ void RowRanges(const RowDims& l, int t, int nt, bool backwards, F f) {
   Share(ranges, t, nt, backwards, [&](int64_t r) { f(r * per, std::min(per, rows - r * per)); });
 }
 
-// body(t, nt, sync) on every thread of one OpenMP region (one thread for
-// small tensors); sync() waits for all nt. One region and spinning
-// barriers: a region or an OpenMP barrier per pass cost more than the
-// passes under OMP_WAIT_POLICY=PASSIVE (cpu::SpinBarrier).
-template <typename F>
-void InOneRegion(const RowDims& l, F body) {
-  cpu::SpinBarrier barrier;
-#pragma omp parallel if (l.size() > kParallelGrain)
-  {
-    int t = 0, nt = 1;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-    nt = omp_get_num_threads();
-#endif
-    body(t, nt, [&barrier, nt] { barrier.Wait(nt); });
-  }
-}
-
 // sum over samples (in order, in double) of part[i C + ch], for every channel.
 std::vector<double> SumSamples(const std::vector<float>& part, const RowDims& l) {
   std::vector<double> sum(l.c, 0.0);
@@ -211,7 +189,7 @@ void BnForwardNhwc(const KernelCtx& c) {
   // every thread then reduces them itself, in the same order.
   std::vector<float> part(batch_stats ? l.n * l.c : 0), part_sq(part.size());
   const int64_t sample = l.s * l.c;
-  InOneRegion(l, [&](int t, int nt, auto sync) {
+  InOneRegion(l.size() > kParallelGrain, [&](int t, int nt, auto sync) {
     std::vector<double> mean(moving_mean, moving_mean + l.c), var(moving_var, moving_var + l.c);
     if (batch_stats) {
       SampleBlocks(l, t, nt, /*backwards=*/false, [&](int64_t i, int64_t c0, int64_t cb) {
@@ -297,7 +275,7 @@ void BnBackwardNhwc(const KernelCtx& c) {
   // sum(g), sum(g (x - mean)) per sample, then over samples (by every thread, in the same order)
   std::vector<float> part_g(l.n * l.c), part_gx(l.n * l.c);
   const int64_t sample = l.s * l.c;
-  InOneRegion(l, [&](int t, int nt, auto sync) {
+  InOneRegion(l.size() > kParallelGrain, [&](int t, int nt, auto sync) {
     SampleBlocks(l, t, nt, /*backwards=*/false, [&](int64_t i, int64_t c0, int64_t cb) {
       const int64_t at = i * sample + c0;
       v.col_affine_grad_sums(dy + at, x + at, saved_mean + c0, p.relu, a.data() + c0, b.data() + c0, l.s, cb, l.c,

@@ -7,6 +7,9 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "backend/cpu/parallel.h"
 #include "frugal/op.h"
@@ -97,6 +100,26 @@ void ForEachRange(int64_t n, F f) {
     const int64_t begin = r == 0 ? 0 : (n * r / ranges) & ~int64_t{15};
     const int64_t end = r == ranges - 1 ? n : (n * (r + 1) / ranges) & ~int64_t{15};
     f(begin, end);
+  }
+}
+
+// body(t, nt, sync) on every kernel thread of one OpenMP region (on the
+// calling thread alone unless `parallel`); sync() waits for all nt. One
+// region and spinning barriers: a region or an OpenMP barrier per pass cost
+// more than the passes under OMP_WAIT_POLICY=PASSIVE (cpu::SpinBarrier).
+template <typename F>
+void InOneRegion(bool parallel, F body) {
+  cpu::SpinBarrier barrier;
+  const int threads = parallel ? cpu::KernelThreads() : 1;
+  (void)threads;  // unused where OpenMP is off (the ThreadSanitizer build)
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    int t = 0, nt = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nt = omp_get_num_threads();
+#endif
+    body(t, nt, [&barrier, nt] { barrier.Wait(nt); });
   }
 }
 

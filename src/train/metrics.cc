@@ -188,14 +188,20 @@ void MetricSet::Update(const std::vector<Prediction>& outputs, const Tensor& lab
   if (outputs.size() == 1) return Update(outputs[0], labels, num_valid);
   const int64_t k = static_cast<int64_t>(outputs.size());
   const int64_t n = labels.shape().ndim() ? labels.shape()[0] : 1;
-  FRUGAL_REQUIRE(labels.size() == n * k, "metrics: the graph has ", k, " outputs but the labels ", labels.shape(),
-                 " hold ", labels.size() / n,
-                 " values per row; output k is scored against label column k, so"
-                 " each row needs one label per output (data.label_shape: [",
+  // Output j is scored against label columns [j c, (j + 1) c) of every
+  // row, c = the label columns over k: one column per output (a loss per
+  // step), or c per output whose rows are (row, column) pairs in that order
+  // (a loss per run of c steps, its (batch, c, classes) logits reshaped).
+  const int64_t columns = labels.size() / n, c = columns / k;
+  FRUGAL_REQUIRE(columns % k == 0 && c > 0, "metrics: the graph has ", k, " outputs but the labels ", labels.shape(),
+                 " hold ", columns,
+                 " values per row; output k is scored against label column k (or columns k c to k c + c - 1), so"
+                 " each row needs one label (or c) per output (data.label_shape: [",
                  k, "])");
-  if (!column_.defined() || column_.size() != n) column_ = Tensor::Empty(Shape{n});
+  if (!column_.defined() || column_.shape() != Shape{n, c}) column_ = Tensor::Empty(Shape{n, c});
   for (int64_t j = 0; j < k; ++j) {
-    for (int64_t i = 0; i < n; ++i) column_.f()[i] = labels.f()[i * k + j];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t t = 0; t < c; ++t) column_.f()[i * c + t] = labels.f()[i * columns + j * c + t];
     Update(outputs[j], column_, num_valid);
   }
 }

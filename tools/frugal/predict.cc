@@ -204,13 +204,18 @@ Samples FromText(const std::string& path, const Predictor& p, const SampleSource
   return out;
 }
 
-// What --out gets: the one output; several of one shape stacked on a new
-// axis 1 (a per-step head's T outputs: (N, T, C...)); else the first.
+// What --out gets: the one output; several of one shape laid end to end as
+// rows (a per-step head's T outputs of (C): (N, T, C); a head per run of K
+// steps, n outputs of (K, C): (N, n K, C), the positions in order); else
+// the first.
 struct Written {
   std::vector<float> y;
   std::vector<int64_t> shape;
   std::string note;
 };
+
+// The rows of an output of this shape: its first axis, or 1 for one row.
+int64_t RowsOf(const Shape& s) { return s.ndim() >= 2 ? s[0] : 1; }
 
 Written Assemble(const Predictor& p, std::vector<std::vector<float>> outs, int64_t n) {
   const std::vector<Shape>& shapes = p.output_shapes();
@@ -218,9 +223,8 @@ Written Assemble(const Predictor& p, std::vector<std::vector<float>> outs, int64
   bool same = true;
   for (const Shape& s : shapes) same = same && s == shapes[0];
   w.shape = {n};
-  if (shapes.size() > 1 && same) w.shape.push_back(static_cast<int64_t>(shapes.size()));
-  w.shape.insert(w.shape.end(), shapes[0].dims().begin(), shapes[0].dims().end());
   if (shapes.size() == 1 || !same) {
+    w.shape.insert(w.shape.end(), shapes[0].dims().begin(), shapes[0].dims().end());
     w.y = std::move(outs[0]);
     if (shapes.size() > 1)
       w.note = Fmt("the graph has ", shapes.size(), " outputs of different shapes; --out holds the first, ",
@@ -228,13 +232,16 @@ Written Assemble(const Predictor& p, std::vector<std::vector<float>> outs, int64
                    " (the others: ", JoinNames(p.output_names().begin() + 1, p.output_names().end()), ")");
     return w;
   }
+  const int64_t outputs = static_cast<int64_t>(shapes.size()), rows = RowsOf(shapes[0]);
+  w.shape.push_back(outputs * rows);
+  w.shape.insert(w.shape.end(), shapes[0].dims().begin() + (shapes[0].ndim() >= 2 ? 1 : 0), shapes[0].dims().end());
   const int64_t per = shapes[0].Size();
-  w.y.resize(n * shapes.size() * per);
+  w.y.resize(n * outputs * per);
   for (int64_t s = 0; s < n; ++s)
-    for (size_t k = 0; k < shapes.size(); ++k)
-      std::copy_n(outs[k].begin() + s * per, per, w.y.begin() + (s * shapes.size() + k) * per);
-  w.note = Fmt("the graph's ", shapes.size(), " outputs (", p.output_names().front(), " to ", p.output_names().back(),
-               ") stacked on axis 1");
+    for (int64_t k = 0; k < outputs; ++k)
+      std::copy_n(outs[k].begin() + s * per, per, w.y.begin() + (s * outputs + k) * per);
+  w.note = Fmt("the graph's ", outputs, " outputs (", p.output_names().front(), " to ", p.output_names().back(), ")",
+               rows > 1 ? Fmt(", ", rows, " rows each,") : std::string(), " laid end to end on axis 1");
   return w;
 }
 
@@ -311,17 +318,22 @@ std::vector<int64_t> PromptTokens(const SampleSource& s) {
   return ids;
 }
 
-// The probabilities at position `pos` of sample 0: a per-position output
-// (T, V), or the pos-th of T per-step outputs (V).
+// The probabilities at position `pos` of sample 0: the outputs' rows in
+// order are the positions (one output of (T, V), T of (V), or n of (T / n, V)).
 const float* AtPosition(const Predictor& p, const std::vector<std::vector<float>>& outs, int64_t t, int64_t pos,
                         const std::string& config) {
   const std::vector<Shape>& shapes = p.output_shapes();
-  if (shapes.size() == 1 && shapes[0].ndim() == 2 && shapes[0][0] == t) return outs[0].data() + pos * shapes[0][1];
-  if (static_cast<int64_t>(shapes.size()) == t && shapes[pos].ndim() == 1) return outs[pos].data();
+  int64_t rows = 0;
+  for (const Shape& s : shapes) rows += s.ndim() <= 2 ? RowsOf(s) : 0;
+  for (size_t k = 0; rows == t && k < shapes.size(); ++k) {
+    const int64_t r = RowsOf(shapes[k]);
+    if (pos < r) return outs[k].data() + pos * shapes[k][shapes[k].ndim() - 1];
+    pos -= r;
+  }
   throw Error(Fmt(config, ": --generate needs the next-token probabilities at each of the ", t,
-                  " positions (one output of (", t, ", vocab) per sample, or ", t, " of (vocab)), but the outputs are ",
-                  p.output_names()[0], " ", shapes[0],
-                  shapes.size() > 1 ? Fmt(" and ", shapes.size() - 1, " more") : ""));
+                  " positions (outputs whose rows are the positions in order: one of (", t, ", vocab) per sample, ", t,
+                  " of (vocab), or n of (", t, " / n, vocab)), but the outputs are ", p.output_names()[0], " ",
+                  shapes[0], shapes.size() > 1 ? Fmt(" and ", shapes.size() - 1, " more") : ""));
 }
 
 int Generate(const ConfigFile& cfg, const std::string& checkpoint) {

@@ -13,7 +13,9 @@
 //   batch_norm                           BatchNormalization over the moving
 //                                        statistics (gamma = 1 with fix_gamma),
 //                                        then Relu when fused (act_type relu)
-//   fully_connected                      [Flatten(axis 1)] Gemm(transB=1)
+//   fully_connected                      [Flatten(axis 1)] Gemm(transB=1);
+//                                        flatten=false on more than 2 dims:
+//                                        Reshape to rows, Gemm, Reshape back
 //   softmax_cross_entropy                Softmax: what the head outputs
 //   linear_cross_entropy                 Gemm(transB=1), Softmax: the
 //                                        classifier's prediction (the op's
@@ -32,6 +34,9 @@
 //   lstm_cell                            Add, Split into the 4 gates, Sigmoid
 //                                        and Tanh, Mul, Add (h and c; not the
 //                                        gates kept for the backward pass)
+//   lstm                                 per step: Slice, Squeeze, Gemm of
+//                                        x_t and of h_{t-1}, lstm_cell's
+//                                        nodes; y and cs: Unsqueeze, Concat
 //   linear_ / logistic_regression_output the input / Sigmoid
 //   reshape, expand_dims                 Reshape to the inferred shape
 // Variables appear when a rule first reads them: data inputs as graph
@@ -335,16 +340,21 @@ void Pooling(Exporter& x) {
 void FullyConnected(Exporter& x) {
   const auto& p = x.params<FcParams>();
   const Shape& in = x.InShape(0);
-  FRUGAL_REQUIRE(p.flatten || in.ndim() == 2, x.node().Where(), ": flatten=false on an input of shape ", in,
-                 " is not exported (only 2-D inputs or flatten=true)");
   std::string a = x.In(0);
+  const bool last_axis = !p.flatten && in.ndim() > 2;  // over the last axis: the rows of all others
+  if (last_axis) a = x.Add("Reshape", {a, x.Ints("rows_shape", {-1, in[in.ndim() - 1]})}, "rows")->output(0);
+  std::vector<std::string> ins = {a, x.In(1)};
+  if (!p.no_bias) ins.push_back(x.In(2));
+  if (last_axis) {
+    SetInt(x.Add("Gemm", ins, "product"), "transB", 1);
+    x.Add("Reshape", {x.Temp("product"), x.Ints("out_shape", x.OutShape().dims())});
+    return;
+  }
   if (in.ndim() != 2) {
     onnx::NodeProto* f = x.Add("Flatten", {a}, "flatten");
     SetInt(f, "axis", 1);
-    a = f->output(0);
+    ins[0] = f->output(0);
   }
-  std::vector<std::string> ins = {a, x.In(1)};
-  if (!p.no_bias) ins.push_back(x.In(2));
   SetInt(x.Add("Gemm", ins), "transB", 1);
 }
 
@@ -421,17 +431,63 @@ void Split(Exporter& x) {
   for (int k = 0; k < p.num_outputs; ++k) x.AddNamed("Squeeze", {parts[k], axes}, {x.Out(k)});
 }
 
-// lstm_cell (src/ops/lstm_cell.cc): a = i2h + h2h cut into the in, forget,
-// transform and out gates; c = f c_prev + i g (output 1), h = o tanh(c)
-// (output 0). The gates (output 2) are the backward pass's, not exported.
-void LstmCell(Exporter& x) {
-  const std::vector<std::string> a = {x.Temp("a_i"), x.Temp("a_f"), x.Temp("a_g"), x.Temp("a_o")};
-  SetInt(x.AddNamed("Split", {x.Add("Add", {x.In(0), x.In(1)}, "a")->output(0)}, a), "axis", 1);
-  const std::string i = x.Add("Sigmoid", {a[0]}, "i")->output(0), f = x.Add("Sigmoid", {a[1]}, "f")->output(0);
-  const std::string g = x.Add("Tanh", {a[2]}, "g")->output(0), o = x.Add("Sigmoid", {a[3]}, "o")->output(0);
-  const std::string fc = x.Add("Mul", {f, x.In(2)}, "f_c_prev")->output(0), ig = x.Add("Mul", {i, g}, "i_g")->output(0);
-  const std::string c = x.AddNamed("Add", {fc, ig}, {x.Out(1)})->output(0);
-  x.Add("Mul", {o, x.Add("Tanh", {c}, "tanh_c")->output(0)});
+// One LSTM step, lstm_cell's arithmetic: a = i2h + h2h cut into the in,
+// forget, transform and out gates; c = f c_prev + i g into c_out, h =
+// o tanh(c) into h_out. Intermediate values are named with `step`.
+void CellStep(Exporter& x, const std::string& i2h, const std::string& h2h, const std::string& c_prev,
+              const std::string& step, const std::string& h_out, const std::string& c_out) {
+  auto temp = [&](const char* what) { return std::string(what) + step; };
+  const std::vector<std::string> a = {x.Temp(temp("a_i")), x.Temp(temp("a_f")), x.Temp(temp("a_g")),
+                                      x.Temp(temp("a_o"))};
+  SetInt(x.AddNamed("Split", {x.Add("Add", {i2h, h2h}, temp("a"))->output(0)}, a), "axis", 1);
+  const std::string i = x.Add("Sigmoid", {a[0]}, temp("i"))->output(0);
+  const std::string f = x.Add("Sigmoid", {a[1]}, temp("f"))->output(0);
+  const std::string g = x.Add("Tanh", {a[2]}, temp("g"))->output(0);
+  const std::string o = x.Add("Sigmoid", {a[3]}, temp("o"))->output(0);
+  const std::string fc = x.Add("Mul", {f, c_prev}, temp("f_c_prev"))->output(0);
+  const std::string ig = x.Add("Mul", {i, g}, temp("i_g"))->output(0);
+  const std::string c = x.AddNamed("Add", {fc, ig}, {c_out})->output(0);
+  x.AddNamed("Mul", {o, x.Add("Tanh", {c}, temp("tanh_c"))->output(0)}, {h_out});
+}
+
+// lstm_cell (src/ops/lstm_cell.cc): one step; h and c its outputs 0 and 1.
+// The gates (output 2) are the backward pass's, not exported.
+void LstmCell(Exporter& x) { CellStep(x, x.In(0), x.In(1), x.In(2), "", x.Out(0), x.Out(1)); }
+
+// lstm (src/ops/lstm.cc), unrolled as lstm_cell is exported: per step t,
+// x_t (Slice, Squeeze) and h_{t-1} each through Gemm(transB=1) with its
+// weight and bias, then the cell; y and cs (outputs 0 and 1) are the steps'
+// h and c stacked on axis 1 (Unsqueeze, Concat). A (B, T', H) state input,
+// a previous run's y or cs, is its last step. The gates (output 2) are the
+// backward pass's, not exported.
+void Lstm(Exporter& x) {
+  const std::string axis1 = x.Ints("axis1", {1});
+  auto step_of = [&](int k, int64_t t, const std::string& name) {  // input k's step t, (B, features)
+    const std::string s = std::to_string(t);
+    const std::string at =
+        x.Add("Slice", {x.In(k), x.Ints(name + "_begin", {t}), x.Ints(name + "_end", {t + 1}), axis1}, name + "_at")
+            ->output(0);
+    return x.Add("Squeeze", {at, axis1}, name)->output(0);
+  };
+  auto state = [&](int k, const std::string& name) {
+    const Shape& s = x.InShape(k);
+    return s.ndim() == 2 ? x.In(k) : step_of(k, s[1] - 1, name);
+  };
+  std::string h = state(1, "state_h"), c = state(2, "state_c");
+  std::vector<std::string> hs, cs;
+  for (int64_t t = 0; t < x.InShape(0)[1]; ++t) {
+    const std::string s = std::to_string(t);
+    onnx::NodeProto* i2h = x.Add("Gemm", {step_of(0, t, "x" + s), x.In(3), x.In(4)}, "i2h" + s);
+    onnx::NodeProto* h2h = x.Add("Gemm", {h, x.In(5), x.In(6)}, "h2h" + s);
+    SetInt(i2h, "transB", 1);
+    SetInt(h2h, "transB", 1);
+    CellStep(x, i2h->output(0), h2h->output(0), c, s, x.Temp("h" + s), x.Temp("c" + s));
+    h = x.Temp("h" + s), c = x.Temp("c" + s);
+    hs.push_back(x.Add("Unsqueeze", {h, axis1}, "y" + s)->output(0));
+    cs.push_back(x.Add("Unsqueeze", {c, axis1}, "cs" + s)->output(0));
+  }
+  SetInt(x.AddNamed("Concat", hs, {x.Out(0)}), "axis", 1);
+  SetInt(x.AddNamed("Concat", cs, {x.Out(1)}), "axis", 1);
 }
 
 void Clip(Exporter& x) {
@@ -532,6 +588,7 @@ const std::map<std::string, Rule>& Rules() {
       {"linear_regression_output", [](Exporter& x) { x.Alias(0); }},
       {"log", Unary("Log")},
       {"log_softmax", Softmax},
+      {"lstm", Lstm},
       {"lstm_cell", LstmCell},
       {"logistic_regression_output", Unary("Sigmoid")},
       {"maximum", Binary("Max")},

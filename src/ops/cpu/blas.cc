@@ -5,13 +5,12 @@
 
 namespace frugal::cpu {
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
-          float beta, float* c) {
-  const int64_t lda = trans_a ? m : k;
-  const int64_t ldb = trans_b ? k : n;
-  // Row-major, on the calling thread's OpenMP team (its kernel threads).
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  // Row-major, on the calling thread's OpenMP team (its kernel threads; one
+  // thread inside a parallel region).
   const dnnl_status_t st =
-      dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+      dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   CHECK_EQ(st, dnnl_success) << "dnnl_sgemm " << m << "x" << n << "x" << k << " failed";
 }
 
