@@ -5,7 +5,7 @@
 //   is the state (so a config chains runs without a copy of the state);
 //   i2h_weight W_x (4H, I), i2h_bias b_x (4H), h2h_weight W_h (4H, H),
 //   h2h_bias b_h (4H): lstm_cell's configs' parameters, in the same layout.
-//   Step t: a_t = (x_t W_x^T + b_x + b_h) + h_{t-1} W_h^T, the gates i, f, g, o
+//   Step t: a_t = x_t W_x^T + (b_x + b_h + h_{t-1} W_h^T), the gates i, f, g, o
 //   cut from a_t as lstm_cell cuts them, c_t = f c_{t-1} + i g,
 //   h_t = o tanh(c_t), by lstm_cell's own kernels (vec.h).
 //   Outputs: y (B, T, H), every h_t, and cs (B, T, H), every c_t; hidden, for
@@ -73,7 +73,7 @@ void LstmShape(ShapeCtx& c) {
   if (!x.known() || x.ndim() != 3) c.Fail(Fmt("x has shape ", x, "; expected (batch, steps, features)"));
   auto expect = [&](int k, const Shape& s, const char* name) {
     if (!c.in[k].known()) c.in[k] = s;
-      if (c.in[k] != s)
+    if (c.in[k] != s)
       c.Fail(Fmt(name, " has shape ", c.in[k], " but x ", x, " with num_hidden=", hid, " needs ", s,
                  k == kH0 || k == kC0 ? Fmt(" or (", x[0], ", steps, ", hid, ") (a previous run's y or cs)") : ""));
   };
@@ -146,16 +146,12 @@ void LstmForward(const KernelCtx& c) {
   float* gates = written(kGates) ? written(kGates) : r + B * G;
   float* roll = r + B * G + B * T * G;  // h of steps t and t - 1, then c of both
   float *y = written(kY), *cs = written(kCs);
-  // Every step's input projection in one product, with both biases.
+  // Every step's input projection in one product; the biases go into each
+  // step's recurrent product (r starts as them, the product adds to it),
+  // where they are in cache, instead of a pass over the gates.
   cpu::Gemm(false, true, B * T, G, I, 1.f, x, I, wx, I, 0.f, gates, G);
   std::vector<float> bias(G);
   for (int64_t j = 0; j < G; ++j) bias[j] = bx[j] + bh[j];
-#pragma omp parallel for num_threads(c.num_threads) if (c.num_threads > 1) schedule(static)
-  for (int64_t row = 0; row < B * T; ++row) {
-    float* a = gates + row * G;
-#pragma omp simd
-    for (int64_t j = 0; j < G; ++j) a[j] += bias[j];
-  }
   auto h_at = [&](int64_t t) {
     return t < 0 ? StateRows(c.in[kH0]) : y ? Rows{y + t * H, T * H} : Rows{roll + (t & 1) * B * H, H};
   };
@@ -168,7 +164,10 @@ void LstmForward(const KernelCtx& c) {
     const auto [b0, b1] = Part(B, th, nt, 1);
     for (int64_t t = 0; t < T; ++t) {
       const Rows hp = h_at(t - 1), cp = c_at(t - 1), h = h_at(t), cell = c_at(t);
-      if (n1 > n0) cpu::Gemm(false, true, B, n1 - n0, H, 1.f, hp.at, hp.stride, wh + n0 * H, H, 0.f, r + n0, G);
+      if (n1 > n0) {
+        for (int64_t b = 0; b < B; ++b) std::copy(bias.begin() + n0, bias.begin() + n1, r + b * G + n0);
+        cpu::Gemm(false, true, B, n1 - n0, H, 1.f, hp.at, hp.stride, wh + n0 * H, H, 1.f, r + n0, G);
+      }
       sync();
       for (int64_t b = b0; b < b1; ++b) {
         float* g = gates + (b * T + t) * G;
@@ -233,6 +232,7 @@ void LstmBackward(const KernelCtx& c) {
   float* dh = h_prev + B * T * H;                 // (B, H): dh_t, then da_t W_h
   float* dc = dh + B * H;                         // (B, H): dc_t, then dc_{t-1}
   std::fill(dh, dh + 2 * B * H, 0.f);
+  std::vector<float> sum(G, 0.f);
   const cpu::VecKernels& vec = cpu::Vec();
   InOneRegion(c.num_threads > 1, [&](int th, int nt, auto sync) {
     const auto [m0, m1] = Part(H, th, nt, 16);
@@ -262,31 +262,27 @@ void LstmBackward(const KernelCtx& c) {
       if (m1 > m0) cpu::Gemm(false, false, B, m1 - m0, G, 1.f, da + t * G, T * G, wh + m0, H, 0.f, dh + m0, H);
       sync();
     }
-  });
-  PutState(c, kH0, dh);
-  PutState(c, kC0, dc);
-  auto beta = [&](int k) { return c.req[k] == OpReq::kAdd ? 1.f : 0.f; };
-  if (c.req[kWh] != OpReq::kNull) {
-    for (int64_t b = 0; b < B; ++b) {
-      std::memcpy(h_prev + b * T * H, h0.row(b), H * sizeof(float));
-      std::memcpy(h_prev + (b * T + 1) * H, y + b * T * H, (T - 1) * H * sizeof(float));
-    }
-    cpu::Gemm(true, false, G, H, B * T, 1.f, da, G, h_prev, H, beta(kWh), Out(c, kWh), H);
-  }
-  if (c.req[kWx] != OpReq::kNull) cpu::Gemm(true, false, G, I, B * T, 1.f, da, G, x, I, beta(kWx), Out(c, kWx), I);
-  if (c.req[kX] != OpReq::kNull) cpu::Gemm(false, false, B * T, I, G, 1.f, da, G, wx, I, beta(kX), Out(c, kX), I);
-  // db_x = db_h: the column sums of da, each over the rows in order (a
-  // thread's columns a row at a time, so the loop vectorises).
-  std::vector<float> sum(G, 0.f);
-  InOneRegion(c.num_threads > 1, [&](int th, int nt, auto) {
+    // With every da: db_x = db_h, the column sums of da, each over the rows
+    // in order (a thread's columns a row at a time, so the loop
+    // vectorises), and the thread's rows of h_prev.
     const auto [j0, j1] = Part(G, th, nt, 16);
     for (int64_t row = 0; row < B * T; ++row) {
       const float* a = da + row * G;
 #pragma omp simd
       for (int64_t j = j0; j < j1; ++j) sum[j] += a[j];
     }
+    for (int64_t b = b0; b < b1 && c.req[kWh] != OpReq::kNull; ++b) {
+      std::memcpy(h_prev + b * T * H, h0.row(b), H * sizeof(float));
+      std::memcpy(h_prev + (b * T + 1) * H, y + b * T * H, (T - 1) * H * sizeof(float));
+    }
   });
+  PutState(c, kH0, dh);
+  PutState(c, kC0, dc);
   for (int k : {kBx, kBh}) ForEach(G, Out(c, k), c.req[k], [&](int64_t j) { return sum[j]; });
+  auto beta = [&](int k) { return c.req[k] == OpReq::kAdd ? 1.f : 0.f; };
+  if (c.req[kWh] != OpReq::kNull) cpu::Gemm(true, false, G, H, B * T, 1.f, da, G, h_prev, H, beta(kWh), Out(c, kWh), H);
+  if (c.req[kWx] != OpReq::kNull) cpu::Gemm(true, false, G, I, B * T, 1.f, da, G, x, I, beta(kWx), Out(c, kWx), I);
+  if (c.req[kX] != OpReq::kNull) cpu::Gemm(false, false, B * T, I, G, 1.f, da, G, wx, I, beta(kX), Out(c, kX), I);
 }
 
 double ForwardFlops(const Node&, const std::vector<Shape>& in, const std::vector<Shape>&) {

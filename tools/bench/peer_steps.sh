@@ -17,11 +17,12 @@
 # Env: PY (a python with torch), MXPY (a python with mxnet 1.9.1 and
 # numpy<1.24), PEERS (default ../shared/peers), FRUGAL (default
 # build/frugal), ROUNDS (default 3), FRUGAL_FLAGS (extra flags).
-# Both sides: 2 threads, OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE and
-# OPENBLAS_L2_SIZE unset (they halve OpenBLAS's GEMM speed).
+# Both sides: 2 threads, each at its own OpenMP defaults (frugal sets
+# OMP_WAIT_POLICY=PASSIVE for itself; PASSIVE slows eager PyTorch by about
+# 30%), OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve OpenBLAS's
+# GEMM speed).
 set -euo pipefail
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
-export OMP_WAIT_POLICY=PASSIVE
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE OMP_WAIT_POLICY
 PY=${PY:-python3}
 PEERS=${PEERS:-$(cd "$(dirname "$0")/../../.." && pwd)/shared/peers}
 frugal=${FRUGAL:-build/frugal}
@@ -88,12 +89,15 @@ resnet() {  # depth batch iters window strategy peer_strategy
   row "ResNet-$1 b$2 ($5 / PyTorch $6)" "${f[*]}" "${p[*]}"
 }
 
+# The LSTM 2x256 b32 T=1000: models/lstm/char_lm.prototxt, an lstm op per
+# run of 25 steps (tools/bench/lstm_steps.sh also times it from outside).
+lstm_flags=(--define layers=2 --define hidden=256 --define batch=32 --define seq_len=1000 --define chunk=25
+            --define vocab=128 --define val_interval=0)
 lstm() {  # impl
   local f=() p=()
   for _ in $(seq "$rounds"); do
     f+=("$(SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" frugal_step \
-      models/lstm/lstm_lm.prototxt 32 6 1 --define layers=2 --define hidden=256 --define batch=32 \
-      --define seq_len=1000 --define vocab=128 --define outputs='*' --lr 0.1)")
+      models/lstm/char_lm.prototxt 32 6 1 "${lstm_flags[@]}")")
     p+=("$(peer_step lstm_lm.py --seq-len 1000 --impl "$1" --strategy plain --warmup 1 --steps 5)")
   done
   row "LSTM 2x256 b32 T=1000 (PyTorch $1)" "${f[*]}" "${p[*]}"
@@ -103,8 +107,7 @@ mx_lstm() {
   local f=() p=()
   for _ in $(seq "$rounds"); do
     f+=("$(SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" frugal_step \
-      models/lstm/lstm_lm.prototxt 32 6 1 --define layers=2 --define hidden=256 --define batch=32 \
-      --define seq_len=1000 --define vocab=128 --define outputs='*' --lr 0.1)")
+      models/lstm/char_lm.prototxt 32 6 1 "${lstm_flags[@]}")")
     p+=("$(mx_step mx_lstm.py --seq-len 1000 --impl fused --mirror none --warmup 1 --steps 5)")
   done
   row "LSTM 2x256 b32 T=1000 (MXNet fused RNN)" "${f[*]}" "${p[*]}"
