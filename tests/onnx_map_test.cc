@@ -255,14 +255,33 @@ TEST(OnnxMap, RecurrentLayersUnrollOverTime) {
   EXPECT_EQ(g.nodes[g.outputs[0].index].attrs.at("shape"), "(3,1,1,2)");
   EXPECT_EQ(g.nodes[g.outputs[1].index].attrs.at("shape"), "(1,1,2)");
 
-  NodeBuilder lstm("LSTM", {"x", "w", "r"}, {"y", "y_h", "y_c"});
-  lstm.Int("hidden_size", 2).Int("layout", 1);
-  Lowering l = Lower(lstm, 14, {Facts(Shape{1, 3, 4}), Facts(Shape{1, 8, 4}), Facts(Shape{1, 8, 2})});
-  ASSERT_EQ(l.unsupported, "");
-  EXPECT_EQ(l.nodes[0].op, "transpose") << "batch-major X to (T, B, I)";
-  ASSERT_EQ(l.outputs.size(), 3u);
-  EXPECT_EQ(l.nodes[l.outputs[0].index].attrs.at("shape"), "(1,3,1,2)");
-  EXPECT_EQ(l.nodes[l.outputs[2].index].attrs.at("shape"), "(1,1,2)");
+  // An LSTM without peepholes is one lstm node over all its steps, batch
+  // first, its weights' gate blocks (i, o, f, c) joined in lstm's order.
+  for (int layout : {0, 1}) {
+    SCOPED_TRACE(Fmt("layout ", layout));
+    NodeBuilder lstm("LSTM", {"x", "w", "r"}, {"y", "y_h", "y_c"});
+    lstm.Int("hidden_size", 2).Int("layout", layout);
+    const Shape x = layout ? Shape{1, 3, 4} : Shape{3, 1, 4};  // 3 steps of a batch of 1
+    Lowering l = Lower(lstm, 14, {Facts(x), Facts(Shape{1, 8, 4}), Facts(Shape{1, 8, 2})});
+    ASSERT_EQ(l.unsupported, "");
+    int layers = 0, transposes = 0;
+    std::vector<std::string> w_rows;  // the slices of W, in the order concat joins them
+    for (const NewNode& n : l.nodes) {
+      layers += n.op == "lstm";
+      transposes += n.op == "transpose";
+      if (n.op == "slice" && n.inputs[0].kind == Operand::kNode && l.nodes[n.inputs[0].index].attrs.count("shape") &&
+          l.nodes[n.inputs[0].index].attrs.at("shape") == "(8,4)")
+        w_rows.push_back(n.attrs.at("begin"));
+    }
+    EXPECT_EQ(layers, 1);
+    EXPECT_EQ(transposes, layout ? 0 : 2) << "time-major X to batch first, and y back";
+    EXPECT_EQ(w_rows, (std::vector<std::string>{"(0)", "(4)", "(6)", "(2)"})) << "i, f, c, o of ONNX's i, o, f, c";
+    ASSERT_EQ(l.constants.size(), 4u) << "no initial_h, initial_c or B: zeros";
+    ASSERT_EQ(l.outputs.size(), 3u);
+    EXPECT_EQ(l.nodes[l.outputs[0].index].attrs.at("shape"), layout ? "(1,3,1,2)" : "(3,1,1,2)");
+    const NewNode& y_c = l.nodes[l.outputs[2].index];
+    EXPECT_EQ(layout ? y_c.attrs.at("begin") : y_c.attrs.at("shape"), layout ? "(0,2)" : "(1,1,2)");
+  }
 
   NodeBuilder back("RNN", {"x", "w", "r"});
   back.Int("hidden_size", 2).Str("direction", "bidirectional");

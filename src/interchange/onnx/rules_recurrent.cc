@@ -1,5 +1,6 @@
 // ONNX import rule for the recurrent layers: RNN, GRU and LSTM, forward,
-// default activations, no clip, unrolled over the known sequence length.
+// default activations, no clip: an LSTM without peepholes as frugal's lstm
+// op over all its steps, the others unrolled over the known sequence length.
 //
 // Rule of thumb: when frugal cannot express a configuration exactly, the
 // rule says so (unsupported); it never approximates.
@@ -113,6 +114,56 @@ class Unrolled {
   std::vector<Operand> peep_;
 };
 
+// An LSTM without peepholes: frugal's lstm op over all the steps, batch
+// first. ONNX's gates (i, o, f, c) become lstm's (i, f, c, o) by cutting W,
+// R and the biases into their four blocks of H rows and joining them again;
+// Y, Y_h and Y_c are lstm's y and the last step of y and of cs, in the
+// layout's shapes.
+Lowering LstmLayer(const NodeView& v, int64_t steps, int64_t batch, int64_t h, bool batch_major) {
+  Lowering l;
+  const int64_t features = v.InputShape(0)[2], gh = 4 * h;
+  auto reshape = [&](Operand in, const std::vector<int64_t>& dims) {
+    return Add(&l, "reshape", {{"shape", TupleStr(dims)}}, {in});
+  };
+  auto rows = [&](Operand in, int64_t from, int64_t to) {  // rows [from, to) of the first axis
+    return Add(&l, "slice", {{"begin", TupleStr({from})}, {"end", TupleStr({to})}}, {in});
+  };
+  auto lstm_order = [&](Operand m, int64_t at) {  // the 4 H rows from row `at` in lstm's gate order
+    std::vector<Operand> blocks;
+    for (int k : {0, 2, 3, 1}) blocks.push_back(rows(m, at + k * h, at + (k + 1) * h));
+    return Add(&l, "concat", {{"dim", "0"}, {"num_args", "4"}}, blocks);
+  };
+  auto zeros = [&](const std::vector<int64_t>& dims, const char* name) {
+    Tensor t = Tensor::Empty(Shape(dims), DType::kFloat32, {}, MemKind::kParam);
+    std::fill(t.f(), t.f() + t.size(), 0.f);
+    l.constants.push_back({0, name, t, false});
+    return Const(static_cast<int>(l.constants.size()) - 1);
+  };
+  auto state = [&](int i, const char* name) {
+    return v.HasInput(i) ? reshape(In(i), {batch, h}) : zeros({batch, h}, name);
+  };
+  const Operand x = batch_major ? In(0) : Add(&l, "transpose", {{"axes", "(1,0,2)"}}, {In(0)});
+  const Operand h0 = state(5, "initial_h"), c0 = state(6, "initial_c");
+  const Operand w = lstm_order(reshape(In(1), {gh, features}), 0), r = lstm_order(reshape(In(2), {gh, h}), 0);
+  Operand wb, rb;
+  if (v.HasInput(3)) {
+    const Operand b = reshape(In(3), {2 * gh});
+    wb = lstm_order(b, 0), rb = lstm_order(b, gh);
+  } else {
+    wb = zeros({gh}, "i2h_bias"), rb = zeros({gh}, "h2h_bias");
+  }
+  Operand y = Add(&l, "lstm", {{"num_hidden", IntStr(h)}}, {x, h0, c0, w, wb, r, rb}), cs = y;
+  cs.output = 1;
+  auto last = [&](Operand seq) {  // (B, 1, H)
+    Operand step = Add(&l, "slice", {{"begin", TupleStr({0, steps - 1})}, {"end", TupleStr({batch, steps})}}, {seq});
+    return batch_major ? step : reshape(step, {1, batch, h});
+  };
+  const Operand y_all = batch_major ? reshape(y, {batch, steps, 1, h})
+                                    : reshape(Add(&l, "transpose", {{"axes", "(1,0,2)"}}, {y}), {steps, 1, batch, h});
+  l.outputs = {y_all, last(y), last(cs)};
+  return l;
+}
+
 }  // namespace
 
 // RNN / GRU / LSTM: the checks, then X W^T (+ Wb + Rb) for every step and
@@ -138,6 +189,12 @@ Lowering RecurrentRule(const NodeView& v) {
       return Unsupported(NotKnown(v, 4, "sequence_lens") + ", each the full length");
   }
   if (v.HasInput(7) && op != "LSTM") return Unsupported("input 7");
+  if (op == "LSTM" && !v.HasInput(7)) {
+    Lowering l = LstmLayer(v, steps, batch, h, batch_major);
+    if (v.num_outputs() > static_cast<int>(l.outputs.size())) return Unsupported(Fmt(v.num_outputs(), " outputs"));
+    l.outputs.resize(v.num_outputs());
+    return l;
+  }
   Lowering l;
   Operand seq = batch_major ? Add(&l, "transpose", {{"axes", "(1,0,2)"}}, {In(0)}) : In(0);  // (T, B, I)
   std::vector<Operand> xw_in = {seq, Add(&l, "reshape", {{"shape", TupleStr({gh, x[2]})}}, {In(1)})};
