@@ -323,9 +323,13 @@ std::vector<int64_t> PromptTokens(const SampleSource& s) {
 const float* AtPosition(const Predictor& p, const std::vector<std::vector<float>>& outs, int64_t t, int64_t pos,
                         const std::string& config) {
   const std::vector<Shape>& shapes = p.output_shapes();
+  bool rows_of_classes = true;  // every output (classes) or (rows, classes)
   int64_t rows = 0;
-  for (const Shape& s : shapes) rows += s.ndim() <= 2 ? RowsOf(s) : 0;
-  for (size_t k = 0; rows == t && k < shapes.size(); ++k) {
+  for (const Shape& s : shapes) {
+    rows_of_classes = rows_of_classes && (s.ndim() == 1 || s.ndim() == 2);
+    rows += RowsOf(s);
+  }
+  for (size_t k = 0; rows_of_classes && rows == t && k < shapes.size(); ++k) {
     const int64_t r = RowsOf(shapes[k]);
     if (pos < r) return outs[k].data() + pos * shapes[k][shapes[k].ndim() - 1];
     pos -= r;
