@@ -1,8 +1,10 @@
-// lstm_cell (src/ops/lstm_cell.cc): the one harness (forward against a
-// reference written the obvious way, finite differences, write versus add,
-// in place), agreement with the unfused cell of existing ops over two steps
-// (the second step's c gradient flows into the first), shape errors, and
-// every memory strategy training a small unrolled LSTM to the bits of `none`.
+// lstm_cell (src/ops/lstm_cell.cc) and the lstm layer (src/ops/lstm.cc):
+// the one harness (forward against a reference written the obvious way,
+// finite differences, write versus add, in place), the cell's agreement with
+// the unfused cell of existing ops over two steps (the second step's c
+// gradient flows into the first), the layer's state from a previous run,
+// shape errors, every memory strategy training a small LSTM of either to the
+// bits of `none`, and the layer's threads against one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -315,28 +317,34 @@ ConfigFile SmallLstm(int layers, int steps) {
   return ParseConfig(t, "small_lstm.prototxt", {});
 }
 
+// Expects 3 training steps of cfg under each strategy to give the bits of
+// `none`; returns how many of the strategies recompute nodes of `op`.
+int TrainsAsNone(const ConfigFile& cfg, const std::vector<MemoryStrategy>& strategies, const std::string& op) {
+  const auto reference = TrainSteps(cfg, MemoryStrategy::kNone, 3);
+  int recomputing = 0;
+  for (const MemoryStrategy& s : strategies) {
+    SCOPED_TRACE(s.Name());
+    const Model m = BuildModel(cfg, s);
+    int mirrors = 0;
+    for (const Node& n : m.train.nodes()) mirrors += n.mirror_of >= 0 && n.op->name() == op;
+    recomputing += mirrors > 0;
+    EXPECT_EQ(TrainSteps(cfg, s, 3), reference);
+  }
+  return recomputing;
+}
+
 TEST(OpsLstm, EveryStrategyTrainsASmallLstmBitIdentically) {
   const ConfigFile cfg = SmallLstm(2, 8);
-  const auto reference = TrainSteps(cfg, MemoryStrategy::kNone, 3);
   std::vector<MemoryStrategy> all = AllMemoryStrategies();
   const int64_t share = BuildModel(cfg, MemoryStrategy::kShare).train_plan.arena_bytes;
   const int64_t sqrt = BuildModel(cfg, MemoryStrategy::kSqrt).train_plan.arena_bytes;
   all.push_back({MemoryStrategy::kBudget, (share + sqrt) / 2});
-  int recomputing = 0;
-  for (const MemoryStrategy& s : all) {
-    SCOPED_TRACE(s.Name());
-    const Model m = BuildModel(cfg, s);
-    int cell_mirrors = 0;
-    for (const Node& n : m.train.nodes()) cell_mirrors += n.mirror_of >= 0 && n.op->name() == "lstm_cell";
-    recomputing += cell_mirrors > 0;
-    EXPECT_EQ(TrainSteps(cfg, s, 3), reference);
-  }
-  EXPECT_GE(recomputing, 2) << "sqrt and logn should recompute cells";
+  EXPECT_GE(TrainsAsNone(cfg, all, "lstm_cell"), 2) << "sqrt and logn should recompute cells";
 }
 
 // Two layers of the lstm op over `chunks` runs of 3 steps each, each run's
 // state its previous run's y and cs (the first's a split aux variable), a
-// classifier and loss on every run's y, as models/lstm/lstm_lm.prototxt
+// classifier and loss on every run's y, as models/lstm/char_lm.prototxt
 // chains them.
 ConfigFile ChunkedLstm(int chunks) {
   const std::string n = std::to_string(chunks);
@@ -376,18 +384,8 @@ ConfigFile ChunkedLstm(int chunks) {
 }
 
 TEST(OpsLstm, EveryStrategyTrainsChunkedLayersBitIdentically) {
-  const ConfigFile cfg = ChunkedLstm(4);
-  const auto reference = TrainSteps(cfg, MemoryStrategy::kNone, 3);
-  int recomputing = 0;
-  for (const MemoryStrategy& s : AllMemoryStrategies()) {
-    SCOPED_TRACE(s.Name());
-    const Model m = BuildModel(cfg, s);
-    int layer_mirrors = 0;
-    for (const Node& node : m.train.nodes()) layer_mirrors += node.mirror_of >= 0 && node.op->name() == "lstm";
-    recomputing += layer_mirrors > 0;
-    EXPECT_EQ(TrainSteps(cfg, s, 3), reference);
-  }
-  EXPECT_GE(recomputing, 2) << "sqrt and logn should recompute runs of steps";
+  EXPECT_GE(TrainsAsNone(ChunkedLstm(4), AllMemoryStrategies(), "lstm"), 2)
+      << "sqrt and logn should recompute runs of steps";
 }
 
 // The step loop's threads (columns of the recurrent products, rows of the

@@ -21,7 +21,7 @@
 // are one GEMM each over B T rows instead of T GEMMs over B rows (2x256 at
 // B = 32: 32 rows reach about 100 GFLOP/s on two threads of this machine,
 // 32,000 rows 210). A config cuts a long sequence into runs of steps (the
-// chunk variable of models/lstm/lstm_lm.prototxt) so that the planner still
+// chunk variable of models/lstm/char_lm.prototxt) so that the planner still
 // sees a chain of nodes to keep or recompute; the workspaces grow with T.
 // Threads: the step loop runs in one OpenMP region (InOneRegion); each
 // step's recurrent product is cut by columns among the threads (a

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The char LSTM (models/lstm/char_lm.prototxt: LAYERS x HIDDEN, batch 32,
+# The char LSTM (models/lstm/char_lm.prototxt at 2 layers of 256, batch 32,
 # T=1000 steps, vocabulary 128, an `lstm` op per run of CHUNK steps) against
 # PyTorch's nn.LSTM on the same model (../shared/peers/lstm_lm.py --impl
-# fused, 2 x 256 only), alternated ROUNDS times, one line per round:
+# fused), alternated ROUNDS times, one line per round:
 # frugal's step from its own --log-json windows (the median after the first
 # W) and from outside the process (the wall time of W+N iterations minus
 # that of W, over N), its peak resident set, and PyTorch's median step and
