@@ -526,11 +526,12 @@ TEST(MxnetImport, SoftmaxActivationModes) {
 // BatchNorm, a residual add, Concat and global pooling by
 // Module.save_checkpoint; the LSTM example by Symbol.save and mx.nd.save;
 // mx.rnn's LSTM cells, begun from _zeros, under log_softmax,
-// SoftmaxActivation and softmax),
+// SoftmaxActivation and softmax; the fused RNN of mx.sym.RNN and of
+// gluon.rnn.LSTM, each two LSTM layers),
 // with MXNet's inference output for an input: frugal computes the same.
 TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
   const std::string dir = std::string(FRUGAL_SOURCE_DIR) + "/tests/mxnet/";
-  for (const std::string name : {"cnn", "lstm", "rnn"}) {
+  for (const std::string name : {"cnn", "lstm", "rnn", "fused", "gluon"}) {
     SCOPED_TRACE(name);
     const MxnetSymbol sym = ReadMxnetSymbol(dir + name + "-symbol.json");
     EXPECT_EQ(sym.mxnet_version, 10901);
@@ -541,7 +542,8 @@ TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
         ImportMxnet(sym, ReadMxnetParams(dir + name + "-0000.params"), name, DataShape(x.shape().dims()));
     EXPECT_TRUE(imp.unused.empty());
     std::map<std::string, Tensor> feed{{"data", x}};
-    if (name != "rnn") feed["softmax_label"] = Tensor::Empty(name == "cnn" ? Shape{x.shape()[0]} : x.shape());
+    if (name == "cnn" || name == "lstm")
+      feed["softmax_label"] = Tensor::Empty(name == "cnn" ? Shape{x.shape()[0]} : x.shape());
     const std::vector<float> got = RunNet(imp.config_text, feed, Weights(imp));
     const Tensor& want = io.at("output");
     ASSERT_EQ(got.size(), static_cast<size_t>(want.size()));
@@ -618,14 +620,14 @@ TEST(MxnetImport, BadSymbolFilesAreOneLineErrors) {
   // Unknown operators: all named in one line.
   SymbolBuilder s;
   const int data = s.Var("data");
-  const int rnn = s.Op("RNN", "lstm0", "\"mode\": \"lstm\"", {SymbolBuilder::In(data)});
-  const int lrn = s.Op("LRN", "norm0", "\"nsize\": \"5\"", {SymbolBuilder::In(rnn)});
+  const int roi = s.Op("ROIPooling", "roi0", "\"pooled_size\": \"(2, 2)\"", {SymbolBuilder::In(data)});
+  const int lrn = s.Op("LRN", "norm0", "\"nsize\": \"5\"", {SymbolBuilder::In(roi)});
   const int z = s.Op("_zeros", "zeros0", "\"shape\": \"(0, 4)\"", {});
   const int add = s.Op("elemwise_add", "sum", "", {SymbolBuilder::In(lrn), SymbolBuilder::In(z)});
   const MxnetSymbol sym = ParseMxnetSymbol(s.Json({SymbolBuilder::In(add)}), "u-symbol.json");
   ExpectError([&] { ImportMxnet(sym, {}, "u"); },
-              {"u-symbol.json: 2 node(s) use MXNet operators frugal does not import (LRN, RNN): 'lstm0' (RNN), "
-               "'norm0' (LRN)"});
+              {"u-symbol.json: 2 node(s) use MXNet operators frugal does not import (LRN, ROIPooling): 'roi0' "
+               "(ROIPooling), 'norm0' (LRN)"});
   // A constant's shape leaves only the batch (dim 0) to be inferred.
   SymbolBuilder c;
   const int x = c.Var("data");
@@ -651,6 +653,42 @@ TEST(MxnetImport, BadSymbolFilesAreOneLineErrors) {
               {"w-symbol.json:",
                ": node 'fc2_bias' (null): the params file has no array arg:fc2_bias (nor aux:), which "
                "node 'fc2' reads as its bias"});
+}
+
+// A fused RNN that frugal's lstm does not compute, or whose parameters or
+// begin states it cannot take, is one line naming the node and the value.
+TEST(MxnetImport, FusedRnnItCannotComputeIsAnErrorNamingTheNode) {
+  constexpr int64_t kH = 4, kIn = 3;
+  // One layer over (T, B, kIn), the data batch first: 4H x kIn + 4H x H weights, 2 x 4H biases.
+  const int64_t packed = 4 * kH * kIn + 4 * kH * kH + 8 * kH;
+  auto import = [&](const std::string& attrs, int64_t values, bool zero_states = true, int head_output = 0) {
+    SymbolBuilder s;
+    const int batch_first = s.Var("data", "\"__shape__\": \"(2, 5, 3)\"");
+    const int data = s.Op("transpose", "steps", "\"axes\": \"(1, 0, 2)\"", {SymbolBuilder::In(batch_first)});
+    const int params = s.Var("rnn_parameters");
+    const int h = zero_states ? s.Op("_zeros", "h", "\"shape\": \"(1, 0, 4)\"", {}) : s.Var("h_given");
+    const int c = s.Op("_zeros", "c", "\"shape\": \"(1, 0, 4)\"", {});
+    const int rnn =
+        s.Op("RNN", "rnn", "\"state_size\": \"4\", \"num_layers\": \"1\"" + attrs,
+             {SymbolBuilder::In(data), SymbolBuilder::In(params), SymbolBuilder::In(h), SymbolBuilder::In(c)});
+    NamedTensors arrays = {{"arg:rnn_parameters", Values(Shape{values}, 7)}};
+    if (!zero_states) arrays.push_back({"arg:h_given", Values(Shape{1, 2, kH}, 8)});
+    return ImportMxnet(ParseMxnetSymbol(s.Json({SymbolBuilder::In(rnn, head_output)}), "r-symbol.json"), arrays, "r");
+  };
+  EXPECT_NE(import(", \"mode\": \"lstm\"", packed).config_text.find("op: \"lstm\""), std::string::npos);
+  ExpectError([&] { import(", \"mode\": \"gru\"", packed); },
+              {"r-symbol.json:", ": node 'rnn' (RNN): mode 'gru': frugal imports the fused RNN in LSTM mode only"});
+  ExpectError([&] { import(", \"mode\": \"lstm\", \"bidirectional\": \"True\"", packed); },
+              {"node 'rnn' (RNN): bidirectional 'True' is not supported: frugal's lstm computes bidirectional false"});
+  ExpectError([&] { import(", \"mode\": \"lstm\", \"projection_size\": \"2\"", packed); },
+              {"node 'rnn' (RNN): projection_size '2' is not supported"});
+  ExpectError([&] { import(", \"mode\": \"lstm\"", packed + 1); },
+              {"node 'rnn' (RNN): its parameters hold 145 values, where num_layers 1 of state_size 4 hold 96 + 16 x "
+               "the input size"});
+  ExpectError([&] { import(", \"mode\": \"lstm\"", packed, /*zero_states=*/false); },
+              {"node 'rnn' (RNN): its begin state 'h_given' (null) is not zeros"});
+  ExpectError([&] { import(", \"mode\": \"lstm\", \"state_outputs\": \"True\"", packed, true, 1); },
+              {"node 'rnn' (RNN): the symbol's output is its output 1 (a final state)"});
 }
 
 // Damage anywhere in either file (bytes changed, the file cut) is an Error,

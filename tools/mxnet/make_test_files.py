@@ -14,7 +14,15 @@ Two small models, each as MXNet's files and the output MXNet computes:
         over 5 steps, their begin states mx.sym.zeros of shape (0, hidden)
         (_zeros, the batch inferred), under log_softmax, SoftmaxActivation
         and softmax (no loss: an exported predictor);
-        written by Symbol.save and mx.nd.save.
+        written by Symbol.save and mx.nd.save;
+  fused: the fused RNN operator, mx.sym.RNN in LSTM mode (two layers,
+        dropout between them, its parameters one packed array, its begin
+        states mx.sym.zeros), over the embedded tokens made sequence-major
+        by transpose, under FullyConnected and softmax; written by
+        Symbol.save and mx.nd.save;
+  gluon: gluon.rnn.LSTM (two layers, layout NTC: SwapAxis around the RNN,
+        its parameters packed by _rnn_param_concat) between an Embedding and
+        a Dense over every step, hybridized and written by HybridBlock.export.
 For each, OUT/NAME-symbol.json, OUT/NAME-0000.params and OUT/NAME-io.params
 (the arrays "data" and "output": an input and MXNet's output for it, in
 inference).
@@ -107,6 +115,28 @@ def rnn():
     return mx.sym.softmax(mx.sym.SoftmaxActivation(logp, name='act'), axis=-1, name='prob')
 
 
+def fused():
+    embed = mx.sym.Embedding(mx.sym.Variable('data'), input_dim=VOCAB, output_dim=EMBED, name='embed')
+    steps = mx.sym.transpose(embed, axes=(1, 0, 2), name='steps')
+    zeros = [mx.sym.zeros((LAYERS, 0, HIDDEN), name='lstm_begin_%s' % s) for s in ('h', 'c')]
+    out = mx.sym.RNN(steps, mx.sym.Variable('lstm_parameters'), zeros[0], zeros[1], state_size=HIDDEN,
+                     num_layers=LAYERS, mode='lstm', p=0.2, name='lstm')
+    pred = mx.sym.FullyConnected(mx.sym.Reshape(out, shape=(-1, HIDDEN)), num_hidden=VOCAB, name='pred')
+    return mx.sym.softmax(pred, axis=-1, name='prob')
+
+
+class GluonLstm(mx.gluon.HybridBlock):
+    def __init__(self):
+        super().__init__()
+        with self.name_scope():
+            self.embed = mx.gluon.nn.Embedding(VOCAB, EMBED)
+            self.lstm = mx.gluon.rnn.LSTM(HIDDEN, num_layers=LAYERS, layout='NTC', dropout=0.2)
+            self.out = mx.gluon.nn.Dense(VOCAB, flatten=False)
+
+    def hybrid_forward(self, F, x):
+        return self.out(self.lstm(self.embed(x)))
+
+
 def run(sym, inputs, rng):
     """Random weights (BatchNorm's statistics and scales away from 0 and 1)
     and MXNet's inference output for inputs."""
@@ -134,23 +164,29 @@ def main(out_dir):
     module.save_checkpoint(os.path.join(out_dir, 'cnn'), 0)
     mx.nd.save(os.path.join(out_dir, 'cnn-io.params'), {'data': mx.nd.array(x), 'output': out})
 
+    def symbol_model(name, sym, inputs):
+        args, _, out = run(sym, inputs, rng)
+        sym.save(os.path.join(out_dir, name + '-symbol.json'))
+        mx.nd.save(os.path.join(out_dir, name + '-0000.params'), {'arg:' + k: v for k, v in args.items()})
+        mx.nd.save(os.path.join(out_dir, name + '-io.params'), {'data': mx.nd.array(inputs['data']), 'output': out})
+
     tokens = rng.randint(0, VOCAB, (BATCH, STEPS)).astype(np.float32)
     inputs = {'data': tokens, 'softmax_label': np.zeros((BATCH, STEPS), np.float32)}
     for i in range(LAYERS):
         for s in ('c', 'h'):
             inputs['l%d_init_%s' % (i, s)] = np.zeros((BATCH, HIDDEN), np.float32)
-    sym = lstm()
-    args, _, out = run(sym, inputs, rng)
-    sym.save(os.path.join(out_dir, 'lstm-symbol.json'))
-    mx.nd.save(os.path.join(out_dir, 'lstm-0000.params'), {'arg:' + k: v for k, v in args.items()})
-    mx.nd.save(os.path.join(out_dir, 'lstm-io.params'), {'data': mx.nd.array(tokens), 'output': out})
+    symbol_model('lstm', lstm(), inputs)
+    symbol_model('rnn', rnn(), {'data': rng.randint(0, VOCAB, (BATCH, STEPS)).astype(np.float32)})
+    symbol_model('fused', fused(), {'data': rng.randint(0, VOCAB, (BATCH, STEPS)).astype(np.float32)})
 
     tokens = rng.randint(0, VOCAB, (BATCH, STEPS)).astype(np.float32)
-    sym = rnn()
-    args, _, out = run(sym, {'data': tokens}, rng)
-    sym.save(os.path.join(out_dir, 'rnn-symbol.json'))
-    mx.nd.save(os.path.join(out_dir, 'rnn-0000.params'), {'arg:' + k: v for k, v in args.items()})
-    mx.nd.save(os.path.join(out_dir, 'rnn-io.params'), {'data': mx.nd.array(tokens), 'output': out})
+    mx.random.seed(20)
+    net = GluonLstm()
+    net.initialize(mx.init.Uniform(0.3))
+    net.hybridize()
+    out = net(mx.nd.array(tokens))  # not training: dropout is off
+    net.export(os.path.join(out_dir, 'gluon'))
+    mx.nd.save(os.path.join(out_dir, 'gluon-io.params'), {'data': mx.nd.array(tokens), 'output': out})
 
 
 if __name__ == '__main__':

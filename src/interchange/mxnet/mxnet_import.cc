@@ -26,6 +26,7 @@
 #include "frugal/op.h"
 #include "frugal/passes.h"
 #include "interchange/config_text.h"
+#include "interchange/mxnet/mxnet_rnn.h"
 
 namespace frugal {
 // The importer's own names, apart from the ONNX importer's (a unity build
@@ -141,6 +142,8 @@ const std::vector<OpRule>& Rules() {
       {"Embedding", "embedding", "input_dim output_dim", "", {{"dtype", "float32"}, {"sparse_grad", "false"}}},
       {"Reshape", "reshape", "shape", "target_shape", {{"reverse", "false"}, {"keep_highest", "false"}}, ReshapeAdjust},
       {"transpose", "transpose", "axes"},
+      // A fused RNN's layer, as LowerFusedRnn (mxnet_rnn.h) writes it.
+      {"RNN", "lstm", "num_hidden"},
       {"SoftmaxOutput", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
        SoftmaxAdjust},
       {"Softmax", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
@@ -307,9 +310,11 @@ class Importer {
     if (unknown.size() > 8) list += Fmt(", and ", unknown.size() - 8, " more");
     std::string names;
     for (const std::string& op : ops) names += (names.empty() ? "" : ", ") + op;
-    FRUGAL_REQUIRE(unknown.empty(), sym_.path, ": ", unknown.size(), " node(s) use MXNet operators frugal does not ",
-                   "import (", names, "): ", list, "; `frugal import-mxnet` maps the operators of MXNet's ResNet, ",
-                   "Inception-BN, VGG, LeNet/MLP and LSTM examples and of mx.rnn's LSTM cells");
+    FRUGAL_REQUIRE(
+        unknown.empty(), sym_.path, ": ", unknown.size(), " node(s) use MXNet operators frugal does not ", "import (",
+        names, "): ", list, "; `frugal import-mxnet` maps the operators of MXNet's ResNet, ",
+        "Inception-BN, VGG, LeNet/MLP and LSTM examples, of mx.rnn's LSTM cells and of the fused RNN in LSTM ",
+        "mode (mx.sym.RNN, gluon.rnn.LSTM)");
   }
 
   // Variables: weights (an array names them), then the input named "data",
@@ -711,7 +716,10 @@ class Importer {
 
 MxnetImport ImportMxnet(const MxnetSymbol& sym, const NamedTensors& arrays, const std::string& model_name,
                         const MxnetImportOptions& opts) {
-  return mxnet_import::Importer(sym, arrays, opts).Run(model_name);
+  MxnetSymbol lowered = sym;
+  NamedTensors lowered_arrays = arrays;
+  LowerFusedRnn(&lowered, &lowered_arrays);
+  return mxnet_import::Importer(lowered, lowered_arrays, opts).Run(model_name);
 }
 
 }  // namespace frugal

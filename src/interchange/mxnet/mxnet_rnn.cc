@@ -1,0 +1,288 @@
+// LowerFusedRnn: MXNet's RNN operator in LSTM mode as frugal's lstm layers
+// (mxnet_rnn.h).
+#include "interchange/mxnet/mxnet_rnn.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace frugal {
+// The lowering's own names, apart from the importers' (a unity build
+// compiles the interchange folder's files together).
+namespace mxnet_rnn {
+namespace {
+
+using Input = MxnetNode::Input;
+
+std::string Get(const std::map<std::string, std::string>& m, const std::string& key, const std::string& dflt = "") {
+  auto it = m.find(key);
+  return it == m.end() || it->second == "None" ? dflt : it->second;
+}
+
+bool IsRnn(const MxnetNode& n) { return n.op == "RNN"; }
+
+bool SwapsFirstTwo(const MxnetNode& n) {
+  const std::set<std::string> dims{Get(n.attrs, "dim1", "0"), Get(n.attrs, "dim2", "0")};
+  return (n.op == "SwapAxis" || n.op == "swapaxes") && n.inputs.size() == 1 && dims == std::set<std::string>{"0", "1"};
+}
+
+class Lowering {
+ public:
+  Lowering(MxnetSymbol* sym, NamedTensors* arrays) : sym_(*sym), arrays_(*arrays), old_(sym->nodes) {}
+
+  void Run() {
+    if (std::none_of(old_.begin(), old_.end(), IsRnn)) return;
+    std::vector<std::vector<Input>> readers(old_.size());  // (reader, slot) of each node
+    for (size_t i = 0; i < old_.size(); ++i)
+      for (size_t k = 0; k < old_[i].inputs.size(); ++k)
+        readers[old_[i].inputs[k].node].push_back({static_cast<int>(i), static_cast<int>(k)});
+    for (const Input& h : sym_.heads)
+      FRUGAL_REQUIRE(!IsRnn(old_[h.node]) || h.index == 0, Where(h.node), ": the symbol's output is its output ",
+                     h.index, " (a final state); frugal's lstm gives the states of every step, not the last alone");
+    std::vector<int> moved(old_.size(), -1);  // the new index of each old node
+    sym_.nodes.clear();
+    for (size_t i = 0; i < old_.size(); ++i) {
+      const int id = static_cast<int>(i);
+      if (IsRnn(old_[i])) {
+        for (const Input& r : readers[i])
+          FRUGAL_REQUIRE(Reads(r, id) == 0, Where(r.node), ": reads output ", Reads(r, id), " of '", old_[i].name,
+                         "' (a final state); frugal's lstm gives the states of every step, not the last alone");
+        moved[i] = Lower(id, moved);
+        continue;
+      }
+      MxnetNode n = old_[i];
+      for (Input& in : n.inputs) in.node = moved[in.node];
+      if (SwapsAroundAnRnn(id, readers)) {
+        // After an RNN: its layers' output, batch first, is what it reads.
+        if (IsRnn(old_[old_[i].inputs[0].node])) {
+          moved[i] = batch_first_.at(old_[i].inputs[0].node);
+          continue;
+        }
+        n = Transpose(n.name, n.inputs[0], n.line);
+      }
+      moved[i] = Add(std::move(n));
+    }
+    for (Input& h : sym_.heads) h.node = moved[h.node];
+    Prune();
+  }
+
+ private:
+  std::string Where(int i) const {
+    return Fmt(sym_.path, ":", old_[i].line, ": node '", old_[i].name, "' (", old_[i].op, ")");
+  }
+
+  int Reads(const Input& reader, int node) const { return old_[reader.node].inputs[reader.index].index; }
+
+  int Add(MxnetNode n) {
+    sym_.nodes.push_back(std::move(n));
+    return static_cast<int>(sym_.nodes.size()) - 1;
+  }
+
+  static MxnetNode Transpose(const std::string& name, Input in, int line) {
+    MxnetNode n;
+    n.op = "transpose";
+    n.name = name;
+    n.attrs["axes"] = "(1,0,2)";
+    n.inputs = {in};
+    n.line = line;
+    return n;
+  }
+
+  // A SwapAxis of dims 0 and 1 whose input is an RNN's output or that an
+  // RNN reads as its data: gluon's layout NTC around the sequence-major
+  // RNN, where the input is known to be 3-D (the layers, batch first,
+  // read and write what it swaps: it stays only for its other readers).
+  bool SwapsAroundAnRnn(int i, const std::vector<std::vector<Input>>& readers) const {
+    const MxnetNode& n = old_[i];
+    if (!SwapsFirstTwo(n)) return false;
+    if (IsRnn(old_[n.inputs[0].node])) return true;
+    return std::any_of(readers[i].begin(), readers[i].end(),
+                       [&](const Input& r) { return IsRnn(old_[r.node]) && r.index == 0; });
+  }
+
+  // The values of MXNet's array `name` (arg:name, aux:name or name), float32.
+  const Tensor* Array(const std::string& name) const {
+    for (const auto& [key, t] : arrays_)
+      if (key == "arg:" + name || key == "aux:" + name || key == name) return &t;
+    return nullptr;
+  }
+
+  // The packed parameters node i gives the RNN `rnn`: an array, flattened
+  // by Reshape (-1), joined along dim 0 (gluon's _rnn_param_concat).
+  void Pack(int i, int rnn, std::vector<float>* out) {
+    const MxnetNode& n = old_[i];
+    if (n.op == "null") {
+      const Tensor* t = Array(n.name);
+      FRUGAL_REQUIRE(t, Where(rnn), ": its parameters '", n.name, "' have no array in the params file");
+      FRUGAL_REQUIRE(t->dtype() == DType::kFloat32, Where(rnn), ": its parameters '", n.name,
+                     "' are not float32; frugal imports float32 weights");
+      out->insert(out->end(), t->f(), t->f() + t->size());
+      return;
+    }
+    const std::string shape = Get(n.attrs, "shape");
+    const bool flattens = (n.op == "Reshape" || n.op == "reshape") && (shape == "-1" || shape == "(-1,)");
+    const bool joins = n.op == "_rnn_param_concat" || ((n.op == "Concat" || n.op == "concat") && Get(n.attrs, "dim") == "0");
+    FRUGAL_REQUIRE(flattens || joins, Where(rnn), ": its parameters come from node '", n.name, "' (", n.op,
+                   "), which frugal does not read at import; it reads an array, Reshape (-1) of one, or ",
+                   "_rnn_param_concat / Concat (dim 0) of those");
+    for (const Input& in : n.inputs) Pack(in.node, rnn, out);
+  }
+
+  // A begin state frugal makes as zeros: _zeros, or a variable with a
+  // __shape__ and no array.
+  void RequireZeros(int state, int rnn) const {
+    const MxnetNode& n = old_[state];
+    const bool zeros = n.op == "_zeros" || (n.op == "null" && n.attrs.count("__shape__") && !Array(n.name));
+    FRUGAL_REQUIRE(zeros, Where(rnn), ": its begin state '", n.name, "' (", n.op,
+                   ") is not zeros; frugal imports a fused RNN begun from zeros (_zeros, or a variable with a ",
+                   "__shape__), as mx.rnn and gluon export it");
+  }
+
+  // The nodes of RNN node r; returns the index of the last (its output).
+  int Lower(int r, const std::vector<int>& moved) {
+    const MxnetNode& n = old_[r];
+    std::map<std::string, std::string> attrs;
+    for (const auto& [key, value] : n.attrs)
+      if (key.rfind("__", 0) != 0) attrs[key] = value;
+    const std::string mode = Get(attrs, "mode");
+    FRUGAL_REQUIRE(mode == "lstm", Where(r), ": mode '", mode,
+                   "': frugal imports the fused RNN in LSTM mode only (as its lstm op)");
+    const auto off = [&](const char* key, const char* off_value) {
+      const std::string v = Get(attrs, key, off_value);
+      FRUGAL_REQUIRE(v == off_value || (v == "False" && std::string(off_value) == "false"), Where(r), ": ", key,
+                     " '", v, "' is not supported: frugal's lstm computes ", key, " ", off_value);
+    };
+    off("bidirectional", "false");
+    off("projection_size", "");
+    off("lstm_state_clip_min", "");
+    off("lstm_state_clip_max", "");
+    off("lstm_state_clip_nan", "false");
+    off("use_sequence_length", "false");
+    static const std::set<std::string> kRead{"mode",           "bidirectional",       "projection_size",
+                                             "lstm_state_clip_min", "lstm_state_clip_max", "lstm_state_clip_nan",
+                                             "use_sequence_length", "state_size",          "num_layers",
+                                             "p",                   "state_outputs"};
+    for (const auto& [key, value] : attrs)
+      FRUGAL_REQUIRE(kRead.count(key), Where(r), ": attribute '", key, "' = '", value,
+                     "' has no frugal counterpart");
+    const int64_t hidden = std::atoll(Get(attrs, "state_size", "0").c_str());
+    const int64_t layers = std::atoll(Get(attrs, "num_layers", "1").c_str());
+    FRUGAL_REQUIRE(hidden > 0 && layers > 0, Where(r), ": state_size '", Get(attrs, "state_size"), "' and num_layers '",
+                   Get(attrs, "num_layers", "1"), "' must be positive whole numbers");
+    FRUGAL_REQUIRE(n.inputs.size() == 4, Where(r), ": has ", n.inputs.size(),
+                   " inputs; in LSTM mode RNN reads data, parameters, state and state_cell");
+    RequireZeros(n.inputs[2].node, r);
+    RequireZeros(n.inputs[3].node, r);
+    std::vector<float> packed;
+    Pack(n.inputs[1].node, r, &packed);
+    // Weights (4H x I then 4H x H per layer; I = H after the first), then
+    // biases (2 x 4H per layer): the first layer's input size from the rest.
+    const int64_t g = 4 * hidden, rest = (layers - 1) * 2 * g * hidden + g * hidden + layers * 2 * g;
+    const int64_t total = static_cast<int64_t>(packed.size());
+    FRUGAL_REQUIRE(total > rest && (total - rest) % g == 0, Where(r), ": its parameters hold ", total,
+                   " values, where num_layers ", layers, " of state_size ", hidden, " hold ", rest, " + ", g,
+                   " x the input size (MXNet's packed layout); give the params file saved with this symbol");
+    const int64_t input = (total - rest) / g;
+    const std::string p = Get(attrs, "p", "0");
+    const bool dropout = std::atof(p.c_str()) > 0;
+    // Batch first: what a SwapAxis before it swapped, or the data transposed.
+    const MxnetNode& data = old_[n.inputs[0].node];
+    Input x = SwapsFirstTwo(data) ? Input{moved[data.inputs[0].node], data.inputs[0].index}
+                      : Input{Add(Transpose(n.name + "_batch_first", {moved[n.inputs[0].node], n.inputs[0].index},
+                                            n.line)),
+                              0};
+    int64_t at = 0, bias_at = total - layers * 2 * g;
+    auto take = [&](const std::string& name, Shape shape, int64_t* from) {
+      Tensor t = Tensor::Empty(shape, DType::kFloat32, {}, MemKind::kParam);
+      std::copy(packed.begin() + *from, packed.begin() + *from + t.size(), t.f());
+      *from += t.size();
+      arrays_.emplace_back("arg:" + name, std::move(t));
+      MxnetNode v;
+      v.op = "null";
+      v.name = name;
+      v.line = n.line;
+      return Input{Add(std::move(v)), 0};
+    };
+    for (int64_t l = 0; l < layers; ++l) {
+      const std::string layer = Fmt(n.name, "_l", l);
+      if (l > 0 && dropout) {
+        MxnetNode d;
+        d.op = "Dropout";
+        d.name = layer + "_dropout";
+        d.attrs["p"] = p;
+        d.inputs = {x};
+        d.line = n.line;
+        x = {Add(std::move(d)), 0};
+      }
+      MxnetNode lstm;
+      lstm.op = "RNN";
+      lstm.name = layer;
+      lstm.attrs["num_hidden"] = std::to_string(hidden);
+      lstm.line = n.line;
+      lstm.inputs = {x};
+      for (const char* state : {"_h0", "_c0"}) {
+        MxnetNode z;
+        z.op = "_zeros";
+        z.name = layer + state;
+        z.attrs["shape"] = Fmt("(0, ", hidden, ")");
+        z.line = n.line;
+        lstm.inputs.push_back({Add(std::move(z)), 0});
+      }
+      const Input wx = take(layer + "_i2h_weight", Shape{g, l == 0 ? input : hidden}, &at);
+      const Input wh = take(layer + "_h2h_weight", Shape{g, hidden}, &at);
+      const Input bx = take(layer + "_i2h_bias", Shape{g}, &bias_at);
+      const Input bh = take(layer + "_h2h_bias", Shape{g}, &bias_at);
+      lstm.inputs.insert(lstm.inputs.end(), {wx, bx, wh, bh});
+      x = {Add(std::move(lstm)), 0};
+    }
+    batch_first_[r] = x.node;
+    return Add(Transpose(n.name, x, n.line));
+  }
+
+  // Keeps the nodes the heads read, in order, and the arrays their
+  // variables read; an array only removed nodes read goes with them.
+  void Prune() {
+    std::vector<bool> live(sym_.nodes.size(), false);
+    for (const Input& h : sym_.heads) live[h.node] = true;
+    for (size_t i = sym_.nodes.size(); i-- > 0;)
+      if (live[i])
+        for (const Input& in : sym_.nodes[i].inputs) live[in.node] = true;
+    std::vector<int> index(sym_.nodes.size(), -1);
+    std::vector<MxnetNode> kept;
+    std::set<std::string> dropped_vars;
+    for (size_t i = 0; i < sym_.nodes.size(); ++i) {
+      MxnetNode& n = sym_.nodes[i];
+      if (!live[i]) {
+        if (n.op == "null") dropped_vars.insert(n.name);
+        continue;
+      }
+      for (Input& in : n.inputs) in.node = index[in.node];
+      index[i] = static_cast<int>(kept.size());
+      kept.push_back(std::move(n));
+    }
+    for (Input& h : sym_.heads) h.node = index[h.node];
+    sym_.nodes = std::move(kept);
+    for (const MxnetNode& n : sym_.nodes) dropped_vars.erase(n.name);
+    arrays_.erase(std::remove_if(arrays_.begin(), arrays_.end(),
+                                 [&](const auto& a) {
+                                   const std::string& key = a.first;
+                                   const size_t colon = key.rfind("arg:", 0) == 0 || key.rfind("aux:", 0) == 0 ? 4 : 0;
+                                   return dropped_vars.count(key.substr(colon)) > 0;
+                                 }),
+                  arrays_.end());
+  }
+
+  MxnetSymbol& sym_;
+  NamedTensors& arrays_;
+  const std::vector<MxnetNode> old_;
+  std::map<int, int> batch_first_;  // of each RNN: its last layer's node (B, T, H)
+};
+
+}  // namespace
+}  // namespace mxnet_rnn
+
+void LowerFusedRnn(MxnetSymbol* sym, NamedTensors* arrays) { mxnet_rnn::Lowering(sym, arrays).Run(); }
+
+}  // namespace frugal
