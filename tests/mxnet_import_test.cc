@@ -527,11 +527,11 @@ TEST(MxnetImport, SoftmaxActivationModes) {
 // Module.save_checkpoint; the LSTM example by Symbol.save and mx.nd.save;
 // mx.rnn's LSTM cells, begun from _zeros, under log_softmax,
 // SoftmaxActivation and softmax; the fused RNN of mx.sym.RNN and of
-// gluon.rnn.LSTM, each two LSTM layers),
+// gluon.rnn.LSTM, each two LSTM layers; a convolution under LRN),
 // with MXNet's inference output for an input: frugal computes the same.
 TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
   const std::string dir = std::string(FRUGAL_SOURCE_DIR) + "/tests/mxnet/";
-  for (const std::string name : {"cnn", "lstm", "rnn", "fused", "gluon"}) {
+  for (const std::string name : {"cnn", "lstm", "rnn", "fused", "gluon", "lrn"}) {
     SCOPED_TRACE(name);
     const MxnetSymbol sym = ReadMxnetSymbol(dir + name + "-symbol.json");
     EXPECT_EQ(sym.mxnet_version, 10901);
@@ -542,8 +542,8 @@ TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
         ImportMxnet(sym, ReadMxnetParams(dir + name + "-0000.params"), name, DataShape(x.shape().dims()));
     EXPECT_TRUE(imp.unused.empty());
     std::map<std::string, Tensor> feed{{"data", x}};
-    if (name == "cnn" || name == "lstm")
-      feed["softmax_label"] = Tensor::Empty(name == "cnn" ? Shape{x.shape()[0]} : x.shape());
+    if (name == "cnn" || name == "lrn") feed["softmax_label"] = Tensor::Empty(Shape{x.shape()[0]});
+    if (name == "lstm") feed["softmax_label"] = Tensor::Empty(x.shape());
     const std::vector<float> got = RunNet(imp.config_text, feed, Weights(imp));
     const Tensor& want = io.at("output");
     ASSERT_EQ(got.size(), static_cast<size_t>(want.size()));
@@ -621,13 +621,19 @@ TEST(MxnetImport, BadSymbolFilesAreOneLineErrors) {
   SymbolBuilder s;
   const int data = s.Var("data");
   const int roi = s.Op("ROIPooling", "roi0", "\"pooled_size\": \"(2, 2)\"", {SymbolBuilder::In(data)});
-  const int lrn = s.Op("LRN", "norm0", "\"nsize\": \"5\"", {SymbolBuilder::In(roi)});
+  const int lrn = s.Op("GridGenerator", "grid0", "\"transform_type\": \"affine\"", {SymbolBuilder::In(roi)});
   const int z = s.Op("_zeros", "zeros0", "\"shape\": \"(0, 4)\"", {});
   const int add = s.Op("elemwise_add", "sum", "", {SymbolBuilder::In(lrn), SymbolBuilder::In(z)});
   const MxnetSymbol sym = ParseMxnetSymbol(s.Json({SymbolBuilder::In(add)}), "u-symbol.json");
   ExpectError([&] { ImportMxnet(sym, {}, "u"); },
-              {"u-symbol.json: 2 node(s) use MXNet operators frugal does not import (LRN, ROIPooling): 'roi0' "
-               "(ROIPooling), 'norm0' (LRN)"});
+              {"u-symbol.json: 2 node(s) use MXNet operators frugal does not import (GridGenerator, ROIPooling): "
+               "'roi0' (ROIPooling), 'grid0' (GridGenerator)"});
+  // LRN over an even window (MXNet centres it on each channel).
+  SymbolBuilder l;
+  const int in = l.Var("data");
+  const int even = l.Op("LRN", "norm", "\"nsize\": \"4\"", {SymbolBuilder::In(in)});
+  ExpectError([&] { ImportMxnet(ParseMxnetSymbol(l.Json({SymbolBuilder::In(even)}), "l-symbol.json"), {}, "l"); },
+              {"l-symbol.json:", ": node 'norm' (LRN): nsize '4': frugal's LRN takes an odd window"});
   // A constant's shape leaves only the batch (dim 0) to be inferred.
   SymbolBuilder c;
   const int x = c.Var("data");

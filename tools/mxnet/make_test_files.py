@@ -22,7 +22,9 @@ Two small models, each as MXNet's files and the output MXNet computes:
         Symbol.save and mx.nd.save;
   gluon: gluon.rnn.LSTM (two layers, layout NTC: SwapAxis around the RNN,
         its parameters packed by _rnn_param_concat) between an Embedding and
-        a Dense over every step, hybridized and written by HybridBlock.export.
+        a Dense over every step, hybridized and written by HybridBlock.export;
+  lrn:  Convolution, relu, LRN (across 5 channels), max Pooling,
+        FullyConnected, SoftmaxOutput, written by Module.save_checkpoint.
 For each, OUT/NAME-symbol.json, OUT/NAME-0000.params and OUT/NAME-io.params
 (the arrays "data" and "output": an input and MXNet's output for it, in
 inference).
@@ -58,6 +60,25 @@ def cnn():
     drop = mx.sym.Dropout(mx.sym.Flatten(pool, name='flat'), p=0.3, name='drop')
     fc = mx.sym.FullyConnected(drop, num_hidden=10, name='fc')
     return mx.sym.SoftmaxOutput(fc, name='softmax')
+
+
+def lrn():
+    data = mx.sym.Variable('data')
+    c = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=8, name='conv')
+    r = mx.sym.Activation(c, act_type='relu', name='relu')
+    n = mx.sym.LRN(r, nsize=5, alpha=0.05, beta=0.75, knorm=2, name='norm')
+    p = mx.sym.Pooling(n, kernel=(2, 2), stride=(2, 2), pool_type='max', name='pool')
+    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(p, num_hidden=10, name='fc'), name='softmax')
+
+
+def checkpoint_model(out_dir, name, sym, x, rng):
+    """Module.save_checkpoint's files, and MXNet's output for x."""
+    args, aux, out = run(sym, {'data': x, 'softmax_label': np.zeros((x.shape[0],), np.float32)}, rng)
+    module = mx.mod.Module(sym, context=mx.cpu())
+    module.bind(data_shapes=[('data', x.shape)], label_shapes=[('softmax_label', (x.shape[0],))], for_training=False)
+    module.set_params(args, aux)
+    module.save_checkpoint(os.path.join(out_dir, name), 0)
+    mx.nd.save(os.path.join(out_dir, name + '-io.params'), {'data': mx.nd.array(x), 'output': out})
 
 
 LSTMState = namedtuple('LSTMState', ['c', 'h'])
@@ -155,14 +176,7 @@ def run(sym, inputs, rng):
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     rng = np.random.RandomState(20)
-    x = rng.uniform(0, 1, (4, 1, 14, 14)).astype(np.float32)
-    inputs = {'data': x, 'softmax_label': np.zeros((4,), np.float32)}
-    args, aux, out = run(cnn(), inputs, rng)
-    module = mx.mod.Module(cnn(), context=mx.cpu())
-    module.bind(data_shapes=[('data', x.shape)], label_shapes=[('softmax_label', (4,))], for_training=False)
-    module.set_params(args, aux)
-    module.save_checkpoint(os.path.join(out_dir, 'cnn'), 0)
-    mx.nd.save(os.path.join(out_dir, 'cnn-io.params'), {'data': mx.nd.array(x), 'output': out})
+    checkpoint_model(out_dir, 'cnn', cnn(), rng.uniform(0, 1, (4, 1, 14, 14)).astype(np.float32), rng)
 
     def symbol_model(name, sym, inputs):
         args, _, out = run(sym, inputs, rng)
@@ -187,6 +201,8 @@ def main(out_dir):
     out = net(mx.nd.array(tokens))  # not training: dropout is off
     net.export(os.path.join(out_dir, 'gluon'))
     mx.nd.save(os.path.join(out_dir, 'gluon-io.params'), {'data': mx.nd.array(tokens), 'output': out})
+
+    checkpoint_model(out_dir, 'lrn', lrn(), rng.uniform(0, 1, (4, 3, 8, 8)).astype(np.float32), rng)
 
 
 if __name__ == '__main__':

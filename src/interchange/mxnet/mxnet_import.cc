@@ -26,7 +26,7 @@
 #include "frugal/op.h"
 #include "frugal/passes.h"
 #include "interchange/config_text.h"
-#include "interchange/mxnet/mxnet_rnn.h"
+#include "interchange/mxnet/mxnet_lower.h"
 
 namespace frugal {
 // The importer's own names, apart from the ONNX importer's (a unity build
@@ -142,8 +142,18 @@ const std::vector<OpRule>& Rules() {
       {"Embedding", "embedding", "input_dim output_dim", "", {{"dtype", "float32"}, {"sparse_grad", "false"}}},
       {"Reshape", "reshape", "shape", "target_shape", {{"reverse", "false"}, {"keep_highest", "false"}}, ReshapeAdjust},
       {"transpose", "transpose", "axes"},
-      // A fused RNN's layer, as LowerFusedRnn (mxnet_rnn.h) writes it.
+      // A fused RNN's layer, as LowerComposites (mxnet_lower.h) writes it.
       {"RNN", "lstm", "num_hidden"},
+      {"square", "square"},
+      {"sqrt", "sqrt"},
+      {"exp", "exp"},
+      {"log", "log"},
+      {"_plus_scalar", "add_scalar", "scalar", "is_int"},
+      {"_minus_scalar", "sub_scalar", "scalar", "is_int"},
+      {"_rminus_scalar", "rsub_scalar", "scalar", "is_int"},
+      {"_mul_scalar", "mul_scalar", "scalar", "is_int"},
+      {"_div_scalar", "div_scalar", "scalar", "is_int"},
+      {"_rdiv_scalar", "rdiv_scalar", "scalar", "is_int"},
       {"SoftmaxOutput", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
        SoftmaxAdjust},
       {"Softmax", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
@@ -718,7 +728,7 @@ MxnetImport ImportMxnet(const MxnetSymbol& sym, const NamedTensors& arrays, cons
                         const MxnetImportOptions& opts) {
   MxnetSymbol lowered = sym;
   NamedTensors lowered_arrays = arrays;
-  LowerFusedRnn(&lowered, &lowered_arrays);
+  LowerComposites(&lowered, &lowered_arrays);
   return mxnet_import::Importer(lowered, lowered_arrays, opts).Run(model_name);
 }
 

@@ -1,4 +1,5 @@
-// MXNet's fused RNN operator (mode lstm) as the nodes import-mxnet maps.
+// MXNet operators that frugal computes as several of its own (the fused
+// RNN, LRN), written as the nodes import-mxnet maps.
 #pragma once
 
 #include "frugal/mxnet.h"
@@ -20,6 +21,10 @@ namespace frugal {
 // removed, and so are the arrays they read. Throws Error naming the node
 // for what frugal's lstm does not compute (another mode, bidirectional,
 // projection, state clipping, a read of the final states).
-void LowerFusedRnn(MxnetSymbol* sym, NamedTensors* arrays);
+// Each LRN node (across channels, 4-D NCHW input, odd nsize) becomes
+// x * exp(-beta log(knorm + alpha * avg)), avg the average of x^2 over the
+// nsize channels around (an average pooling of x^2 made (N, H, C, W), its
+// padding counted, as MXNet's alpha / nsize * sum).
+void LowerComposites(MxnetSymbol* sym, NamedTensors* arrays);
 
 }  // namespace frugal

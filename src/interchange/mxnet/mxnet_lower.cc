@@ -1,6 +1,6 @@
-// LowerFusedRnn: MXNet's RNN operator in LSTM mode as frugal's lstm layers
-// (mxnet_rnn.h).
-#include "interchange/mxnet/mxnet_rnn.h"
+// LowerComposites: MXNet's RNN operator in LSTM mode as frugal's lstm
+// layers, LRN as elementwise ops around a pooling (mxnet_lower.h).
+#include "interchange/mxnet/mxnet_lower.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,7 +11,7 @@
 namespace frugal {
 // The lowering's own names, apart from the importers' (a unity build
 // compiles the interchange folder's files together).
-namespace mxnet_rnn {
+namespace mxnet_lower {
 namespace {
 
 using Input = MxnetNode::Input;
@@ -22,6 +22,7 @@ std::string Get(const std::map<std::string, std::string>& m, const std::string& 
 }
 
 bool IsRnn(const MxnetNode& n) { return n.op == "RNN"; }
+bool IsComposite(const MxnetNode& n) { return IsRnn(n) || n.op == "LRN"; }
 
 bool SwapsFirstTwo(const MxnetNode& n) {
   const std::set<std::string> dims{Get(n.attrs, "dim1", "0"), Get(n.attrs, "dim2", "0")};
@@ -33,7 +34,7 @@ class Lowering {
   Lowering(MxnetSymbol* sym, NamedTensors* arrays) : sym_(*sym), arrays_(*arrays), old_(sym->nodes) {}
 
   void Run() {
-    if (std::none_of(old_.begin(), old_.end(), IsRnn)) return;
+    if (std::none_of(old_.begin(), old_.end(), IsComposite)) return;
     std::vector<std::vector<Input>> readers(old_.size());  // (reader, slot) of each node
     for (size_t i = 0; i < old_.size(); ++i)
       for (size_t k = 0; k < old_[i].inputs.size(); ++k)
@@ -50,6 +51,10 @@ class Lowering {
           FRUGAL_REQUIRE(Reads(r, id) == 0, Where(r.node), ": reads output ", Reads(r, id), " of '", old_[i].name,
                          "' (a final state); frugal's lstm gives the states of every step, not the last alone");
         moved[i] = Lower(id, moved);
+        continue;
+      }
+      if (old_[i].op == "LRN") {
+        moved[i] = LowerLrn(id, moved);
         continue;
       }
       MxnetNode n = old_[i];
@@ -123,7 +128,8 @@ class Lowering {
     }
     const std::string shape = Get(n.attrs, "shape");
     const bool flattens = (n.op == "Reshape" || n.op == "reshape") && (shape == "-1" || shape == "(-1,)");
-    const bool joins = n.op == "_rnn_param_concat" || ((n.op == "Concat" || n.op == "concat") && Get(n.attrs, "dim") == "0");
+    const bool joins =
+        n.op == "_rnn_param_concat" || ((n.op == "Concat" || n.op == "concat") && Get(n.attrs, "dim") == "0");
     FRUGAL_REQUIRE(flattens || joins, Where(rnn), ": its parameters come from node '", n.name, "' (", n.op,
                    "), which frugal does not read at import; it reads an array, Reshape (-1) of one, or ",
                    "_rnn_param_concat / Concat (dim 0) of those");
@@ -151,8 +157,8 @@ class Lowering {
                    "': frugal imports the fused RNN in LSTM mode only (as its lstm op)");
     const auto off = [&](const char* key, const char* off_value) {
       const std::string v = Get(attrs, key, off_value);
-      FRUGAL_REQUIRE(v == off_value || (v == "False" && std::string(off_value) == "false"), Where(r), ": ", key,
-                     " '", v, "' is not supported: frugal's lstm computes ", key, " ", off_value);
+      FRUGAL_REQUIRE(v == off_value || (v == "False" && std::string(off_value) == "false"), Where(r), ": ", key, " '",
+                     v, "' is not supported: frugal's lstm computes ", key, " ", off_value);
     };
     off("bidirectional", "false");
     off("projection_size", "");
@@ -160,13 +166,19 @@ class Lowering {
     off("lstm_state_clip_max", "");
     off("lstm_state_clip_nan", "false");
     off("use_sequence_length", "false");
-    static const std::set<std::string> kRead{"mode",           "bidirectional",       "projection_size",
-                                             "lstm_state_clip_min", "lstm_state_clip_max", "lstm_state_clip_nan",
-                                             "use_sequence_length", "state_size",          "num_layers",
-                                             "p",                   "state_outputs"};
+    static const std::set<std::string> kRead{"mode",
+                                             "bidirectional",
+                                             "projection_size",
+                                             "lstm_state_clip_min",
+                                             "lstm_state_clip_max",
+                                             "lstm_state_clip_nan",
+                                             "use_sequence_length",
+                                             "state_size",
+                                             "num_layers",
+                                             "p",
+                                             "state_outputs"};
     for (const auto& [key, value] : attrs)
-      FRUGAL_REQUIRE(kRead.count(key), Where(r), ": attribute '", key, "' = '", value,
-                     "' has no frugal counterpart");
+      FRUGAL_REQUIRE(kRead.count(key), Where(r), ": attribute '", key, "' = '", value, "' has no frugal counterpart");
     const int64_t hidden = std::atoll(Get(attrs, "state_size", "0").c_str());
     const int64_t layers = std::atoll(Get(attrs, "num_layers", "1").c_str());
     FRUGAL_REQUIRE(hidden > 0 && layers > 0, Where(r), ": state_size '", Get(attrs, "state_size"), "' and num_layers '",
@@ -189,10 +201,10 @@ class Lowering {
     const bool dropout = std::atof(p.c_str()) > 0;
     // Batch first: what a SwapAxis before it swapped, or the data transposed.
     const MxnetNode& data = old_[n.inputs[0].node];
-    Input x = SwapsFirstTwo(data) ? Input{moved[data.inputs[0].node], data.inputs[0].index}
-                      : Input{Add(Transpose(n.name + "_batch_first", {moved[n.inputs[0].node], n.inputs[0].index},
-                                            n.line)),
-                              0};
+    Input x =
+        SwapsFirstTwo(data)
+            ? Input{moved[data.inputs[0].node], data.inputs[0].index}
+            : Input{Add(Transpose(n.name + "_batch_first", {moved[n.inputs[0].node], n.inputs[0].index}, n.line)), 0};
     int64_t at = 0, bias_at = total - layers * 2 * g;
     auto take = [&](const std::string& name, Shape shape, int64_t* from) {
       Tensor t = Tensor::Empty(shape, DType::kFloat32, {}, MemKind::kParam);
@@ -241,6 +253,56 @@ class Lowering {
     return Add(Transpose(n.name, x, n.line));
   }
 
+  MxnetNode Op(const std::string& op, const std::string& name, std::map<std::string, std::string> attrs,
+               std::vector<Input> inputs, int line) const {
+    MxnetNode n;
+    n.op = op;
+    n.name = name;
+    n.attrs = std::move(attrs);
+    n.inputs = std::move(inputs);
+    n.line = line;
+    return n;
+  }
+
+  // LRN's nodes; returns the index of the last (its output).
+  int LowerLrn(int r, const std::vector<int>& moved) {
+    const MxnetNode& n = old_[r];
+    std::map<std::string, std::string> attrs;
+    for (const auto& [key, value] : n.attrs)
+      if (key.rfind("__", 0) != 0) attrs[key] = value;
+    for (const auto& [key, value] : attrs)
+      FRUGAL_REQUIRE(key == "alpha" || key == "beta" || key == "knorm" || key == "nsize", Where(r), ": attribute '",
+                     key, "' = '", value, "' has no frugal counterpart (LRN takes alpha, beta, knorm, nsize)");
+    const int64_t size = std::atoll(Get(attrs, "nsize", "0").c_str());
+    FRUGAL_REQUIRE(size > 0 && size % 2 == 1, Where(r), ": nsize '", Get(attrs, "nsize"),
+                   "': frugal's LRN takes an odd window (the channels centred on each)");
+    FRUGAL_REQUIRE(n.inputs.size() == 1, Where(r), ": has ", n.inputs.size(), " inputs; LRN reads one");
+    const std::string& name = n.name;
+    const std::string beta = Get(attrs, "beta", "0.75");
+    const std::string minus_beta = beta[0] == '-' ? beta.substr(1) : "-" + beta;
+    const Input x{moved[n.inputs[0].node], n.inputs[0].index};
+    auto add = [&](const std::string& op, const std::string& suffix, std::map<std::string, std::string> a,
+                   std::vector<Input> in) {
+      return Input{Add(Op(op, name + suffix, std::move(a), std::move(in), n.line)), 0};
+    };
+    Input y = add("square", "_square", {}, {x});
+    y = add("transpose", "_channels_by_row", {{"axes", "(0,2,1,3)"}}, {y});
+    y = add("Pooling", "_window",
+            {{"pool_type", "avg"},
+             {"kernel", Fmt("(", size, ",1)")},
+             {"stride", "(1,1)"},
+             {"pad", Fmt("(", size / 2, ",0)")},
+             {"count_include_pad", "True"}},
+            {y});
+    y = add("transpose", "_window_nchw", {{"axes", "(0,2,1,3)"}}, {y});
+    y = add("_mul_scalar", "_scaled", {{"scalar", Get(attrs, "alpha", "0.0001")}}, {y});
+    y = add("_plus_scalar", "_shifted", {{"scalar", Get(attrs, "knorm", "2")}}, {y});
+    y = add("log", "_log", {}, {y});
+    y = add("_mul_scalar", "_power", {{"scalar", minus_beta}}, {y});
+    y = add("exp", "_inverse", {}, {y});
+    return Add(Op("elemwise_mul", name, {}, {x, y}, n.line));
+  }
+
   // Keeps the nodes the heads read, in order, and the arrays their
   // variables read; an array only removed nodes read goes with them.
   void Prune() {
@@ -281,8 +343,8 @@ class Lowering {
 };
 
 }  // namespace
-}  // namespace mxnet_rnn
+}  // namespace mxnet_lower
 
-void LowerFusedRnn(MxnetSymbol* sym, NamedTensors* arrays) { mxnet_rnn::Lowering(sym, arrays).Run(); }
+void LowerComposites(MxnetSymbol* sym, NamedTensors* arrays) { mxnet_lower::Lowering(sym, arrays).Run(); }
 
 }  // namespace frugal
