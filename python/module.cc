@@ -67,6 +67,11 @@ bool Batched(const py::array& a, const std::vector<int64_t>& dims) {
   return a.ndim() >= 1 && a.shape(0) >= 1 && DimsOf(a, 1) == dims;
 }
 
+// One sample's shape of a config's data or label (without the batch dim).
+Shape SampleOf(const Shape& batched) {
+  return Shape(std::vector<int64_t>(batched.dims().begin() + 1, batched.dims().end()));
+}
+
 // Samples and labels from Python, (N, *sample_shape) and (N, *label_shape),
 // as float32 arrays (cast where they are not), for an ArrayIter.
 struct Arrays {
@@ -82,8 +87,7 @@ struct Arrays {
   // Checks the shapes against the config's data and makes the iterator.
   std::unique_ptr<DataIter> Iter(const ConfigFile& cfg, const char* what, uint64_t seed, bool shuffle) const {
     const DataShapes shapes = DataShapesOf(cfg);  // with the batch dim
-    const std::vector<int64_t> sample(shapes.data.dims().begin() + 1, shapes.data.dims().end());
-    const std::vector<int64_t> label(shapes.label.dims().begin() + 1, shapes.label.dims().end());
+    const std::vector<int64_t> sample = SampleOf(shapes.data).dims(), label = SampleOf(shapes.label).dims();
     const int64_t n = x.ndim() >= 1 ? x.shape(0) : 0;
     FRUGAL_REQUIRE(Batched(x, sample), "Model.train: ", what, "'s samples are ", PyShape("", DimsOf(x)), " but ",
                    cfg.path, " takes ", PyShape("N", sample), " with N >= 1 (data.sample_shape)");
@@ -94,6 +98,112 @@ struct Arrays {
                                        cfg.net.data().batch_size(), shuffle, seed);
   }
 };
+
+// Batches from Python: an iterable of (samples, labels) with len() (a
+// list, a DataLoader), walked again from iter() at each epoch; a batch may
+// hold fewer rows than the config's batch_size, the rest wrapping to the
+// first batch of the epoch as ArrayIter's last batch wraps to the epoch's
+// start. Next runs on the trainer's threads, so it takes the GIL.
+class BatchIter : public DataIter {
+ public:
+  BatchIter(py::object batches, Shape sample, Shape label, int64_t batch, std::string name, const std::string& path)
+      : batches_(std::move(batches)),
+        sample_(std::move(sample)),
+        label_(std::move(label)),
+        batch_(batch),
+        name_(std::move(name)),
+        path_(path) {
+    try {
+      len_ = static_cast<int64_t>(py::len(batches_));
+    } catch (py::error_already_set&) {
+      throw Error(Fmt(name_, ": an iterable without len(); give (samples, labels) arrays, or batches whose count ",
+                      "len() gives (a list, a DataLoader)"));
+    }
+    FRUGAL_REQUIRE(len_ > 0, name_, ": len() is 0; give at least one (samples, labels) batch");
+  }
+  ~BatchIter() override {
+    py::gil_scoped_acquire gil;
+    it_ = py::object();
+    batches_ = py::object();
+  }
+
+  void Reset(int64_t) override {
+    py::gil_scoped_acquire gil;
+    it_ = py::iter(batches_);
+    position_ = 0;
+  }
+
+  bool Next(float* data, float* label, int64_t* num_valid) override {
+    py::gil_scoped_acquire gil;
+    if (!it_) it_ = py::iter(batches_);
+    const std::string where = Fmt(name_, ": batch ", position_);
+    Rows x, y;
+    try {
+      py::object item = py::reinterpret_steal<py::object>(PyIter_Next(it_.ptr()));
+      if (!item) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        return false;
+      }
+      FRUGAL_REQUIRE(py::isinstance<py::tuple>(item) && py::len(item) == 2, where, " is not a (samples, labels) tuple");
+      x = Rows::ensure(item.cast<py::tuple>()[0]);
+      y = Rows::ensure(item.cast<py::tuple>()[1]);
+      FRUGAL_REQUIRE(x && y, where, ": its samples and labels must be arrays of numbers (numpy arrays)");
+    } catch (py::error_already_set& e) { throw Error(Fmt(where, ": ", e.what())); }
+    const int64_t rows = x.ndim() >= 1 ? x.shape(0) : 0;
+    FRUGAL_REQUIRE(Batched(x, sample_.dims()) && rows <= batch_, where, "'s samples are ", PyShape("", DimsOf(x)),
+                   " but ", path_, " takes ", PyShape("N", sample_.dims()), " with 1 <= N <= ", batch_,
+                   " (data.sample_shape, batch_size)");
+    FRUGAL_REQUIRE(Batched(y, label_.dims()) && y.shape(0) == rows, where, "'s labels are ", PyShape("", DimsOf(y)),
+                   " for ", rows, " samples; ", path_, " takes ", PyShape(std::to_string(rows), label_.dims()),
+                   " (data.label_shape)");
+    const int64_t size = sample_.Size(), label_size = label_.Size();
+    if (position_ == 0) {
+      first_x_.assign(x.data(), x.data() + rows * size);
+      first_y_.assign(y.data(), y.data() + rows * label_size);
+    }
+    const int64_t first_rows = static_cast<int64_t>(first_y_.size()) / std::max<int64_t>(label_size, 1);
+    for (int64_t r = 0; r < batch_; ++r) {
+      const bool own = r < rows;
+      const int64_t k = own ? r : (r - rows) % first_rows;
+      std::copy_n((own ? x.data() : first_x_.data()) + k * size, size, data + r * size);
+      std::copy_n((own ? y.data() : first_y_.data()) + k * label_size, label_size, label + r * label_size);
+    }
+    if (num_valid != nullptr) *num_valid = rows;
+    ++position_;
+    return true;
+  }
+
+  int64_t batch_size() const override { return batch_; }
+  Shape sample_shape() const override { return sample_; }
+  Shape label_shape() const override { return label_; }
+  int64_t num_samples() const override { return len_ * batch_; }
+  int64_t batches_per_epoch() const override { return len_; }
+  std::string Describe() const override {
+    return Fmt(name_, ": ", len_, " batches of up to ", batch_, " samples of ", sample_, " from Python");
+  }
+
+ private:
+  using Rows = py::array_t<float, py::array::c_style | py::array::forcecast>;
+  py::object batches_, it_;
+  Shape sample_, label_;
+  int64_t batch_;
+  std::string name_, path_;
+  int64_t len_ = 0, position_ = 0;
+  std::vector<float> first_x_, first_y_;  // the epoch's first batch: what short batches wrap to
+};
+
+// A data source given to Model.train: (samples, labels) arrays, or an
+// iterable of such batches (BatchIter).
+std::unique_ptr<DataIter> SourceIter(const py::object& source, std::optional<Arrays>* arrays, const ConfigFile& cfg,
+                                     const char* what, uint64_t seed, bool shuffle) {
+  if (py::isinstance<py::tuple>(source)) {
+    *arrays = Arrays(source.cast<py::tuple>(), what);
+    return (*arrays)->Iter(cfg, what, seed, shuffle);
+  }
+  const DataShapes shapes = DataShapesOf(cfg);  // with the batch dim
+  return std::make_unique<BatchIter>(source, SampleOf(shapes.data), SampleOf(shapes.label), cfg.net.data().batch_size(),
+                                     Fmt("Model.train ", what), cfg.path);
+}
 
 // The model of a config: frugal.Model(config, defines={...}).
 class PyModel {
@@ -151,8 +261,8 @@ class PyModel {
   // validation accuracy (or training accuracy).
   double Train(std::optional<int64_t> epochs, std::optional<int64_t> max_iters, std::optional<double> lr,
                const std::string& checkpoint_dir, const std::vector<py::function>& callbacks,
-               const std::string& log_json, bool quiet, const std::optional<py::tuple>& data,
-               const std::optional<py::tuple>& val_data) {
+               const std::string& log_json, bool quiet, const std::optional<py::object>& data,
+               const std::optional<py::object>& val_data) {
     ConfigFile cfg = cfg_;
     config::Solver& sc = *cfg.net.mutable_solver();
     if (epochs) sc.set_epochs(*epochs);
@@ -164,12 +274,8 @@ class PyModel {
     std::optional<Arrays> train_arrays, val_arrays;  // alive while the iterators read them
     DataSources arrays;
     if (data) {
-      train_arrays = Arrays(*data, "data");
-      arrays.train = train_arrays->Iter(cfg, "data", sc.seed(), cfg.net.data().shuffle());
-      if (val_data) {
-        val_arrays = Arrays(*val_data, "val_data");
-        arrays.val = val_arrays->Iter(cfg, "val_data", sc.seed(), /*shuffle=*/false);
-      }
+      arrays.train = SourceIter(*data, &train_arrays, cfg, "data", sc.seed(), cfg.net.data().shuffle());
+      if (val_data) arrays.val = SourceIter(*val_data, &val_arrays, cfg, "val_data", sc.seed(), /*shuffle=*/false);
       opts.data = &arrays;
     } else {
       FRUGAL_REQUIRE(!val_data,
@@ -325,7 +431,8 @@ PYBIND11_MODULE(_frugal, m) {
            py::arg("callbacks") = std::vector<py::function>{}, py::arg("log_json") = "", py::arg("quiet") = false,
            py::arg("data") = py::none(), py::arg("val_data") = py::none(),
            "Trains as `frugal train` does; continues from the model's checkpoint if it has one. data=(x, y) "
-           "and val_data=(x, y): numpy samples and labels instead of the config's data. Each callback gets each "
+           "and val_data=(x, y): numpy samples and labels instead of the config's data, or an iterable of such "
+           "(x, y) batches with len() (a list, a DataLoader), walked again each epoch. Each callback gets each "
            "event as a dict (event: window, validation or epoch; the --log-json line's fields); one returning "
            "True stops the run after the batch under way. Returns the last validation (or training) accuracy.")
       .def("timeline", &PyModel::Timeline, py::arg("memory") = "", py::arg("points") = 800,

@@ -198,6 +198,39 @@ def test_arrays_of_another_shape_are_named(tmp_path):
         model.train(val_data=(x[:, None], y), checkpoint_dir=str(tmp_path))
 
 
+def test_an_iterable_of_batches_trains_to_the_bits_of_its_arrays(tmp_path):
+    # data= an iterable of (samples, labels) batches with len(), here a list
+    # walked again at each epoch: the arrays' batches in their order (the
+    # config's shuffle off) train to the same bits, the last short batch
+    # (4 of 32 rows) wrapping to the epoch's first rows as the arrays' does.
+    config = tmp_path / "mlp.prototxt"
+    config.write_text(open(MLP).read().replace("  batch_size: ${batch}", "  shuffle: false\n  batch_size: ${batch}"))
+    x = samples(100, seed=4)
+    y = (np.arange(100) % 10).astype(np.float32)
+    batches = [(x[k:k + 32], y[k:k + 32]) for k in range(0, 100, 32)]
+    from_arrays, from_batches = frugal.Model(str(config), defines=SMALL), frugal.Model(str(config), defines=SMALL)
+    acc_arrays = from_arrays.train(epochs=2, checkpoint_dir=str(tmp_path / "a"), quiet=True, data=(x, y))
+    acc_batches = from_batches.train(epochs=2, checkpoint_dir=str(tmp_path / "b"), quiet=True, data=batches)
+    assert acc_batches == acc_arrays
+    assert np.array_equal(from_batches.predict(x), from_arrays.predict(x))
+    model = frugal.Model(str(config), defines=SMALL)
+    with pytest.raises(frugal.Error, match="an iterable without len"):
+        model.train(data=iter(batches), checkpoint_dir=str(tmp_path / "c"))
+    with pytest.raises(frugal.Error, match=r"data: batch 1's samples are \(40, 1, 28, 28\) but .* with 1 <= N <= 32"):
+        model.train(data=[batches[0], (samples(40), np.zeros(40, np.float32))], checkpoint_dir=str(tmp_path / "d"))
+    with pytest.raises(frugal.Error, match="data: batch 0: .*ZeroDivisionError"):
+        model.train(data=Broken(), checkpoint_dir=str(tmp_path / "e"))
+
+
+class Broken:
+    """Batches whose iteration raises."""
+    def __len__(self):
+        return 3
+
+    def __iter__(self):
+        yield 1 / 0
+
+
 def test_the_timeline_peaks_at_the_plans_live_peak():
     model = frugal.Model(MLP)
     for memory in ["share", "sqrt"]:
