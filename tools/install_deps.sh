@@ -15,6 +15,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev clang-format-14
   python3 python3-onnx python3-dev python3-numpy python3-pybind11 python3-pytest
+  python3-venv python3-pip python3-setuptools python3-wheel
   dataset-fashion-mnist fortunes
 )
 

@@ -231,6 +231,29 @@ class Broken:
         yield 1 / 0
 
 
+def test_pip_installs_a_package_that_plans_as_this_one(tmp_path):
+    # `pip install --no-build-isolation --no-index .` into a venv of Debian's
+    # python3 (its numpy and setuptools), offline, from the build folder these
+    # tests import from (FRUGAL_BUILD_DIR): the installed package, not
+    # PYTHONPATH's, imports and plans as this one does.
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(frugal.__file__))))
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["FRUGAL_BUILD_DIR"] = build
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index", SOURCE],
+                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    script = "import frugal; print(frugal.__file__); print(frugal.Model(%r).plan('sqrt')['arena_bytes'])" % (
+        os.path.join(SOURCE, MLP))
+    run = subprocess.run([str(venv / "bin" / "python"), "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    where, arena = run.stdout.split()
+    assert where.startswith(str(venv))
+    assert int(arena) == frugal.Model(os.path.join(SOURCE, MLP)).plan("sqrt")["arena_bytes"]
+
+
 def test_the_timeline_peaks_at_the_plans_live_peak():
     model = frugal.Model(MLP)
     for memory in ["share", "sqrt"]:
