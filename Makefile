@@ -80,12 +80,21 @@ tsan: deps data
 # (LeakSanitizer), in the tests and in every process they start; what Open
 # MPI's ranks keep until exit is suppressed by its libraries
 # (tools/lsan.supp: the ranks record whole stacks, tests/mpi/dist_test.cc).
+# The planner's sweeps, which run its searches over and over (20 budgets
+# of every models/ config and of 66 random graphs; the gap suite against
+# its references), run in ctest, not again here: they took 842 of the 1,240
+# test seconds under ASan (2026-12-07, 2 cores), and the planner's code
+# runs under ASan in its other tests (Recompute.*, PlanMemory.*, the rest
+# of OptimumGap.*).
+ASAN_SKIP = PlanMonotone.* OptimumGap.PlannerIsWithinItsDocumentedGapOfTheOptimum \
+  OptimumGap.ProgramFindsTheSearchsOptimum
 asan: deps data
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DFRUGAL_ASAN=ON -DFRUGAL_CUDA=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target frugal_tests
 	ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$(CURDIR)/tools/lsan.supp" \
 	  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-	  bash tools/run_shards.sh $(ASAN_BUILD)/tests/frugal_tests $(JOBS) $(SANITIZER_TIMEOUT)
+	  bash tools/run_shards.sh $(ASAN_BUILD)/tests/frugal_tests $(JOBS) $(SANITIZER_TIMEOUT) \
+	  --gtest_filter=-$(subst $(space),:,$(strip $(ASAN_SKIP)))
 
 # A short smoke run of every libFuzzer target (the binary readers and the
 # config language; tests/fuzz/README.md), seeded with the model configs;
