@@ -20,7 +20,8 @@
 // 24 s for the configs, 41 s for the DAGs and 2.4 s for the chains (release
 // build, AMD EPYC), in five tests, so that ctest runs them side by side.
 // Like the other single-threaded planner searches they are not run under
-// ThreadSanitizer (TSAN_ONE_THREAD in the Makefile).
+// ThreadSanitizer (TSAN_ONE_THREAD in the Makefile), nor, being sweeps,
+// under AddressSanitizer (ASAN_SKIP).
 #include <gtest/gtest.h>
 
 #include <chrono>
