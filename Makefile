@@ -74,7 +74,7 @@ tsan: deps data
 	  bash tools/run_shards.sh $(TSAN_BUILD)/tests/frugal_tests $(JOBS) $(SANITIZER_TIMEOUT) \
 	  --gtest_filter=-$(subst $(space),:,$(strip $(TSAN_ONE_THREAD)))
 
-# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer,
+# The suite but for ASAN_SKIP under AddressSanitizer and UndefinedBehaviorSanitizer,
 # as JOBS shards at once, after a 5- to 8-minute unity build (17 minutes with
 # one file per unit and -g). Any report fails the run, a leak included
 # (LeakSanitizer), in the tests and in every process they start; what Open

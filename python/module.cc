@@ -176,7 +176,7 @@ class BatchIter : public DataIter {
   int64_t batch_size() const override { return batch_; }
   Shape sample_shape() const override { return sample_; }
   Shape label_shape() const override { return label_; }
-  int64_t num_samples() const override { return len_ * batch_; }
+  int64_t num_samples() const override { return len_ * batch_; }  // at most: a short batch counts whole
   int64_t batches_per_epoch() const override { return len_; }
   std::string Describe() const override {
     return Fmt(name_, ": ", len_, " batches of up to ", batch_, " samples of ", sample_, " from Python");

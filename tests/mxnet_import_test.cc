@@ -527,11 +527,12 @@ TEST(MxnetImport, SoftmaxActivationModes) {
 // Module.save_checkpoint; the LSTM example by Symbol.save and mx.nd.save;
 // mx.rnn's LSTM cells, begun from _zeros, under log_softmax,
 // SoftmaxActivation and softmax; the fused RNN of mx.sym.RNN and of
-// gluon.rnn.LSTM, each two LSTM layers; a convolution under LRN),
+// gluon.rnn.LSTM and mx.rnn.FusedRNNCell, each two LSTM layers; a
+// convolution under LRN),
 // with MXNet's inference output for an input: frugal computes the same.
 TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
   const std::string dir = std::string(FRUGAL_SOURCE_DIR) + "/tests/mxnet/";
-  for (const std::string name : {"cnn", "lstm", "rnn", "fused", "gluon", "lrn"}) {
+  for (const std::string name : {"cnn", "lstm", "rnn", "fused", "gluon", "lrn", "fusedcell"}) {
     SCOPED_TRACE(name);
     const MxnetSymbol sym = ReadMxnetSymbol(dir + name + "-symbol.json");
     EXPECT_EQ(sym.mxnet_version, 10901);

@@ -277,11 +277,12 @@ def test_the_example_plots_the_timeline(tmp_path):
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("name", ["cnn", "lstm", "rnn", "fused", "gluon", "lrn"])
+@pytest.mark.parametrize("name", ["cnn", "lstm", "rnn", "fused", "gluon", "lrn", "fusedcell"])
 def test_an_mxnet_model_imports_and_predicts_what_mxnet_computed(name, tmp_path):
     # tests/mxnet/NAME-*: models exported by MXNet 1.9.1 (a convolutional
     # net; MXNet's LSTM example, two layers unrolled; mx.rnn's LSTMCells
-    # unrolled; the fused RNN of mx.sym.RNN and of gluon.rnn.LSTM; LRN), each
+    # unrolled; the fused RNN of mx.sym.RNN, gluon.rnn.LSTM and
+    # mx.rnn.FusedRNNCell; LRN), each
     # with an input and the output MXNet computed for it
     # (tools/mxnet/make_test_files.py). The sequence models' outputs are
     # time-major rows (position by position), compared as MXNet wrote them.

@@ -24,7 +24,10 @@ Two small models, each as MXNet's files and the output MXNet computes:
         its parameters packed by _rnn_param_concat) between an Embedding and
         a Dense over every step, hybridized and written by HybridBlock.export;
   lrn:  Convolution, relu, LRN (across 5 channels), max Pooling,
-        FullyConnected, SoftmaxOutput, written by Module.save_checkpoint.
+        FullyConnected, SoftmaxOutput, written by Module.save_checkpoint;
+  fusedcell: mx.rnn.FusedRNNCell (two LSTM layers) unrolled over the
+        embedded tokens, layout NTC (SwapAxis around its RNN, begin states
+        _zeros), under FullyConnected; written by Symbol.save and mx.nd.save.
 For each, OUT/NAME-symbol.json, OUT/NAME-0000.params and OUT/NAME-io.params
 (the arrays "data" and "output": an input and MXNet's output for it, in
 inference).
@@ -60,6 +63,13 @@ def cnn():
     drop = mx.sym.Dropout(mx.sym.Flatten(pool, name='flat'), p=0.3, name='drop')
     fc = mx.sym.FullyConnected(drop, num_hidden=10, name='fc')
     return mx.sym.SoftmaxOutput(fc, name='softmax')
+
+
+def fused_cell():
+    cell = mx.rnn.FusedRNNCell(HIDDEN, num_layers=LAYERS, mode='lstm', prefix='lstm_')
+    embed = mx.sym.Embedding(mx.sym.Variable('data'), input_dim=VOCAB, output_dim=EMBED, name='embed')
+    out, _ = cell.unroll(STEPS, inputs=embed, layout='NTC', merge_outputs=True)
+    return mx.sym.FullyConnected(mx.sym.Reshape(out, shape=(-1, HIDDEN)), num_hidden=VOCAB, name='pred')
 
 
 def lrn():
@@ -203,6 +213,7 @@ def main(out_dir):
     mx.nd.save(os.path.join(out_dir, 'gluon-io.params'), {'data': mx.nd.array(tokens), 'output': out})
 
     checkpoint_model(out_dir, 'lrn', lrn(), rng.uniform(0, 1, (4, 3, 8, 8)).astype(np.float32), rng)
+    symbol_model('fusedcell', fused_cell(), {'data': rng.randint(0, VOCAB, (BATCH, STEPS)).astype(np.float32)})
 
 
 if __name__ == '__main__':

@@ -142,8 +142,6 @@ const std::vector<OpRule>& Rules() {
       {"Embedding", "embedding", "input_dim output_dim", "", {{"dtype", "float32"}, {"sparse_grad", "false"}}},
       {"Reshape", "reshape", "shape", "target_shape", {{"reverse", "false"}, {"keep_highest", "false"}}, ReshapeAdjust},
       {"transpose", "transpose", "axes"},
-      // A fused RNN's layer, as LowerComposites (mxnet_lower.h) writes it.
-      {"RNN", "lstm", "num_hidden"},
       {"square", "square"},
       {"sqrt", "sqrt"},
       {"exp", "exp"},
@@ -154,6 +152,8 @@ const std::vector<OpRule>& Rules() {
       {"_mul_scalar", "mul_scalar", "scalar", "is_int"},
       {"_div_scalar", "div_scalar", "scalar", "is_int"},
       {"_rdiv_scalar", "rdiv_scalar", "scalar", "is_int"},
+      // A fused RNN's layer, as LowerComposites (mxnet_lower.h) writes it.
+      {"RNN", "lstm", "num_hidden"},
       {"SoftmaxOutput", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
        SoftmaxAdjust},
       {"Softmax", "softmax_cross_entropy", "grad_scale", "use_ignore ignore_label normalization", kSoftmaxFixed,
@@ -320,11 +320,11 @@ class Importer {
     if (unknown.size() > 8) list += Fmt(", and ", unknown.size() - 8, " more");
     std::string names;
     for (const std::string& op : ops) names += (names.empty() ? "" : ", ") + op;
-    FRUGAL_REQUIRE(
-        unknown.empty(), sym_.path, ": ", unknown.size(), " node(s) use MXNet operators frugal does not ", "import (",
-        names, "): ", list, "; `frugal import-mxnet` maps the operators of MXNet's ResNet, ",
-        "Inception-BN, VGG, LeNet/MLP and LSTM examples, of mx.rnn's LSTM cells and of the fused RNN in LSTM ",
-        "mode (mx.sym.RNN, gluon.rnn.LSTM)");
+    FRUGAL_REQUIRE(unknown.empty(), sym_.path, ": ", unknown.size(),
+                   " node(s) use MXNet operators frugal does not import (", names, "): ", list,
+                   "; `frugal import-mxnet` maps the operators of MXNet's ResNet, Inception-BN, VGG, LeNet/MLP and ",
+                   "LSTM examples, of mx.rnn's LSTM cells and of the fused RNN in LSTM mode (mx.sym.RNN, ",
+                   "gluon.rnn.LSTM)");
   }
 
   // Variables: weights (an array names them), then the input named "data",

@@ -21,6 +21,29 @@ std::string Get(const std::map<std::string, std::string>& m, const std::string& 
   return it == m.end() || it->second == "None" ? dflt : it->second;
 }
 
+// A node's attributes, without Python's hints (__shape__, __lr_mult__, ...).
+std::map<std::string, std::string> OwnAttrs(const MxnetNode& n) {
+  std::map<std::string, std::string> attrs;
+  for (const auto& [key, value] : n.attrs)
+    if (key.rfind("__", 0) != 0) attrs[key] = value;
+  return attrs;
+}
+
+MxnetNode Op(const std::string& op, const std::string& name, std::map<std::string, std::string> attrs,
+             std::vector<MxnetNode::Input> inputs, int line) {
+  MxnetNode n;
+  n.op = op;
+  n.name = name;
+  n.attrs = std::move(attrs);
+  n.inputs = std::move(inputs);
+  n.line = line;
+  return n;
+}
+
+MxnetNode Transpose(const std::string& name, MxnetNode::Input in, int line) {
+  return Op("transpose", name, {{"axes", "(1,0,2)"}}, {in}, line);
+}
+
 bool IsRnn(const MxnetNode& n) { return n.op == "RNN"; }
 bool IsComposite(const MxnetNode& n) { return IsRnn(n) || n.op == "LRN"; }
 
@@ -48,7 +71,7 @@ class Lowering {
       const int id = static_cast<int>(i);
       if (IsRnn(old_[i])) {
         for (const Input& r : readers[i])
-          FRUGAL_REQUIRE(Reads(r, id) == 0, Where(r.node), ": reads output ", Reads(r, id), " of '", old_[i].name,
+          FRUGAL_REQUIRE(Reads(r) == 0, Where(r.node), ": reads output ", Reads(r), " of '", old_[i].name,
                          "' (a final state); frugal's lstm gives the states of every step, not the last alone");
         moved[i] = Lower(id, moved);
         continue;
@@ -78,21 +101,18 @@ class Lowering {
     return Fmt(sym_.path, ":", old_[i].line, ": node '", old_[i].name, "' (", old_[i].op, ")");
   }
 
-  int Reads(const Input& reader, int node) const { return old_[reader.node].inputs[reader.index].index; }
+  // The output a reader (node, input slot) reads.
+  int Reads(const Input& reader) const { return old_[reader.node].inputs[reader.index].index; }
 
   int Add(MxnetNode n) {
     sym_.nodes.push_back(std::move(n));
     return static_cast<int>(sym_.nodes.size()) - 1;
   }
 
-  static MxnetNode Transpose(const std::string& name, Input in, int line) {
-    MxnetNode n;
-    n.op = "transpose";
-    n.name = name;
-    n.attrs["axes"] = "(1,0,2)";
-    n.inputs = {in};
-    n.line = line;
-    return n;
+  // A node standing for (part of) old node r, at its line.
+  Input AddOp(int r, const std::string& op, const std::string& name, std::map<std::string, std::string> attrs,
+              std::vector<Input> inputs) {
+    return {Add(Op(op, name, std::move(attrs), std::move(inputs), old_[r].line)), 0};
   }
 
   // A SwapAxis of dims 0 and 1 whose input is an RNN's output or that an
@@ -149,9 +169,7 @@ class Lowering {
   // The nodes of RNN node r; returns the index of the last (its output).
   int Lower(int r, const std::vector<int>& moved) {
     const MxnetNode& n = old_[r];
-    std::map<std::string, std::string> attrs;
-    for (const auto& [key, value] : n.attrs)
-      if (key.rfind("__", 0) != 0) attrs[key] = value;
+    const std::map<std::string, std::string> attrs = OwnAttrs(n);
     const std::string mode = Get(attrs, "mode");
     FRUGAL_REQUIRE(mode == "lstm", Where(r), ": mode '", mode,
                    "': frugal imports the fused RNN in LSTM mode only (as its lstm op)");
@@ -206,70 +224,34 @@ class Lowering {
             ? Input{moved[data.inputs[0].node], data.inputs[0].index}
             : Input{Add(Transpose(n.name + "_batch_first", {moved[n.inputs[0].node], n.inputs[0].index}, n.line)), 0};
     int64_t at = 0, bias_at = total - layers * 2 * g;
-    auto take = [&](const std::string& name, Shape shape, int64_t* from) {
+    auto add = [&](const std::string& op, const std::string& name, std::map<std::string, std::string> a,
+                   std::vector<Input> in) { return AddOp(r, op, name, std::move(a), std::move(in)); };
+    auto take = [&](const std::string& name, Shape shape, int64_t* from) {  // the next values, as a variable
       Tensor t = Tensor::Empty(shape, DType::kFloat32, {}, MemKind::kParam);
       std::copy(packed.begin() + *from, packed.begin() + *from + t.size(), t.f());
       *from += t.size();
       arrays_.emplace_back("arg:" + name, std::move(t));
-      MxnetNode v;
-      v.op = "null";
-      v.name = name;
-      v.line = n.line;
-      return Input{Add(std::move(v)), 0};
+      return add("null", name, {}, {});
     };
     for (int64_t l = 0; l < layers; ++l) {
       const std::string layer = Fmt(n.name, "_l", l);
-      if (l > 0 && dropout) {
-        MxnetNode d;
-        d.op = "Dropout";
-        d.name = layer + "_dropout";
-        d.attrs["p"] = p;
-        d.inputs = {x};
-        d.line = n.line;
-        x = {Add(std::move(d)), 0};
-      }
-      MxnetNode lstm;
-      lstm.op = "RNN";
-      lstm.name = layer;
-      lstm.attrs["num_hidden"] = std::to_string(hidden);
-      lstm.line = n.line;
-      lstm.inputs = {x};
-      for (const char* state : {"_h0", "_c0"}) {
-        MxnetNode z;
-        z.op = "_zeros";
-        z.name = layer + state;
-        z.attrs["shape"] = Fmt("(0, ", hidden, ")");
-        z.line = n.line;
-        lstm.inputs.push_back({Add(std::move(z)), 0});
-      }
+      if (l > 0 && dropout) x = add("Dropout", layer + "_dropout", {{"p", p}}, {x});
+      const std::map<std::string, std::string> zeros{{"shape", Fmt("(0, ", hidden, ")")}};
+      const Input h0 = add("_zeros", layer + "_h0", zeros, {}), c0 = add("_zeros", layer + "_c0", zeros, {});
       const Input wx = take(layer + "_i2h_weight", Shape{g, l == 0 ? input : hidden}, &at);
       const Input wh = take(layer + "_h2h_weight", Shape{g, hidden}, &at);
       const Input bx = take(layer + "_i2h_bias", Shape{g}, &bias_at);
       const Input bh = take(layer + "_h2h_bias", Shape{g}, &bias_at);
-      lstm.inputs.insert(lstm.inputs.end(), {wx, bx, wh, bh});
-      x = {Add(std::move(lstm)), 0};
+      x = add("RNN", layer, {{"num_hidden", std::to_string(hidden)}}, {x, h0, c0, wx, bx, wh, bh});
     }
     batch_first_[r] = x.node;
     return Add(Transpose(n.name, x, n.line));
   }
 
-  MxnetNode Op(const std::string& op, const std::string& name, std::map<std::string, std::string> attrs,
-               std::vector<Input> inputs, int line) const {
-    MxnetNode n;
-    n.op = op;
-    n.name = name;
-    n.attrs = std::move(attrs);
-    n.inputs = std::move(inputs);
-    n.line = line;
-    return n;
-  }
-
   // LRN's nodes; returns the index of the last (its output).
   int LowerLrn(int r, const std::vector<int>& moved) {
     const MxnetNode& n = old_[r];
-    std::map<std::string, std::string> attrs;
-    for (const auto& [key, value] : n.attrs)
-      if (key.rfind("__", 0) != 0) attrs[key] = value;
+    const std::map<std::string, std::string> attrs = OwnAttrs(n);
     for (const auto& [key, value] : attrs)
       FRUGAL_REQUIRE(key == "alpha" || key == "beta" || key == "knorm" || key == "nsize", Where(r), ": attribute '",
                      key, "' = '", value, "' has no frugal counterpart (LRN takes alpha, beta, knorm, nsize)");
@@ -282,9 +264,7 @@ class Lowering {
     const std::string minus_beta = beta[0] == '-' ? beta.substr(1) : "-" + beta;
     const Input x{moved[n.inputs[0].node], n.inputs[0].index};
     auto add = [&](const std::string& op, const std::string& suffix, std::map<std::string, std::string> a,
-                   std::vector<Input> in) {
-      return Input{Add(Op(op, name + suffix, std::move(a), std::move(in), n.line)), 0};
-    };
+                   std::vector<Input> in) { return AddOp(r, op, name + suffix, std::move(a), std::move(in)); };
     Input y = add("square", "_square", {}, {x});
     y = add("transpose", "_channels_by_row", {{"axes", "(0,2,1,3)"}}, {y});
     y = add("Pooling", "_window",
@@ -300,7 +280,7 @@ class Lowering {
     y = add("log", "_log", {}, {y});
     y = add("_mul_scalar", "_power", {{"scalar", minus_beta}}, {y});
     y = add("exp", "_inverse", {}, {y});
-    return Add(Op("elemwise_mul", name, {}, {x, y}, n.line));
+    return add("elemwise_mul", "", {}, {x, y}).node;
   }
 
   // Keeps the nodes the heads read, in order, and the arrays their
