@@ -1,4 +1,4 @@
-// The budget planner against the exact reference (tests/optimum.h) on the
+// The budget planner against the exact reference (tests/passes/optimum.h) on the
 // gap suite at three budgets each: one markdown table row per case and
 // budget (docs/memory.md, "How far from the optimum").
 //   build/frugal_bench_optimum [--small] [--case NAME] [--max-builds N] [--max-programs N] [--why]
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "optimum.h"
+#include "passes/optimum.h"
 
 namespace {
 

@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
-# Training step time of frugal next to PyTorch and MXNet on the same
-# workloads (the peers in ../shared/peers: same shapes, same batch, synthetic
-# data, one step = forward + backward + SGD update), alternated ROUNDS times;
-# prints a Markdown table with the median of each side and the ratio
-# frugal / peer.
+# Training step time and peak memory of frugal next to PyTorch and MXNet on
+# the same workloads (the peers in ../shared/peers: same shapes, same batch,
+# synthetic data, one step = forward + backward + update), the sides
+# alternated in each of ROUNDS rounds; prints a Markdown table of ranges
+# over the rounds.
 #
-# frugal: `frugal train` on a copy of the config with a synthetic training
-# set; its step time is batch / samples_per_s of each --log-json window of
-# WINDOW batches, the first window (warm-up) left out, median over windows.
-# Peer: the script's step_s_median.
+# frugal, as its README tells a user to run it: `frugal train` on a copy of
+# the config with a synthetic training set, its step measured by itself
+# and from outside the process (common.sh: frugal_steps); the ratio uses
+# the outside time. The peer at its best: each of its variants every round
+# (PyTorch: its default OpenMP settings, NCHW and channels_last for the
+# ResNets, nn.LSTM and an unrolled LSTMCell loop; MXNet: its fused RNN and
+# an unrolled one), the fastest taken (the variant that won is named).
+# The ratio column is the range of frugal outside / peer's best over the
+# rounds, the worst round last.
 #
-# Usage: PY=/path/to/venv/bin/python tools/bench/peer_steps.sh [WORKLOAD...]
-#   workloads against PyTorch: r20b32 r20b128 r56b32 r56b128 r110b32 r110b128
-#   r1001share r1001sqrt lstm lstm_fused mlp; against MXNet (MXPY): mx_r56b32
-#   mx_r110b32 mx_lstm (default: r20b32 r56b32 r110b32 lstm lstm_fused)
+# Usage: PY=/path/to/venv/bin/python [MXPY=/path/to/mxnet/venv/bin/python] \
+#   tools/bench/peer_steps.sh [WORKLOAD...]
+#   against PyTorch: r20b32 r20b128 r56b32 r56b128 r110b32 r110b128
+#   r1001share r1001sqrt lstm mlp; against MXNet 1.9.1: mx_r56b32
+#   mx_r110b32 mx_lstm (default: r20b32 r56b32 r110b32 lstm)
 # Env: PY (a python with torch), MXPY (a python with mxnet 1.9.1 and
 # numpy<1.24), PEERS (default ../shared/peers), FRUGAL (default
-# build/frugal), ROUNDS (default 3), FRUGAL_FLAGS (extra flags).
-# Both sides: 2 threads, each at its own OpenMP defaults (frugal sets
-# OMP_WAIT_POLICY=PASSIVE for itself; PASSIVE slows eager PyTorch by about
-# 30%), OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they halve OpenBLAS's
-# GEMM speed).
+# build/frugal), ROUNDS (default 3), FRUGAL_FLAGS (extra train flags).
+# Both sides: 2 threads; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they
+# halve OpenBLAS's GEMM speed); OMP_WAIT_POLICY unset (frugal sets PASSIVE
+# for itself; PASSIVE slows eager PyTorch by about 30%).
 set -euo pipefail
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE OMP_WAIT_POLICY
 PY=${PY:-python3}
@@ -33,24 +38,88 @@ trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=tools/bench/common.sh
 source "$(dirname "$0")/common.sh"
 
-frugal_step() {  # config batch iters window flags...
-  local config=$1 batch=$2 iters=$3 window=$4
-  shift 4
-  synthetic "$config" "$window" "$tmp/config.prototxt"
-  # shellcheck disable=SC2068,SC2086
-  "$frugal" train --config "$tmp/config.prototxt" --epochs 1 --max-iters "$iters" --noprogress $@ ${FRUGAL_FLAGS:-} \
-    --log-json "$tmp/log.json" > "$tmp/frugal.log" 2>&1 || { tail -5 "$tmp/frugal.log" >&2; echo nan; return; }
-  grep '"batch":.*"samples_per_s"' "$tmp/log.json" | sed -E 's/.*"samples_per_s":([0-9.e+-]+).*/\1/' | tail -n +2 |
-    awk -v b="$batch" '{ print b / $1 }' | median
+# The peer's best of its variants: "step_s peak_mib variant". Each variant
+# is one argument, the script's flags, run as `$runner script flags`.
+peer_best() {  # runner script variant...
+  local runner=$1 script=$2 best="" line s p
+  shift 2
+  for v in "$@"; do
+    # shellcheck disable=SC2086
+    line=$(cd "$PEERS" && $runner "$script" $v | tail -1) || continue
+    s=$(sed -E 's/.*"step_s_median": ([0-9.e+-]+).*/\1/' <<< "$line")
+    p=$(sed -E 's/.*"peak_rss_mib": ([0-9.e+-]+).*/\1/' <<< "$line")
+    if [ -z "$best" ] || awk -v a="$s" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then
+      best="$s $p $(variant "$v")"
+    fi
+  done
+  echo "${best:-nan nan none}"
+}
+variant() {  # the flags that tell a variant apart, for the table
+  local n=""
+  [[ $1 == *--channels-last* ]] && n=channels_last
+  [[ $1 == *"--impl fused"* ]] && n=fused
+  [[ $1 == *"--impl unrolled"* ]] && n=unrolled
+  [[ $1 == *"--strategy ckpt"* || $1 == *"--mirror sqrt"* ]] && n="${n:+$n, }checkpointed"
+  echo "${n:-NCHW}"
+}
+torch_runner() { "$PY" "$@" --threads 2; }
+mx_runner() { OMP_NUM_THREADS=2 "${MXPY:?set MXPY to a python with mxnet}" "$@"; }
+
+# One row: ROUNDS rounds of frugal_steps (config batch W N flags...) and
+# peer_best (runner script variants...), the two separated by "--".
+compare() {  # label config batch W N flags... -- runner script variants...
+  local label=$1 fargs=() pargs=() own=() out=() fpeak=() ps=() ppeak=() pv=() ratio=() o w m s p v
+  shift
+  while [ "$1" != -- ]; do fargs+=("$1"); shift; done
+  shift
+  pargs=("$@")
+  for _ in $(seq "$rounds"); do
+    # shellcheck disable=SC2086
+    read -r o w m < <(frugal_steps "${fargs[@]}" ${FRUGAL_FLAGS:-})
+    read -r s p v < <(peer_best "${pargs[@]}")
+    own+=("$o") out+=("$w") fpeak+=("$m") ps+=("$s") ppeak+=("$p") pv+=("$v")
+    ratio+=("$(awk -v a="$w" -v b="$s" 'BEGIN { printf "%.2f", a / b }')")
+  done
+  lines() { printf '%s\n' "$@"; }
+  echo "| $label | $(lines "${own[@]}" | range 1000 0) | $(lines "${out[@]}" | range 1000 0) |" \
+    "$(lines "${ps[@]}" | range 1000 0) ($(lines "${pv[@]}" | sort | uniq -c | sort -rn | head -1 | sed 's/^ *[0-9]* //')) |" \
+    "$(printf '%s ' "${ratio[@]}" | sed 's/ $//') |" \
+    "$(lines "${fpeak[@]}" | median 0) / $(lines "${ppeak[@]}" | median 0) |"
 }
 
-peer_step() {  # script args...
-  (cd "$PEERS" && "$PY" "$@" --threads 2) | tail -1 | sed -E 's/.*"step_s_median": ([0-9.e+-]+).*/\1/'
+resnet() {  # depth batch W N strategy, peer checkpointed (ckpt) or not (plain)
+  compare "ResNet-$1 b$2, $5" models/resnet/resnet_cifar.prototxt "$2" "$3" "$4" --define depth="$1" \
+    --define batch="$2" --define channels=3 --define size=32 --memory "$5" -- torch_runner resnet_cifar.py \
+    "--depth $1 --batch $2 --strategy $6 --warmup 2 --steps $4" \
+    "--depth $1 --batch $2 --strategy $6 --warmup 2 --steps $4 --channels-last"
 }
 
-# The MLP: one epoch of Fashion-MNIST at batch 128 (the real files, shuffled;
-# frugal's epoch time_s from --log-json, PyTorch's epoch_s_median), each side
-# validating after it (not timed).
+mx_resnet() {  # depth batch W N
+  compare "ResNet-$1 b$2, share (MXNet)" models/resnet/resnet_cifar.prototxt "$2" "$3" "$4" --define depth="$1" \
+    --define batch="$2" --define channels=3 --define size=32 --memory share -- mx_runner mx_resnet.py \
+    "--depth $1 --batch $2 --mirror none --warmup 2 --steps $4"
+}
+
+# The LSTM 2x256 b32 T=1000: models/lstm/char_lm.prototxt, an lstm op per
+# run of 25 steps, Adam (the config's; the peers use SGD).
+lstm_flags=(--define layers=2 --define hidden=256 --define batch=32 --define seq_len=1000 --define chunk=25
+            --define vocab=128 --define val_interval=0)
+lstm() {  # label runner script
+  SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" compare "$1" \
+    models/lstm/char_lm.prototxt 32 2 5 "${lstm_flags[@]}" -- "$2" "$3" \
+    "--seq-len 1000 --impl fused --strategy plain --warmup 1 --steps 5" \
+    "--seq-len 1000 --impl unrolled --strategy plain --warmup 1 --steps 5"
+}
+mx_lstm() {
+  SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" compare "LSTM 2x256 b32 T=1000 (MXNet)" \
+    models/lstm/char_lm.prototxt 32 2 5 "${lstm_flags[@]}" -- mx_runner mx_lstm.py \
+    "--seq-len 1000 --impl fused --mirror none --warmup 1 --steps 5" \
+    "--seq-len 1000 --impl unrolled --mirror none --warmup 1 --steps 5"
+}
+
+# The MLP: one epoch of Fashion-MNIST at batch 128 (the real files,
+# shuffled; frugal's epoch time_s from --log-json, PyTorch's
+# epoch_s_median), each side validating after it (not timed).
 mlp() {
   local f=() p=()
   for _ in $(seq "$rounds"); do
@@ -61,86 +130,32 @@ mlp() {
     p+=("$( (cd "$PEERS" && "$PY" fmnist_mlp.py --epochs 1 --batch 128 --threads 2) | tail -1 |
       sed -E 's/.*"epoch_s_median": ([0-9.e+-]+).*/\1/')")
   done
-  row "MLP 784-512-512-10, one epoch at batch 128 (ms)" "${f[*]}" "${p[*]}"
-}
-
-mx_step() {  # script args... (MXNet takes its threads from OMP_NUM_THREADS)
-  (cd "$PEERS" && OMP_NUM_THREADS=2 "${MXPY:?set MXPY to a python with mxnet}" "$@") | tail -1 |
-    sed -E 's/.*"step_s_median": ([0-9.e+-]+).*/\1/'
-}
-
-mx_resnet() {  # depth batch iters window
-  local f=() p=()
-  for _ in $(seq "$rounds"); do
-    f+=("$(frugal_step models/resnet/resnet_cifar.prototxt "$2" "$3" "$4" --define depth="$1" --define batch="$2" \
-      --define channels=3 --define size=32 --memory share)")
-    p+=("$(mx_step mx_resnet.py --depth "$1" --batch "$2" --mirror none --warmup 2 --steps "$3")")
-  done
-  row "ResNet-$1 b$2 (share / MXNet none)" "${f[*]}" "${p[*]}"
-}
-
-resnet() {  # depth batch iters window strategy peer_strategy
-  local f=() p=()
-  for _ in $(seq "$rounds"); do
-    f+=("$(frugal_step models/resnet/resnet_cifar.prototxt "$2" "$3" "$4" --define depth="$1" --define batch="$2" \
-      --define channels=3 --define size=32 --memory "$5")")
-    p+=("$(peer_step resnet_cifar.py --depth "$1" --batch "$2" --strategy "$6" --warmup 2 --steps "$3")")
-  done
-  row "ResNet-$1 b$2 ($5 / PyTorch $6)" "${f[*]}" "${p[*]}"
-}
-
-# The LSTM 2x256 b32 T=1000: models/lstm/char_lm.prototxt, an lstm op per
-# run of 25 steps (tools/bench/lstm_steps.sh also times it from outside).
-lstm_flags=(--define layers=2 --define hidden=256 --define batch=32 --define seq_len=1000 --define chunk=25
-            --define vocab=128 --define val_interval=0)
-lstm() {  # impl
-  local f=() p=()
-  for _ in $(seq "$rounds"); do
-    f+=("$(SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" frugal_step \
-      models/lstm/char_lm.prototxt 32 6 1 "${lstm_flags[@]}")")
-    p+=("$(peer_step lstm_lm.py --seq-len 1000 --impl "$1" --strategy plain --warmup 1 --steps 5)")
-  done
-  row "LSTM 2x256 b32 T=1000 (PyTorch $1)" "${f[*]}" "${p[*]}"
-}
-
-mx_lstm() {
-  local f=() p=()
-  for _ in $(seq "$rounds"); do
-    f+=("$(SYNTHETIC="integers: true max: 128 num_classes: 128 label_shape: 1000" frugal_step \
-      models/lstm/char_lm.prototxt 32 6 1 "${lstm_flags[@]}")")
-    p+=("$(mx_step mx_lstm.py --seq-len 1000 --impl fused --mirror none --warmup 1 --steps 5)")
-  done
-  row "LSTM 2x256 b32 T=1000 (MXNet fused RNN)" "${f[*]}" "${p[*]}"
-}
-
-row() {  # label frugal_times peer_times
-  local fm pm
-  fm=$(tr ' ' '\n' <<< "$2" | median)
-  pm=$(tr ' ' '\n' <<< "$3" | median)
-  echo "| $1 | $(awk -v x="$fm" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v x="$pm" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v a="$fm" -v b="$pm" 'BEGIN { printf "%.2f", a / b }') | $2 / $3 |"
+  echo "| MLP 784-512-512-10, one epoch at batch 128 (s) | $(printf '%s\n' "${f[@]}" | range 1 2) | |" \
+    "$(printf '%s\n' "${p[@]}" | range 1 2) | $(paste -d' ' <(printf '%s\n' "${f[@]}") <(printf '%s\n' "${p[@]}") |
+      awk '{ printf "%s%.2f", NR > 1 ? " " : "", $1 / $2 }') | |"
 }
 
 workloads=("$@")
-[ ${#workloads[@]} -gt 0 ] || workloads=(r20b32 r56b32 r110b32 lstm lstm_fused)
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg); $("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null || echo "no torch")"
+[ ${#workloads[@]} -gt 0 ] || workloads=(r20b32 r56b32 r110b32 lstm)
+echo "$(machine); $rounds rounds; $("$PY" -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null ||
+  echo "no torch")${MXPY:+; MXNet $("$MXPY" -c 'import mxnet; print(mxnet.__version__)' 2>/dev/null)}"
 echo
-echo "| workload (frugal strategy / peer) | frugal step (ms) | peer step (ms) | frugal / peer | rounds (s): frugal / peer |"
-echo "|---|---|---|---|---|"
+echo "| workload, frugal's strategy | frugal, own (ms) | frugal, outside (ms) | peer's best (ms) | frugal / peer, each round | peak MiB, frugal / peer |"
+echo "|---|---|---|---|---|---|"
 for w in "${workloads[@]}"; do
   case $w in
-    r20b32) resnet 20 32 30 5 share plain ;;
-    r20b128) resnet 20 128 15 3 share plain ;;
-    r56b32) resnet 56 32 20 4 share plain ;;
-    r56b128) resnet 56 128 10 2 share plain ;;
-    r110b32) resnet 110 32 15 3 share plain ;;
-    r110b128) resnet 110 128 8 2 share plain ;;
-    r1001share) resnet 1001 32 5 1 share plain ;;
-    r1001sqrt) resnet 1001 32 5 1 sqrt ckpt ;;
-    lstm) lstm unrolled ;;
-    lstm_fused) lstm fused ;;
+    r20b32) resnet 20 32 5 25 share plain ;;
+    r20b128) resnet 20 128 3 12 share plain ;;
+    r56b32) resnet 56 32 4 16 share plain ;;
+    r56b128) resnet 56 128 2 8 share plain ;;
+    r110b32) resnet 110 32 3 12 share plain ;;
+    r110b128) resnet 110 128 2 6 share plain ;;
+    r1001share) resnet 1001 32 1 4 share plain ;;
+    r1001sqrt) resnet 1001 32 1 4 sqrt ckpt ;;
+    lstm) lstm "LSTM 2x256 b32 T=1000 (PyTorch)" torch_runner lstm_lm.py ;;
     mlp) mlp ;;
-    mx_r56b32) mx_resnet 56 32 20 4 ;;
-    mx_r110b32) mx_resnet 110 32 15 3 ;;
+    mx_r56b32) mx_resnet 56 32 4 16 ;;
+    mx_r110b32) mx_resnet 110 32 3 12 ;;
     mx_lstm) mx_lstm ;;
     *) echo "unknown workload $w" >&2; exit 2 ;;
   esac
