@@ -1,6 +1,6 @@
 #!/bin/bash
-# The GPU check of issue #8: runs the CUDA tests (tests/cuda_test.cc and
-# tests/cuda_train_test.cc: ops and recomputation against the CPU, training
+# The GPU check of issue #8: runs the CUDA tests (tests/backend/cuda_test.cc and
+# tests/backend/cuda_train_test.cc: ops and recomputation against the CPU, training
 # on one GPU, and on two with NCCL where there are two), then benchmarks ResNet-50
 # (ImageNet shapes, batch 64) and the 1,000-layer ResNet (depth 1001, batch
 # 32) with memory strategies share and sqrt: images/s and device memory

@@ -134,7 +134,7 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
   void Write(const void* data, size_t bytes);
   void Commit();
-  // Leaves the temporary as it is (a simulated crash: tests/checkpoint_test.cc).
+  // Leaves the temporary as it is (a simulated crash: tests/train/checkpoint_test.cc).
   void Abandon();
   int fd() const { return fd_; }  // for bytes written in place (pwrite) before Commit()
   const std::string& temp_path() const { return tmp_; }

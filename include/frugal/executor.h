@@ -15,7 +15,7 @@
 // executor fills every arena block with NaN (bytes 0xff) before the op that
 // first writes it and again after its last reader, and every workspace
 // before and after its op, and stops an op whose arena input holds the
-// poison; the strategy tests run this way (tests/train_steps.cc).
+// poison; the strategy tests run this way (tests/train/train_steps.cc).
 #pragma once
 
 #include <map>

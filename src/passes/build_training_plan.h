@@ -1,7 +1,7 @@
 // The training graph for given keep levels, as PlanTraining's searches
 // build each candidate, and the exact search of drop sets. Not in the
 // public API: for the planner's searches and for measuring plans chosen
-// elsewhere (the exact reference of tests/optimum.cc).
+// elsewhere (the exact reference of tests/passes/optimum.cc).
 #pragma once
 
 #include <algorithm>

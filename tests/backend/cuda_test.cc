@@ -14,12 +14,12 @@
 #include "frugal/executor.h"
 #include "frugal/passes.h"
 #include "frugal/train.h"
-#include "op_harness.h"
+#include "ops/op_harness.h"
 #include "test_util.h"
 
 namespace frugal {
 #ifdef FRUGAL_WITH_CUDA
-namespace test {  // tests/cuda/philox_nvcc.cu
+namespace test {  // tests/backend/philox_nvcc.cu
 cpu::PhiloxCounter PhiloxHostByNvcc(uint64_t seed, uint64_t node_key, int64_t step, uint64_t block);
 bool PhiloxDeviceByNvcc(uint64_t seed, uint64_t node_key, int64_t step, uint64_t block, cpu::PhiloxCounter* words);
 }  // namespace test
@@ -349,7 +349,7 @@ TEST(CudaOps, EveryCudaKernelHasAnAgreementCase) {
     if (!op->cuda_kernel()) continue;
     ++with_kernel;
     if (op->name()[0] == '_' || op->name() == "block_grad" || op->name() == "zeros_like") continue;  // run as gradients
-    if (op->outputs().empty()) continue;  // updates: tests/cuda_train_test.cc compares their mutated inputs
+    if (op->outputs().empty()) continue;  // updates: tests/backend/cuda_train_test.cc compares their mutated inputs
     EXPECT_TRUE(covered.count(op->name())) << op->name() << " has a CUDA kernel but no case in GpuCases()";
   }
   if (backend::BuiltWithCuda()) {

@@ -14,7 +14,7 @@
 #include "frugal/dist.h"
 #include "frugal/train.h"
 #include "test_util.h"
-#include "train_steps.h"
+#include "train/train_steps.h"
 
 namespace frugal {
 namespace {
@@ -205,7 +205,7 @@ TEST(CudaTrain, ABadLabelIsAnErrorNamingTheNode) {
 
 // Two GPUs of this process, batch 4 each, against one process with batch 8
 // on the same file: rank r reads rows [4r, 4r+4) of every global batch of 8
-// (as tests/dist_local_test.cc on the CPU).
+// (as tests/distributed/dist_local_test.cc on the CPU).
 TEST(CudaTrain, TwoGpusTrainAsOneProcessWithTheGlobalBatch) {
   FRUGAL_REQUIRE_GPUS(2);
   const int ranks = 2, per_rank = 4, steps = 6, n = ranks * per_rank * steps;

@@ -1,5 +1,5 @@
 // ops/cpu/philox.h compiled by nvcc: its host code (checked against the
-// g++ build in tests/cuda_test.cc, on any machine) and its device code (on a
+// g++ build in tests/backend/cuda_test.cc, on any machine) and its device code (on a
 // GPU), so the CPU and CUDA dropout kernels draw the same words.
 #include <cuda_runtime.h>
 

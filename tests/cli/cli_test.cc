@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "frugal/io.h"
 #include "test_util.h"
 
 namespace frugal::test {

@@ -7,9 +7,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <regex>
 
+#include "cli/train_cli_util.h"
 #include "test_util.h"
 
 namespace frugal::test {
@@ -26,15 +25,6 @@ std::string Config(const std::string& data_block) {
          data_block +
          " }\n"
          "solver { lr: 0.1 momentum: 0.9 epochs: 3 display: 1000 }\n";
-}
-
-double LastValAccuracy(const std::string& log_path) {
-  std::ifstream log(log_path);
-  std::string line, last;
-  while (std::getline(log, line)) last = line;
-  std::smatch m;
-  if (!std::regex_search(last, m, std::regex("\"val_accuracy\":([0-9.]+)"))) return -1;
-  return std::stod(m[1]);
 }
 
 // Class c is a dark image with a bright band across rows [c, c+1) quarters,
@@ -73,7 +63,7 @@ TEST(DataCli, TrainsOnRecordIOFromIm2Rec) {
   RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("160 images decoded to (3,12,12) on 2 threads"), std::string::npos) << r.output;
-  EXPECT_GT(LastValAccuracy(dir.File("log.json")), 0.9) << r.output;
+  EXPECT_GT(train_cli::LastValAccuracy(dir.File("log.json")), 0.9) << r.output;
 }
 
 TEST(DataCli, TrainsOnCifarFiles) {
@@ -100,7 +90,7 @@ TEST(DataCli, TrainsOnCifarFiles) {
                                                        "batch_size: 16 sample_shape: [3, 32, 32]"));
   RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_GT(LastValAccuracy(dir.File("log.json")), 0.9) << r.output;
+  EXPECT_GT(train_cli::LastValAccuracy(dir.File("log.json")), 0.9) << r.output;
 }
 
 TEST(DataCli, SyntheticRunsAndShapeMismatchIsNamed) {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "test_util.h"
-#include "train_cli_util.h"
+#include "cli/train_cli_util.h"
 
 namespace frugal::test {
 namespace {

@@ -26,7 +26,7 @@
 #include "frugal/tensorboard.h"
 #include "io/json.h"
 #include "test_util.h"
-#include "train_cli_util.h"
+#include "cli/train_cli_util.h"
 
 namespace frugal::test {
 namespace {
@@ -63,17 +63,6 @@ void ExpectSameState(const std::string& a_path, const std::string& b_path) {
   ExpectSameTensors(a.params, b.params, "parameter");
   ExpectSameTensors(a.aux, b.aux, "aux");
   ExpectSameTensors(a.opt_state, b.opt_state, "optimizer state");
-}
-
-// The last "val_accuracy" of a --log-json file.
-double LastValAccuracy(const std::string& log_path) {
-  std::ifstream log(log_path);
-  std::string line;
-  double acc = -1;
-  std::smatch m;
-  while (std::getline(log, line))
-    if (std::regex_search(line, m, std::regex("\"val_accuracy\":([0-9.e+-]+)"))) acc = std::stod(m[1]);
-  return acc;
 }
 
 TEST(TrainCli, DeterministicResumeAtAnEpochIsBitIdentical) {
@@ -305,7 +294,7 @@ TEST(TrainCli, EveryOptimizerAndLrPolicyLearnsTheToyProblem) {
     RunResult r = RunFrugal("train --config " + cfg + " --log-json " + dir.File("log.json"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find(c.lr_shown), std::string::npos) << r.output;
-    EXPECT_GT(LastValAccuracy(dir.File("log.json")), 0.9) << r.output;
+    EXPECT_GT(train_cli::LastValAccuracy(dir.File("log.json")), 0.9) << r.output;
   }
 }
 

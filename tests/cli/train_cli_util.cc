@@ -1,8 +1,9 @@
 // The toy run of the `frugal train` CLI tests (train_cli_util.h).
-#include "train_cli_util.h"
+#include "cli/train_cli_util.h"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 
 namespace frugal::test::train_cli {
@@ -22,6 +23,16 @@ std::string ToyConfig(const TempDir& dir, const std::string& solver, const std::
   return "version: 1\n" + nodes +
          "node { name: \"prob\" op: \"softmax_cross_entropy\" input: \"fc2\" input: \"label\" }\n" +
          ToyDataSection(dir, "8") + "solver { " + solver + " }\n";
+}
+
+double LastValAccuracy(const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::string line;
+  double acc = -1;
+  std::smatch m;
+  while (std::getline(log, line))
+    if (std::regex_search(line, m, std::regex("\"val_accuracy\":([0-9.e+-]+)"))) acc = std::stod(m[1]);
+  return acc;
 }
 
 std::string ErrorLine(const RunResult& r) {

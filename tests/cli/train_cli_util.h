@@ -26,6 +26,9 @@ std::string ToyConfig(const TempDir& dir, const std::string& solver, const std::
 // line with no CHECK failure or stack dump.
 std::string ErrorLine(const RunResult& r);
 
+// The last "val_accuracy" of a --log-json file; -1 where there is none.
+double LastValAccuracy(const std::string& log_path);
+
 // A checkpoint of the toy model after one epoch (its config written to
 // dir/toy.prototxt, *cfg its path), in dir/a.
 std::string TrainOneEpoch(const TempDir& dir, std::string* cfg);

@@ -4,7 +4,7 @@
 // collectives, and two ranks as threads of this process (as `--gpus 0,1`
 // runs them, here on the CPU) against one process with the global batch; the
 // communicator factory's errors. (Runs under mpirun are in
-// tests/mpi/dist_test.cc.)
+// tests/distributed/mpi_test.cc.)
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <gtest/gtest.h>

@@ -20,7 +20,8 @@
 #include <thread>
 
 #include "frugal/checkpoint.h"
-#include "../test_util.h"
+#include "frugal/io.h"
+#include "test_util.h"
 
 namespace frugal::test {
 namespace {

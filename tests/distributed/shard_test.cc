@@ -1,5 +1,5 @@
 // --shard optimizer (ZeRO stage 1) without MPI: ranks as threads of this
-// process (the local group; runs under mpirun are in tests/mpi/dist_test.cc).
+// process (the local group; runs under mpirun are in tests/distributed/mpi_test.cc).
 // How the parameters are cut among the ranks; each rank's plan holds its
 // slice of the optimizer state; a sharded run gives the bits of the
 // unsharded data-parallel run (the rules are elementwise: a slice updates as

@@ -128,7 +128,7 @@ const std::vector<std::string> kSmallLstm = {"layers=2", "hidden=16", "seq_len=6
 
 std::string CharLm() { return ReadTextFile(std::string(FRUGAL_SOURCE_DIR) + "/models/lstm/char_lm.prototxt"); }
 
-// The GPT of models/gpt/gpt.prototxt in small (tests/onnx_gpt_test.cc takes it through ONNX).
+// The GPT of models/gpt/gpt.prototxt in small (tests/interchange/onnx_gpt_test.cc takes it through ONNX).
 const std::vector<std::string> kSmallGpt = {"layers=1", "heads=2", "d_model=16", "seq_len=8", "batch=4", "vocab=16"};
 
 std::string Gpt() { return ReadTextFile(std::string(FRUGAL_SOURCE_DIR) + "/models/gpt/gpt.prototxt"); }
@@ -514,7 +514,7 @@ Graph Built(const std::string& nodes, const std::string& sample) {
 }
 
 // Zeros for every parameter and aux variable.
-std::map<std::string, Tensor> Values(const Graph& g) {
+std::map<std::string, Tensor> GraphValues(const Graph& g) {
   std::map<std::string, Tensor> values;
   for (int i = 0; i < g.num_nodes(); ++i)
     if (g.node(i).var == VarKind::kParam || g.node(i).var == VarKind::kAux)
@@ -526,19 +526,19 @@ TEST(OnnxExport, ConfigurationsOnnxCannotExpressAreErrors) {
   Graph g = Built(R"cfg(node { name: "p" op: "pooling" input: "data" attr { key: "kernel" value: "(2,2)" }
                         attr { key: "pooling_convention" value: "full" } })cfg",
                   "[1, 5, 5]");
-  ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
+  ExpectError([&] { ExportOnnx(g, GraphValues(g), "net"); },
               {"net.prototxt:2:1: node 'p' (pooling): pooling_convention full is not exported"});
   g = Built(R"cfg(node { name: "bn" op: "batch_norm" input: "data" }
                node { name: "m" op: "relu" input: "bn:1" })cfg",
             "[3]");
-  ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
+  ExpectError([&] { ExportOnnx(g, GraphValues(g), "net"); },
               {"node 'm' (relu): reads output 1 of 'bn', which the ONNX export does not make"});
   ExpectError([&] { ExportOnnx(g, {}, "net"); }, {"node 'bn' (batch_norm): no value for its input 'bn_beta'"});
   g = Built(R"cfg(node { name: "fc" op: "fully_connected" input: "data" attr { key: "num_hidden" value: "8" } }
                node { name: "cell" op: "lstm_cell" input: "fc" input: "fc" input: "data" }
                node { name: "gates" op: "relu" input: "cell:2" })cfg",
             "[2]");
-  ExpectError([&] { ExportOnnx(g, Values(g), "net"); },
+  ExpectError([&] { ExportOnnx(g, GraphValues(g), "net"); },
               {"node 'gates' (relu): reads output 2 of 'cell', which the ONNX export does not make "
                "(it makes an op's visible outputs: 2 of lstm_cell)"});
 }

@@ -1,7 +1,7 @@
 // The ONNX -> frugal op table for values known at import (rules_known.cc):
 // shape arithmetic folded to constants; and copies from known positions,
 // Resize (rules_copy.cc).
-#include "onnx_map_util.h"
+#include "interchange/onnx_map_util.h"
 
 namespace frugal::onnx_map {
 namespace {

@@ -1,7 +1,7 @@
 // The ONNX -> frugal op table for arithmetic, layout and reductions
 // (rules_tensor.cc) and for training losses and optimizers
 // (rules_training.cc).
-#include "onnx_map_util.h"
+#include "interchange/onnx_map_util.h"
 
 namespace frugal::onnx_map {
 namespace {

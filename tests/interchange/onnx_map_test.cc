@@ -1,7 +1,7 @@
 // The ONNX -> frugal op table, rule by rule, for the layers (rules_nn.cc):
 // attribute conversion, what is unsupported (and why), pads, and the choice
 // of lowering by which frugal ops exist; and the table itself.
-#include "onnx_map_util.h"
+#include "interchange/onnx_map_util.h"
 
 namespace frugal::onnx_map {
 namespace {

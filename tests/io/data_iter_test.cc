@@ -45,7 +45,7 @@ Dataset Chw(int64_t n, int64_t c, int64_t h, int64_t w) {
 }
 
 // The data set's values in its own order: pixel * scale.
-std::vector<float> Values(const Dataset& ds) {
+std::vector<float> DatasetValues(const Dataset& ds) {
   std::vector<float> v;
   for (uint8_t p : ds.pixels) v.push_back(p * ds.scale);
   return v;
@@ -57,7 +57,7 @@ TEST(DatasetIter, PlainBatchesAreScaledPixels) {
   Dataset ds = Chw(8, 1, 2, 2);
   DatasetIter it(ds, "t", 4, false, 7);
   Epoch e = ReadEpoch(&it, 0);
-  EXPECT_EQ(e.data, Values(ds)) << "an unshuffled epoch reads every byte times the scale, in order";
+  EXPECT_EQ(e.data, DatasetValues(ds)) << "an unshuffled epoch reads every byte times the scale, in order";
   EXPECT_EQ(e.label, ds.y);
   EXPECT_EQ(e.valid, (std::vector<int64_t>{4, 4}));
   EXPECT_EQ(it.label_shape(), Shape(std::vector<int64_t>{}));
@@ -100,7 +100,7 @@ TEST(DatasetIter, PadCropMirrorNormalise) {
   Augment centre;
   centre.pad = 2;
   DatasetIter id(ds, "t", 40, false, 3, centre);
-  EXPECT_EQ(ReadEpoch(&id, 0).data, Values(ds));
+  EXPECT_EQ(ReadEpoch(&id, 0).data, DatasetValues(ds));
 }
 
 TEST(DatasetIter, AugmentationIsAFunctionOfSeedEpochAndSample) {
@@ -180,7 +180,7 @@ TEST(DatasetIter, Errors) {
 // several values per sample is copied whole.
 TEST(ArrayIter, BatchesAsADatasetIterOfTheSameValues) {
   const Dataset ds = Chw(11, 1, 2, 1);
-  const std::vector<float> x = Values(ds);
+  const std::vector<float> x = DatasetValues(ds);
   for (bool shuffle : {false, true}) {
     for (int parts : {1, 3}) {
       for (int64_t b : {1, 4}) {

@@ -19,7 +19,7 @@
 
 #include "backend/cpu/parallel.h"
 #include "frugal/bf16.h"
-#include "op_harness.h"
+#include "ops/op_harness.h"
 
 namespace frugal::test {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "frugal/config.h"
-#include "op_test_util.h"
+#include "ops/op_test_util.h"
 
 namespace frugal::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "op_harness.h"
+#include "ops/op_harness.h"
 
 #include <gtest/gtest.h>
 

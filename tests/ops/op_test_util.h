@@ -12,7 +12,7 @@
 
 #include "frugal/executor.h"
 #include "frugal/passes.h"
-#include "op_harness.h"
+#include "ops/op_harness.h"
 
 namespace frugal::test {
 

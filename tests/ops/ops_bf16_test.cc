@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "frugal/bf16.h"
-#include "op_test_util.h"
+#include "ops/op_test_util.h"
 
 namespace frugal::test {
 namespace {

@@ -1,4 +1,4 @@
-// The oneDNN-backed ops through the one harness (tests/op_harness.h), each
+// The oneDNN-backed ops through the one harness (tests/ops/op_harness.h), each
 // against a reference written here as plain loops.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "frugal/executor.h"
 #include "frugal/passes.h"
-#include "op_test_util.h"
+#include "ops/op_test_util.h"
 
 namespace frugal::test {
 namespace {

@@ -11,10 +11,10 @@
 
 #include "frugal/metrics.h"
 #include "frugal/passes.h"
-#include "op_harness.h"
-#include "op_test_util.h"
+#include "ops/op_harness.h"
+#include "ops/op_test_util.h"
 #include "test_util.h"
-#include "train_steps.h"
+#include "train/train_steps.h"
 
 namespace frugal::test {
 namespace {

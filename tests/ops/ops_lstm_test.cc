@@ -13,8 +13,8 @@
 #include "backend/cpu/parallel.h"
 #include "frugal/config.h"
 #include "frugal/train.h"
-#include "op_test_util.h"
-#include "train_steps.h"
+#include "ops/op_test_util.h"
+#include "train/train_steps.h"
 
 namespace frugal::test {
 namespace {

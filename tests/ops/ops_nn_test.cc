@@ -1,4 +1,4 @@
-// Network ops through the one harness (tests/op_harness.h): dropout,
+// Network ops through the one harness (tests/ops/op_harness.h): dropout,
 // embedding, the loss heads, identity, block_grad, zeros_like.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "ops/cpu/philox.h"
 #include "ops/cpu/vec.h"
 #include "ops/unary_math.h"
-#include "op_test_util.h"
+#include "ops/op_test_util.h"
 #include "test_util.h"
 
 namespace frugal::test {

@@ -1,4 +1,4 @@
-// Tensor ops through the one harness (tests/op_harness.h): elementwise with
+// Tensor ops through the one harness (tests/ops/op_harness.h): elementwise with
 // broadcasting, scalar and unary ops, joins and cuts, reductions, matmul.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "frugal/executor.h"
-#include "op_test_util.h"
+#include "ops/op_test_util.h"
 
 namespace frugal::test {
 namespace {

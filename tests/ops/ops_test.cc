@@ -1,9 +1,9 @@
-// Every op through the one harness (tests/op_harness.h).
+// Every op through the one harness (tests/ops/op_harness.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "op_test_util.h"
+#include "ops/op_test_util.h"
 
 namespace frugal::test {
 namespace {

@@ -173,7 +173,7 @@ TEST(Vec, ExpShiftGivesTheBaselineBitsAndZeroForMaskedScores) {
 }
 
 // Philox blocks drawn many at a time give CounterStream::Block's words on
-// every build (the known-answer vectors are tests/philox_test.cc's).
+// every build (the known-answer vectors are tests/base/philox_test.cc's).
 TEST(Vec, PhiloxBlocksGiveTheStreamsWords) {
   const cpu::CounterStream stream(11, 0x1234567890abcdefull, (int64_t{1} << 33) + 5);
   const uint64_t b0 = (uint64_t{1} << 32) - 40;  // the counter's high word changes inside

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "frugal/train.h"
-#include "train_steps.h"
+#include "train/train_steps.h"
 
 namespace frugal {
 namespace {

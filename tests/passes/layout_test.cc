@@ -11,7 +11,7 @@
 #include "frugal/passes.h"
 #include "frugal/train.h"
 #include "test_util.h"
-#include "train_steps.h"
+#include "train/train_steps.h"
 
 namespace frugal {
 namespace {

@@ -13,9 +13,9 @@
 #include "frugal/executor.h"
 #include "frugal/passes.h"
 #include "frugal/train.h"
-#include "op_harness.h"
+#include "ops/op_harness.h"
 #include "test_util.h"
-#include "train_steps.h"
+#include "train/train_steps.h"
 
 namespace frugal {
 namespace {

@@ -1,4 +1,4 @@
-#include "optimum.h"
+#include "passes/optimum.h"
 
 #include <glog/logging.h>
 

@@ -2,7 +2,7 @@
 // recomputation of any one-level plan (each forward result kept or dropped,
 // as the planner's keep levels) whose planned arena fits a budget, by
 // frugal's own evaluation (BuildTrainingPlan: the gradient pass's mirrors,
-// PlanMemory's placement). A measuring tool for tests/optimum_gap_test.cc
+// PlanMemory's placement). A measuring tool for tests/passes/optimum_gap_test.cc
 // and tools/bench/optimum_gap.cc, not part of the library.
 #pragma once
 
@@ -40,7 +40,7 @@ KeepLevels DropLevels(const Graph& fwd, const std::vector<int>& candidates, uint
 // plan); cut off, `cost` is a lower bound of it.
 DropSetSearch OptimalDrops(const GapCase& c, int64_t budget, int64_t max_builds);
 
-// The same optimum by integer programming (tests/optimum_ilp.cc, Debian's
+// The same optimum by integer programming (tests/passes/optimum_ilp.cc, Debian's
 // coinor-cbc): the least-cost drop set whose linear form of the
 // BackwardReads bound fits at every step, checked exactly and cut off where
 // it does not fit, max_programs times at most. `subsets`: programs solved;

@@ -1,4 +1,4 @@
-// The budget planner against the exact reference of tests/optimum.h (issue
+// The budget planner against the exact reference of tests/passes/optimum.h (issue
 // 18 §4): the reference finds the least recomputation of every drop set on
 // tiny graphs, and the planner stays within 5% of it, or within the gap
 // documented where it misses, on the small suite at three budgets
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "frugal/config.h"
-#include "optimum.h"
+#include "passes/optimum.h"
 #include "test_util.h"
 
 namespace frugal {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "optimum.h"
+#include "passes/optimum.h"
 
 namespace frugal {
 namespace test {

@@ -11,7 +11,7 @@
 //
 // The cases: every models/ config at its defaults, planned as `frugal plan
 // --config C --memory budget=B` plans it (BuildModel; ResNet-1001 for
-// resnet_imagenet), and 66 random graphs of tests/optimum.h: a DAG for each
+// resnet_imagenet), and 66 random graphs of tests/passes/optimum.h: a DAG for each
 // seed of 100-149 (20, 30 or 40 nodes by the seed) and a chain for each of
 // those seeds whose chain has 20 nodes. The chains of 30 and 40 nodes are
 // not swept: 2 of their 33 invert (chain30/124, chain40/128): the budget
@@ -32,7 +32,7 @@
 
 #include "frugal/config.h"
 #include "frugal/train.h"
-#include "optimum.h"
+#include "passes/optimum.h"
 #include "test_util.h"
 
 namespace frugal {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "frugal/optimizer.h"
-#include "train_steps.h"
+#include "train/train_steps.h"
 
 namespace frugal {
 namespace {

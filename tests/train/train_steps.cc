@@ -1,4 +1,4 @@
-#include "train_steps.h"
+#include "train/train_steps.h"
 
 #include "frugal/config.h"
 

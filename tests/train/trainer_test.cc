@@ -17,7 +17,7 @@
 #include "frugal/progress.h"
 #include "frugal/train.h"
 #include "test_util.h"
-#include "train_steps.h"
+#include "train/train_steps.h"
 
 namespace frugal {
 namespace {

@@ -1,4 +1,4 @@
-"""Writes models with MXNet itself, for tests/mxnet_import_test.cc.
+"""Writes models with MXNet itself, for tests/interchange/mxnet_import_test.cc.
 
 Two small models, each as MXNet's files and the output MXNet computes:
   cnn:  Convolution, BatchNorm (learned gamma, and fix_gamma), Activation

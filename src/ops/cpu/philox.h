@@ -3,7 +3,7 @@
 // is a pure function of a 128-bit counter and a 64-bit key, so any element's
 // random word can be computed on its own, in any order, on any thread, and a
 // recomputation reproduces it bit for bit. Checked against Random123's
-// known-answer vectors in tests/philox_test.cc.
+// known-answer vectors in tests/base/philox_test.cc.
 //
 // Host and device: under nvcc every function here is __host__ __device__, so
 // the CUDA dropout kernel (src/ops/cuda/dropout.cu) draws the very words the
