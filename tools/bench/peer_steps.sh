@@ -18,8 +18,9 @@
 # Usage: PY=/path/to/venv/bin/python [MXPY=/path/to/mxnet/venv/bin/python] \
 #   tools/bench/peer_steps.sh [WORKLOAD...]
 #   against PyTorch: r20b32 r20b128 r56b32 r56b128 r110b32 r110b128
-#   r1001share r1001sqrt lstm mlp; against MXNet 1.9.1: mx_r56b32
-#   mx_r110b32 mx_lstm (default: r20b32 r56b32 r110b32 lstm)
+#   r1001share r1001sqrt lstm gpt1024share gpt1024sqrt gpt4096share
+#   gpt4096sqrt mlp; against MXNet 1.9.1: mx_r56b32 mx_r110b32 mx_lstm
+#   (default: r20b32 r56b32 r110b32 lstm)
 # Env: PY (a python with torch), MXPY (a python with mxnet 1.9.1 and
 # numpy<1.24), PEERS (default ../shared/peers), FRUGAL (default
 # build/frugal), ROUNDS (default 3), FRUGAL_FLAGS (extra train flags).
@@ -30,6 +31,7 @@ set -euo pipefail
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE OMP_WAIT_POLICY
 PY=${PY:-python3}
 PEERS=${PEERS:-$(cd "$(dirname "$0")/../../.." && pwd)/shared/peers}
+bench=$(cd "$(dirname "$0")" && pwd)
 frugal=${FRUGAL:-build/frugal}
 rounds=${ROUNDS:-3}
 tmp=$(mktemp -d)
@@ -49,18 +51,19 @@ peer_best() {  # runner script variant...
     s=$(sed -E 's/.*"step_s_median": ([0-9.e+-]+).*/\1/' <<< "$line")
     p=$(sed -E 's/.*"peak_rss_mib": ([0-9.e+-]+).*/\1/' <<< "$line")
     if [ -z "$best" ] || awk -v a="$s" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then
-      best="$s $p $(variant "$v")"
+      best="$s $p $(variant "$script" "$v")"
     fi
   done
   echo "${best:-nan nan none}"
 }
-variant() {  # the flags that tell a variant apart, for the table
+variant() {  # script flags: what tells the variant apart, for the table
   local n=""
-  [[ $1 == *--channels-last* ]] && n=channels_last
-  [[ $1 == *"--impl fused"* ]] && n=fused
-  [[ $1 == *"--impl unrolled"* ]] && n=unrolled
-  [[ $1 == *"--strategy ckpt"* || $1 == *"--mirror sqrt"* ]] && n="${n:+$n, }checkpointed"
-  echo "${n:-NCHW}"
+  [[ $1 == *resnet* ]] && n=NCHW
+  [[ $2 == *--channels-last* ]] && n=channels_last
+  [[ $2 == *"--impl fused"* ]] && n=fused
+  [[ $2 == *"--impl unrolled"* ]] && n=unrolled
+  [[ $2 == *"--strategy ckpt"* || $2 == *"--mirror sqrt"* ]] && n="${n:+$n, }checkpointed"
+  echo "${n:-plain}"
 }
 torch_runner() { "$PY" "$@" --threads 2; }
 mx_runner() { OMP_NUM_THREADS=2 "${MXPY:?set MXPY to a python with mxnet}" "$@"; }
@@ -117,6 +120,18 @@ mx_lstm() {
     "--seq-len 1000 --impl unrolled --mirror none --warmup 1 --steps 5"
 }
 
+# The GPT: models/gpt/gpt.prototxt at 6 layers of 512, 8 heads, GPT-2's
+# vocabulary (50,257), batch 2, dropout 0, Adam, synthetic tokens, against
+# tools/bench/torch_gpt.py (the same model: pre-LN blocks,
+# scaled_dot_product_attention(is_causal=True), a full nn.Linear head and
+# F.cross_entropy), plain or with torch.utils.checkpoint on every block.
+gpt() {  # T strategy peer_strategy
+  SYNTHETIC="integers: true max: 50257 num_classes: 50257 label_shape: $1" compare "GPT 6x512 b2 T=$1, $2" \
+    models/gpt/gpt.prototxt 2 1 2 --define layers=6 --define heads=8 --define d_model=512 --define vocab=50257 \
+    --define batch=2 --define seq_len="$1" --define dropout=0 --memory "$2" -- torch_runner "$bench/torch_gpt.py" \
+    "--seq-len $1 --strategy $3 --warmup 1 --steps 2"
+}
+
 # The MLP: one epoch of Fashion-MNIST at batch 128 (the real files,
 # shuffled; frugal's epoch time_s from --log-json, PyTorch's
 # epoch_s_median), each side validating after it (not timed).
@@ -153,6 +168,10 @@ for w in "${workloads[@]}"; do
     r1001share) resnet 1001 32 1 4 share plain ;;
     r1001sqrt) resnet 1001 32 1 4 sqrt ckpt ;;
     lstm) lstm "LSTM 2x256 b32 T=1000 (PyTorch)" torch_runner lstm_lm.py ;;
+    gpt1024share) gpt 1024 share plain ;;
+    gpt1024sqrt) gpt 1024 sqrt ckpt ;;
+    gpt4096share) gpt 4096 share plain ;;
+    gpt4096sqrt) gpt 4096 sqrt ckpt ;;
     mlp) mlp ;;
     mx_r56b32) mx_resnet 56 32 4 16 ;;
     mx_r110b32) mx_resnet 110 32 3 12 ;;

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${PY:?set PY to a python with torch}" "${MXPY:?set MXPY to a python with mxnet 1.9.1}"
-workloads=${WORKLOADS:-r20b32 r56b32 r110b32 r20b128 r56b128 r1001share r1001sqrt lstm mx_r56b32 mx_lstm}
+workloads=${WORKLOADS:-r20b32 r56b32 r110b32 r20b128 r56b128 r1001share r1001sqrt lstm gpt1024share gpt1024sqrt mx_r56b32 mx_lstm}
 if [ -n "$(git status --porcelain --untracked-files=no -- src include)" ]; then
   echo "report.sh: src/ or include/ differs from HEAD; commit first, so that the figures name the binary" >&2
   exit 1
