@@ -32,7 +32,6 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 
@@ -251,17 +250,10 @@ class BudgetSearch {
   // A candidate fits when its lower bound does and then its arena, placed
   // until it fits, does (PlanTraining places the winner fully). A misfit
   // (the bound fits, the arena does not) is the expensive case: the
-  // placement's whole local search runs. The searches reach the same keep
-  // levels by different moves; a misfit's placement is kept and given
-  // again (a placement is a function of the keep levels).
+  // placement's whole local search runs.
   bool Fits(TrainingPlan* t) {
     if (t->plan.arena_bytes > budget_) return false;
-    if (auto missed = missed_.find(t->keep); missed != missed_.end()) {
-      t->plan = missed->second;
-    } else {
-      t->plan = PlanMemory(t->graph, s_, /*estimate=*/false, /*fit_bytes=*/budget_);
-      if (t->plan.arena_bytes > budget_) missed_.emplace(t->keep, t->plan);
-    }
+    t->plan = PlanMemory(t->graph, s_, /*estimate=*/false, /*fit_bytes=*/budget_);
     misfits_ += t->plan.arena_bytes > budget_;
     return t->plan.arena_bytes <= budget_;
   }
@@ -629,7 +621,6 @@ class BudgetSearch {
   TrainingPlan smallest_;
   std::string smallest_by_ = "share";
   int misfits_ = 0;
-  std::map<KeepLevels, MemoryPlan> missed_;  // Fits' misfits, placed
   std::string found_by_;
   TrainingPlan sqrt_;  // BestSqrt's, where SqrtSegments ran
 };
