@@ -12,6 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${PY:?set PY to a python with torch}" "${MXPY:?set MXPY to a python with mxnet 1.9.1}"
 workloads=${WORKLOADS:-r20b32 r56b32 r110b32 r20b128 r56b128 r1001share r1001sqrt lstm gpt1024share gpt1024sqrt mx_r56b32 mx_lstm}
+for f in docs/benchmarks.md README.md; do
+  grep -q '<!-- peer-steps begin -->' "$f" && grep -q '<!-- peer-steps end -->' "$f" ||
+    { echo "report.sh: $f has no <!-- peer-steps begin --> and <!-- peer-steps end --> lines" >&2; exit 1; }
+done
 if [ -n "$(git status --porcelain --untracked-files=no -- src include)" ]; then
   echo "report.sh: src/ or include/ differs from HEAD; commit first, so that the figures name the binary" >&2
   exit 1
@@ -26,7 +30,6 @@ splice() {
   local file=$1 body
   body=$(printf '```\ntools/bench/report.sh   # WORKLOADS="%s"\n```\n\n%s\n' "$workloads" "$(cat "$out")")
   BODY=$body perl -0pi -e 's/(<!-- peer-steps begin -->\n).*?(<!-- peer-steps end -->)/$1$ENV{BODY}\n$2/s' "$file"
-  grep -q '<!-- peer-steps begin -->' "$file" || { echo "report.sh: no peer-steps markers in $file" >&2; exit 1; }
 }
 splice docs/benchmarks.md
 splice README.md
