@@ -28,7 +28,7 @@ class Validation : public Observer {
   void Validate(Run& r, bool epoch_end) {
     validated_at_ = r.iter;
     r.AverageAcrossRanks();
-    const MetricValues m = r.Reduce(Evaluate(&r.s, feed_, val_, r.metrics));
+    const MetricValues m = r.Reduce(Evaluate(&r.s, feed_, val_, r.sc));
     r.progress.Clear();
     if (epoch_end) r.val = m;
     r.Each([&](Observer& o) { o.OnValidation(r, m, epoch_end); });

@@ -1,5 +1,7 @@
 #include "train/step.h"
 
+#include <algorithm>
+
 namespace frugal {
 
 Step::Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSchedule& lr)
@@ -38,10 +40,12 @@ void Step::CheckRanks(int64_t iter) {
 
 std::vector<std::string> MetricNames(const config::Solver& sc) { return {sc.metric().begin(), sc.metric().end()}; }
 
-MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const std::vector<std::string>& names) {
-  MetricSet m(names);
+MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const config::Solver& sc) {
+  MetricSet m(MetricNames(sc));
   DrainOnUnwind drain(s->engine);
-  for (int64_t b = 0; b < it->batches_per_epoch(); ++b) {
+  const int64_t batches =
+      sc.val_batches() > 0 ? std::min(sc.val_batches(), it->batches_per_epoch()) : it->batches_per_epoch();
+  for (int64_t b = 0; b < batches; ++b) {
     feed->PushLoad(it, b == 0 ? 0 : -1);
     Executor& eval = s->Eval();
     eval.Push(/*is_train=*/false, 0, 0);

@@ -41,7 +41,8 @@ class Step {
 
 // The solver's metrics, by name.
 std::vector<std::string> MetricNames(const config::Solver& sc);
-// The metrics `names` of eval's forward over one epoch of `it` (from its start).
-MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const std::vector<std::string>& names);
+// The solver's metrics of eval's forward over one epoch of `it` (from its
+// start), or over its first solver.val_batches batches.
+MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const config::Solver& sc);
 
 }  // namespace frugal

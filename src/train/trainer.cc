@@ -393,6 +393,8 @@ void CheckSolver(const ConfigFile& cfg) {
                  sc.display());
   FRUGAL_REQUIRE(sc.val_interval() >= 0, cfg.path,
                  ": solver.val_interval must be at least 0 (0: after every epoch), got ", sc.val_interval());
+  FRUGAL_REQUIRE(sc.val_batches() >= 0, cfg.path, ": solver.val_batches must be at least 0 (0: the whole set), got ",
+                 sc.val_batches());
   FRUGAL_REQUIRE(sc.checkpoint_interval() >= 0, cfg.path,
                  ": solver.checkpoint_interval must be at least 0 (0: after every epoch), got ",
                  sc.checkpoint_interval());
@@ -544,7 +546,7 @@ MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {
   std::unique_ptr<DataIter> it =
       LoadSource(cfg, val ? dc.val() : dc.train(), val ? "val" : "train", s.model.shapes(), false);
   LOG(INFO) << "test " << checkpoint << " on data." << (val ? "val" : "train") << ": " << it->Describe();
-  return Evaluate(&s, feed.get(), it.get(), MetricNames(cfg.net.solver()));
+  return Evaluate(&s, feed.get(), it.get(), cfg.net.solver());
 }
 
 ConfigFile CheckpointConfig(const std::string& checkpoint) {

@@ -1,4 +1,4 @@
-// `frugal test`, `summary`, `viz` and `plan` on a trained toy model, and
+// `frugal test` (all of data.val, or --val-batches of it), `summary`, `viz` and `plan` on a trained toy model, and
 // the process-wide memory plans: --fit's largest batch of each strategy,
 // limit=SIZE holding the whole process, budget=auto saying what it chose.
 #include <gtest/gtest.h>
@@ -23,6 +23,15 @@ TEST(TrainCli, TestSummaryAndViz) {
   ASSERT_TRUE(std::regex_search(t.output, m, std::regex("test-accuracy=([0-9.]+)"))) << t.output;
   EXPECT_GT(std::stod(m[1]), 0.9) << "the trained toy model";
   EXPECT_NE(t.output.find("(40 samples)"), std::string::npos) << t.output;
+  // --val-batches: the first batches of the set (batch 8), all of it when it asks for more.
+  RunResult two = RunFrugal("test --config " + cfg + " --checkpoint " + ckpt + " --val-batches 2");
+  EXPECT_NE(two.output.find("(16 samples)"), std::string::npos) << two.output;
+  RunResult more = RunFrugal("test --config " + cfg + " --checkpoint " + ckpt + " --val-batches 100");
+  EXPECT_NE(more.output.find("(40 samples)"), std::string::npos) << more.output;
+  RunResult negative = RunFrugal("test --config " + cfg + " --checkpoint " + ckpt + " --val-batches -1");
+  EXPECT_EQ(negative.exit_code, 1);
+  EXPECT_NE(train_cli::ErrorLine(negative).find("--val-batches -1: must be at least 0"), std::string::npos)
+      << negative.output;
   RunResult bad = RunFrugal("test --config " + cfg + " --checkpoint " + dir.File("nope.ckpt"));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(train_cli::ErrorLine(bad).find(dir.File("nope.ckpt")), std::string::npos) << bad.output;

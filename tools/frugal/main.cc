@@ -50,6 +50,8 @@ DEFINE_string(memory_limit, "",
 DEFINE_double(lr, -1, "override solver.lr");
 DEFINE_string(checkpoint_dir, "", "override solver.checkpoint_dir (checkpoints every epoch or checkpoint_interval)");
 DEFINE_int64(val_interval, -1, "override solver.val_interval (updates between validations; 0: every epoch)");
+DEFINE_int64(val_batches, -1,
+             "override solver.val_batches (batches of data.val each validation and test runs; 0: the whole set)");
 DEFINE_int64(checkpoint_interval, -1,
              "override solver.checkpoint_interval (updates between checkpoints; 0: every epoch)");
 DEFINE_int64(max_nodes, -1, "override max_nodes (the most nodes the config's blocks may expand to)");
@@ -90,6 +92,7 @@ void ApplyOverrides(ConfigFile* cfg) {
   if (Given("lr")) net.mutable_solver()->set_lr(static_cast<float>(FLAGS_lr));
   if (!FLAGS_checkpoint_dir.empty()) net.mutable_solver()->set_checkpoint_dir(FLAGS_checkpoint_dir);
   if (Given("val_interval")) net.mutable_solver()->set_val_interval(FLAGS_val_interval);
+  if (Given("val_batches")) net.mutable_solver()->set_val_batches(FLAGS_val_batches);
   if (Given("checkpoint_interval")) net.mutable_solver()->set_checkpoint_interval(FLAGS_checkpoint_interval);
   if (Given("max_nodes")) net.set_max_nodes(FLAGS_max_nodes);
   if (FLAGS_deterministic) net.mutable_solver()->set_deterministic(true);
@@ -140,7 +143,8 @@ constexpr char kTraining[] = "<training flags>";
 const std::map<std::string, std::vector<std::string>> kGroups = {
     {kModel, {"batch", "config", "costs", "dtype", "fuse", "max_nodes", "memory", "memory_limit"}},
     {kEngine, {"deterministic", "engine", "engine_kernel_threads", "engine_workers"}},
-    {kTraining, {"checkpoint_dir", "checkpoint_interval", "epochs", "lr", "max_iters", "seed", "val_interval"}},
+    {kTraining,
+     {"checkpoint_dir", "checkpoint_interval", "epochs", "lr", "max_iters", "seed", "val_batches", "val_interval"}},
 };
 
 struct Command {
@@ -166,7 +170,7 @@ const std::map<std::string, Command>& Commands() {
       {"test",
        {Test,
         "evaluate a checkpoint on its config's validation data: --checkpoint FILE|DIR [--config FILE]",
-        {kModel, kEngine, "checkpoint"}}},
+        {kModel, kEngine, "checkpoint", "val_batches"}}},
       {"predict",
        {Predict,
         "run a checkpoint's inference graph: --checkpoint FILE|DIR --input X (.npy, images, text) --out Y.npy "
@@ -297,6 +301,7 @@ constexpr Range kRanges[] = {
     {"engine_kernel_threads", 0, 1024},
     {"lr", 0, 1e30},
     {"val_interval", 0, kAny},
+    {"val_batches", 0, kAny},
     {"checkpoint_interval", 0, kAny},
     {"profile_steps", 1, 1e6},
     {"iters", 1, 1e9},
