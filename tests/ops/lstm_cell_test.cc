@@ -49,7 +49,7 @@ output: "loss"
 using Vars = std::map<std::string, std::pair<Shape, std::vector<float>>>;
 
 // The scalar the loss heads of a graph differentiate, from its outputs.
-using Objective = std::function<double(const std::vector<std::vector<float>>& outputs, const Vars& vars)>;
+using LossFn = std::function<double(const std::vector<std::vector<float>>& outputs, const Vars& vars)>;
 
 struct FdReport {
   int checked = 0, kinks = 0;
@@ -58,7 +58,7 @@ struct FdReport {
 // Checks the gradient of every element of every parameter by central
 // differences of the objective on the forward graph, skipping kinks (where
 // one-sided differences disagree), as the op harness does.
-FdReport CheckParamGradients(const std::string& config, Vars vars, const Objective& objective) {
+FdReport CheckParamGradients(const std::string& config, Vars vars, const LossFn& objective) {
   Graph fwd = BuildGraph(ParseConfig(config, "model.prototxt", {}));
   Graph train = fwd;
   Gradient(&train);
@@ -96,7 +96,7 @@ TEST(LstmCell, GradientOfTheWholeCellMatchesFiniteDifferences) {
             {"h2h_weight", {Shape{16, 4}, AwayFromZero(64, 0.1f, 0.6f, true, 5)}},
             {"h2h_bias", {Shape{16}, AwayFromZero(16, 0.1f, 0.3f, false, 6)}}};
   // Outputs: next_h (through linear_regression_output) and next_c (make_loss).
-  Objective loss = [](const std::vector<std::vector<float>>& out, const Vars& v) {
+  LossFn loss = [](const std::vector<std::vector<float>>& out, const Vars& v) {
     const std::vector<float>& label = v.at("label").second;
     double l = 0;
     for (size_t i = 0; i < out[0].size(); ++i) l += (out[0][i] - label[i]) * (out[0][i] - label[i]) / 2 / 4;
@@ -128,7 +128,7 @@ TEST(LstmCell, SplitWithAnUnusedPartGetsZerosForItsGradient) {
   Vars vars{{"data", {Shape{3, 4}, AwayFromZero(12, 0.2f, 1.f, true, 1)}},
             {"fc_weight", {Shape{6, 4}, AwayFromZero(24, 0.1f, 0.6f, true, 2)}},
             {"fc_bias", {Shape{6}, AwayFromZero(6, 0.1f, 0.3f, true, 3)}}};
-  Objective loss = [](const std::vector<std::vector<float>>& out, const Vars&) {
+  LossFn loss = [](const std::vector<std::vector<float>>& out, const Vars&) {
     double l = 0;
     for (float v : out[0]) l += v;
     return l;
@@ -156,7 +156,7 @@ TEST(LstmCell, ConcatGradientSkipsInputsWithoutOne) {
   Vars vars{{"data", {Shape{2, 4}, AwayFromZero(8, 0.2f, 1.f, true, 1)}},
             {"fc_weight", {Shape{3, 4}, AwayFromZero(12, 0.1f, 0.6f, true, 2)}},
             {"fc_bias", {Shape{3}, AwayFromZero(3, 0.1f, 0.3f, true, 3)}}};
-  Objective loss = [](const std::vector<std::vector<float>>& out, const Vars&) {
+  LossFn loss = [](const std::vector<std::vector<float>>& out, const Vars&) {
     double l = 0;
     for (float v : out[0]) l += v;
     return 0.1 * l;  // small curvature: not taken for a kink
