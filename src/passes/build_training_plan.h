@@ -201,13 +201,17 @@ double PredictedRecomputeCost(const Graph& fwd, const KeepLevels& keep, const st
 // The budget planner's search: ExactSearchBuilds builds, as many as
 // kExactWork forward nodes built (a build costs about its nodes: 0.1-0.6 ms
 // on graphs of 10-54 nodes, so the search's builds take a bounded time
-// whatever the graph's size), and kExactPlacements placements (a placement
+// whatever the graph's size). Its sets are bounded by the builds (64 per
+// build), and where none passes the bound they are what it spends: about
+// 1 us each on ResNet-20 (54 nodes), so 555 builds' 35,520 sets keep the
+// search within half of the 100 ms a small network's budget plan may take
+// (docs/memory.md); and kExactPlacements placements (a placement
 // that misses the budget runs its whole local search, about 26 ms on a
 // graph of 40 nodes: the cap bounds that part; a set whose lower bound
 // fits and whose placement misses is common where a graph's outputs are of
 // one size, so the optimum may be the ninth set placed or later;
 // docs/memory.md has the measurements).
-constexpr int64_t kExactWork = 150000;
+constexpr int64_t kExactWork = 30000;
 constexpr int64_t kExactPlacements = 32;
 int64_t ExactSearchBuilds(const Graph& fwd);
 struct DropSetSearch {

@@ -80,8 +80,10 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
 // first-inversion line, budgets and FLOPs: with the layouts oneDNN picks on
 // a CPU without AVX-512 (AVX2), two configs invert, where the budget
 // search's local moves start from another plan at the larger budget; with
-// AVX-512 they do not. A documented inversion is printed, not failed; any
-// other inversion, or these at other budgets or costs, fails.
+// AVX-512 they do not. One random DAG inverts where the exact search of
+// drop sets is cut off (its builds bounded by kExactWork) before it
+// reaches either budget's optimum. A documented inversion is printed, not
+// failed; any other inversion, or these at other budgets or costs, fails.
 const char* const kDocumentedInversions[] = {
     "models/densenet/densenet_bc.prototxt: budget 214287225 (7 of 20) plans 2.57478e+08 FLOPs (the block program, "
     "improved by kept again); the larger budget 228411533 (8 of 20) plans 2.59698e+08 FLOPs (the block program, "
@@ -89,6 +91,9 @@ const char* const kDocumentedInversions[] = {
     "models/resnet/resnet_imagenet_basic.prototxt: budget 386458597 (5 of 20) plans 3.46817e+08 FLOPs (the block "
     "program, improved by kept again, improved by repaired moves); the larger budget 397942622 (6 of 20) plans "
     "4.76873e+08 FLOPs (the block program, improved by kept again)",
+    "dag30/121: budget 1657128 (4 of 20) plans 204800 FLOPs (the block program, improved by kept again, improved by "
+    "repaired moves); the larger budget 1690933 (5 of 20) plans 219648 FLOPs (the block program, improved by kept "
+    "again, improved by swaps, improved by repaired moves)",
 };
 
 bool Documented(const std::string& inversion) {
