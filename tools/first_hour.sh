@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A new user's first hour, as a script: for each model of the zoo, on its
 # real data and a few iterations, the README's round trips through the CLI:
-#   train (checkpoints; each validation and test on the first 16 batches of
-#   the validation set, --val-batches), resume from the folder with more iterations and no
-#   --config (the learning rate continues: asserted from the JSON logs),
+#   train (checkpoints; each validation and test on the first 16 batches
+#   of the validation set, --val-batches), resume from the folder with more
+#   iterations and no --config (the learning rate continues: asserted from
+#   the JSON logs),
 #   test from the checkpoint alone (its config and defines are in it),
 #   export-onnx, import-onnx, and test of the imported weights under the
 #   model's config: the same metrics to the last printed digit; then
@@ -71,7 +72,8 @@ for model in "${models[@]}"; do
   step "train" train --config "$config" "${defines[@]}" --max-iters "$iters" --checkpoint-dir "$dir/ck" \
     --val-batches 16 --log-json "$dir/a.json" --noprogress
   # A resume with another --max-iters, from the folder alone.
-  step "resume" train --resume "$dir/ck" --max-iters $((2 * iters)) --val-batches 16 --log-json "$dir/b.json" --noprogress
+  step "resume" train --resume "$dir/ck" --max-iters $((2 * iters)) --val-batches 16 --log-json "$dir/b.json" \
+    --noprogress
   grep -q "resumed\|resume" "$tmp/out" || fail "the resume does not say it resumed"
   before="$(lr_of "$dir/a.json" tail)" after="$(lr_of "$dir/b.json" head)"
   awk -v a="$before" -v b="$after" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.05 * a + 1e-12) }' ||
