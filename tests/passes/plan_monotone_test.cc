@@ -81,9 +81,10 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
 // a CPU without AVX-512 (AVX2), two configs invert, where the budget
 // search's local moves start from another plan at the larger budget; with
 // AVX-512 they do not. One random DAG inverts where the exact search of
-// drop sets is cut off (its builds bounded by kExactWork) before it
-// reaches either budget's optimum. A documented inversion is printed, not
-// failed; any other inversion, or these at other budgets or costs, fails.
+// drop sets, cut off after its builds (kExactWork), does not reach at the
+// larger budget the smaller budget's plan, which the repaired moves found
+// there (with five times the builds it did). A documented inversion is printed, not failed; any
+// other inversion, or these at other budgets or costs, fails.
 const char* const kDocumentedInversions[] = {
     "models/densenet/densenet_bc.prototxt: budget 214287225 (7 of 20) plans 2.57478e+08 FLOPs (the block program, "
     "improved by kept again); the larger budget 228411533 (8 of 20) plans 2.59698e+08 FLOPs (the block program, "
