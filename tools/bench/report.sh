@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the comparison with the peers at HEAD: runs
 # tools/bench/peer_steps.sh on WORKLOADS and writes its table, with the
-# command, date, commit and CPU, between the "peer-steps" markers of
-# docs/benchmarks.md and of README.md. Run it on a quiet machine (no build,
+# command, date, commit and CPU, and its plot (docs/peer_steps.svg, drawn by
+# tools/bench/ratio_plot.py from the same table) between the "peer-steps"
+# markers of docs/benchmarks.md and of README.md. Run it on a quiet machine (no build,
 # no other job: even a niced one takes about half of 2 cores), from the
 # repository root, with the binary built from HEAD.
 #
@@ -25,11 +26,15 @@ trap 'rm -f "$out"' EXIT
 # shellcheck disable=SC2086
 PY=$PY MXPY=$MXPY bash tools/bench/peer_steps.sh $workloads | tee "$out"
 
-# Replaces the lines between <!-- peer-steps begin --> and <!-- peer-steps end --> of file $1.
+python3 tools/bench/ratio_plot.py "$out" docs/peer_steps.svg
+
+# Replaces the lines between <!-- peer-steps begin --> and <!-- peer-steps end --> of file $1
+# with the command, the table and the plot ($2: its path from the file).
 splice() {
   local file=$1 body
-  body=$(printf '```\ntools/bench/report.sh   # WORKLOADS="%s"\n```\n\n%s\n' "$workloads" "$(cat "$out")")
+  body=$(printf '```\ntools/bench/report.sh   # WORKLOADS="%s"\n```\n\n%s\n\n![frugal / peer, each round](%s)\n' \
+    "$workloads" "$(cat "$out")" "$2")
   BODY=$body perl -0pi -e 's/(<!-- peer-steps begin -->\n).*?(<!-- peer-steps end -->)/$1$ENV{BODY}\n$2/s' "$file"
 }
-splice docs/benchmarks.md
-splice README.md
+splice docs/benchmarks.md peer_steps.svg
+splice README.md docs/peer_steps.svg
