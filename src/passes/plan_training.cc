@@ -83,40 +83,32 @@ int64_t ForwardBytes(const Graph& g) {
 
 // The sqrt plan with the smallest arena over segment budgets
 // base * 2^(j/2), j in [-6, 6], around the paper's sqrt(x*y) estimate base;
-// *best_b gets the winning segment budget. The arena falls and then rises
-// with the budget (small segments keep many checkpoints, large ones
-// recompute much at once), so the search walks downhill from j = 0 and
-// stops after two budgets in a row that are no better: 5-7 builds instead
-// of 13 (planning the 4x1024 T=1000 LSTM took 3.2 s with all 13). A budget
-// whose BackwardReads bound (reads: of share's plan) exceeds the best arena
-// so far cannot be better and is not built: the bound is within 0.3-1.5%
-// of the sqrt plans' arenas, so three of the six builds on the 4x1024 LSTM
-// at T=4096 and of ResNet-1001 are not made.
+// *best_b gets the winning segment budget. Each budget is priced first by
+// its BackwardReads bound (reads: of share's plan), a lower bound of its
+// arena made without a build, and built in increasing order of it until
+// the next bound exceeds the smallest arena built: the smallest of the 13
+// arenas (on a tie, the least recomputation), with as few builds as the
+// bound allows (it is within 0.3-1.5% of the sqrt plans' arenas: the
+// 4x1024 LSTM at T=256-2048 and ResNet-101-1001 on ImageNet shapes build
+// one).
 TrainingPlan BestSqrt(Search& q, const BackwardReads& reads, int64_t* best_b = nullptr) {
   const double n = std::max<size_t>(1, SplitCandidates(q.fwd).size());
   const double base = ForwardBytes(q.fwd) / std::sqrt(n);
-  auto budget = [&](int j) { return static_cast<int64_t>(base * std::pow(2.0, j / 2.0)); };
-  auto better = [&](int j, TrainingPlan* best) {  // builds budget j into *best if it is better
-    KeepLevels keep = SqrtLevels(q.fwd, budget(j));
-    if (reads.Bound(q.fwd, keep) > best->plan.arena_bytes) return false;
-    TrainingPlan t = q.Build(std::move(keep));
-    if (!Better(t, *best)) return false;
-    *best = std::move(t);
-    return true;
-  };
-  constexpr int kLo = -6, kHi = 6;
-  TrainingPlan best = q.Build(SqrtLevels(q.fwd, budget(0)));
-  int j_best = 0;
-  const int dir = better(1, &best) ? 1 : -1;
-  if (dir > 0) j_best = 1;
-  for (int j = j_best + dir, worse = 0; j >= kLo && j <= kHi && worse < 2; j += dir) {
-    if (better(j, &best))
-      j_best = j, worse = 0;
-    else
-      ++worse;
+  std::vector<std::pair<int64_t, int64_t>> by_bound;  // bound, segment budget
+  for (int j = -6; j <= 6; ++j) {
+    const auto b = static_cast<int64_t>(base * std::pow(2.0, j / 2.0));
+    by_bound.emplace_back(reads.Bound(q.fwd, SqrtLevels(q.fwd, b)), b);
   }
-  if (best_b) *best_b = budget(j_best);
-  return best;
+  std::stable_sort(by_bound.begin(), by_bound.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::optional<TrainingPlan> best;
+  for (const auto& [bound, b] : by_bound) {
+    if (best && bound > best->plan.arena_bytes) break;
+    TrainingPlan t = q.Build(SqrtLevels(q.fwd, b));
+    if (best && !Better(t, *best)) continue;
+    best = std::move(t);
+    if (best_b) *best_b = b;
+  }
+  return std::move(*best);
 }
 
 // A run of nodes between two checkpoints of a sqrt plan, with what it costs

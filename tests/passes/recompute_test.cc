@@ -155,8 +155,8 @@ TEST(Recompute, LognUsesLessThanSqrtOnALongLstm) {
 
 // Planning time grows with the graph through the number of training graphs
 // a search builds (each a gradient pass, shape inference and a plan): the
-// sqrt search walks downhill over at most 13 segment budgets, and the
-// budget search bisects, so neither count may grow with the chain's length
+// sqrt search builds its 13 segment budgets in the order of their bound
+// only while one may be better, and the budget search bisects, so neither count may grow with the chain's length
 // beyond a logarithm. Counted, not timed (no timed tests here).
 TEST(Recompute, SearchesBuildFewGraphsAtAnyLength) {
   std::map<int, int> sqrt_builds, budget_builds;
@@ -168,11 +168,10 @@ TEST(Recompute, SearchesBuildFewGraphsAtAnyLength) {
     const Model sqrt = BuildModel(cfg, MemoryStrategy::kSqrt);
     const int64_t budget = (share.train_plan.arena_bytes + sqrt.train_plan.arena_bytes) / 2;
     budget_builds[depth] = BuildModel(cfg, {MemoryStrategy::kBudget, budget}).train_plan.num_builds;
-    // share's build (for its BackwardReads), then the walk's, which stops
-    // after two budgets no better and does not build those whose bound
-    // exceeds the best arena so far (4, 3 and 3 builds; 5, 4 and 4 without
-    // share's before the bound).
-    EXPECT_LE(sqrt_builds[depth], 4) << "depth " << depth << ": the downhill walk builds what may be better";
+    // share's build (for its BackwardReads), then the segment budgets in
+    // increasing order of their bound until the next bound exceeds the
+    // smallest arena built (4, 2 and 2 builds).
+    EXPECT_LE(sqrt_builds[depth], 4) << "depth " << depth << ": builds only budgets whose bound may be better";
   }
   // 16x the layers: at most a few more builds (log2 16 = 4 bisection steps),
   // and up to 16 nodes kept again after the searches (12 layers recompute
