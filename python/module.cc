@@ -23,6 +23,7 @@
 #include "frugal/config.h"
 #include "frugal/import.h"
 #include "frugal/onnx.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/predict.h"
 #include "frugal/train.h"
 #include "onnx.pb.h"

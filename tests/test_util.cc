@@ -16,7 +16,8 @@
 
 #include "frugal/base.h"
 #include "frugal/executor.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 
 namespace frugal::test {
 

@@ -81,7 +81,8 @@ const char* DTypeName(DType t);
 // How the bytes of a 4-D activation (N, C, H, W) are ordered. Shapes stay
 // logical (N, C, H, W) whatever the layout. kNhwc (channels last) is what
 // oneDNN's convolutions read and write without a reorder; ChooseLayouts
-// (frugal/passes.h) picks it for the activations between ops that take it.
+// (frugal/passes/shapes.h) picks it for the activations between ops that
+// take it.
 enum class Layout : uint8_t { kPlain, kNhwc };
 const char* LayoutName(Layout l);
 // "float32"/"fp32"/"f32" or "bfloat16"/"bf16" (the compute types a user picks);

@@ -1,6 +1,6 @@
 // bfloat16: the top 16 bits of a float32 (8 exponent bits, 7 mantissa bits).
-// A mixed-precision graph (frugal/passes.h, ToMixedPrecision) keeps its
-// activations and their gradients in it; parameters, optimizer state and
+// A mixed-precision graph (frugal/passes/rewrite.h, ToMixedPrecision) keeps
+// its activations and their gradients in it; parameters, optimizer state and
 // losses stay float32. Conversion to float is exact; from float rounds to
 // nearest even, and NaN stays NaN. Both are branch-free, so loops over them
 // vectorise (vec.h's per-ISA kernels use them; checked with objdump there).

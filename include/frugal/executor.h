@@ -25,7 +25,7 @@
 
 #include "frugal/engine.h"
 #include "frugal/graph.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/tensor.h"
 #include "frugal/trace.h"
 

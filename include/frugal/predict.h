@@ -15,7 +15,7 @@
 #include "frugal/engine.h"
 #include "frugal/executor.h"
 #include "frugal/graph.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/tensor.h"
 
 namespace frugal {

@@ -22,7 +22,7 @@
 #include "frugal/lr_schedule.h"
 #include "frugal/metrics.h"
 #include "frugal/optimizer.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/rng.h"
 #include "frugal/tensor.h"
 

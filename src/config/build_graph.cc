@@ -10,7 +10,7 @@
 #include "config/blocks.h"
 #include "frugal/config.h"
 #include "frugal/op.h"
-#include "frugal/passes.h"
+#include "frugal/passes/rewrite.h"
 
 namespace frugal {
 

@@ -9,6 +9,7 @@
 
 #include "backend/device.h"
 #include "frugal/op.h"
+#include "frugal/passes/schedule.h"
 
 namespace frugal {
 namespace {

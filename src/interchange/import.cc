@@ -6,7 +6,8 @@
 
 #include "frugal/checkpoint.h"
 #include "frugal/config.h"
-#include "frugal/passes.h"
+#include "frugal/op.h"
+#include "frugal/passes/rewrite.h"
 
 namespace frugal {
 namespace {

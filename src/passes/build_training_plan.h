@@ -12,7 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "frugal/passes.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/gradient.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/training_plan.h"
 
 namespace frugal {
 

@@ -1,12 +1,14 @@
 // CostTable: measured op times keyed by op, attributes and input shapes,
-// and the planner's price of recomputing a node (passes.h).
+// and the planner's price of recomputing a node (frugal/passes/costs.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
-#include "frugal/passes.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/schedule.h"
 
 namespace frugal {
 

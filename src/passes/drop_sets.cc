@@ -9,6 +9,10 @@
 #include <optional>
 #include <queue>
 
+#include "frugal/passes/costs.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/recompute.h"
+#include "frugal/passes/training_plan.h"
 #include "passes/build_training_plan.h"
 
 namespace frugal {

@@ -8,7 +8,8 @@
 // and so does the relu's stage mark.
 #include <set>
 
-#include "frugal/passes.h"
+#include "frugal/op.h"
+#include "frugal/passes/rewrite.h"
 
 namespace frugal {
 namespace {

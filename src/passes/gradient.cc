@@ -20,7 +20,8 @@
 
 #include <algorithm>
 
-#include "frugal/passes.h"
+#include "frugal/op.h"
+#include "frugal/passes/gradient.h"
 
 namespace frugal {
 namespace {

@@ -4,7 +4,8 @@
 // types follow in the same sweep (OpDef::InferDTypes): variables are float32.
 #include <glog/logging.h>
 
-#include "frugal/passes.h"
+#include "frugal/op.h"
+#include "frugal/passes/shapes.h"
 
 namespace frugal {
 

@@ -20,7 +20,8 @@
 // (convolution, pooling): only there does a reorder go away.
 #include <numeric>
 
-#include "frugal/passes.h"
+#include "frugal/op.h"
+#include "frugal/passes/shapes.h"
 
 namespace frugal {
 namespace {

@@ -17,7 +17,8 @@
 // which both read.
 #include <map>
 
-#include "frugal/passes.h"
+#include "frugal/op.h"
+#include "frugal/passes/rewrite.h"
 
 namespace frugal {
 

@@ -29,7 +29,8 @@
 #include <tuple>
 #include <utility>
 
-#include "frugal/passes.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/memory_plan.h"
 
 namespace frugal {
 namespace {

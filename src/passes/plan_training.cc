@@ -35,7 +35,12 @@
 #include <optional>
 #include <string>
 
-#include "frugal/passes.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/gradient.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/recompute.h"
+#include "frugal/passes/shapes.h"
+#include "frugal/passes/training_plan.h"
 #include "passes/build_training_plan.h"
 
 namespace frugal {

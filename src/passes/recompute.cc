@@ -1,7 +1,7 @@
 // Recompute policies: which forward results to keep for the backward pass.
 // Each returns one keep level per node of a forward graph with shapes
-// inferred (see KeepLevels in passes.h). Config annotations (mirror,
-// checkpoint) and protected nodes are applied by ApplyAnnotations.
+// inferred (see KeepLevels in frugal/passes/gradient.h). Config annotations
+// (mirror, checkpoint) and protected nodes are applied by ApplyAnnotations.
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -9,7 +9,10 @@
 #include <climits>
 #include <map>
 
-#include "frugal/passes.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/gradient.h"
+#include "frugal/passes/recompute.h"
+#include "frugal/passes/training_plan.h"
 #include "passes/build_training_plan.h"
 
 namespace frugal {

@@ -15,7 +15,9 @@
 #include <map>
 #include <queue>
 
-#include "frugal/passes.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/schedule.h"
 
 namespace frugal {
 namespace {

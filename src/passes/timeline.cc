@@ -1,8 +1,9 @@
-// Timeline: a memory plan's live bytes over the schedule (passes.h).
+// Timeline: a memory plan's live bytes over the schedule
+// (frugal/passes/memory_plan.h).
 #include <algorithm>
 #include <numeric>
 
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
 
 namespace frugal {
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "backend/cpu/parallel.h"
+#include "frugal/passes/schedule.h"
 #include "frugal/train.h"
 
 namespace frugal {

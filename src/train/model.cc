@@ -8,6 +8,10 @@
 #include <sstream>
 
 #include "frugal/op.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
+#include "frugal/passes/training_plan.h"
 #include "frugal/train.h"
 #include "train/update_graph.h"
 

@@ -10,6 +10,8 @@
 
 #include "frugal/checkpoint.h"
 #include "frugal/op.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 #include "frugal/train.h"
 
 namespace frugal {

@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
+
 namespace frugal {
 namespace {
 

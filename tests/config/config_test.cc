@@ -3,7 +3,7 @@
 
 #include "frugal/config.h"
 #include "frugal/op.h"
-#include "frugal/passes.h"
+#include "frugal/passes/shapes.h"
 #include "config/expr.h"
 
 namespace frugal {

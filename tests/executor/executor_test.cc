@@ -5,6 +5,7 @@
 // bits.
 #include <gtest/gtest.h>
 
+#include "frugal/passes/memory_plan.h"
 #include "frugal/train.h"
 #include "test_util.h"
 

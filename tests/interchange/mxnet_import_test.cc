@@ -16,7 +16,6 @@
 #include "frugal/engine.h"
 #include "frugal/executor.h"
 #include "frugal/mxnet.h"
-#include "frugal/passes.h"
 #include "test_util.h"
 
 namespace frugal::test {

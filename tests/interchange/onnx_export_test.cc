@@ -18,7 +18,7 @@
 #include "frugal/executor.h"
 #include "frugal/io.h"
 #include "frugal/onnx.h"
-#include "frugal/passes.h"
+#include "frugal/passes/shapes.h"
 #include "onnx.pb.h"
 #include "test_util.h"
 

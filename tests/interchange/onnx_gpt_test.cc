@@ -16,7 +16,7 @@
 #include "frugal/config.h"
 #include "frugal/io.h"
 #include "frugal/onnx.h"
-#include "frugal/passes.h"
+#include "frugal/op.h"
 #include "onnx.pb.h"
 #include "test_util.h"
 

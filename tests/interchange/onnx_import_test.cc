@@ -12,7 +12,6 @@
 #include "frugal/engine.h"
 #include "frugal/executor.h"
 #include "frugal/onnx.h"
-#include "frugal/passes.h"
 #include "onnx.pb.h"
 #include "test_util.h"
 

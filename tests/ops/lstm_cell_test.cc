@@ -7,6 +7,9 @@
 #include <cmath>
 
 #include "frugal/config.h"
+#include "frugal/passes/gradient.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 #include "ops/op_test_util.h"
 
 namespace frugal::test {

@@ -9,7 +9,8 @@
 #include <iostream>
 #include <set>
 
-#include "frugal/passes.h"
+#include "frugal/op.h"
+#include "frugal/passes/shapes.h"
 
 namespace frugal {
 namespace {

@@ -6,7 +6,8 @@
 #include <random>
 
 #include "frugal/executor.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 
 namespace frugal::test {
 namespace {

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "frugal/executor.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 #include "ops/op_harness.h"
 
 namespace frugal::test {

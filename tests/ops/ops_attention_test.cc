@@ -8,8 +8,10 @@
 #include <functional>
 #include <limits>
 
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
+#include "frugal/passes/training_plan.h"
 #include "ops/cpu/philox.h"
-#include "frugal/passes.h"
 #include "ops/op_harness.h"
 #include "ops/op_test_util.h"
 #include "test_util.h"

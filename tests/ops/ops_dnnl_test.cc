@@ -5,7 +5,8 @@
 #include <cmath>
 
 #include "frugal/executor.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 #include "ops/op_test_util.h"
 
 namespace frugal::test {

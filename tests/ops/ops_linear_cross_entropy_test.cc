@@ -10,7 +10,9 @@
 #include <cmath>
 
 #include "frugal/metrics.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
+#include "frugal/passes/training_plan.h"
 #include "ops/op_harness.h"
 #include "ops/op_test_util.h"
 #include "test_util.h"

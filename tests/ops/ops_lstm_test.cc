@@ -12,6 +12,8 @@
 
 #include "backend/cpu/parallel.h"
 #include "frugal/config.h"
+#include "frugal/passes/gradient.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/train.h"
 #include "ops/op_test_util.h"
 #include "train/train_steps.h"

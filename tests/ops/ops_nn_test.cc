@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "frugal/passes/gradient.h"
 #include "ops/cpu/philox.h"
 #include "ops/cpu/vec.h"
 #include "ops/unary_math.h"

@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "frugal/executor.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 #include "ops/op_test_util.h"
 
 namespace frugal::test {

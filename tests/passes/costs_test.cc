@@ -8,6 +8,8 @@
 #include <fstream>
 #include <numeric>
 
+#include "frugal/passes/costs.h"
+#include "frugal/passes/schedule.h"
 #include "frugal/train.h"
 #include "test_util.h"
 

@@ -3,6 +3,7 @@
 // memory strategy (parameters and BatchNorm moving statistics).
 #include <gtest/gtest.h>
 
+#include "frugal/passes/memory_plan.h"
 #include "frugal/train.h"
 #include "train/train_steps.h"
 

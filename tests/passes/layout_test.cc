@@ -8,7 +8,7 @@
 
 #include "ops/cpu/dnnl.h"
 #include "frugal/config.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/train.h"
 #include "test_util.h"
 #include "train/train_steps.h"

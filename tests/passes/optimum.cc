@@ -7,6 +7,9 @@
 #include <cmath>
 
 #include "frugal/config.h"
+#include "frugal/passes/recompute.h"
+#include "frugal/passes/shapes.h"
+#include "frugal/passes/training_plan.h"
 #include "frugal/rng.h"
 
 namespace frugal {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "frugal/passes.h"
+#include "frugal/passes/gradient.h"
 #include "passes/build_training_plan.h"
 
 namespace frugal {

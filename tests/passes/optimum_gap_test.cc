@@ -14,6 +14,11 @@
 #include <vector>
 
 #include "frugal/config.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/recompute.h"
+#include "frugal/passes/shapes.h"
+#include "frugal/passes/training_plan.h"
 #include "passes/optimum.h"
 #include "test_util.h"
 

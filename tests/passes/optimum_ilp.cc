@@ -19,6 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "frugal/passes/costs.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/recompute.h"
+#include "frugal/passes/training_plan.h"
 #include "passes/optimum.h"
 
 namespace frugal {

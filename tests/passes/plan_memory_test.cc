@@ -8,6 +8,7 @@
 #include <regex>
 #include <random>
 
+#include "frugal/passes/memory_plan.h"
 #include "frugal/train.h"
 #include "test_util.h"
 #include "train/train_steps.h"

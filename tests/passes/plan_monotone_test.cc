@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "frugal/config.h"
+#include "frugal/passes/training_plan.h"
 #include "frugal/train.h"
 #include "passes/optimum.h"
 #include "test_util.h"

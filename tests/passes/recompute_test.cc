@@ -8,6 +8,8 @@
 #include <regex>
 #include <set>
 
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/recompute.h"
 #include "frugal/train.h"
 #include "passes/build_training_plan.h"
 #include "train/train_steps.h"

@@ -6,6 +6,8 @@
 
 #include <random>
 
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/schedule.h"
 #include "frugal/train.h"
 #include "test_util.h"
 

@@ -5,6 +5,7 @@
 // threads wait passively unless the user chose.
 #include <gtest/gtest.h>
 
+#include "frugal/passes/schedule.h"
 #include "frugal/train.h"
 #include "test_util.h"
 

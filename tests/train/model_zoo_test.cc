@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "frugal/config.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/train.h"
 #include "test_util.h"
 

@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "frugal/optimizer.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 #include "train/train_steps.h"
 
 namespace frugal {

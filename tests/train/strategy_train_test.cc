@@ -15,6 +15,7 @@
 #include <set>
 
 #include "frugal/checkpoint.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/train.h"
 #include "test_util.h"
 

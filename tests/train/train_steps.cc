@@ -1,6 +1,8 @@
 #include "train/train_steps.h"
 
 #include "frugal/config.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 
 namespace frugal::test {
 

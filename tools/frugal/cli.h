@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "frugal/config.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
 #include "frugal/train.h"
 
 namespace frugal::cli {

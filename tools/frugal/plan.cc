@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "cli.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/recompute.h"
 #include "frugal/train.h"
 
 DEFINE_bool(json, false, "print JSON: one object per strategy (plan) or per op (ops)");

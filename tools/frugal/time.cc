@@ -11,10 +11,10 @@
 // slowest.
 // Per-op times are each op's fastest of the --iters profiled steps.
 // --save-costs FILE writes the per-op times as a cost table (CostTable,
-// passes.h) for the planner, with the time a cold byte of the arena costs,
-// fitted on the same ops run under a second plan; with a cost table given
-// (--costs), the plan's predicted step time is printed beside the measured
-// one.
+// frugal/passes/costs.h) for the planner, with the time a cold byte of the
+// arena costs, fitted on the same ops run under a second plan; with a cost
+// table given (--costs), the plan's predicted step time is printed beside
+// the measured one.
 #include <gflags/gflags.h>
 
 #include <algorithm>
@@ -32,7 +32,11 @@
 #include "backend/device.h"
 #include "cli.h"
 #include "frugal/executor.h"
-#include "frugal/passes.h"
+#include "frugal/passes/costs.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/schedule.h"
+#include "frugal/passes/shapes.h"
+#include "frugal/passes/training_plan.h"
 #include "frugal/train.h"
 
 DEFINE_int32(iters, 20, "time: timed iterations (after the warm-up)");

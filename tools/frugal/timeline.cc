@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "cli.h"
+#include "frugal/passes/memory_plan.h"
 #include "io/imgcodecs.h"
 
 namespace frugal::cli {

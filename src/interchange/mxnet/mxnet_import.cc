@@ -24,7 +24,7 @@
 #include "frugal/graph.h"
 #include "frugal/mxnet.h"
 #include "frugal/op.h"
-#include "frugal/passes.h"
+#include "frugal/passes/shapes.h"
 #include "interchange/config_text.h"
 #include "interchange/mxnet/mxnet_lower.h"
 

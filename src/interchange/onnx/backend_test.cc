@@ -9,7 +9,8 @@
 #include "frugal/engine.h"
 #include "frugal/executor.h"
 #include "frugal/onnx.h"
-#include "frugal/passes.h"
+#include "frugal/passes/memory_plan.h"
+#include "frugal/passes/shapes.h"
 #include "onnx.pb.h"
 
 namespace frugal {

@@ -16,7 +16,7 @@
 #include "frugal/io.h"
 #include "frugal/onnx.h"
 #include "frugal/optimizer.h"
-#include "frugal/passes.h"
+#include "frugal/passes/shapes.h"
 #include "frugal/trace.h"
 #include "frugal.pb.h"
 #include "onnx.pb.h"
