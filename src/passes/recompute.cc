@@ -8,6 +8,7 @@
 #include <array>
 #include <climits>
 #include <map>
+#include <utility>
 
 #include "frugal/passes/costs.h"
 #include "frugal/passes/gradient.h"
@@ -230,6 +231,11 @@ std::vector<int> BlockOf(const Graph& g, const std::vector<int>& cands) {
   return block_of;
 }
 
+// Whether node i is one of the producers of what crosses the cut after b.
+bool OnBoundary(const ChainBlock& b, int i) {
+  return std::find(b.boundary.begin(), b.boundary.end(), i) != b.boundary.end();
+}
+
 // A block's cheap drops beyond the config's (drop_cheap's, the boundary
 // excluded) in groups: a node joins the group of a dropped node it reads (a
 // relu's gradient reads only its output, so dropping it frees nothing
@@ -241,7 +247,7 @@ std::vector<std::vector<int>> CheapGroups(const Graph& g, const ChainBlock& b, c
   std::vector<std::vector<int>> groups;
   for (int i : b.nodes) {
     if (cheap[i] == 0 || base[i] != 0) continue;
-    if (std::find(b.boundary.begin(), b.boundary.end(), i) != b.boundary.end()) continue;
+    if (OnBoundary(b, i)) continue;
     int r = -1;
     for (const Entry& e : g.node(i).inputs) {
       const auto it = group_of.find(e.node);
@@ -268,120 +274,164 @@ std::vector<std::vector<int>> CheapGroups(const Graph& g, const ChainBlock& b, c
   std::stable_sort(groups.begin(), groups.end(), [&](const auto& x, const auto& y) { return ratio(x) > ratio(y); });
   return groups;
 }
+
+// The forward graph cut into blocks (block_of: BlockOf): each block's forward
+// nodes and its boundary.
+std::vector<ChainBlock> CutIntoBlocks(const Graph& g, const std::vector<int>& cands, const std::vector<int>& block_of) {
+  std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
+  std::vector<ChainBlock> chain(cands.size() + 1);
+  for (int i = 0; i < static_cast<int>(block_of.size()); ++i)
+    if (block_of[i] >= 0) chain[block_of[i]].nodes.push_back(i);
+  for (size_t c = 0; c < cands.size(); ++c) chain[c].boundary = std::move(crossing[c]);
+  return chain;
+}
+
+// A block's bytes and costs: its boundary's bytes and what of them the
+// backward pass reads (read: ReadByBackward), what it reads of the block's
+// other outputs, and what recomputing the boundary and the rest costs.
+void MeasureBlock(const Graph& g, const std::vector<bool>& read, const CostTable* costs, ChainBlock* b) {
+  for (int p : b->boundary) {
+    b->boundary_bytes += OutputBytes(g, p);
+    for (int k = 0; k < g.NumOutputs(p); ++k)
+      if (read[g.EntryId({p, k})]) b->boundary_read += g.EntryBytes({p, k});
+  }
+  for (int i : b->nodes) {
+    const bool is_boundary = OnBoundary(*b, i);
+    (is_boundary ? b->boundary_cost : b->inner_cost) += RecomputeCost(g, i, costs);
+    for (int k = 0; !is_boundary && k < g.NumOutputs(i); ++k)
+      if (read[g.EntryId({i, k})]) b->read_bytes += g.EntryBytes({i, k});
+  }
+}
+
+// A block's menu of stored entries: kept whole, its cheap groups one more at
+// a time, then drop_cheap's (its boundary as drop_cheap keeps it), then
+// drop_cheap's without its boundary.
+void AddStoredEntries(const Graph& g, const KeepLevels& base, const KeepLevels& cheap,
+                      const std::vector<bool>& is_candidate, const BackwardReads& reads, const CostTable* costs,
+                      ChainBlock* b) {
+  ChainBlock::Stored drop_cheap;
+  drop_cheap.keeps_boundary = std::all_of(b->boundary.begin(), b->boundary.end(), [&](int p) { return cheap[p] == 0; });
+  for (int i : b->nodes)
+    if (cheap[i] != 0 && base[i] == 0) drop_cheap.drops.push_back(i), drop_cheap.cost += RecomputeCost(g, i, costs);
+  b->stored.emplace_back();  // kept whole
+  for (const std::vector<int>& group : CheapGroups(g, *b, base, cheap, reads, costs)) {
+    ChainBlock::Stored more = b->stored.back();
+    for (int i : group) more.drops.push_back(i), more.cost += RecomputeCost(g, i, costs);
+    b->stored.push_back(std::move(more));
+  }
+  if (b->stored.back().drops.size() == drop_cheap.drops.size())
+    b->stored.back() = std::move(drop_cheap);
+  else
+    b->stored.push_back(std::move(drop_cheap));
+  // Then drop_cheap's with the boundary recomputed, where it may be dropped.
+  if (b->stored.back().keeps_boundary && !b->boundary.empty() &&
+      std::all_of(b->boundary.begin(), b->boundary.end(), [&](int p) { return is_candidate[p]; })) {
+    ChainBlock::Stored without = b->stored.back();
+    without.drops.insert(without.drops.end(), b->boundary.begin(), b->boundary.end());
+    without.keeps_boundary = false;
+    b->stored.push_back(std::move(without));
+  }
+}
+
+// Whether an entry's recomputation reads the boundary before its block
+// (that boundary is then held to the backward pass where it is kept).
+void MarkReadsBefore(const Graph& g, std::vector<ChainBlock>* chain) {
+  for (size_t j = 1; j < chain->size(); ++j) {
+    const ChainBlock& before = (*chain)[j - 1];
+    for (ChainBlock::Stored& e : (*chain)[j].stored)
+      for (int i : e.drops)
+        for (const Entry& in : g.node(i).inputs) e.reads_before = e.reads_before || OnBoundary(before, in.node);
+  }
+}
+
+// A block's steps of share: its forward nodes', then its gradient nodes'
+// (each from the first to the last; first > last where there are none).
+struct BlockSteps {
+  std::pair<int, int> forward{INT_MAX, -1}, backward{INT_MAX, -1};
+};
+std::vector<BlockSteps> StepsOfShare(const Graph& s, const std::vector<int>& block_of, size_t blocks) {
+  std::vector<BlockSteps> steps(blocks);
+  for (int t = 0; t < s.num_nodes(); ++t) {
+    const int i = t < s.num_forward() ? t : s.node(t).fwd;
+    if (i < 0 || block_of[i] < 0) continue;
+    BlockSteps& b = steps[block_of[i]];
+    auto& range = t < s.num_forward() ? b.forward : b.backward;
+    range = {std::min(range.first, t), std::max(range.second, t)};
+  }
+  return steps;
+}
+
+// A forward node's output held over steps of share (BackwardReads::Spans):
+// from, to, bytes, and 1 where the node is on its block's boundary.
+using BlockSpan = std::array<int64_t, 4>;
+
+// A stored entry's kept bytes (its spans off the boundary that are live as
+// the forward pass ends: share's step num_forward) and its peak (its spans
+// and what share holds anyway, at the most at one of its block's steps).
+void PriceStoredEntry(const std::vector<BlockSpan>& spans, const BlockSteps& steps, int num_forward,
+                      const std::vector<int64_t>& held_anyway, ChainBlock::Stored* st) {
+  for (const auto& [from, to, bytes, of_boundary] : spans)
+    if (!of_boundary && from <= num_forward && num_forward <= to) st->kept += bytes;
+  for (const auto& range : {steps.forward, steps.backward}) {
+    if (range.first > range.second) continue;
+    std::vector<int64_t> held(range.second - range.first + 2, 0);
+    for (const auto& [from, to, bytes, of_boundary] : spans) {
+      const int lo = std::max<int>(from, range.first), hi = std::min<int>(to, range.second);
+      if (lo > hi) continue;
+      held[lo - range.first] += bytes;
+      held[hi - range.first + 1] -= bytes;
+    }
+    int64_t now = 0;
+    for (int t = range.first; t <= range.second; ++t) {
+      now += held[t - range.first];
+      st->peak = std::max(st->peak, now + held_anyway[t]);
+    }
+  }
+}
+
+// The stored entries of each rank: each block's own spans over its steps,
+// under the keep levels that give every block its entry of that rank.
+void PriceStoredEntries(const Graph& g, const KeepLevels& base, const std::vector<int>& block_of,
+                        const std::vector<BlockSteps>& steps, int num_forward, const BackwardReads& reads,
+                        std::vector<ChainBlock>* chain) {
+  size_t ranks = 0;
+  for (const ChainBlock& b : *chain) ranks = std::max(ranks, b.stored.size());
+  for (size_t rank = 0; rank < ranks; ++rank) {
+    KeepLevels keep = base;
+    for (const ChainBlock& b : *chain)
+      for (int i : b.stored[std::min(rank, b.stored.size() - 1)].drops) keep[i] = kDropped;
+    std::vector<std::vector<BlockSpan>> spans(chain->size());
+    reads.Spans(g, keep, nullptr, [&](int i, int from, int to, int64_t bytes) {
+      if (block_of[i] < 0) return;
+      spans[block_of[i]].push_back({from, to, bytes, OnBoundary((*chain)[block_of[i]], i)});
+    });
+    for (size_t b = 0; b < chain->size(); ++b)
+      if (rank < (*chain)[b].stored.size())
+        PriceStoredEntry(spans[b], steps[b], num_forward, reads.held_anyway, &(*chain)[b].stored[rank]);
+  }
+}
 }  // namespace
 
 std::vector<ChainBlock> Chain(const Graph& g, const KeepLevels& cheap, const CostTable* costs,
                               const TrainingPlan& share, const BackwardReads& reads) {
   const std::vector<int> cands = SplitCandidates(g);
-  std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
-  std::vector<ChainBlock> chain(cands.size() + 1);
   const std::vector<int> block_of = BlockOf(g, cands);
-  for (int i = 0; i < static_cast<int>(block_of.size()); ++i)
-    if (block_of[i] >= 0) chain[block_of[i]].nodes.push_back(i);
-  for (size_t c = 0; c < cands.size(); ++c) chain[c].boundary = std::move(crossing[c]);
+  std::vector<ChainBlock> chain = CutIntoBlocks(g, cands, block_of);
   const KeepLevels base = ApplyAnnotations(g, {});
   const std::vector<bool> read = ReadByBackward(g);
   std::vector<bool> is_candidate(g.num_nodes(), false);
   for (int i : DropCandidates(g)) is_candidate[i] = true;
-  // Each block's menu of stored entries: kept whole, its cheap groups one
-  // more at a time, then drop_cheap's (its boundary as drop_cheap keeps it),
-  // then drop_cheap's without its boundary.
-  size_t ranks = 0;
   for (ChainBlock& b : chain) {
-    bool cheap_keeps_boundary = true;
-    for (int p : b.boundary) {
-      b.boundary_bytes += OutputBytes(g, p);
-      for (int k = 0; k < g.NumOutputs(p); ++k)
-        if (read[g.EntryId({p, k})]) b.boundary_read += g.EntryBytes({p, k});
-      cheap_keeps_boundary = cheap_keeps_boundary && cheap[p] == 0;
-    }
-    ChainBlock::Stored drop_cheap;
-    drop_cheap.keeps_boundary = cheap_keeps_boundary;
-    for (int i : b.nodes) {
-      const double cost = RecomputeCost(g, i, costs);
-      const bool is_boundary = std::find(b.boundary.begin(), b.boundary.end(), i) != b.boundary.end();
-      (is_boundary ? b.boundary_cost : b.inner_cost) += cost;
-      if (cheap[i] != 0 && base[i] == 0) drop_cheap.drops.push_back(i), drop_cheap.cost += cost;
-      for (int k = 0; !is_boundary && k < g.NumOutputs(i); ++k)
-        if (read[g.EntryId({i, k})]) b.read_bytes += g.EntryBytes({i, k});
-    }
-    b.stored.emplace_back();  // kept whole
-    for (const std::vector<int>& group : CheapGroups(g, b, base, cheap, reads, costs)) {
-      ChainBlock::Stored more = b.stored.back();
-      for (int i : group) more.drops.push_back(i), more.cost += RecomputeCost(g, i, costs);
-      b.stored.push_back(std::move(more));
-    }
-    if (b.stored.back().drops.size() == drop_cheap.drops.size())
-      b.stored.back() = std::move(drop_cheap);
-    else
-      b.stored.push_back(std::move(drop_cheap));
-    // Then drop_cheap's with the boundary recomputed, where it may be dropped.
-    if (b.stored.back().keeps_boundary && !b.boundary.empty() &&
-        std::all_of(b.boundary.begin(), b.boundary.end(), [&](int p) { return is_candidate[p]; })) {
-      ChainBlock::Stored without = b.stored.back();
-      without.drops.insert(without.drops.end(), b.boundary.begin(), b.boundary.end());
-      without.keeps_boundary = false;
-      b.stored.push_back(std::move(without));
-    }
-    ranks = std::max(ranks, b.stored.size());
+    MeasureBlock(g, read, costs, &b);
+    AddStoredEntries(g, base, cheap, is_candidate, reads, costs, &b);
   }
-  // Whether an entry's recomputation reads the boundary before its block
-  // (that boundary is then held to the backward pass where it is kept).
-  for (size_t j = 1; j < chain.size(); ++j) {
-    const std::vector<int>& before = chain[j - 1].boundary;
-    for (ChainBlock::Stored& e : chain[j].stored)
-      for (int i : e.drops)
-        for (const Entry& in : g.node(i).inputs)
-          e.reads_before = e.reads_before || std::find(before.begin(), before.end(), in.node) != before.end();
-  }
-  // Each block's steps of share: its forward nodes', then its gradient
-  // nodes' (from the first to the last).
-  const Graph& s = share.graph;
-  std::vector<std::pair<int, int>> forward(chain.size(), {INT_MAX, -1}), backward(chain.size(), {INT_MAX, -1});
-  for (int t = 0; t < s.num_nodes(); ++t) {
-    const int i = t < s.num_forward() ? t : s.node(t).fwd;
-    if (i < 0 || block_of[i] < 0) continue;
-    auto& range = (t < s.num_forward() ? forward : backward)[block_of[i]];
-    range = {std::min(range.first, t), std::max(range.second, t)};
-  }
+  MarkReadsBefore(g, &chain);
+  const std::vector<BlockSteps> steps = StepsOfShare(share.graph, block_of, chain.size());
   for (size_t b = 0; b < chain.size(); ++b)
-    for (const auto& range : {forward[b], backward[b]})
+    for (const auto& range : {steps[b].forward, steps[b].backward})
       for (int t = range.first; t <= range.second; ++t)
         chain[b].held_bytes = std::max(chain[b].held_bytes, reads.held_anyway[t]);
-  // The stored entries of each rank: each block's own spans over its steps,
-  // under the keep levels that give every block its entry of that rank.
-  for (size_t rank = 0; rank < ranks; ++rank) {
-    KeepLevels keep = base;
-    for (const ChainBlock& b : chain)
-      for (int i : b.stored[std::min(rank, b.stored.size() - 1)].drops) keep[i] = kDropped;
-    std::vector<std::vector<std::array<int64_t, 4>>> spans(chain.size());  // from, to, bytes, of the boundary
-    reads.Spans(g, keep, nullptr, [&](int i, int from, int to, int64_t bytes) {
-      if (block_of[i] < 0) return;
-      const std::vector<int>& boundary = chain[block_of[i]].boundary;
-      spans[block_of[i]].push_back({from, to, bytes, std::find(boundary.begin(), boundary.end(), i) != boundary.end()});
-    });
-    for (size_t b = 0; b < chain.size(); ++b) {
-      if (rank >= chain[b].stored.size()) continue;
-      ChainBlock::Stored& st = chain[b].stored[rank];
-      for (const auto& [from, to, bytes, of_boundary] : spans[b])
-        if (!of_boundary && from <= s.num_forward() && s.num_forward() <= to) st.kept += bytes;
-      for (const auto& range : {forward[b], backward[b]}) {
-        if (range.first > range.second) continue;
-        std::vector<int64_t> held(range.second - range.first + 2, 0);
-        for (const auto& [from, to, bytes, of_boundary] : spans[b]) {
-          const int lo = std::max<int>(from, range.first), hi = std::min<int>(to, range.second);
-          if (lo > hi) continue;
-          held[lo - range.first] += bytes;
-          held[hi - range.first + 1] -= bytes;
-        }
-        int64_t now = 0;
-        for (int t = range.first; t <= range.second; ++t) {
-          now += held[t - range.first];
-          st.peak = std::max(st.peak, now + reads.held_anyway[t]);
-        }
-      }
-    }
-  }
+  PriceStoredEntries(g, base, block_of, steps, share.graph.num_forward(), reads, &chain);
   return chain;
 }
 

@@ -1,7 +1,8 @@
 // The ONNX -> frugal op table, and the NodeView that rules read.
 //
-// A line names the ONNX op, its rule, and the frugal ops it lowers to. Lines
-// whose frugal op is not registered yet are kept: the importer reports such
+// A line names the ONNX op, its rule, and the frugal ops it lowers to; the
+// lines are grouped as their rules are (the files rules_*.cc). Lines whose
+// frugal op is not registered yet are kept: the importer reports such
 // nodes as unsupported until the op exists, and then they import with no
 // change here. Attribute names and forms follow MXNet's (kernel "(3,3)",
 // act_type, eps, ...).
@@ -17,79 +18,86 @@ namespace frugal::onnx_map {
 
 // ------------------------------------------------------------------ table
 
-const std::vector<OpMapping>& OpTable() {
-  static const auto* table = new std::vector<OpMapping>{
+namespace {
+// Ops that are one frugal op, their attributes renamed (Simple).
+std::vector<OpMapping> OneOpMappings() {
+  return {
       {"Abs", Simple("abs"), "abs"},
       {"Acos", Simple("arccos"), "arccos"},
       {"Acosh", Simple("arccosh"), "arccosh"},
-      {"Adagrad", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
-      {"Adam", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
-      {"Add", [](const NodeView& v) { return BroadcastRule(v, "add"); }, "add"},
       {"Asin", Simple("arcsin"), "arcsin"},
       {"Asinh", Simple("arcsinh"), "arcsinh"},
       {"Atan", Simple("arctan"), "arctan"},
       {"Atanh", Simple("arctanh"), "arctanh"},
+      {"Ceil", Simple("ceil"), "ceil"},
+      {"Cos", Simple("cos"), "cos"},
+      {"Erf", Simple("erf"), "erf"},
+      {"Exp", Simple("exp"), "exp"},
+      {"Floor", Simple("floor"), "floor"},
+      {"Gelu", Simple("gelu", {StrAttr("approximate", "approximate")}), "gelu"},
+      {"LeakyRelu", Simple("leaky_relu", {FloatAttr("alpha", "slope", "0.01")}), "leaky_relu"},
+      {"Log", Simple("log"), "log"},
+      {"Reciprocal", Simple("rdiv_scalar", {Fixed("scalar", "1")}), "rdiv_scalar"},
+      {"Relu", Simple("relu"), "relu"},
+      {"Round", Simple("round"), "round"},
+      {"Sigmoid", Simple("activation", {Fixed("act_type", "sigmoid")}), "activation"},
+      {"Sign", Simple("sign"), "sign"},
+      {"Sin", Simple("sin"), "sin"},
+      {"Sinh", Simple("sinh"), "sinh"},
+      {"Softplus", Simple("activation", {Fixed("act_type", "softrelu")}), "activation"},
+      {"Sqrt", Simple("sqrt"), "sqrt"},
+      {"Tan", Simple("tan"), "tan"},
+      {"Tanh", Simple("activation", {Fixed("act_type", "tanh")}), "activation"},
+      {"Transpose", Simple("transpose", {IntsAttr("perm", "axes")}), "transpose"},
+  };
+}
+
+// Layers (rules_nn.cc) and recurrent layers (rules_recurrent.cc).
+std::vector<OpMapping> LayerMappings() {
+  return {
       {"Attention", AttentionRule, "attention"},
       {"AveragePool", [](const NodeView& v) { return PoolRule(v, "avg"); }, "pooling"},
       {"BatchNormalization", BatchNormRule, "batch_norm"},
-      {"BlackmanWindow", WindowRule, "(none: a value known at import)"},
-      {"Cast", CastRule, "(none: a value known at import, or an alias of a float)"},
-      {"CastLike", CastLikeRule, "(none: a value known at import, or an alias of a float)"},
-      {"Ceil", Simple("ceil"), "ceil"},
       {"Celu", EluRule, "div_scalar, leaky_relu (elu), mul_scalar"},
-      {"Clip", ClipRule, "clip"},
-      {"Compress", CompressRule, "reshape, embedding of positions known at import, reshape"},
-      {"Concat", ConcatRule, "concat (or a value known at import)"},
-      {"ConstantOfShape", ConstantOfShapeRule, "(none: a value known at import)"},
       {"Conv", ConvRule, "convolution"},
       {"ConvTranspose", ConvTransposeRule, "deconvolution"},
-      {"Cos", Simple("cos"), "cos"},
-      {"Cosh", CoshRule, "exp, negative, add, mul_scalar"},
-      {"DepthToSpace", DepthSpaceRule, "reshape, embedding of positions known at import, reshape"},
-      {"Div", [](const NodeView& v) { return BroadcastRule(v, "div"); }, "div"},
       {"Dropout", DropoutRule, "dropout"},
       {"Elu", EluRule, "leaky_relu (elu)"},
-      {"Equal", CompareRule, "(none: a value known at import)"},
-      {"Erf", Simple("erf"), "erf"},
-      {"Exp", Simple("exp"), "exp"},
-      {"Expand", ExpandRule, "reshape, embedding of positions known at import, reshape"},
-      {"EyeLike", EyeLikeRule, "(none: a value known at import)"},
-      {"Flatten", FlattenRule, "flatten, reshape"},
-      {"Floor", Simple("floor"), "floor"},
       {"GRU", RecurrentRule, "fully_connected, slice, activation, mul, add (unrolled over time), concat"},
-      {"Gather", GatherRule, "embedding of positions known at import (or a value known at import)"},
-      {"GatherElements", GatherRule, "embedding of positions known at import (or a value known at import)"},
-      {"GatherND", GatherNDRule, "embedding of positions known at import, reshape"},
-      {"Gelu", Simple("gelu", {StrAttr("approximate", "approximate")}), "gelu"},
       {"Gemm", GemmRule, "fully_connected (+ reshape, transpose, add)"},
       {"GlobalAveragePool", [](const NodeView& v) { return GlobalPoolRule(v, "avg"); }, "pooling"},
       {"GlobalMaxPool", [](const NodeView& v) { return GlobalPoolRule(v, "max"); }, "pooling"},
-      {"Greater", CompareRule, "(none: a value known at import)"},
-      {"GreaterOrEqual", CompareRule, "(none: a value known at import)"},
-      {"HammingWindow", WindowRule, "(none: a value known at import)"},
-      {"HannWindow", WindowRule, "(none: a value known at import)"},
       {"HardSigmoid", HardSigmoidRule, "mul_scalar, add_scalar, clip"},
       {"HardSwish", HardSigmoidRule, "mul_scalar, add_scalar, clip, mul"},
-      {"Identity", Alias, "(none: an alias of its input)"},
       {"InstanceNormalization", InstanceNormRule, "layer_norm, reshape, mul, add"},
       {"LSTM", RecurrentRule, "fully_connected, slice, activation, mul, add (unrolled over time), concat"},
       {"LayerNormalization", LayerNormRule, "layer_norm"},
       {"LRN", LrnRule, "square, reshape, pooling (avg), mul_scalar, add_scalar, power, div"},
-      {"LeakyRelu", Simple("leaky_relu", {FloatAttr("alpha", "slope", "0.01")}), "leaky_relu"},
-      {"Less", CompareRule, "(none: a value known at import)"},
-      {"LessOrEqual", CompareRule, "(none: a value known at import)"},
-      {"Log", Simple("log"), "log"},
       {"LogSoftmax", [](const NodeView& v) { return SoftmaxRule(v, "log_softmax"); }, "log_softmax (+ reshape)"},
       {"MatMul", MatMulRule, "fully_connected or matmul (+ transpose)"},
       {"MaxPool", [](const NodeView& v) { return PoolRule(v, "max"); }, "pooling"},
+      {"MeanVarianceNormalization", MvnRule, "mean, square, sub, sqrt, add_scalar, div"},
+      {"PRelu", PReluRule, "relu, negative, mul, sub"},
+      {"RNN", RecurrentRule, "fully_connected, slice, activation, mul, add (unrolled over time), concat"},
+      {"Selu", EluRule, "leaky_relu (elu), mul_scalar"},
+      {"Softmax", [](const NodeView& v) { return SoftmaxRule(v, "softmax"); }, "softmax (+ reshape)"},
+      {"Softsign", SoftsignRule, "abs, add_scalar, div"},
+  };
+}
+
+// Arithmetic, layout and reductions (rules_tensor.cc).
+std::vector<OpMapping> TensorMappings() {
+  return {
+      {"Add", [](const NodeView& v) { return BroadcastRule(v, "add"); }, "add"},
+      {"Clip", ClipRule, "clip"},
+      {"Concat", ConcatRule, "concat (or a value known at import)"},
+      {"Cosh", CoshRule, "exp, negative, add, mul_scalar"},
+      {"Div", [](const NodeView& v) { return BroadcastRule(v, "div"); }, "div"},
+      {"Flatten", FlattenRule, "flatten, reshape"},
       {"Max", [](const NodeView& v) { return VariadicRule(v, "maximum"); }, "maximum"},
       {"Mean", MeanRule, "add_n (or add), div_scalar"},
-      {"MeanVarianceNormalization", MvnRule, "mean, square, sub, sqrt, add_scalar, div"},
       {"Min", [](const NodeView& v) { return VariadicRule(v, "minimum"); }, "minimum"},
       {"Mul", [](const NodeView& v) { return BroadcastRule(v, "mul"); }, "mul"},
-      {"NegativeLogLikelihoodLoss", NllLossRule, "mul (a one-hot mask), reshape, sum, negative, div"},
-      {"Momentum", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
-      {"Neg", NegRule, "negative (or a value known at import)"},
       {"Pow", [](const NodeView& v) { return BroadcastRule(v, "power"); }, "power"},
       {"ReduceL1", [](const NodeView& v) { return ComposedReduceRule(v, "abs", ""); }, "abs, sum"},
       {"ReduceL2", [](const NodeView& v) { return ComposedReduceRule(v, "square", "sqrt"); }, "square, sum, sqrt"},
@@ -101,65 +109,93 @@ const std::vector<OpMapping>& OpTable() {
       {"ReduceSumSquare", [](const NodeView& v) { return ComposedReduceRule(v, "square", ""); }, "square, sum"},
       {"ReduceProd", ReduceProdRule, "embedding of positions known at import, slice, mul, reshape"},
       {"ReduceSum", [](const NodeView& v) { return ReduceRule(v, "sum"); }, "sum"},
+      {"Reshape", ReshapeRule, "reshape"},
+      {"Slice", SliceRule, "slice (or a value known at import)"},
+      {"Split", SplitRule, "split"},
+      {"Sub", [](const NodeView& v) { return BroadcastRule(v, "sub"); }, "sub"},
+      {"Sum", SumRule, "add_n (or add)"},
+      {"Unsqueeze", UnsqueezeRule, "expand_dims"},
+  };
+}
+
+// Values known at import, folded, and aliases (rules_known.cc).
+std::vector<OpMapping> KnownValueMappings() {
+  return {
+      {"BlackmanWindow", WindowRule, "(none: a value known at import)"},
+      {"Cast", CastRule, "(none: a value known at import, or an alias of a float)"},
+      {"CastLike", CastLikeRule, "(none: a value known at import, or an alias of a float)"},
+      {"ConstantOfShape", ConstantOfShapeRule, "(none: a value known at import)"},
+      {"Equal", CompareRule, "(none: a value known at import)"},
+      {"Gather", GatherRule, "embedding of positions known at import (or a value known at import)"},
+      {"GatherElements", GatherRule, "embedding of positions known at import (or a value known at import)"},
+      {"Greater", CompareRule, "(none: a value known at import)"},
+      {"GreaterOrEqual", CompareRule, "(none: a value known at import)"},
+      {"HammingWindow", WindowRule, "(none: a value known at import)"},
+      {"HannWindow", WindowRule, "(none: a value known at import)"},
+      {"Identity", Alias, "(none: an alias of its input)"},
+      {"Less", CompareRule, "(none: a value known at import)"},
+      {"LessOrEqual", CompareRule, "(none: a value known at import)"},
+      {"Neg", NegRule, "negative (or a value known at import)"},
+      {"Range", RangeRule, "(none: a value known at import)"},
+      {"Shape", ShapeRule, "(none: a value known at import)"},
+      {"Size", SizeRule, "(none: a value known at import)"},
+      {"Squeeze", SqueezeRule, "reshape (or a value known at import)"},
+      {"Where", WhereRule, "concat, embedding of positions known at import (or a value known at import)"},
+  };
+}
+
+// Ops that only move elements, as copies from positions known at import
+// (rules_copy.cc).
+std::vector<OpMapping> CopyMappings() {
+  return {
+      {"Compress", CompressRule, "reshape, embedding of positions known at import, reshape"},
+      {"DepthToSpace", DepthSpaceRule, "reshape, embedding of positions known at import, reshape"},
+      {"Expand", ExpandRule, "reshape, embedding of positions known at import, reshape"},
+      {"EyeLike", EyeLikeRule, "(none: a value known at import)"},
+      {"GatherND", GatherNDRule, "embedding of positions known at import, reshape"},
       {"OneHot", OneHotRule, "embedding of positions known at import, reshape"},
       {"Pad", PadRule, "reshape, concat, embedding of positions known at import, reshape"},
-      {"PRelu", PReluRule, "relu, negative, mul, sub"},
-      {"RNN", RecurrentRule, "fully_connected, slice, activation, mul, add (unrolled over time), concat"},
-      {"Range", RangeRule, "(none: a value known at import)"},
-      {"Reciprocal", Simple("rdiv_scalar", {Fixed("scalar", "1")}), "rdiv_scalar"},
-      {"Relu", Simple("relu"), "relu"},
-      {"Reshape", ReshapeRule, "reshape"},
       {"Resize", ResizeRule, "embedding of positions known at import (nearest) or fully_connected (linear, cubic)"},
       {"ReverseSequence", ReverseSequenceRule, "reshape, embedding of positions known at import, reshape"},
-      {"Round", Simple("round"), "round"},
       {"Scatter", ScatterRule, "reshape, concat, embedding of positions known at import, reshape"},
       {"ScatterElements", ScatterRule, "reshape, concat, embedding of positions known at import, reshape"},
       {"ScatterND", ScatterRule, "reshape, concat, embedding of positions known at import, reshape"},
-      {"Selu", EluRule, "leaky_relu (elu), mul_scalar"},
-      {"Shape", ShapeRule, "(none: a value known at import)"},
-      {"Sigmoid", Simple("activation", {Fixed("act_type", "sigmoid")}), "activation"},
-      {"Sign", Simple("sign"), "sign"},
-      {"Sin", Simple("sin"), "sin"},
-      {"Sinh", Simple("sinh"), "sinh"},
-      {"Size", SizeRule, "(none: a value known at import)"},
-      {"Slice", SliceRule, "slice (or a value known at import)"},
-      {"Softmax", [](const NodeView& v) { return SoftmaxRule(v, "softmax"); }, "softmax (+ reshape)"},
-      {"SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyRule, "log_softmax, then as NegativeLogLikelihoodLoss"},
-      {"Softplus", Simple("activation", {Fixed("act_type", "softrelu")}), "activation"},
-      {"Softsign", SoftsignRule, "abs, add_scalar, div"},
       {"SpaceToDepth", DepthSpaceRule, "reshape, embedding of positions known at import, reshape"},
-      {"Split", SplitRule, "split"},
-      {"Sqrt", Simple("sqrt"), "sqrt"},
-      {"Squeeze", SqueezeRule, "reshape (or a value known at import)"},
-      {"Sub", [](const NodeView& v) { return BroadcastRule(v, "sub"); }, "sub"},
-      {"Sum", SumRule, "add_n (or add)"},
-      {"Tan", Simple("tan"), "tan"},
-      {"Tanh", Simple("activation", {Fixed("act_type", "tanh")}), "activation"},
       {"Tile", TileRule, "reshape, embedding of positions known at import, reshape"},
-      {"Transpose", Simple("transpose", {IntsAttr("perm", "axes")}), "transpose"},
       {"Trilu", TriluRule, "(none: a value known at import) or mul by a 0/1 mask"},
-      {"Unsqueeze", UnsqueezeRule, "expand_dims"},
       {"Upsample", ResizeRule, "embedding of positions known at import, reshape"},
-      {"Where", WhereRule, "concat, embedding of positions known at import (or a value known at import)"},
   };
-  return *table;
 }
 
-namespace {
-// The table sorted once, so that a line added out of order still works.
-const std::vector<OpMapping>& SortedTable() {
-  static const auto* sorted = [] {
-    auto* t = new std::vector<OpMapping>(OpTable());
+// Losses and optimizers of ONNX's training domain (rules_training.cc).
+std::vector<OpMapping> TrainingMappings() {
+  return {
+      {"Adagrad", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
+      {"Adam", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
+      {"NegativeLogLikelihoodLoss", NllLossRule, "mul (a one-hot mask), reshape, sum, negative, div"},
+      {"Momentum", OptimizerRule, "mul_scalar, add, square, sqrt, add_scalar, div, sub"},
+      {"SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyRule, "log_softmax, then as NegativeLogLikelihoodLoss"},
+  };
+}
+}  // namespace
+
+const std::vector<OpMapping>& OpTable() {
+  static const auto* table = [] {
+    auto* t = new std::vector<OpMapping>;
+    for (const auto& part :
+         {OneOpMappings, LayerMappings, TensorMappings, KnownValueMappings, CopyMappings, TrainingMappings}) {
+      const std::vector<OpMapping> lines = part();
+      t->insert(t->end(), lines.begin(), lines.end());
+    }
     std::sort(t->begin(), t->end(),
               [](const OpMapping& a, const OpMapping& b) { return std::string(a.onnx_op) < b.onnx_op; });
     return t;
   }();
-  return *sorted;
+  return *table;
 }
-}  // namespace
 
 const OpMapping* FindMapping(const std::string& onnx_op) {
-  const auto& t = SortedTable();
+  const auto& t = OpTable();
   auto it = std::lower_bound(t.begin(), t.end(), onnx_op,
                              [](const OpMapping& m, const std::string& name) { return m.onnx_op < name; });
   return it != t.end() && it->onnx_op == onnx_op ? &*it : nullptr;

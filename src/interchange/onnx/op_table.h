@@ -196,7 +196,7 @@ struct OpMapping {
   Rule rule;
   const char* frugal_ops;  // what it lowers to, for documentation and listings
 };
-// Kept in ONNX op type order (lookups sort a copy, so order is not load-bearing).
+// Every line, sorted by ONNX op type (FindMapping searches it).
 const std::vector<OpMapping>& OpTable();
 const OpMapping* FindMapping(const std::string& onnx_op);
 
