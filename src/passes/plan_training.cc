@@ -99,19 +99,19 @@ int64_t ForwardBytes(const Graph& g) {
 TrainingPlan BestSqrt(Search& q, const BackwardReads& reads, int64_t* best_b = nullptr) {
   const double n = std::max<size_t>(1, SplitCandidates(q.fwd).size());
   const double base = ForwardBytes(q.fwd) / std::sqrt(n);
-  std::vector<std::pair<int64_t, int64_t>> by_bound;  // bound, segment budget
-  for (int j = -6; j <= 6; ++j) {
-    const auto b = static_cast<int64_t>(base * std::pow(2.0, j / 2.0));
-    by_bound.emplace_back(reads.Bound(q.fwd, SqrtLevels(q.fwd, b)), b);
-  }
+  std::vector<int64_t> budgets;
+  for (int j = -6; j <= 6; ++j) budgets.push_back(static_cast<int64_t>(base * std::pow(2.0, j / 2.0)));
+  std::vector<KeepLevels> levels = SqrtLevels(q.fwd, budgets);
+  std::vector<std::pair<int64_t, size_t>> by_bound;  // bound, budget
+  for (size_t k = 0; k < budgets.size(); ++k) by_bound.emplace_back(reads.Bound(q.fwd, levels[k]), k);
   std::stable_sort(by_bound.begin(), by_bound.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::optional<TrainingPlan> best;
-  for (const auto& [bound, b] : by_bound) {
+  for (const auto& [bound, k] : by_bound) {
     if (best && bound > best->plan.arena_bytes) break;
-    TrainingPlan t = q.Build(SqrtLevels(q.fwd, b));
+    TrainingPlan t = q.Build(std::move(levels[k]));
     if (best && !Better(t, *best)) continue;
     best = std::move(t);
-    if (best_b) *best_b = b;
+    if (best_b) *best_b = budgets[k];
   }
   return std::move(*best);
 }

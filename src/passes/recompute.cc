@@ -168,32 +168,38 @@ std::vector<std::vector<int>> CrossingProducers(const Graph& g, const std::vecto
 }
 }  // namespace
 
-KeepLevels SqrtLevels(const Graph& g, int64_t b) {
-  KeepLevels levels(g.num_nodes(), 0);
-  std::vector<int> cands = SplitCandidates(g);
-  std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
+std::vector<KeepLevels> SqrtLevels(const Graph& g, const std::vector<int64_t>& budgets) {
+  const std::vector<int> cands = SplitCandidates(g);
+  const std::vector<std::vector<int>> crossing = CrossingProducers(g, cands);
   std::vector<int> cand_index(g.num_nodes(), -1);
   for (size_t c = 0; c < cands.size(); ++c) cand_index[cands[c]] = static_cast<int>(c);
-  std::vector<int> checkpoints;
-  int64_t temp = 0;
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    if (g.node(i).is_variable()) continue;
-    temp += OutputBytes(g, i);
-    levels[i] = kDropped;
-    if (cand_index[i] >= 0 && temp > b) {
-      temp = 0;  // a checkpoint: what crosses it is kept
-      checkpoints.push_back(cand_index[i]);
+  std::vector<KeepLevels> out;
+  for (int64_t b : budgets) {
+    KeepLevels levels(g.num_nodes(), 0);
+    std::vector<int> checkpoints;
+    int64_t temp = 0;
+    for (int i = 0; i < g.num_nodes(); ++i) {
+      if (g.node(i).is_variable()) continue;
+      temp += OutputBytes(g, i);
+      levels[i] = kDropped;
+      if (cand_index[i] >= 0 && temp > b) {
+        temp = 0;  // a checkpoint: what crosses it is kept
+        checkpoints.push_back(cand_index[i]);
+      }
     }
+    for (int c : checkpoints)
+      for (int p : crossing[c]) levels[p] = 0;
+    // The last segment is kept: its backward runs right after the forward,
+    // so recomputing it would hold the same bytes at the same moment for
+    // nothing (PyTorch's checkpoint_sequential runs its last segment so too).
+    const int tail = checkpoints.empty() ? 0 : cands[checkpoints.back()] + 1;
+    for (int i = tail; i < g.num_nodes(); ++i) levels[i] = 0;
+    out.push_back(ApplyAnnotations(g, levels));
   }
-  for (int c : checkpoints)
-    for (int p : crossing[c]) levels[p] = 0;
-  // The last segment is kept: its backward runs right after the forward, so
-  // recomputing it would hold the same bytes at the same moment for nothing
-  // (PyTorch's checkpoint_sequential runs its last segment so too).
-  const int tail = checkpoints.empty() ? 0 : cands[checkpoints.back()] + 1;
-  for (int i = tail; i < g.num_nodes(); ++i) levels[i] = 0;
-  return ApplyAnnotations(g, levels);
+  return out;
 }
+
+KeepLevels SqrtLevels(const Graph& g, int64_t b) { return std::move(SqrtLevels(g, std::vector<int64_t>{b})[0]); }
 
 namespace {
 // Candidates [lo, hi): the middle one is a checkpoint of this level (what

@@ -33,6 +33,9 @@ std::vector<int> SplitCandidates(const Graph& fwd);
 // (the node itself at an articulation point; all layers' state at a stage
 // mark of an unrolled RNN).
 KeepLevels SqrtLevels(const Graph& fwd, int64_t b);
+// SqrtLevels at each of several segment budgets, the candidates and what
+// crosses them found once.
+std::vector<KeepLevels> SqrtLevels(const Graph& fwd, const std::vector<int64_t>& budgets);
 // Recursive halving of the candidate list: O(log n) checkpoints alive at once.
 KeepLevels LognLevels(const Graph& fwd);
 
