@@ -11,8 +11,6 @@ class Validation : public Observer {
  public:
   Validation(Feed* feed, DataIter* val) : feed_(feed), val_(val) {}
 
-  // Validation loads its batches into the same input tensors: the loop
-  // loads the next training batch after it.
   void OnUpdate(Run& r) override {
     if (r.sc.val_interval() <= 0 || r.updates() % r.sc.val_interval() != 0) return;
     r.s.engine->WaitAll();

@@ -123,7 +123,8 @@ std::unique_ptr<Observer> MakeProgressLine();
 // observe_log.cc: MXNet's log lines (batch windows, validation, epochs).
 std::unique_ptr<Observer> MakeLogLines();
 // observe_validation.cc: validation on data.val every val_interval updates,
-// or every epoch, and at the end of a run between intervals.
+// or every epoch, and at the end of a run between intervals; feed: the
+// eval executor's.
 std::unique_ptr<Observer> MakeValidation(Feed* feed, DataIter* val);
 // observe_tensorboard.cc: scalars in TensorBoard event files in dir.
 std::unique_ptr<Observer> MakeTensorBoard(const std::string& dir);

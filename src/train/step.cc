@@ -47,9 +47,8 @@ MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const config::Solver& s
       sc.val_batches() > 0 ? std::min(sc.val_batches(), it->batches_per_epoch()) : it->batches_per_epoch();
   for (int64_t b = 0; b < batches; ++b) {
     feed->PushLoad(it, b == 0 ? 0 : -1);
-    Executor& eval = s->Eval();
-    eval.Push(/*is_train=*/false, 0, 0);
-    feed->PushMetrics(eval, {&m});
+    s->Eval().Push(/*is_train=*/false, 0, 0);
+    feed->PushMetrics({&m});
   }
   s->engine->WaitAll();
   return m;

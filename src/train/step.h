@@ -42,7 +42,8 @@ class Step {
 // The solver's metrics, by name.
 std::vector<std::string> MetricNames(const config::Solver& sc);
 // The solver's metrics of eval's forward over one epoch of `it` (from its
-// start), or over its first solver.val_batches batches.
+// start), or over its first solver.val_batches batches; `feed` is the eval
+// executor's (MakeFeed over Session::Eval() and eval_inputs).
 MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const config::Solver& sc);
 
 }  // namespace frugal

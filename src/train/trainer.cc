@@ -1,7 +1,8 @@
-// The fit loop: bind the model (Session), choose how batches arrive (Feed),
-// then per epoch push each batch's Step and tell the observers (observer.h)
-// at fixed points: logging, validation, checkpoints, events and signals are
-// theirs. See Train in frugal/train.h for how the pushes overlap.
+// The fit loop: bind the model (Session), choose how batches arrive at the
+// train and eval executors (a Feed each), then per epoch push each batch's
+// Step and tell the observers (observer.h) at fixed points: logging,
+// validation, checkpoints, events and signals are theirs. See Train in
+// frugal/train.h for how the pushes overlap.
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -218,15 +219,16 @@ LrSchedule Schedule(const config::Solver& sc, int64_t run_updates, const Resumed
 }
 
 // The observers TrainOptions and the solver ask for, in the order they are
-// called (the order of the log lines they print).
-std::vector<std::unique_ptr<Observer>> Observers(Run& r, Feed* feed, DataIter* val) {
+// called (the order of the log lines they print). eval_feed: the eval
+// executor's, for validation on val.
+std::vector<std::unique_ptr<Observer>> Observers(Run& r, Feed* eval_feed, DataIter* val) {
   const TrainOptions& o = r.opts;
   // Made first: its directory is created before the others open their files.
   std::unique_ptr<Observer> checkpoints = MakeCheckpoints(r.sc, o.resume);
   std::vector<std::unique_ptr<Observer>> v;
   if (o.progress) v.push_back(MakeProgressLine());
   if (!o.quiet) v.push_back(MakeLogLines());
-  if (val) v.push_back(MakeValidation(feed, val));
+  if (val) v.push_back(MakeValidation(eval_feed, val));
   if (!o.tensorboard.empty()) v.push_back(MakeTensorBoard(o.tensorboard));
   if (!o.profile.empty()) v.push_back(MakeProfile(r));
   if (!o.log_json.empty()) v.push_back(MakeJsonLog(o.log_json));
@@ -278,7 +280,7 @@ class Fit {
     r_.Each([&](Observer& o) { o.OnBatchBegin(r_); });
     if (const std::optional<float> rate = step_.Push(r_.iter)) r_.rate = *rate;
     // The previous batch's metrics: the loop stays at most one batch ahead.
-    r_.s.engine->WaitForVar(r_.s.metrics_var);
+    r_.s.engine->WaitForVar(feed_.metrics_var());
     r_.CheckFinite(r_.iter - 1);
     if (r_.batch == r_.first_batch + 1) {  // the epoch's first batch is in: the speed is timed from here
       window_start_ = window_.last_in;
@@ -286,7 +288,7 @@ class Fit {
     }
     ReportWindow();
     r_.Each([&](Observer& o) { o.OnMetrics(r_); });
-    feed_.PushMetrics(*r_.s.train, {&r_.epoch_m, &window_m_}, &window_);
+    feed_.PushMetrics({&r_.epoch_m, &window_m_}, &window_);
     ++r_.batch;
     ++r_.iter;
     step_.CheckRanks(r_.iter);
@@ -294,12 +296,13 @@ class Fit {
       r_.done = true;
       return false;
     }
+    // The next batch loads while the observers run and a validation
+    // evaluates: validation loads into the eval executor's own inputs.
+    if (r_.batch < r_.batches) feed_.PushLoad(train_, -1);
     r_.Each([&](Observer& o) { o.OnBatchEnd(r_); });
     if (r_.stop) return false;
     if (r_.updated()) r_.Each([&](Observer& o) { o.OnUpdate(r_); });
-    if (r_.stop) return false;  // set by a validation's observer
-    if (r_.batch < r_.batches) feed_.PushLoad(train_, -1);
-    return true;
+    return !r_.stop;  // set by an observer of the update or of a validation
   }
 
   // False when the run stopped (r.stop).
@@ -369,14 +372,21 @@ void LogMemory(const Session& s) {
   const int64_t planned = m.train_plan.arena_bytes + eval + update;
   const int64_t measured = MemoryAccounting::Get().Current(s.dev, MemKind::kArena);
   const int64_t sums = m.accumulate_plan.state_bytes;
+  // The batches train and eval read, each its own (eval's, like its arena,
+  // only where a validation runs).
+  auto bytes = [](const BatchInputs& in) { return in.data.bytes() + in.label.bytes(); };
+  const int64_t train_batch = bytes(s.train_inputs), eval_batch = s.eval_if_bound() ? bytes(s.eval_inputs) : 0;
   LOG(INFO) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned) << ": train "
             << HumanBytes(m.train_plan.arena_bytes)
             << (eval > 0 ? " + eval " + HumanBytes(eval)
                          : Fmt(" (eval ", HumanBytes(m.eval_plan.arena_bytes), " not allocated: no validation ran)"))
-            << (update > 0 ? " + update " + HumanBytes(update) : "") << "), " << m.optimizer << " state "
-            << HumanBytes(m.update_plan.state_bytes) << (sums > 0 ? " + gradient sums " + HumanBytes(sums) : "")
-            << ", peak of all tensors " << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak "
-            << HumanBytes(ProcessPeakBytes()) << " (planned " << m.process.ToString()
+            << (update > 0 ? " + update " + HumanBytes(update) : "") << "), inputs "
+            << HumanBytes(train_batch + eval_batch)
+            << (eval_batch > 0 ? Fmt(" (train ", HumanBytes(train_batch), " + eval ", HumanBytes(eval_batch), ")") : "")
+            << ", " << m.optimizer << " state " << HumanBytes(m.update_plan.state_bytes)
+            << (sums > 0 ? " + gradient sums " + HumanBytes(sums) : "") << ", peak of all tensors "
+            << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak " << HumanBytes(ProcessPeakBytes())
+            << " (planned " << m.process.ToString()
             << (m.train_plan.strategy.limit() ? ", under " + m.train_plan.strategy.Name() : "") << ")";
 }
 
@@ -463,7 +473,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   TrainData data = OpenData(cfg, opts, shard);
   Session s(cfg, strategy, opts.engine, opts.device, opt_shard);
   s.SetPoisoning(opts.poison_arena);
-  std::unique_ptr<Feed> feed = MakeFeed(&s);
+  std::unique_ptr<Feed> feed = MakeFeed(&s, *s.train, s.train_inputs);
   std::unique_ptr<DataParallel> dp;
   if (opts.dist.comm) {
     dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.params.Grads(), s.params.GradVars(), s.params.Sums());
@@ -479,10 +489,14 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG_IF(INFO, !opts.quiet) << "graph: " << GraphTotals(s.model.eval) << "; "
                             << PlanSummary(s.model.train_plan, s.model.batch);
   VLOG_IF(1, !opts.quiet) << "graph:\n" << GraphSummary(s.model.eval);
-  // A run that validates holds the eval arena from the start, so its memory
-  // does not grow at the first validation; one without validation data
-  // never allocates it.
-  if (data.val) s.Eval();
+  // A run that validates holds the eval arena and batch from the start, so
+  // its memory does not grow at the first validation; one without
+  // validation data never allocates them.
+  std::unique_ptr<Feed> eval_feed;
+  if (data.val) {
+    const Executor& eval = s.Eval();
+    eval_feed = MakeFeed(&s, eval, s.eval_inputs);
+  }
 
   const int iter_size = sc.iter_size();
   int64_t total_updates = sc.epochs() * data.batches / iter_size;
@@ -495,7 +509,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG_IF(INFO, !opts.quiet) << "optimizer " << s.opt->name() << ", learning rate " << lr.ToString() << ", iter_size "
                             << iter_size
                             << (sc.clip_gradient() > 0 ? Fmt(", gradient norm clipped at ", sc.clip_gradient()) : "");
-  r.observers = Observers(r, feed.get(), data.val);
+  r.observers = Observers(r, eval_feed.get(), data.val);
   Step step(&s, dp.get(), sc, lr);
   Fit fit(&r, feed.get(), &step, data.train, lr);
   DrainOnUnwind drain(s.engine);
@@ -536,7 +550,8 @@ std::string VariableDifference(const ConfigFile& cfg, const std::string& stored,
 MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {
   const config::Data& dc = cfg.net.data();
   Session s(cfg, ConfigStrategy(cfg), nullptr, Device{});
-  std::unique_ptr<Feed> feed = MakeFeed(&s);
+  const Executor& eval = s.Eval();
+  std::unique_ptr<Feed> feed = MakeFeed(&s, eval, s.eval_inputs);
   CheckpointState c = LoadCheckpoint(checkpoint);
   RestoreNamingTheConfig(cfg, c, checkpoint, [&] {
     RestoreTensors(c.params, s.params.Values(), "parameters", checkpoint);

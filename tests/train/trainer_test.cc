@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "frugal/checkpoint.h"
 #include "frugal/config.h"
@@ -99,8 +101,8 @@ Params SequentialReference(const ConfigFile& cfg) {
 }
 
 // Validating every few updates changes nothing in training: the batch
-// after a validation is the next training batch, not the last one the
-// validation loaded into the same input tensors.
+// after a validation, loaded before it, is the next training batch, not
+// one the validation loaded.
 TEST_F(TrainerTest, ValidationInsideAnEpochLeavesTrainingAlone) {
   for (const char* engine : {"naive", "threaded"}) {
     ConfigFile cfg = ToyConfig(dir_, engine, 2, 1);
@@ -186,23 +188,30 @@ class RecordingEngine : public Engine {
   std::unique_ptr<Engine> inner_ = MakeEngine("naive");
 };
 
-// What the trainer's pushes allow any engine to overlap, and what they order.
-TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
+// Every push of a run of cfg on the naive engine, in order.
+std::vector<test::PushRecord> RecordPushes(const ConfigFile& cfg) {
   RecordingEngine engine;
   TrainOptions opts;
   opts.engine = &engine;
+  Train(cfg, opts);
+  return engine.pushes;
+}
+
+// The index of the k-th push (from 0) named `name`.
+int NthPush(const std::vector<test::PushRecord>& p, const std::string& name, int k) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i].name == name && k-- == 0) return static_cast<int>(i);
+  ADD_FAILURE() << "no push '" << name << "' #" << k;
+  return 0;
+}
+
+// What the trainer's pushes allow any engine to overlap, and what they order.
+TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
   ConfigFile cfg = ToyConfig(dir_, "naive");
   cfg.net.mutable_solver()->set_max_iters(3);
-  Train(cfg, opts);
-  const auto& p = engine.pushes;
+  const std::vector<test::PushRecord> p = RecordPushes(cfg);
   auto hb = test::HappensBefore(p);
-  // The index of the k-th push (from 0) with this name.
-  auto find = [&](const std::string& name, int k) {
-    for (size_t i = 0; i < p.size(); ++i)
-      if (p[i].name == name && k-- == 0) return static_cast<int>(i);
-    ADD_FAILURE() << "no push '" << name << "' #" << k;
-    return 0;
-  };
+  auto find = [&](const std::string& name, int k) { return NthPush(p, name, k); };
   // Step 1 (the second), and the steps around it.
   const int fc3_grad = find("fc3_backward", 1), fc1_grad = find("fc1_backward", 1);
   const int sgd_fc3 = find("update(fc3_weight)", 1), sgd_fc1 = find("update(fc1_weight)", 1);
@@ -218,6 +227,28 @@ TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
   EXPECT_TRUE(hb[find("fc2_backward", 1)][find("fc2_backward", 2)]);
   // Validation (the eval graph's fc1 comes after the three training ones) reads the last weights.
   EXPECT_TRUE(hb[find("update(fc1_weight)", 2)][find("fc1", 3)]);
+}
+
+// Validation loads into the eval executor's own inputs: the next training
+// batch loads before a validation, and the step after it reads that batch
+// and nothing the validation loaded.
+TEST_F(TrainerTest, ValidationLoadsIntoItsOwnInputs) {
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  cfg.net.mutable_solver()->set_max_iters(2);
+  cfg.net.mutable_solver()->set_val_interval(1);
+  cfg.net.mutable_solver()->set_val_batches(2);
+  const std::vector<test::PushRecord> p = RecordPushes(cfg);
+  auto hb = test::HappensBefore(p);
+  // Step 0, the load of batch 1, validation's two batches, step 1.
+  const int next_load = NthPush(p, "load_batch", 1), step1 = NthPush(p, "fc1", 3);
+  EXPECT_TRUE(hb[next_load][step1]) << "step 1 reads the batch loaded before the validation";
+  for (int k : {2, 3}) {
+    const int val_load = NthPush(p, "load_batch", k);
+    EXPECT_LT(next_load, val_load) << "the next training batch loads first";
+    EXPECT_FALSE(hb[next_load][val_load]) << "validation's load " << k << " overwrites nothing training loaded";
+    EXPECT_FALSE(hb[val_load][step1]) << "step 1 reads nothing validation's load " << k << " wrote";
+    EXPECT_TRUE(hb[val_load][NthPush(p, "fc1", k - 1)]) << "the eval forward reads it";
+  }
 }
 
 TEST_F(TrainerTest, TrainingLearnsTheToyProblem) { EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9); }
