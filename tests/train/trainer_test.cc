@@ -16,6 +16,8 @@
 #include "frugal/checkpoint.h"
 #include "frugal/config.h"
 #include "frugal/io.h"
+#include "frugal/lr_schedule.h"
+#include "frugal/metrics.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
 #include "test_util.h"
@@ -249,6 +251,82 @@ TEST_F(TrainerTest, ValidationLoadsIntoItsOwnInputs) {
     EXPECT_FALSE(hb[val_load][step1]) << "step 1 reads nothing validation's load " << k << " wrote";
     EXPECT_TRUE(hb[val_load][NthPush(p, "fc1", k - 1)]) << "the eval forward reads it";
   }
+}
+
+// The value of "key":<number> in a JSON line (NaN when absent).
+double JsonNumber(const std::string& line, const std::string& key) {
+  const size_t at = line.find("\"" + key + "\":");
+  return at == std::string::npos ? std::nan("") : std::stod(line.substr(at + key.size() + 3));
+}
+
+// What the loop measures reaches the observers in their events (here
+// TrainOptions::on_event's): each window's rate is the schedule's for the
+// last update pushed when it is reported (the one the next batch ends, or
+// at the epoch's end its last); each validation's metrics are what Test
+// gives the checkpoint written at that update, the epoch's line carries
+// the validation at its end, and the epoch's training metrics are its
+// windows' weighted by their samples.
+TEST_F(TrainerTest, EventsCarryTheRateAndTheMetrics) {
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  config::Solver& sc = *cfg.net.mutable_solver();
+  sc.set_lr_policy(config::Solver::STEP);
+  sc.set_stepsize(1);
+  sc.set_gamma(0.8f);  // every update has its own rate
+  sc.set_epochs(1);
+  sc.set_display(1);
+  sc.set_val_interval(5);
+  sc.set_checkpoint_interval(5);
+  sc.set_checkpoint_dir(dir_.File("ckpt"));
+  std::vector<TrainEvent> events;
+  TrainOptions opts;
+  opts.on_event = [&](const TrainEvent& e) {
+    events.push_back(e);
+    return false;
+  };
+  const double acc = Train(cfg, opts);
+  const LrSchedule lr = LrScheduleFromConfig(sc, 13, cfg.path);
+  // The metrics Test gives the checkpoint written at an update.
+  auto tested = [&](int64_t update) {
+    char name[48];
+    std::snprintf(name, sizeof name, "ckpt/ckpt-%010lld.frugal", static_cast<long long>(update));
+    return frugal::Test(cfg, dir_.File(name));
+  };
+  int windows = 0, validations = 0;
+  double acc_sum = 0, ce_sum = 0, samples = 0;
+  for (const TrainEvent& e : events) {
+    SCOPED_TRACE(e.kind + " " + e.json);
+    const int64_t updates = static_cast<int64_t>(JsonNumber(e.json, "iterations"));
+    if (e.kind == "window") {
+      ++windows;
+      // A window is reported once its batches' metrics are in: during the
+      // next batch, or at the epoch's end.
+      const bool last = updates == 13;
+      const double rate = lr.At(last ? updates - 1 : updates);
+      EXPECT_NEAR(JsonNumber(e.json, "lr"), rate, 1e-5 * rate);
+      const double n = last ? 4 : 8;  // 100 samples in batches of 8
+      acc_sum += n * JsonNumber(e.json, "train_accuracy");
+      ce_sum += n * JsonNumber(e.json, "train_cross_entropy");
+      samples += n;
+    } else if (e.kind == "validation") {
+      ++validations;
+      EXPECT_EQ(updates % 5, 0);
+      const MetricSet want = tested(updates);
+      EXPECT_NEAR(JsonNumber(e.json, "val_accuracy"), want.Get("accuracy"), 1e-5);
+      EXPECT_NEAR(JsonNumber(e.json, "val_cross_entropy"), want.Get("cross_entropy"), 1e-5);
+    } else {
+      ASSERT_EQ(e.kind, "epoch");
+      EXPECT_EQ(updates, 13);
+      const MetricSet want = tested(13);
+      EXPECT_NEAR(JsonNumber(e.json, "val_accuracy"), want.Get("accuracy"), 1e-5);
+      EXPECT_NEAR(JsonNumber(e.json, "val_cross_entropy"), want.Get("cross_entropy"), 1e-5);
+      EXPECT_DOUBLE_EQ(acc, want.Get("accuracy")) << "Train returns the last validation's accuracy";
+      EXPECT_EQ(JsonNumber(e.json, "samples"), 100);
+      EXPECT_NEAR(JsonNumber(e.json, "train_accuracy"), acc_sum / samples, 1e-5);
+      EXPECT_NEAR(JsonNumber(e.json, "train_cross_entropy"), ce_sum / samples, 1e-5);
+    }
+  }
+  EXPECT_EQ(windows, 13);
+  EXPECT_EQ(validations, 2) << "at updates 5 and 10; the one at the run's end is in the epoch's line";
 }
 
 TEST_F(TrainerTest, TrainingLearnsTheToyProblem) { EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9); }
