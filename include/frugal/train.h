@@ -120,7 +120,8 @@ Model BuildModel(const ConfigFile& cfg, const MemoryStrategy& strategy, Device d
 
 // What training the model holds on its device, as planned: the arenas
 // (train, eval and the update's), parameters and aux state, their
-// gradients, the optimizer's state and gradient sums, the data inputs.
+// gradients, the optimizer's state and gradient sums, the data inputs (a
+// batch for train and one for eval).
 int64_t PlannedFootprint(const Model& m);
 // `frugal plan --json`'s object for a model planned under strategy s: the
 // train plan's fields (PlanToJson), the optimizer, its state and the

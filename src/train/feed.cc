@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 
 #include "backend/device.h"
 
@@ -44,16 +43,19 @@ std::unique_ptr<DataIter> LoadSource(const ConfigFile& cfg, const config::DataSo
   return it;
 }
 
+Feed::Feed(Session* s, const Executor& exec, const BatchInputs& in)
+    : s_(s), exec_(exec), in_(in), metrics_var_(s->NewVar()) {}
+
 void Feed::Skip(DataIter* it, int64_t n) {
   const auto [x, y] = LoadTargets();
   for (int64_t b = 0; b < n; ++b) it->Next(x.f(), y.f(), &num_valid_);
 }
 
-void Feed::PushRead(Engine* engine, DataIter* it, int64_t begin_epoch, const std::vector<Var>& writes) {
+void Feed::PushRead(DataIter* it, int64_t begin_epoch, const std::vector<Var>& writes) {
   PushOptions o;
   o.kind = FnKind::kIO;
   o.name = "load_batch";
-  engine->Push(
+  s_->engine->Push(
       [it, begin_epoch, xy = LoadTargets(), num_valid = &num_valid_] {
         if (begin_epoch >= 0) it->Reset(begin_epoch);
         CHECK(it->Next(xy.first.f(), xy.second.f(), num_valid)) << "a batch was loaded past the end of the epoch";
@@ -61,9 +63,9 @@ void Feed::PushRead(Engine* engine, DataIter* it, int64_t begin_epoch, const std
       {}, writes, o);
 }
 
-std::vector<Var> Feed::OutputReads(const Executor& exec, Var label_var) {
-  std::vector<Var> reads{label_var};
-  for (int k = 0; k < static_cast<int>(exec.graph().outputs.size()); ++k) reads.push_back(exec.output_var(k));
+std::vector<Var> Feed::OutputReads() const {
+  std::vector<Var> reads{in_.label_var};
+  for (int k = 0; k < static_cast<int>(exec_.graph().outputs.size()); ++k) reads.push_back(exec_.output_var(k));
   std::sort(reads.begin(), reads.end());  // outputs may share a block's variable
   reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
   return reads;
@@ -107,22 +109,19 @@ void PushMetricUpdate(Engine* engine, std::vector<MetricSet*> ms, std::vector<Pr
 // The CPU: batches straight into the bound tensors, metrics on the outputs.
 class HostFeed : public Feed {
  public:
-  explicit HostFeed(Session* s) : s_(s) {}
+  HostFeed(Session* s, const Executor& exec, const BatchInputs& in) : Feed(s, exec, in) {}
 
   void PushLoad(DataIter* it, int64_t begin_epoch) override {
-    PushRead(s_->engine, it, begin_epoch, {s_->data_var, s_->label_var});
+    PushRead(it, begin_epoch, {in_.data_var, in_.label_var});
   }
 
-  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, WindowTally* tally) override {
-    PushMetricUpdate(s_->engine, std::move(ms), Predictions(exec, Outputs(exec)), s_->label, &num_valid_, tally,
-                     OutputReads(exec, s_->label_var), s_->metrics_var);
+  void PushMetrics(std::vector<MetricSet*> ms, WindowTally* tally) override {
+    PushMetricUpdate(s_->engine, std::move(ms), Predictions(exec_, Outputs(exec_)), in_.label, &num_valid_, tally,
+                     OutputReads(), metrics_var_);
   }
 
  protected:
-  std::pair<Tensor, Tensor> LoadTargets() const override { return {s_->data, s_->label}; }
-
- private:
-  Session* s_;
+  std::pair<Tensor, Tensor> LoadTargets() const override { return {in_.data, in_.label}; }
 };
 
 Tensor Pinned(const Shape& shape) {
@@ -132,76 +131,64 @@ Tensor Pinned(const Shape& shape) {
 }
 
 // A GPU: the batch is loaded into pinned host tensors (host_var_), then
-// copied on the GPU's stream; the metrics read a host copy of the labels and
-// of the batch's number of rows (metric_var_, written by that copy) and
-// host copies of the executor's outputs (Fetched::var).
+// copied on the GPU's stream into the executor's inputs; the metrics read a
+// host copy of the labels and of the batch's number of rows (metric_var_,
+// written by that copy) and host copies of the executor's outputs
+// (fetched_var_).
 class PinnedFeed : public Feed {
  public:
-  explicit PinnedFeed(Session* s) : s_(s) {
-    host_data_ = Pinned(s->model.data_shape);
-    host_label_ = Pinned(s->model.label_shape);
-    metric_label_ = Tensor::Empty(s->model.label_shape);
-    host_var_ = s->NewVar();
-    metric_var_ = s->NewVar();
+  PinnedFeed(Session* s, const Executor& exec, const BatchInputs& in)
+      : Feed(s, exec, in),
+        host_data_(Pinned(s->model.data_shape)),
+        host_label_(Pinned(s->model.label_shape)),
+        metric_label_(Tensor::Empty(s->model.label_shape)),
+        host_var_(s->NewVar()),
+        metric_var_(s->NewVar()),
+        fetched_var_(s->NewVar()) {
+    for (int k = 0; k < static_cast<int>(exec.graph().outputs.size()); ++k)
+      fetched_.push_back(Pinned(exec.output(k).shape()));
   }
 
   void PushLoad(DataIter* it, int64_t begin_epoch) override {
-    PushRead(s_->engine, it, begin_epoch, {host_var_});
+    PushRead(it, begin_epoch, {host_var_});
     s_->PushOn(
         [this](void* cuda) {
           metric_label_.CopyFrom(host_label_);
           metric_valid_ = num_valid_;
           const Device dev = s_->dev;
-          backend::CopyAsync(cuda, s_->data.raw(), dev, host_data_.raw(), Device{}, s_->data.bytes());
-          backend::CopyAsync(cuda, s_->label.raw(), dev, host_label_.raw(), Device{}, s_->label.bytes());
+          backend::CopyAsync(cuda, in_.data.raw(), dev, host_data_.raw(), Device{}, in_.data.bytes());
+          backend::CopyAsync(cuda, in_.label.raw(), dev, host_label_.raw(), Device{}, in_.label.bytes());
         },
-        {host_var_}, {s_->data_var, s_->label_var, metric_var_}, "copy_batch_to_gpu");
+        {host_var_}, {in_.data_var, in_.label_var, metric_var_}, "copy_batch_to_gpu");
   }
 
   // The outputs to pinned host memory first, then the metrics on the host.
-  void PushMetrics(const Executor& exec, std::vector<MetricSet*> ms, WindowTally* tally) override {
-    const Fetched& f = FetchedFor(exec);
+  void PushMetrics(std::vector<MetricSet*> ms, WindowTally* tally) override {
     s_->PushOn(
-        [outputs = Outputs(exec), host = f.outputs, dev = s_->dev](void* cuda) {
+        [outputs = Outputs(exec_), host = fetched_, dev = s_->dev](void* cuda) {
           for (size_t k = 0; k < outputs.size(); ++k)
             backend::CopyAsync(cuda, host[k].raw(), Device{}, outputs[k].raw(), dev, outputs[k].bytes());
         },
-        OutputReads(exec, s_->label_var), {f.var}, "copy_outputs_to_host");
-    PushMetricUpdate(s_->engine, std::move(ms), Predictions(exec, f.outputs), metric_label_, &metric_valid_, tally,
-                     {f.var, metric_var_}, s_->metrics_var);
+        OutputReads(), {fetched_var_}, "copy_outputs_to_host");
+    PushMetricUpdate(s_->engine, std::move(ms), Predictions(exec_, fetched_), metric_label_, &metric_valid_, tally,
+                     {fetched_var_, metric_var_}, metrics_var_);
   }
 
  protected:
   std::pair<Tensor, Tensor> LoadTargets() const override { return {host_data_, host_label_}; }
 
  private:
-  struct Fetched {
-    std::vector<Tensor> outputs;
-    Var var = -1;
-  };
-  // The host copies of exec's outputs, made on its first batch (the eval
-  // executor's at the first validation).
-  const Fetched& FetchedFor(const Executor& exec) {
-    auto [it, made] = fetched_.try_emplace(&exec);
-    if (made) {
-      for (int k = 0; k < static_cast<int>(exec.graph().outputs.size()); ++k)
-        it->second.outputs.push_back(Pinned(exec.output(k).shape()));
-      it->second.var = s_->NewVar();
-    }
-    return it->second;
-  }
-  Session* s_;
   Tensor host_data_, host_label_, metric_label_;
   int64_t metric_valid_ = 0;
-  Var host_var_ = -1, metric_var_ = -1;
-  std::map<const Executor*, Fetched> fetched_;
+  const Var host_var_, metric_var_, fetched_var_;
+  std::vector<Tensor> fetched_;  // pinned host copies of the executor's outputs
 };
 
 }  // namespace
 
-std::unique_ptr<Feed> MakeFeed(Session* s) {
-  if (s->on_gpu()) return std::make_unique<PinnedFeed>(s);
-  return std::make_unique<HostFeed>(s);
+std::unique_ptr<Feed> MakeFeed(Session* s, const Executor& exec, const BatchInputs& in) {
+  if (s->on_gpu()) return std::make_unique<PinnedFeed>(s, exec, in);
+  return std::make_unique<HostFeed>(s, exec, in);
 }
 
 }  // namespace frugal

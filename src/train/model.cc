@@ -165,7 +165,8 @@ const Slice* Model::OwnSlice(const std::string& name) const {
 int64_t PlannedFootprint(const Model& m) {
   const MemoryPlan& t = m.train_plan;
   return t.arena_bytes + m.eval_plan.arena_bytes + m.update_plan.arena_bytes + m.accumulate_plan.arena_bytes +
-         t.param_bytes + t.param_grad_bytes + m.update_plan.state_bytes + m.accumulate_plan.state_bytes + t.input_bytes;
+         t.param_bytes + t.param_grad_bytes + m.update_plan.state_bytes + m.accumulate_plan.state_bytes +
+         t.input_bytes + m.eval_plan.input_bytes;
 }
 
 std::string ModelPlanJson(const Model& m, const MemoryStrategy& s, int ranks) {

@@ -37,14 +37,14 @@ class Checkpoints : public Observer {
                    sc.checkpoint_dir(), ", or give another --checkpoint-dir (or remove them)");
   }
 
-  void OnUpdate(Run& r) override {
+  void OnUpdate(Run& r, float lr) override {
     const int64_t interval = r.sc.checkpoint_interval();
     if (interval <= 0 || r.updates() % interval != 0) return;
     if (r.batch == r.batches) return;  // the epoch's last batch: OnEpochEnd saves it, as the next epoch's start
-    Checkpoint(r, true);
+    Checkpoint(r, true, lr);
   }
 
-  void OnStop(Run& r) override { Checkpoint(r, true); }  // every rank stops at the same update
+  void OnStop(Run& r, float lr) override { Checkpoint(r, true, lr); }  // every rank stops at the same update
 
   // A run without a checkpoint directory says so at its end (whether it
   // finished or a signal stopped it): the trained model is gone with the
@@ -56,13 +56,13 @@ class Checkpoints : public Observer {
            "the trained model)";
   }
 
-  void OnEpochEnd(Run& r, const MetricValues&, double) override {
+  void OnEpochEnd(Run& r, const EpochEnd& e) override {
     // Due every epoch, or at the multiples of checkpoint_interval; and the
     // run's end always (its last epoch, or max_iters: a run stopped inside
     // the epoch resumes at its next batch), so the trained model is never
     // lost between two multiples of the interval.
     const bool run_ends = r.done || r.stop || r.epoch + 1 >= r.sc.epochs();
-    Checkpoint(r, ckpt_ && (ckpt_->Due(r.updates(), true) || run_ends));
+    Checkpoint(r, ckpt_ && (ckpt_->Due(r.updates(), true) || run_ends), e.lr);
   }
 
  private:
@@ -70,20 +70,21 @@ class Checkpoints : public Observer {
   // is (`due` and a folder) only rank 0 knows, the others having no folder.
   // Every rank averages what the ranks hold apart (Run::AverageAcrossRanks)
   // and, with --shard optimizer, when rank 0 saves, sends it its slices of
-  // the optimizer state (Session::OptState).
-  void Checkpoint(Run& r, bool due) {
+  // the optimizer state (Session::OptState). lr: the rate of the last
+  // update, for the advice on a state that is not a number.
+  void Checkpoint(Run& r, bool due, float lr) {
     r.AverageAcrossRanks();
     due = due && ckpt_;
     if (r.s.model.shard.ranks > 1 ? r.dp->Sum(due) == 0 : !due) return;
     r.s.engine->WaitAll();
     std::map<std::string, Tensor> opt_state = r.s.OptState(r.dp);
-    if (due) Save(r, std::move(opt_state));
+    if (due) Save(r, std::move(opt_state), lr);
   }
 
-  void Save(Run& r, std::map<std::string, Tensor> opt_state) {
+  void Save(Run& r, std::map<std::string, Tensor> opt_state, float lr) {
     const bool in_epoch = r.batch < r.batches;
     r.progress.Clear();
-    r.CheckFinite(r.iter - 1);
+    r.CheckFinite(r.iter - 1, lr);
     CheckpointState state = r.s.State(r.cfg, in_epoch ? r.epoch : r.epoch + 1, r.updates(), in_epoch ? r.batch : 0);
     state.opt_state = std::move(opt_state);
     state.lr_schedule_iters = r.lr_schedule_iters;
@@ -97,7 +98,7 @@ class Checkpoints : public Observer {
       const std::string bad = FirstNonFinite(*part);
       FRUGAL_REQUIRE(bad.empty(), "update ", r.updates(), ": the state is not a number (", bad,
                      ") and is not checkpointed (what ", r.sc.checkpoint_dir(), " holds is from before it). ",
-                     r.NonFiniteAdvice());
+                     NonFiniteAdvice(lr));
     }
     const std::string path = ckpt_->Save(state);
     LOG_IF(INFO, !r.opts.quiet) << "checkpoint " << path;

@@ -29,10 +29,11 @@ std::string MemoryNow(Device dev) {
 
 // The lines of the log: a window's, a validation's between epochs, an
 // epoch's (with its validation).
-std::string WindowLine(const Run& r, const MetricValues& m, double speed) {
+std::string WindowLine(const Run& r, const Window& w) {
   std::string line = Fmt("{\"epoch\":", r.epoch, ",\"batch\":", r.batch, ",\"iterations\":", r.updates(),
-                         JsonMetrics("train_", m), ",\"lr\":", r.rate);
-  if (speed >= 0) line += Fmt(",\"samples_per_s\":", speed);  // absent: nothing timed (OnWindow)
+                         JsonMetrics("train_", w.metrics), ",\"lr\":", w.lr);
+  const double speed = w.samples_per_s;
+  if (speed >= 0) line += Fmt(",\"samples_per_s\":", speed);  // absent: nothing timed (Window)
   if (speed >= 0 && r.tokens_per_sample > 0) line += Fmt(",\"tokens_per_s\":", speed * r.tokens_per_sample);
   return line + MemoryNow(r.s.dev) + "}";
 }
@@ -41,13 +42,13 @@ std::string ValidationLine(const Run& r, const MetricValues& m) {
   return Fmt("{\"epoch\":", r.epoch, ",\"iterations\":", r.updates(), JsonMetrics("val_", m), "}");
 }
 
-std::string EpochLine(const Run& r, const MetricValues& train, double secs) {
-  std::string line = Fmt("{\"epoch\":", r.epoch, ",\"iterations\":", r.updates(), JsonMetrics("train_", train));
-  if (r.val.count > 0) line += JsonMetrics("val_", r.val);
-  const double samples = static_cast<double>(r.epoch_samples);
-  line += Fmt(",\"samples\":", r.epoch_samples, ",\"samples_per_s\":", samples / secs);
-  if (r.tokens_per_sample > 0) line += Fmt(",\"tokens_per_s\":", samples * r.tokens_per_sample / secs);
-  return line + Fmt(",\"time_s\":", secs, ",\"arena_bytes\":", ArenaBytes(r.s),
+std::string EpochLine(const Run& r, const EpochEnd& e) {
+  std::string line = Fmt("{\"epoch\":", r.epoch, ",\"iterations\":", r.updates(), JsonMetrics("train_", e.train));
+  if (e.val) line += JsonMetrics("val_", *e.val);
+  const double samples = static_cast<double>(e.samples);
+  line += Fmt(",\"samples\":", e.samples, ",\"samples_per_s\":", samples / e.secs);
+  if (r.tokens_per_sample > 0) line += Fmt(",\"tokens_per_s\":", samples * r.tokens_per_sample / e.secs);
+  return line + Fmt(",\"time_s\":", e.secs, ",\"arena_bytes\":", ArenaBytes(r.s),
                     ",\"peak_bytes\":", MemoryAccounting::Get().Peak(r.s.dev),
                     ",\"process_peak_bytes\":", ProcessPeakBytes(), "}");
 }
@@ -58,7 +59,7 @@ class JsonLog : public Observer {
     FRUGAL_REQUIRE(out_, path, ": cannot write the JSON log");
   }
 
-  void OnWindow(Run& r, const MetricValues& m, double speed) override { out_ << WindowLine(r, m, speed) << "\n"; }
+  void OnWindow(Run& r, const Window& w) override { out_ << WindowLine(r, w) << "\n"; }
 
   void OnValidation(Run& r, const MetricValues& m, bool epoch_end) override {
     if (epoch_end) return;  // in the epoch's line
@@ -66,8 +67,8 @@ class JsonLog : public Observer {
     Flush();
   }
 
-  void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
-    out_ << EpochLine(r, train, secs) << "\n";
+  void OnEpochEnd(Run& r, const EpochEnd& e) override {
+    out_ << EpochLine(r, e) << "\n";
     Flush();
   }
 
@@ -90,14 +91,12 @@ class EventCallback : public Observer {
  public:
   explicit EventCallback(std::function<bool(const TrainEvent&)> f) : f_(std::move(f)) {}
 
-  void OnWindow(Run& r, const MetricValues& m, double speed) override { Call(r, "window", WindowLine(r, m, speed)); }
+  void OnWindow(Run& r, const Window& w) override { Call(r, "window", WindowLine(r, w)); }
   void OnValidation(Run& r, const MetricValues& m, bool epoch_end) override {
     if (!epoch_end) Call(r, "validation", ValidationLine(r, m));
   }
-  void OnEpochEnd(Run& r, const MetricValues& train, double secs) override {
-    Call(r, "epoch", EpochLine(r, train, secs));
-  }
-  void OnStop(Run& r) override {
+  void OnEpochEnd(Run& r, const EpochEnd& e) override { Call(r, "epoch", EpochLine(r, e)); }
+  void OnStop(Run& r, float) override {
     f_({"stopped", Fmt("{\"epoch\":", r.epoch, ",\"batch\":", r.batch, ",\"iterations\":", r.updates(), "}")});
   }
 

@@ -33,7 +33,7 @@ class SignalStop : public Observer {
     r.stop = r.dp->Sum(g_stop ? 1 : 0) > 0;
   }
 
-  void OnStop(Run& r) override {
+  void OnStop(Run& r, float) override {
     LOG_IF(WARNING, !r.opts.quiet && g_stop) << "stopped by a signal after " << r.updates() << " updates";
   }
 

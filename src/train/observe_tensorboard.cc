@@ -11,10 +11,11 @@ class TensorBoard : public Observer {
  public:
   explicit TensorBoard(const std::string& dir) : events_(dir) {}
 
-  void OnWindow(Run& r, const MetricValues& m, double speed) override {
+  void OnWindow(Run& r, const Window& w) override {
     const int64_t step = r.updates();
-    for (const auto& [name, v] : m.values) events_.AddScalar("train/" + name, v, step);
-    events_.AddScalar("train/lr", r.rate, step);
+    const double speed = w.samples_per_s;
+    for (const auto& [name, v] : w.metrics.values) events_.AddScalar("train/" + name, v, step);
+    events_.AddScalar("train/lr", w.lr, step);
     if (speed >= 0) events_.AddScalar("train/samples_per_s", speed, step);
     if (speed >= 0 && r.tokens_per_sample > 0)
       events_.AddScalar("train/tokens_per_s", speed * r.tokens_per_sample, step);

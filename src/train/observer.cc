@@ -48,7 +48,7 @@ void Run::AverageAcrossRanks() {
   if (!updated()) dp->AverageAcrossRanks(s.params.Sums());
 }
 
-void Run::CheckFinite(int64_t at) {
+void Run::CheckFinite(int64_t at, float lr) {
   for (const auto& [name, value] : epoch_m.Values()) {
     if (std::isfinite(value)) continue;
     s.engine->WaitAll();
@@ -59,12 +59,12 @@ void Run::CheckFinite(int64_t at) {
                     "); ",
                     bad.empty() ? "the weights are finite, the largest is " + LargestMagnitude(w)
                                 : "the first weight that is not is " + bad,
-                    ". Nothing was checkpointed from it. ", NonFiniteAdvice()));
+                    ". Nothing was checkpointed from it. ", NonFiniteAdvice(lr)));
   }
 }
 
-std::string Run::NonFiniteAdvice() const {
-  return Fmt("Lower the learning rate (", rate,
+std::string NonFiniteAdvice(float lr) {
+  return Fmt("Lower the learning rate (", lr,
              " now: --lr or solver.lr), set solver.clip_gradient, or check the data for NaN or Inf");
 }
 

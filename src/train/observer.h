@@ -1,7 +1,9 @@
 // The fit loop's observers (MXNet's batch and epoch callbacks, Keras'
-// Callback): everything a run reports or keeps besides the step itself. The
-// loop calls them at fixed points, in the order Observers() (trainer.cc)
-// registers them from TrainOptions. Each lives in its own file,
+// Callback): everything a run reports or keeps besides the step itself and
+// validation, which are the loop's (trainer.cc). The loop calls them at fixed
+// points, in the order Observers() (trainer.cc) registers them from
+// TrainOptions; each event carries what it reports (the rate, the metrics),
+// and no observer calls another. Each lives in its own file,
 // src/train/observe_<what>.cc; a new one is a class there, its Make function
 // below and one line in Observers().
 #pragma once
@@ -10,12 +12,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "frugal/dist.h"
-#include "frugal/io.h"
 #include "frugal/progress.h"
-#include "train/feed.h"
 #include "train/session.h"
 
 namespace frugal {
@@ -23,10 +25,8 @@ namespace frugal {
 using Clock = std::chrono::steady_clock;
 inline double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-class Observer;
-
-// Where a run is and what its observers share. The loop owns it and moves it
-// forward; observers read it (and may set stop).
+// Where a run is: its configuration and counters. The loop owns it and
+// moves it forward; observers read it (and may set stop).
 struct Run {
   Run(const ConfigFile& cfg, const TrainOptions& opts, Session* s, DataParallel* dp, int64_t batches);
 
@@ -42,27 +42,19 @@ struct Run {
   // data.label_shape equals a non-empty sample_shape), else 0: its speed is
   // reported in tokens/s beside samples/s.
   const int64_t tokens_per_sample;
-  ProgressLine progress;  // erased before every log line
-  std::vector<std::unique_ptr<Observer>> observers;
-
-  int64_t epoch = 0;
-  int64_t batch = 0;         // batches of this epoch done
-  int64_t first_batch = 0;   // this epoch's first (> 0 when resumed inside it)
-  int64_t window_first = 0;  // the first batch of the window in progress: OnWindow reports [window_first, batch)
-  int64_t iter = 0;          // batches done in all: iter_size per update
-  float rate = 0;            // the learning rate of the last update
   // The length of the POLY or COSINE schedule (LrSchedule::Length),
   // checkpointed so that a resume continues it.
   int64_t lr_schedule_iters = 0;
+  ProgressLine progress;  // erased before every log line
+
+  int64_t epoch = 0;
+  int64_t batch = 0;        // batches of this epoch done
+  int64_t first_batch = 0;  // this epoch's first (> 0 when resumed inside it)
+  int64_t iter = 0;         // batches done in all: iter_size per update
   Clock::time_point epoch_start;
-  MetricSet epoch_m;  // filled by pushed functions: read after the loop's wait
-  MetricValues val;   // the validation at the end of this epoch, if any
-  // The samples trained this epoch over every rank, at OnEpochEnd (a
-  // language model's metrics count tokens, not samples).
-  int64_t epoch_samples = 0;
-  double last_acc = 0;  // the last validation's accuracy (or training's)
-  bool done = false;    // max_iters reached
-  bool stop = false;    // set by an observer: the run ends after this batch
+  MetricSet epoch_m;  // this epoch's so far; filled by pushed functions: read after the loop's wait
+  bool done = false;  // max_iters reached
+  bool stop = false;  // set by an observer: the run ends after this batch
 
   int64_t updates() const { return iter / iter_size; }
   bool updated() const { return iter % iter_size == 0; }
@@ -79,15 +71,34 @@ struct Run {
   // With the metrics of this epoch's batches up to `iter` in (after a wait):
   // throws Error if one is not a number (batch `iter` broke the model, when
   // the check before it passed), naming the first weight that is not, or
-  // the largest, and the fixes. A look at a few sums.
-  void CheckFinite(int64_t iter);
-  // What to do about a loss or state that is not a number.
-  std::string NonFiniteAdvice() const;
-  // Calls f on every observer, in order.
-  template <typename F>
-  void Each(F f) {
-    for (auto& o : observers) f(*o);
-  }
+  // the largest, and the fixes (lr: the rate of the last update). A look at
+  // a few sums.
+  void CheckFinite(int64_t iter, float lr);
+};
+
+// What to do about a loss or state that is not a number, trained at rate lr.
+std::string NonFiniteAdvice(float lr);
+
+// A window of `display` batches, or the last batches of an epoch or of the
+// run however few (Observer::OnWindow).
+struct Window {
+  int64_t first = 0;     // the window is batches [first, r.batch) of the epoch
+  MetricValues metrics;  // the window's, over every rank
+  // Over every rank, timed from when the batch before the window was in;
+  // -1 when the window is the epoch's first batch alone (nothing timed).
+  double samples_per_s = -1;
+  float lr = 0;  // the rate of the last update
+};
+
+// An epoch's end (Observer::OnEpochEnd).
+struct EpochEnd {
+  MetricValues train;               // the epoch's training metrics over every rank
+  std::optional<MetricValues> val;  // the validation at its end, if one ran
+  // The samples trained over every rank (a language model's metrics count
+  // tokens, not samples).
+  int64_t samples = 0;
+  double secs = 0;
+  float lr = 0;  // the rate of the last update
 };
 
 class Observer {
@@ -95,25 +106,25 @@ class Observer {
   virtual ~Observer() = default;
   // Before batch r.iter is pushed.
   virtual void OnBatchBegin(Run& r) {}
-  // Every `display` batches, and the last batches of an epoch or of the run
-  // however few: the window's metrics and samples per second over every
-  // rank, timed from when the batch before the window was in (-1 when the
-  // window is the epoch's first batch alone: nothing timed).
-  virtual void OnWindow(Run& r, const MetricValues& m, double samples_per_s) {}
+  // Every `display` batches, and the last batches of an epoch or of the run.
+  virtual void OnWindow(Run& r, const Window& w) {}
   // Every batch, once the metrics of this epoch's batches before it are in
-  // (r.epoch_m).
-  virtual void OnMetrics(Run& r) {}
+  // (r.epoch_m); lr: the rate of the last update.
+  virtual void OnMetrics(Run& r, float lr) {}
   // After a batch is pushed and counted, unless it ended the run (max_iters).
   virtual void OnBatchEnd(Run& r) {}
-  // After an update, unless the run stops there.
-  virtual void OnUpdate(Run& r) {}
-  // A validation (every val_interval updates or at an epoch's end).
+  // After an update at rate lr (and the validation due there), unless the
+  // run stops there.
+  virtual void OnUpdate(Run& r, float lr) {}
+  // A validation's metrics over every rank: every val_interval updates
+  // (before OnUpdate), or at an epoch's end (epoch_end: before OnEpochEnd,
+  // whose EpochEnd::val they are too).
   virtual void OnValidation(Run& r, const MetricValues& m, bool epoch_end) {}
-  // An epoch's end: its training metrics over every rank and its seconds.
-  virtual void OnEpochEnd(Run& r, const MetricValues& train, double secs) {}
+  // An epoch's end, after its validation.
+  virtual void OnEpochEnd(Run& r, const EpochEnd& e) {}
   // The run stopped before its end (a signal, or an observer set r.stop),
-  // after r.batch batches of the epoch.
-  virtual void OnStop(Run& r) {}
+  // after r.batch batches of the epoch; lr: the rate of the last update.
+  virtual void OnStop(Run& r, float lr) {}
   // The end of the run, the engine idle.
   virtual void OnEnd(Run& r) {}
 };
@@ -122,9 +133,6 @@ class Observer {
 std::unique_ptr<Observer> MakeProgressLine();
 // observe_log.cc: MXNet's log lines (batch windows, validation, epochs).
 std::unique_ptr<Observer> MakeLogLines();
-// observe_validation.cc: validation on data.val every val_interval updates,
-// or every epoch, and at the end of a run between intervals.
-std::unique_ptr<Observer> MakeValidation(Feed* feed, DataIter* val);
 // observe_tensorboard.cc: scalars in TensorBoard event files in dir.
 std::unique_ptr<Observer> MakeTensorBoard(const std::string& dir);
 // observe_json.cc: a JSON line per window, mid-epoch validation and epoch.

@@ -11,7 +11,11 @@ namespace frugal {
 
 Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* given, Device device,
                  OptimizerShard shard)
-    : model(BuildModel(cfg, strategy, device, shard)), rng(cfg.net.solver().seed()), dev(device) {
+    : model(BuildModel(cfg, strategy, device, shard)),
+      rng(cfg.net.solver().seed()),
+      dev(device),
+      data_name_(cfg.net.data().data_name()),
+      label_name_(cfg.net.data().label_name()) {
   const config::Solver& sc = cfg.net.solver();
   if (!given) owned_engine = MakeEngineFor(sc, model.train);
   engine = given ? given : owned_engine.get();
@@ -24,12 +28,7 @@ Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* 
     aux[n.name] = b.vars[n.name] = a;
     b.var_vars[n.name] = NewVar();
   }
-  const config::Data& dc = cfg.net.data();
-  data = b.vars[dc.data_name()] = Tensor::Empty(model.data_shape, DType::kFloat32, dev, MemKind::kInput);
-  label = b.vars[dc.label_name()] = Tensor::Empty(model.label_shape, DType::kFloat32, dev, MemKind::kInput);
-  data_var = b.var_vars[dc.data_name()] = NewVar();
-  label_var = b.var_vars[dc.label_name()] = NewVar();
-  metrics_var = NewVar();
+  train_inputs = BindInputs(&b);
   b.device = dev;
   train = std::make_unique<Executor>(model.train, model.train_plan, b, engine);
   bound_ = std::move(b);
@@ -38,10 +37,21 @@ Session::Session(const ConfigFile& cfg, const MemoryStrategy& strategy, Engine* 
 
 Executor& Session::Eval() {
   if (!eval_) {
-    eval_ = std::make_unique<Executor>(model.eval, model.eval_plan, bound_, engine);
+    Bindings b = bound_;
+    eval_inputs = BindInputs(&b);
+    eval_ = std::make_unique<Executor>(model.eval, model.eval_plan, b, engine);
     eval_->SetPoisoning(poison_);
   }
   return *eval_;
+}
+
+BatchInputs Session::BindInputs(Bindings* b) {
+  BatchInputs in;
+  in.data = b->vars[data_name_] = Tensor::Empty(model.data_shape, DType::kFloat32, dev, MemKind::kInput);
+  in.label = b->vars[label_name_] = Tensor::Empty(model.label_shape, DType::kFloat32, dev, MemKind::kInput);
+  in.data_var = b->var_vars[data_name_] = NewVar();
+  in.label_var = b->var_vars[label_name_] = NewVar();
+  return in;
 }
 
 void Session::SetPoisoning(bool on) {

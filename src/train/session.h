@@ -1,7 +1,7 @@
 // Everything bound for one run: the model, its engine, the parameters
-// (ParamSet), aux state, the bound data and label, the train, eval and
-// update executors, and the engine variables that order every access to
-// them.
+// (ParamSet), aux state, the train, eval and update executors, the batch
+// each of train and eval reads (BatchInputs), and the engine variables that
+// order every access to them.
 #pragma once
 
 #include <functional>
@@ -15,6 +15,14 @@
 #include "train/param_set.h"
 
 namespace frugal {
+
+// A batch as one executor reads it: data and label on the session's device,
+// bound to that executor, and their engine variables. A feed (feed.h) loads
+// batches into it and scores the executor's outputs against its label.
+struct BatchInputs {
+  Tensor data, label;
+  Var data_var = -1, label_var = -1;
+};
 
 struct Session {
   // Runs on `given`, or on an engine of its own when it is null. shard:
@@ -55,14 +63,15 @@ struct Session {
   Device dev;  // where the model runs
   ParamSet params;
   std::map<std::string, Tensor> aux;  // BatchNorm moving statistics
-  Tensor data, label;                 // the batch, on dev
-  Var data_var = -1, label_var = -1;
-  Var metrics_var = -1;  // the metrics being filled by pushed functions
   std::unique_ptr<Executor> train;
-  // The eval executor, bound (its arena allocated) when first asked for: a
-  // run without validation data never holds it (Train binds it at the start
-  // of a run that validates).
+  BatchInputs train_inputs;  // the batch train reads
+  // The eval executor over its own batch, eval_inputs: both bound (the
+  // arena and the batch allocated) when first asked for, so a run without
+  // validation data never holds them (Train binds them at the start of a
+  // run that validates). Loading an eval batch never touches the training
+  // batch, whatever the order of the pushes.
   Executor& Eval();
+  BatchInputs eval_inputs;
   const Executor* eval_if_bound() const { return eval_.get(); }
   // Arena poisoning (Executor::SetPoisoning) for every executor, the eval
   // one included when it is bound later.
@@ -78,10 +87,13 @@ struct Session {
   Tensor Initialised(const Node& n, const Shape& shape);
   // Parameter `id` of the model, bound into b.
   void AddParam(int id, int iter_size, Bindings* b);
+  // A batch of the model's data and label shapes on dev, bound into b.
+  BatchInputs BindInputs(Bindings* b);
   void BindUpdates();
 
-  std::vector<Var> vars_;  // every engine variable made here
-  Bindings bound_;         // what the train executor was bound to, for Eval()
+  const std::string data_name_, label_name_;  // the config's names of the inputs
+  std::vector<Var> vars_;                     // every engine variable made here
+  Bindings bound_;  // what the train executor was bound to: Eval() binds the same parameters and aux state
   std::unique_ptr<Executor> eval_;
   bool poison_ = false;
 };

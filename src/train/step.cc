@@ -4,15 +4,14 @@
 
 namespace frugal {
 
-Step::Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSchedule& lr)
+Step::Step(Session* s, DataParallel* dp, const config::Solver& sc)
     : s_(s),
       dp_(dp),
       sliced_(s->model.shard.ranks > 1 ? s->SlicedParams() : std::vector<SlicedTensor>{}),
-      lr_(lr),
       iter_size_(sc.iter_size()),
       seed_(sc.seed()) {}
 
-std::optional<float> Step::Push(int64_t iter) {
+void Step::Push(int64_t iter, float lr) {
   const int micro = static_cast<int>(iter % iter_size_);
   const bool last_micro = micro == iter_size_ - 1;
   // Data-parallel with iter_size > 1: the earlier micro-batches' sum is
@@ -23,13 +22,11 @@ std::optional<float> Step::Push(int64_t iter) {
   if (dp_ && last_micro) dp_->PushAllReduce(s_->engine);
   // The gradient sums (iter_size > 1), then on the last micro-batch the
   // rescaling and clipping and one update per parameter, at update count
-  // iter / iter_size + 1 and its scheduled rate.
+  // iter / iter_size + 1.
   if (s_->accumulate) s_->accumulate->Push(/*is_train=*/true, iter, seed_);
-  if (!last_micro) return std::nullopt;
-  const float rate = static_cast<float>(lr_.At(iter / iter_size_));
-  s_->update->Push(/*is_train=*/true, iter / iter_size_ + 1, seed_, rate);
+  if (!last_micro) return;
+  s_->update->Push(/*is_train=*/true, iter / iter_size_ + 1, seed_, lr);
   if (!sliced_.empty()) dp_->PushGather(s_->engine, sliced_);
-  return rate;
 }
 
 void Step::CheckRanks(int64_t iter) {
@@ -47,9 +44,8 @@ MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const config::Solver& s
       sc.val_batches() > 0 ? std::min(sc.val_batches(), it->batches_per_epoch()) : it->batches_per_epoch();
   for (int64_t b = 0; b < batches; ++b) {
     feed->PushLoad(it, b == 0 ? 0 : -1);
-    Executor& eval = s->Eval();
-    eval.Push(/*is_train=*/false, 0, 0);
-    feed->PushMetrics(eval, {&m});
+    s->Eval().Push(/*is_train=*/false, 0, 0);
+    feed->PushMetrics({&m});
   }
   s->engine->WaitAll();
   return m;

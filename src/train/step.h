@@ -7,7 +7,6 @@
 // (Evaluate): load, forward, metrics.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,12 +19,12 @@ namespace frugal {
 class Step {
  public:
   // dp: null unless data-parallel.
-  Step(Session* s, DataParallel* dp, const config::Solver& sc, const LrSchedule& lr);
+  Step(Session* s, DataParallel* dp, const config::Solver& sc);
   // Pushes batch `iter` (counting every micro-batch). After the last
-  // micro-batch of an update, also pushes the updates (with --shard
-  // optimizer, of this rank's slices, then the broadcasts that make every
-  // parameter whole) and returns the schedule's rate they use.
-  std::optional<float> Push(int64_t iter);
+  // micro-batch of an update, also pushes the updates at rate lr (with
+  // --shard optimizer, of this rank's slices, then the broadcasts that make
+  // every parameter whole).
+  void Push(int64_t iter, float lr);
   // After batch `iter`: every dist.check_every updates, throws Error if the
   // ranks' parameters differ (waits for the engine then).
   void CheckRanks(int64_t iter);
@@ -34,7 +33,6 @@ class Step {
   Session* s_;
   DataParallel* dp_;
   const std::vector<SlicedTensor> sliced_;  // --shard optimizer: made whole after each update
-  const LrSchedule& lr_;
   const int iter_size_;
   const uint64_t seed_;
 };
@@ -42,7 +40,8 @@ class Step {
 // The solver's metrics, by name.
 std::vector<std::string> MetricNames(const config::Solver& sc);
 // The solver's metrics of eval's forward over one epoch of `it` (from its
-// start), or over its first solver.val_batches batches.
+// start), or over its first solver.val_batches batches; `feed` is the eval
+// executor's (MakeFeed over Session::Eval() and eval_inputs).
 MetricSet Evaluate(Session* s, Feed* feed, DataIter* it, const config::Solver& sc);
 
 }  // namespace frugal

@@ -1,7 +1,8 @@
-// The fit loop: bind the model (Session), choose how batches arrive (Feed),
-// then per epoch push each batch's Step and tell the observers (observer.h)
-// at fixed points: logging, validation, checkpoints, events and signals are
-// theirs. See Train in frugal/train.h for how the pushes overlap.
+// The fit loop: bind the model (Session), choose how batches arrive at the
+// train and eval executors (a Feed each), then per epoch push each batch's
+// Step, validate where it is due and tell the observers (observer.h) at
+// fixed points what was measured: logging, checkpoints, events and signals
+// are theirs. See Train in frugal/train.h for how the pushes overlap.
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -219,14 +220,13 @@ LrSchedule Schedule(const config::Solver& sc, int64_t run_updates, const Resumed
 
 // The observers TrainOptions and the solver ask for, in the order they are
 // called (the order of the log lines they print).
-std::vector<std::unique_ptr<Observer>> Observers(Run& r, Feed* feed, DataIter* val) {
+std::vector<std::unique_ptr<Observer>> Observers(Run& r) {
   const TrainOptions& o = r.opts;
   // Made first: its directory is created before the others open their files.
   std::unique_ptr<Observer> checkpoints = MakeCheckpoints(r.sc, o.resume);
   std::vector<std::unique_ptr<Observer>> v;
   if (o.progress) v.push_back(MakeProgressLine());
   if (!o.quiet) v.push_back(MakeLogLines());
-  if (val) v.push_back(MakeValidation(feed, val));
   if (!o.tensorboard.empty()) v.push_back(MakeTensorBoard(o.tensorboard));
   if (!o.profile.empty()) v.push_back(MakeProfile(r));
   if (!o.log_json.empty()) v.push_back(MakeJsonLog(o.log_json));
@@ -236,16 +236,26 @@ std::vector<std::unique_ptr<Observer>> Observers(Run& r, Feed* feed, DataIter* v
   return v;
 }
 
-// The loop: epochs of batches, each batch one Step, the observers told
-// where the run is.
+// Where batches come from and go: an iterator and the feed that loads its
+// batches into one executor's inputs.
+struct Source {
+  DataIter* it = nullptr;
+  Feed* feed = nullptr;
+};
+
+// The loop: epochs of batches, each batch one Step, validation where it is
+// due, the observers told where the run is and what it measured.
 class Fit {
  public:
-  Fit(Run* r, Feed* feed, Step* step, DataIter* train, const LrSchedule& lr)
+  // val.it: null when the run does not validate.
+  Fit(Run* r, std::vector<std::unique_ptr<Observer>> observers, Step* step, const LrSchedule& lr, Source train,
+      Source val)
       : r_(*r),
-        feed_(*feed),
+        observers_(std::move(observers)),
         step_(*step),
-        train_(train),
         lr_(lr),
+        train_(train),
+        val_(val),
         window_m_(r->metrics),
         display_(std::max(1, r->sc.display())) {}
 
@@ -258,7 +268,21 @@ class Fit {
     }
   }
 
+  // The end of the run, the engine idle.
+  void End() {
+    Tell([&](Observer& o) { o.OnEnd(r_); });
+  }
+
+  // The last validation's accuracy, or the last epoch's training accuracy
+  // where that came later (0 when there is neither).
+  double accuracy() const { return accuracy_; }
+
  private:
+  template <typename F>
+  void Tell(F f) {
+    for (auto& o : observers_) f(*o);
+  }
+
   // Resuming inside an epoch: the batches already used are read and dropped.
   void StartEpoch(int64_t skip) {
     r_.epoch_start = window_start_ = Clock::now();
@@ -266,27 +290,29 @@ class Fit {
     window_m_.Reset();
     window_ = {};
     untimed_samples_ = epoch_samples_ = 0;
-    r_.batch = r_.first_batch = r_.window_first = skip;
-    r_.rate = static_cast<float>(lr_.At(r_.updates()));
-    train_->Reset(r_.epoch);
-    feed_.Skip(train_, skip);
-    if (r_.batch < r_.batches) feed_.PushLoad(train_, -1);
+    r_.batch = r_.first_batch = window_first_ = skip;
+    rate_ = static_cast<float>(lr_.At(r_.updates()));
+    train_.it->Reset(r_.epoch);
+    train_.feed->Skip(train_.it, skip);
+    if (r_.batch < r_.batches) train_.feed->PushLoad(train_.it, -1);
   }
 
   // One batch; false when the run ends after it (max_iters, r.stop).
   bool Batch() {
-    r_.Each([&](Observer& o) { o.OnBatchBegin(r_); });
-    if (const std::optional<float> rate = step_.Push(r_.iter)) r_.rate = *rate;
+    Tell([&](Observer& o) { o.OnBatchBegin(r_); });
+    // The schedule's rate for the update this batch ends, if it ends one.
+    if ((r_.iter + 1) % r_.iter_size == 0) rate_ = static_cast<float>(lr_.At(r_.updates()));
+    step_.Push(r_.iter, rate_);
     // The previous batch's metrics: the loop stays at most one batch ahead.
-    r_.s.engine->WaitForVar(r_.s.metrics_var);
-    r_.CheckFinite(r_.iter - 1);
+    r_.s.engine->WaitForVar(train_.feed->metrics_var());
+    r_.CheckFinite(r_.iter - 1, rate_);
     if (r_.batch == r_.first_batch + 1) {  // the epoch's first batch is in: the speed is timed from here
       window_start_ = window_.last_in;
       untimed_samples_ = window_.samples;
     }
     ReportWindow();
-    r_.Each([&](Observer& o) { o.OnMetrics(r_); });
-    feed_.PushMetrics(*r_.s.train, {&r_.epoch_m, &window_m_}, &window_);
+    Tell([&](Observer& o) { o.OnMetrics(r_, rate_); });
+    train_.feed->PushMetrics({&r_.epoch_m, &window_m_}, &window_);
     ++r_.batch;
     ++r_.iter;
     step_.CheckRanks(r_.iter);
@@ -294,59 +320,88 @@ class Fit {
       r_.done = true;
       return false;
     }
-    r_.Each([&](Observer& o) { o.OnBatchEnd(r_); });
+    // The next batch loads while the observers run and a validation
+    // evaluates: validation loads into the eval executor's own inputs.
+    if (r_.batch < r_.batches) train_.feed->PushLoad(train_.it, -1);
+    Tell([&](Observer& o) { o.OnBatchEnd(r_); });
     if (r_.stop) return false;
-    if (r_.updated()) r_.Each([&](Observer& o) { o.OnUpdate(r_); });
-    if (r_.stop) return false;  // set by a validation's observer
-    if (r_.batch < r_.batches) feed_.PushLoad(train_, -1);
-    return true;
+    if (!r_.updated()) return true;
+    if (val_.it && r_.sc.val_interval() > 0 && r_.updates() % r_.sc.val_interval() == 0) Validate(false);
+    Tell([&](Observer& o) { o.OnUpdate(r_, rate_); });
+    return !r_.stop;  // set by an observer of the validation or the update
   }
 
   // False when the run stopped (r.stop).
   bool EndEpoch() {
     r_.s.engine->WaitAll();
-    r_.CheckFinite(r_.iter - 1);
+    r_.CheckFinite(r_.iter - 1, rate_);
     r_.progress.Clear();
     ReportWindow(/*last=*/true);
     if (r_.stop) {
-      r_.Each([&](Observer& o) { o.OnStop(r_); });
+      Tell([&](Observer& o) { o.OnStop(r_, rate_); });
       return false;
     }
-    const double secs = Seconds(r_.epoch_start);
-    const MetricValues train = r_.Reduce(r_.epoch_m);
-    r_.epoch_samples = r_.Sum(epoch_samples_);
-    if (train.Has("accuracy")) r_.last_acc = train.Get("accuracy");
-    r_.val = {};
-    r_.Each([&](Observer& o) { o.OnEpochEnd(r_, train, secs); });
+    EpochEnd e;
+    e.secs = Seconds(r_.epoch_start);
+    e.train = r_.Reduce(r_.epoch_m);
+    e.samples = r_.Sum(epoch_samples_);
+    e.lr = rate_;
+    if (e.train.Has("accuracy")) accuracy_ = e.train.Get("accuracy");
+    // Every epoch (val_interval 0), or at the end of a run whose last
+    // update fell between two intervals.
+    const bool last_epoch = r_.done || r_.epoch + 1 == r_.sc.epochs();
+    if (val_.it && (r_.sc.val_interval() == 0 || (last_epoch && validated_at_ != r_.iter))) e.val = Validate(true);
+    Tell([&](Observer& o) { o.OnEpochEnd(r_, e); });
     return true;
   }
 
+  // Validation on data.val, its metrics over every rank told to every observer.
+  MetricValues Validate(bool epoch_end) {
+    validated_at_ = r_.iter;
+    r_.AverageAcrossRanks();
+    const MetricValues m = r_.Reduce(Evaluate(&r_.s, val_.feed, val_.it, r_.sc));
+    r_.progress.Clear();
+    Tell([&](Observer& o) { o.OnValidation(r_, m, epoch_end); });
+    if (m.Has("accuracy")) accuracy_ = m.Get("accuracy");
+    return m;
+  }
+
   // The metrics of batches [0, r.batch) are in: reports the window
-  // [r.window_first, r.batch) if it ends at a multiple of display or is an
+  // [window_first_, r.batch) if it ends at a multiple of display or is an
   // epoch's (or the run's) last.
   void ReportWindow(bool last = false) {
-    if (r_.batch == r_.window_first || (r_.batch % display_ != 0 && !last)) return;
+    if (r_.batch == window_first_ || (r_.batch % display_ != 0 && !last)) return;
     r_.progress.Clear();
-    const MetricValues m = r_.Reduce(window_m_);
+    Window w;
+    w.first = window_first_;
+    w.metrics = r_.Reduce(window_m_);
     const int64_t timed = r_.Sum(window_.samples - untimed_samples_);
     const double secs = std::chrono::duration<double>(window_.last_in - window_start_).count();
-    const double speed = timed > 0 && secs > 0 ? static_cast<double>(timed) / secs : -1;
-    r_.Each([&](Observer& o) { o.OnWindow(r_, m, speed); });
+    w.samples_per_s = timed > 0 && secs > 0 ? static_cast<double>(timed) / secs : -1;
+    w.lr = rate_;
+    Tell([&](Observer& o) { o.OnWindow(r_, w); });
     window_m_.Reset();
     epoch_samples_ += window_.samples;
     window_.samples = untimed_samples_ = 0;
     window_start_ = window_.last_in;
-    r_.window_first = r_.batch;
+    window_first_ = r_.batch;
   }
 
   Run& r_;
-  Feed& feed_;
+  const std::vector<std::unique_ptr<Observer>> observers_;
   Step& step_;
-  DataIter* train_;
   const LrSchedule& lr_;
-  // The window of `display` batches. Filled by pushed functions: read after the loop's wait.
+  const Source train_, val_;
+  // The rate of the last update pushed, or, before this epoch's first, the
+  // one it will use.
+  float rate_ = 0;
+  double accuracy_ = 0;
+  int64_t validated_at_ = -1;  // the iteration of the last validation
+  // The window of `display` batches, [window_first_, r.batch). Filled by
+  // pushed functions: read after the loop's wait.
   MetricSet window_m_;
   WindowTally window_;
+  int64_t window_first_ = 0;
   // The speed of a window is timed from when the batch before it was in to
   // when its last batch was in (each when its metrics ran: with the naive
   // engine, which runs a step at push time, timing at the loop's wait
@@ -369,14 +424,21 @@ void LogMemory(const Session& s) {
   const int64_t planned = m.train_plan.arena_bytes + eval + update;
   const int64_t measured = MemoryAccounting::Get().Current(s.dev, MemKind::kArena);
   const int64_t sums = m.accumulate_plan.state_bytes;
+  // The batches train and eval read, each its own (eval's, like its arena,
+  // only where a validation runs).
+  auto bytes = [](const BatchInputs& in) { return in.data.bytes() + in.label.bytes(); };
+  const int64_t train_batch = bytes(s.train_inputs), eval_batch = s.eval_if_bound() ? bytes(s.eval_inputs) : 0;
   LOG(INFO) << "memory: arenas allocated " << HumanBytes(measured) << " (planned " << HumanBytes(planned) << ": train "
             << HumanBytes(m.train_plan.arena_bytes)
             << (eval > 0 ? " + eval " + HumanBytes(eval)
                          : Fmt(" (eval ", HumanBytes(m.eval_plan.arena_bytes), " not allocated: no validation ran)"))
-            << (update > 0 ? " + update " + HumanBytes(update) : "") << "), " << m.optimizer << " state "
-            << HumanBytes(m.update_plan.state_bytes) << (sums > 0 ? " + gradient sums " + HumanBytes(sums) : "")
-            << ", peak of all tensors " << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak "
-            << HumanBytes(ProcessPeakBytes()) << " (planned " << m.process.ToString()
+            << (update > 0 ? " + update " + HumanBytes(update) : "") << "), inputs "
+            << HumanBytes(train_batch + eval_batch)
+            << (eval_batch > 0 ? Fmt(" (train ", HumanBytes(train_batch), " + eval ", HumanBytes(eval_batch), ")") : "")
+            << ", " << m.optimizer << " state " << HumanBytes(m.update_plan.state_bytes)
+            << (sums > 0 ? " + gradient sums " + HumanBytes(sums) : "") << ", peak of all tensors "
+            << HumanBytes(MemoryAccounting::Get().Peak(s.dev)) << ", process peak " << HumanBytes(ProcessPeakBytes())
+            << " (planned " << m.process.ToString()
             << (m.train_plan.strategy.limit() ? ", under " + m.train_plan.strategy.Name() : "") << ")";
 }
 
@@ -463,7 +525,7 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   TrainData data = OpenData(cfg, opts, shard);
   Session s(cfg, strategy, opts.engine, opts.device, opt_shard);
   s.SetPoisoning(opts.poison_arena);
-  std::unique_ptr<Feed> feed = MakeFeed(&s);
+  std::unique_ptr<Feed> feed = MakeFeed(&s, *s.train, s.train_inputs);
   std::unique_ptr<DataParallel> dp;
   if (opts.dist.comm) {
     dp = std::make_unique<DataParallel>(opts.dist, *s.train, s.params.Grads(), s.params.GradVars(), s.params.Sums());
@@ -479,10 +541,14 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG_IF(INFO, !opts.quiet) << "graph: " << GraphTotals(s.model.eval) << "; "
                             << PlanSummary(s.model.train_plan, s.model.batch);
   VLOG_IF(1, !opts.quiet) << "graph:\n" << GraphSummary(s.model.eval);
-  // A run that validates holds the eval arena from the start, so its memory
-  // does not grow at the first validation; one without validation data
-  // never allocates it.
-  if (data.val) s.Eval();
+  // A run that validates holds the eval arena and batch from the start, so
+  // its memory does not grow at the first validation; one without
+  // validation data never allocates them.
+  std::unique_ptr<Feed> eval_feed;
+  if (data.val) {
+    const Executor& eval = s.Eval();
+    eval_feed = MakeFeed(&s, eval, s.eval_inputs);
+  }
 
   const int iter_size = sc.iter_size();
   int64_t total_updates = sc.epochs() * data.batches / iter_size;
@@ -495,20 +561,19 @@ double Train(const ConfigFile& cfg, const TrainOptions& opts) {
   LOG_IF(INFO, !opts.quiet) << "optimizer " << s.opt->name() << ", learning rate " << lr.ToString() << ", iter_size "
                             << iter_size
                             << (sc.clip_gradient() > 0 ? Fmt(", gradient norm clipped at ", sc.clip_gradient()) : "");
-  r.observers = Observers(r, feed.get(), data.val);
-  Step step(&s, dp.get(), sc, lr);
-  Fit fit(&r, feed.get(), &step, data.train, lr);
+  Step step(&s, dp.get(), sc);
+  Fit fit(&r, Observers(r), &step, lr, {data.train, feed.get()}, {data.val, eval_feed.get()});
   DrainOnUnwind drain(s.engine);
   fit.Epochs(at.data_position);
 
   s.engine->WaitAll();
   if (dp) LOG_IF(INFO, !opts.quiet) << dp->comm()->Stats();
-  r.Each([&](Observer& o) { o.OnEnd(r); });
+  fit.End();
   if (!opts.quiet) LogMemory(s);
   if (opts.final_params) {
     for (const auto& [name, w] : OnHost(s.params.Values())) (*opts.final_params)[name].assign(w.f(), w.f() + w.size());
   }
-  return r.last_acc;
+  return fit.accuracy();
 }
 
 std::string VariableDifference(const ConfigFile& cfg, const std::string& stored, const std::string& path) {
@@ -536,7 +601,8 @@ std::string VariableDifference(const ConfigFile& cfg, const std::string& stored,
 MetricSet Test(const ConfigFile& cfg, const std::string& checkpoint) {
   const config::Data& dc = cfg.net.data();
   Session s(cfg, ConfigStrategy(cfg), nullptr, Device{});
-  std::unique_ptr<Feed> feed = MakeFeed(&s);
+  const Executor& eval = s.Eval();
+  std::unique_ptr<Feed> feed = MakeFeed(&s, eval, s.eval_inputs);
   CheckpointState c = LoadCheckpoint(checkpoint);
   RestoreNamingTheConfig(cfg, c, checkpoint, [&] {
     RestoreTensors(c.params, s.params.Values(), "parameters", checkpoint);

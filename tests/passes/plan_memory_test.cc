@@ -297,7 +297,7 @@ TEST(PlanMemory, FitBatchFindsTheLargestBatchThatFits) {
   const Model m = BuildModel(Config(), MemoryStrategy::kShare);
   const MemoryPlan& t = m.train_plan;
   EXPECT_EQ(PlannedFootprint(m), t.arena_bytes + m.eval_plan.arena_bytes + t.param_bytes + t.param_grad_bytes +
-                                     m.update_plan.state_bytes + t.input_bytes);
+                                     m.update_plan.state_bytes + t.input_bytes + m.eval_plan.input_bytes);
 }
 
 // A budget's name gives its size in the unit it was written in, binary or

@@ -10,10 +10,14 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "frugal/checkpoint.h"
 #include "frugal/config.h"
 #include "frugal/io.h"
+#include "frugal/lr_schedule.h"
+#include "frugal/metrics.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
 #include "test_util.h"
@@ -99,8 +103,8 @@ Params SequentialReference(const ConfigFile& cfg) {
 }
 
 // Validating every few updates changes nothing in training: the batch
-// after a validation is the next training batch, not the last one the
-// validation loaded into the same input tensors.
+// after a validation, loaded before it, is the next training batch, not
+// one the validation loaded.
 TEST_F(TrainerTest, ValidationInsideAnEpochLeavesTrainingAlone) {
   for (const char* engine : {"naive", "threaded"}) {
     ConfigFile cfg = ToyConfig(dir_, engine, 2, 1);
@@ -186,23 +190,30 @@ class RecordingEngine : public Engine {
   std::unique_ptr<Engine> inner_ = MakeEngine("naive");
 };
 
-// What the trainer's pushes allow any engine to overlap, and what they order.
-TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
+// Every push of a run of cfg on the naive engine, in order.
+std::vector<test::PushRecord> RecordPushes(const ConfigFile& cfg) {
   RecordingEngine engine;
   TrainOptions opts;
   opts.engine = &engine;
+  Train(cfg, opts);
+  return engine.pushes;
+}
+
+// The index of the k-th push (from 0) named `name`.
+int NthPush(const std::vector<test::PushRecord>& p, const std::string& name, int k) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i].name == name && k-- == 0) return static_cast<int>(i);
+  ADD_FAILURE() << "no push '" << name << "' #" << k;
+  return 0;
+}
+
+// What the trainer's pushes allow any engine to overlap, and what they order.
+TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
   ConfigFile cfg = ToyConfig(dir_, "naive");
   cfg.net.mutable_solver()->set_max_iters(3);
-  Train(cfg, opts);
-  const auto& p = engine.pushes;
+  const std::vector<test::PushRecord> p = RecordPushes(cfg);
   auto hb = test::HappensBefore(p);
-  // The index of the k-th push (from 0) with this name.
-  auto find = [&](const std::string& name, int k) {
-    for (size_t i = 0; i < p.size(); ++i)
-      if (p[i].name == name && k-- == 0) return static_cast<int>(i);
-    ADD_FAILURE() << "no push '" << name << "' #" << k;
-    return 0;
-  };
+  auto find = [&](const std::string& name, int k) { return NthPush(p, name, k); };
   // Step 1 (the second), and the steps around it.
   const int fc3_grad = find("fc3_backward", 1), fc1_grad = find("fc1_backward", 1);
   const int sgd_fc3 = find("update(fc3_weight)", 1), sgd_fc1 = find("update(fc1_weight)", 1);
@@ -218,6 +229,104 @@ TEST_F(TrainerTest, UpdatesAndLoadsMayOverlapBackwardAndOrderTheNextStep) {
   EXPECT_TRUE(hb[find("fc2_backward", 1)][find("fc2_backward", 2)]);
   // Validation (the eval graph's fc1 comes after the three training ones) reads the last weights.
   EXPECT_TRUE(hb[find("update(fc1_weight)", 2)][find("fc1", 3)]);
+}
+
+// Validation loads into the eval executor's own inputs: the next training
+// batch loads before a validation, and the step after it reads that batch
+// and nothing the validation loaded.
+TEST_F(TrainerTest, ValidationLoadsIntoItsOwnInputs) {
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  cfg.net.mutable_solver()->set_max_iters(2);
+  cfg.net.mutable_solver()->set_val_interval(1);
+  cfg.net.mutable_solver()->set_val_batches(2);
+  const std::vector<test::PushRecord> p = RecordPushes(cfg);
+  auto hb = test::HappensBefore(p);
+  // Step 0, the load of batch 1, validation's two batches, step 1.
+  const int next_load = NthPush(p, "load_batch", 1), step1 = NthPush(p, "fc1", 3);
+  EXPECT_TRUE(hb[next_load][step1]) << "step 1 reads the batch loaded before the validation";
+  for (int k : {2, 3}) {
+    const int val_load = NthPush(p, "load_batch", k);
+    EXPECT_LT(next_load, val_load) << "the next training batch loads first";
+    EXPECT_FALSE(hb[next_load][val_load]) << "validation's load " << k << " overwrites nothing training loaded";
+    EXPECT_FALSE(hb[val_load][step1]) << "step 1 reads nothing validation's load " << k << " wrote";
+    EXPECT_TRUE(hb[val_load][NthPush(p, "fc1", k - 1)]) << "the eval forward reads it";
+  }
+}
+
+// The value of "key":<number> in a JSON line (NaN when absent).
+double JsonNumber(const std::string& line, const std::string& key) {
+  const size_t at = line.find("\"" + key + "\":");
+  return at == std::string::npos ? std::nan("") : std::stod(line.substr(at + key.size() + 3));
+}
+
+// What the loop measures reaches the observers in their events (here
+// TrainOptions::on_event's): each window's rate is the schedule's for the
+// last update pushed when it is reported (the one the next batch ends, or
+// at the epoch's end its last); each validation's metrics are what Test
+// gives the checkpoint written at that update, the epoch's line carries
+// the validation at its end, and the epoch's training metrics are its
+// windows' weighted by their samples.
+TEST_F(TrainerTest, EventsCarryTheRateAndTheMetrics) {
+  ConfigFile cfg = ToyConfig(dir_, "naive");
+  config::Solver& sc = *cfg.net.mutable_solver();
+  sc.set_lr_policy(config::Solver::STEP);
+  sc.set_stepsize(1);
+  sc.set_gamma(0.8f);  // every update has its own rate
+  sc.set_epochs(1);
+  sc.set_display(1);
+  sc.set_val_interval(5);
+  sc.set_checkpoint_interval(5);
+  sc.set_checkpoint_dir(dir_.File("ckpt"));
+  std::vector<TrainEvent> events;
+  TrainOptions opts;
+  opts.on_event = [&](const TrainEvent& e) {
+    events.push_back(e);
+    return false;
+  };
+  const double acc = Train(cfg, opts);
+  const LrSchedule lr = LrScheduleFromConfig(sc, 13, cfg.path);
+  // The metrics Test gives the checkpoint written at an update.
+  auto tested = [&](int64_t update) {
+    char name[48];
+    std::snprintf(name, sizeof name, "ckpt/ckpt-%010lld.frugal", static_cast<long long>(update));
+    return frugal::Test(cfg, dir_.File(name));
+  };
+  int windows = 0, validations = 0;
+  double acc_sum = 0, ce_sum = 0, samples = 0;
+  for (const TrainEvent& e : events) {
+    SCOPED_TRACE(e.kind + " " + e.json);
+    const int64_t updates = static_cast<int64_t>(JsonNumber(e.json, "iterations"));
+    if (e.kind == "window") {
+      ++windows;
+      // A window is reported once its batches' metrics are in: during the
+      // next batch, or at the epoch's end.
+      const bool last = updates == 13;
+      const double rate = lr.At(last ? updates - 1 : updates);
+      EXPECT_NEAR(JsonNumber(e.json, "lr"), rate, 1e-5 * rate);
+      const double n = last ? 4 : 8;  // 100 samples in batches of 8
+      acc_sum += n * JsonNumber(e.json, "train_accuracy");
+      ce_sum += n * JsonNumber(e.json, "train_cross_entropy");
+      samples += n;
+    } else if (e.kind == "validation") {
+      ++validations;
+      EXPECT_EQ(updates % 5, 0);
+      const MetricSet want = tested(updates);
+      EXPECT_NEAR(JsonNumber(e.json, "val_accuracy"), want.Get("accuracy"), 1e-5);
+      EXPECT_NEAR(JsonNumber(e.json, "val_cross_entropy"), want.Get("cross_entropy"), 1e-5);
+    } else {
+      ASSERT_EQ(e.kind, "epoch");
+      EXPECT_EQ(updates, 13);
+      const MetricSet want = tested(13);
+      EXPECT_NEAR(JsonNumber(e.json, "val_accuracy"), want.Get("accuracy"), 1e-5);
+      EXPECT_NEAR(JsonNumber(e.json, "val_cross_entropy"), want.Get("cross_entropy"), 1e-5);
+      EXPECT_DOUBLE_EQ(acc, want.Get("accuracy")) << "Train returns the last validation's accuracy";
+      EXPECT_EQ(JsonNumber(e.json, "samples"), 100);
+      EXPECT_NEAR(JsonNumber(e.json, "train_accuracy"), acc_sum / samples, 1e-5);
+      EXPECT_NEAR(JsonNumber(e.json, "train_cross_entropy"), ce_sum / samples, 1e-5);
+    }
+  }
+  EXPECT_EQ(windows, 13);
+  EXPECT_EQ(validations, 2) << "at updates 5 and 10; the one at the run's end is in the epoch's line";
 }
 
 TEST_F(TrainerTest, TrainingLearnsTheToyProblem) { EXPECT_GT(Train(ToyConfig(dir_, "threaded"), {}), 0.9); }

@@ -165,7 +165,9 @@ int Plan() {
         std::printf("%-14s %10s %10s %10s %10s %10s %10s %10s %10s %8s %9s%s\n", "strategy", "arena", "live peak",
                     "params", "gradients", "opt state", "inputs", "other", "total", "recomp.", "+FLOPs", "  plan ms");
       }
-      // other: the evaluation arena and the update's (clipping's workspace).
+      // inputs: a batch for train and one for eval; other: the evaluation
+      // arena and the update's (clipping's workspace).
+      const int64_t inputs = p.input_bytes + m.eval_plan.input_bytes;
       const int64_t other = m.eval_plan.arena_bytes + update;
       char predicted[96] = "";
       if (p.priced())
@@ -174,7 +176,7 @@ int Plan() {
       std::printf("%-14s %10s %10s %10s %10s %10s %10s %10s %10s %8d %8.1f%% %8.2f%s\n", s.Name().c_str(),
                   HumanBytes(p.arena_bytes).c_str(), HumanBytes(p.lower_bound_bytes).c_str(),
                   HumanBytes(p.param_bytes).c_str(), HumanBytes(p.param_grad_bytes).c_str(),
-                  HumanBytes(state + sums).c_str(), HumanBytes(p.input_bytes).c_str(), HumanBytes(other).c_str(),
+                  HumanBytes(state + sums).c_str(), HumanBytes(inputs).c_str(), HumanBytes(other).c_str(),
                   HumanBytes(PlannedFootprint(m)).c_str(), p.num_recomputed, 100 * p.extra_flops_ratio(), p.plan_ms,
                   predicted);
       if (s.limit())
