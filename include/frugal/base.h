@@ -147,8 +147,9 @@ class AtomicFile {
 // The whole file at once, through an AtomicFile.
 void WriteFileAtomic(const std::string& path, const std::string& bytes);
 // The whole file at `path` (a `what`: "ONNX model", "cost table"); an Error
-// naming both where it is missing, a folder or cannot be read.
-std::string ReadFileBytes(const std::string& path, const std::string& what);
+// naming both where it is missing, a folder or cannot be read. A `hint`
+// says, where it is missing, where such a file comes from.
+std::string ReadFileBytes(const std::string& path, const std::string& what, const std::string& hint = "");
 
 // The candidate nearest to `name` in edit distance (Levenshtein), or "" when
 // none is closer than `max_distance`: the "did you mean" of error messages.

@@ -239,6 +239,9 @@ class OpDef {
   OpDef& Unary() { return Inputs({{"x"}}).Outputs({"y"}); }
   // An elementwise op: Unary, y of x's shape, and y may overwrite x.
   OpDef& Elementwise() { return Unary().InferShape(InferSameShape).Inplace({{0, 0}}); }
+  // A loss head of x against a label: inputs x and label, one output (named
+  // `y`) that may overwrite x.
+  OpDef& LabelLoss(const std::string& y) { return Inputs({{"x"}, {"label"}}).Outputs({y}).Loss().Inplace({{0, 0}}); }
   // The inputs actually used by a node, given its params (e.g. no bias).
   OpDef& NumInputsFn(std::function<int(const std::any&)> f) {
     num_inputs_ = std::move(f);

@@ -69,9 +69,10 @@ void AtomicFile::Abandon() {
   tmp_.clear();
 }
 
-std::string ReadFileBytes(const std::string& path, const std::string& what) {
+std::string ReadFileBytes(const std::string& path, const std::string& what, const std::string& hint) {
   struct stat st;
-  FRUGAL_REQUIRE(::stat(path.c_str(), &st) == 0, path, ": cannot open the ", what, " (", Reason(), "; check the path)");
+  FRUGAL_REQUIRE(::stat(path.c_str(), &st) == 0, path, ": cannot open the ", what, " (", Reason(), "; check the path",
+                 hint.empty() ? "" : ": ", hint, ")");
   FRUGAL_REQUIRE(!S_ISDIR(st.st_mode), path, ": is a folder; give the ", what, " file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   FRUGAL_REQUIRE(fd >= 0, path, ": cannot open the ", what, " (", Reason(), ")");

@@ -8,19 +8,18 @@
 // pixels are the 1024 red, then green, then blue values of a 32x32 image, rows
 // top to bottom: exactly the (3,32,32) CHW layout.
 #include <algorithm>
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 
+#include "frugal/base.h"
 #include "frugal/io.h"
 
 namespace frugal {
 namespace {
 
 constexpr int64_t kPixels = 3 * 32 * 32;
+// The files of the data sets, for an error that finds none at a path.
+constexpr const char* kCifarFiles =
+    "CIFAR-10 has data_batch_1.bin .. data_batch_5.bin and test_batch.bin, CIFAR-100 train.bin and test.bin";
 constexpr const char* kCifarFix =
     "re-extract the data set (cifar-10-batches-bin / cifar-100-binary), or pick the right label option";
 
@@ -40,22 +39,6 @@ int LabelCount(CifarLabel which) {
     case CifarLabel::kFine: return 100;
   }
   return 0;
-}
-
-// Reads a whole file; throws Error naming it if it is missing or unreadable.
-std::string ReadFile(const std::string& path) {
-  struct stat st;
-  FRUGAL_REQUIRE(stat(path.c_str(), &st) == 0, path, ": cannot open CIFAR file: ", std::strerror(errno),
-                 " (check the path: CIFAR-10 has data_batch_1.bin .. data_batch_5.bin and test_batch.bin, ",
-                 "CIFAR-100 train.bin and test.bin)");
-  FRUGAL_REQUIRE(!S_ISDIR(st.st_mode), path, ": cannot open CIFAR file: it is a directory (list the .bin files)");
-  std::ifstream in(path, std::ios::binary);
-  FRUGAL_REQUIRE(in.is_open(), path, ": cannot open CIFAR file: ", std::strerror(errno));
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  FRUGAL_REQUIRE(in.gcount() == static_cast<std::streamsize>(bytes.size()), path, ": cannot read CIFAR file: got ",
-                 in.gcount(), " of ", bytes.size(), " bytes (the file changed while reading?)");
-  return bytes;
 }
 
 int64_t RecordBytes(CifarLabel which) { return (which == CifarLabel::kCifar10 ? 1 : 2) + kPixels; }
@@ -104,7 +87,7 @@ Dataset LoadCifar(const std::vector<std::string>& files, CifarLabel which, float
   Dataset ds;
   ds.sample_shape = Shape{3, 32, 32};
   ds.scale = scale;
-  for (const std::string& f : files) AppendCifar(f, ReadFile(f), which, &ds);
+  for (const std::string& f : files) AppendCifar(f, ReadFileBytes(f, "CIFAR file", kCifarFiles), which, &ds);
   return ds;
 }
 

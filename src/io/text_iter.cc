@@ -7,14 +7,10 @@
 // [b*L, (b+1)*L)); batch i holds, in row b, tokens [i*T, i*T + T) of stream b
 // and as labels the tokens one further. A batch row therefore continues the
 // same row of the batch before, so a recurrent state can be carried over.
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
+#include "frugal/base.h"
 #include "frugal/io.h"
 #include "io/order.h"
 
@@ -58,16 +54,7 @@ int64_t Vocabulary::Id(const std::string& token) const {
 }
 
 std::string ReadTextFile(const std::string& path) {
-  struct stat st;
-  FRUGAL_REQUIRE(stat(path.c_str(), &st) == 0, path, ": cannot open text corpus: ", std::strerror(errno),
-                 " (check the path; data/text/prepare.sh builds data/text/corpus.txt)");
-  FRUGAL_REQUIRE(!S_ISDIR(st.st_mode), path, ": cannot open text corpus: it is a directory (pass a text file)");
-  std::ifstream in(path, std::ios::binary);
-  FRUGAL_REQUIRE(in.is_open(), path, ": cannot open text corpus: ", std::strerror(errno));
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  FRUGAL_REQUIRE(in.gcount() == static_cast<std::streamsize>(text.size()), path, ": cannot read text corpus: got ",
-                 in.gcount(), " of ", text.size(), " bytes");
+  std::string text = ReadFileBytes(path, "text corpus", "data/text/prepare.sh builds data/text/corpus.txt");
   FRUGAL_REQUIRE(!text.empty(), path, ": the text corpus is empty");
   return text;
 }

@@ -59,9 +59,24 @@ void RequireNchw(const ShapeCtx& c, const Shape& x) {
   if (x.ndim() != 4) c.Fail(Fmt("x has shape ", x, "; expected 4 dims (N, C, H, W)"));
 }
 
+namespace {
+// Sets in[k] to want if unknown, else checks it is want.
 void SetOrCheck(ShapeCtx& c, int k, const Shape& want, const std::string& what) {
   if (!c.in[k].known()) c.in[k] = want;
   if (c.in[k] != want) c.Fail(Fmt(what, " has shape ", c.in[k], " but x ", c.in[0], " needs ", want));
+}
+}  // namespace
+
+void InferConvInputs(ShapeCtx& c, bool transposed) {
+  const auto& p = c.params<ConvParams>();
+  const Shape& x = c.in[0];
+  RequireNchw(c, x);
+  const int64_t cin = x[1], g = p.num_group;
+  if (cin % g != 0) c.Fail(Fmt("x has ", cin, " channels, not a multiple of num_group ", g));
+  const Shape weight = transposed ? Shape{cin, p.num_filter / g, p.kernel[0], p.kernel[1]}
+                                  : Shape{p.num_filter, cin / g, p.kernel[0], p.kernel[1]};
+  SetOrCheck(c, 1, weight, "weight");
+  if (!p.no_bias) SetOrCheck(c, 2, Shape{p.num_filter}, "bias");
 }
 
 }  // namespace frugal

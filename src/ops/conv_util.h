@@ -39,7 +39,11 @@ ConvParams ReadConvParams(AttrReader& a);
 int ConvNumInputs(const std::any& p);
 // The forward node's x must be (N, C, H, W); fails naming the node if not.
 void RequireNchw(const ShapeCtx& c, const Shape& x);
-// Sets in[k] to want if unknown, else checks it is want.
-void SetOrCheck(ShapeCtx& c, int k, const Shape& want, const std::string& what);
+// The inputs of a convolution, or with `transposed` a deconvolution: x
+// (N, C, H, W) with C a multiple of num_group; the weight (num_filter,
+// C / num_group, kh, kw), transposed (C, num_filter / num_group, kh, kw);
+// the bias (num_filter) unless no_bias. Each parameter's shape is set where
+// unknown, else checked; fails naming the node.
+void InferConvInputs(ShapeCtx& c, bool transposed);
 
 }  // namespace frugal

@@ -36,12 +36,8 @@ using dnnl::memory;
 
 void ConvInferShape(ShapeCtx& c) {
   const auto& p = c.params<ConvParams>();
+  InferConvInputs(c, /*transposed=*/false);
   const Shape& x = c.in[0];
-  RequireNchw(c, x);
-  const int64_t cin = x[1], g = p.num_group;
-  if (cin % g != 0) c.Fail(Fmt("x has ", cin, " channels, not a multiple of num_group ", g));
-  SetOrCheck(c, 1, Shape{p.num_filter, cin / g, p.kernel[0], p.kernel[1]}, "weight");
-  if (!p.no_bias) SetOrCheck(c, 2, Shape{p.num_filter}, "bias");
   const int64_t oh = WindowOut(x[2], p.kernel[0], p.stride[0], p.pad[0], p.dilate[0]);
   const int64_t ow = WindowOut(x[3], p.kernel[1], p.stride[1], p.pad[1], p.dilate[1]);
   if (oh <= 0 || ow <= 0) {

@@ -45,12 +45,8 @@ int64_t DeconvOut(const ConvParams& p, const Shape& x, int d) {
 
 void DeconvInferShape(ShapeCtx& c) {
   const auto& p = c.params<ConvParams>();
+  InferConvInputs(c, /*transposed=*/true);
   const Shape& x = c.in[0];
-  RequireNchw(c, x);
-  const int64_t cin = x[1], g = p.num_group;
-  if (cin % g != 0) c.Fail(Fmt("x has ", cin, " channels, not a multiple of num_group ", g));
-  SetOrCheck(c, 1, Shape{cin, p.num_filter / g, p.kernel[0], p.kernel[1]}, "weight");
-  if (!p.no_bias) SetOrCheck(c, 2, Shape{p.num_filter}, "bias");
   Pair pad, adj;
   EffectivePad(p, x, &pad, &adj);
   for (int d = 0; d < 2; ++d) {

@@ -39,14 +39,19 @@ void ReduceInferShape(ShapeCtx& c) {
   c.out[0] = Shape(dims);
 }
 
+// inputs: x    output: y[j] = of_group(x, red, j) for each group j of x
+template <typename OfGroup>
+void ReduceForward(const KernelCtx& c, OfGroup of_group) {
+  if (c.req[0] == OpReq::kNull) return;
+  const Reduction red = ReductionOf(c, c.in[0].shape());
+  const float* x = c.in[0].f();
+  ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) { return of_group(x, red, j); });
+}
+
 template <bool kMean>
 void SumForward(const KernelCtx& c) {
-  if (c.req[0] == OpReq::kNull) return;
-  const Shape& xs = c.in[0].shape();
-  const Reduction red = ReductionOf(c, xs);
-  const float* x = c.in[0].f();
-  const double scale = kMean ? 1.0 / red.folded.size() : 1.0;
-  ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) {
+  ReduceForward(c, [](const float* x, const Reduction& red, int64_t j) {
+    const double scale = kMean ? 1.0 / red.folded.size() : 1.0;
     const int64_t base = red.kept(j);
     return static_cast<float>(scale * SumOf(red.folded.size(), [&](int64_t r) { return x[base + red.folded(r)]; }));
   });
@@ -77,11 +82,7 @@ int64_t ArgBest(const float* x, const Reduction& red, int64_t j) {
 
 template <bool kMin>
 void MaxForward(const KernelCtx& c) {
-  if (c.req[0] == OpReq::kNull) return;
-  const Shape& xs = c.in[0].shape();
-  const Reduction red = ReductionOf(c, xs);
-  const float* x = c.in[0].f();
-  ForEach(red.kept.size(), Out(c, 0), c.req[0], [&](int64_t j) { return x[ArgBest<kMin>(x, red, j)]; });
+  ReduceForward(c, [](const float* x, const Reduction& red, int64_t j) { return x[ArgBest<kMin>(x, red, j)]; });
 }
 
 // inputs: dy, x    output: dx = dy at each group's first maximum (kMin:

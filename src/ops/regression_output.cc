@@ -48,12 +48,9 @@ template <bool kLogistic>
 void RegisterRegression(OpRegistry* r, const std::string& name, const std::string& doc) {
   OpDef& fwd = r->Add(name)
                    .Doc(doc)
-                   .Inputs({{"x"}, {"label"}})
-                   .Outputs({"y"})
+                   .LabelLoss("y")
                    .Params<RegressionParams>()
                    .InferShape(RegressionInferShape)
-                   .Loss()
-                   .Inplace({{0, 0}})
                    .Recompute(Cost::kCheap)
                    .CpuKernel(RegressionForward<kLogistic>);
   AddBackward(r, fwd, {Output(0), Input(1)}, "dx = (y - label) * grad_scale / (outputs per sample).")

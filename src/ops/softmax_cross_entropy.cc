@@ -90,12 +90,9 @@ void Register_softmax_cross_entropy(OpRegistry* r) {
   OpDef& fwd =
       r->Add("softmax_cross_entropy")
           .Doc("Softmax over the last axis with a cross-entropy loss against class labels; outputs probabilities.")
-          .Inputs({{"x"}, {"label"}})
-          .Outputs({"prob"})
+          .LabelLoss("prob")
           .Params<SceParams>()
           .InferShape(SceInferShape)
-          .Loss()
-          .Inplace({{0, 0}})
           .Recompute(Cost::kCheap)
           .CpuKernel(SceForward);
   AddBackward(r, fwd, {Output(0), Input(1)}, "dx = (p - onehot(label)) * grad_scale / norm, 0 on ignored rows.")

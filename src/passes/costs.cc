@@ -106,7 +106,7 @@ void CostTable::Save(const std::string& path) const {
 }
 
 CostTable CostTable::Load(const std::string& path) {
-  std::istringstream in(ReadFileBytes(path, "cost table (write one with `frugal time --save-costs FILE`)"));
+  std::istringstream in(ReadFileBytes(path, "cost table", "write one with `frugal time --save-costs FILE`"));
   CostTable t;
   std::string line;
   bool have_rate = false;

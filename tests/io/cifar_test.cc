@@ -91,7 +91,7 @@ TEST(Cifar, EmptyMissingAndDirectory) {
   std::string f = dir.Write("empty.bin", "");
   ExpectError([&] { LoadCifar({f}); }, {f, "empty"});
   ExpectError([&] { LoadCifar({dir.File("nope.bin")}); }, {dir.File("nope.bin"), "cannot open"});
-  ExpectError([&] { LoadCifar({dir.path()}); }, {dir.path(), "directory"});
+  ExpectError([&] { LoadCifar({dir.path()}); }, {dir.path(), "is a folder; give the CIFAR file"});
   ExpectError([&] { LoadCifar({}); }, {"no files"});
 }
 

@@ -53,6 +53,15 @@ std::string SymmetricPads(const NodeView& v, const Shape& x, const std::vector<i
   return "";
 }
 
+// The attributes of frugal's convolution, 2-D; a deconvolution adds adj.
+AttrMap ConvAttrs(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& pad, const std::vector<int64_t>& dilate, int64_t num_filter,
+                  int64_t group, bool bias) {
+  return {{"kernel", TupleStr(kernel)}, {"stride", TupleStr(stride)},       {"pad", TupleStr(pad)},
+          {"dilate", TupleStr(dilate)}, {"num_filter", IntStr(num_filter)}, {"num_group", IntStr(group)},
+          {"no_bias", BoolStr(!bias)}};
+}
+
 // ConvTranspose beyond frugal's deconvolution (output_shape, SAME pads,
 // pads that differ at the two ends, output_padding, 1-D): the full
 // transposed convolution (no pads), its rows [begin, begin + out) copied
@@ -94,16 +103,9 @@ Lowering DeconvByCrop(const NodeView& v, std::vector<int64_t> kernel, std::vecto
     weight = Add(&l, "reshape", {{"shape", "(0,0,-1,1)"}}, {weight});
     kernel.push_back(1), stride.push_back(1), dilate.push_back(1);
   }
-  Operand y = Add(&l, "deconvolution",
-                  {{"kernel", TupleStr(kernel)},
-                   {"stride", TupleStr(stride)},
-                   {"pad", TupleStr({0, 0})},
-                   {"dilate", TupleStr(dilate)},
-                   {"adj", TupleStr({0, 0})},
-                   {"num_filter", IntStr(m)},
-                   {"num_group", IntStr(group)},
-                   {"no_bias", "true"}},
-                  {in, weight});
+  AttrMap attrs = ConvAttrs(kernel, stride, {0, 0}, dilate, m, group, /*bias=*/false);
+  attrs["adj"] = TupleStr({0, 0});
+  Operand y = Add(&l, "deconvolution", std::move(attrs), {in, weight});
   const std::vector<int64_t> sf = Strides(full);
   const int64_t n_full = Shape(full).Size();
   const std::vector<int64_t> pos = MapPositions(dims, [&](const std::vector<int64_t>& c) {
@@ -157,15 +159,7 @@ Lowering ConvRule(const NodeView& v) {
   std::vector<int64_t> stride = IntsOr(v, "strides", nd, 1), dilate = IntsOr(v, "dilations", nd, 1), pad;
   if (auto why = SymmetricPads(v, v.InputShape(0), kernel, stride, dilate, &pad); !why.empty()) return Unsupported(why);
   const bool bias = v.HasInput(2);
-  return One("convolution",
-             {{"kernel", TupleStr(kernel)},
-              {"stride", TupleStr(stride)},
-              {"pad", TupleStr(pad)},
-              {"dilate", TupleStr(dilate)},
-              {"num_filter", IntStr(w[0])},
-              {"num_group", IntStr(v.Int("group", 1))},
-              {"no_bias", BoolStr(!bias)}},
-             bias ? 3 : 2);
+  return One("convolution", ConvAttrs(kernel, stride, pad, dilate, w[0], v.Int("group", 1), bias), bias ? 3 : 2);
 }
 
 // ConvTranspose(X, W[, B]): W is (C, M/group, k1, k2, ...).
@@ -189,16 +183,9 @@ Lowering ConvTransposeRule(const NodeView& v) {
   if (!native) return DeconvByCrop(v, kernel, stride, dilate, adj);
   const int64_t group = v.Int("group", 1);
   const bool bias = v.HasInput(2);
-  return One("deconvolution",
-             {{"kernel", TupleStr(kernel)},
-              {"stride", TupleStr(stride)},
-              {"pad", TupleStr(pad)},
-              {"dilate", TupleStr(dilate)},
-              {"adj", TupleStr(IntsOr(v, "output_padding", nd, 0))},
-              {"num_filter", IntStr(w[1] * group)},
-              {"num_group", IntStr(group)},
-              {"no_bias", BoolStr(!bias)}},
-             bias ? 3 : 2);
+  AttrMap attrs = ConvAttrs(kernel, stride, pad, dilate, w[1] * group, group, bias);
+  attrs["adj"] = TupleStr(adj);
+  return One("deconvolution", std::move(attrs), bias ? 3 : 2);
 }
 
 namespace {

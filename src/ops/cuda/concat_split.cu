@@ -52,8 +52,7 @@ void SplitBackwardCuda(const KernelCtx& c) { CopyPartsCuda(c, SplitGradCopy(c));
 }  // namespace
 
 void RegisterCuda_concat_split(OpRegistry* r) {
-  r->Existing("concat").CudaKernel(ConcatForwardCuda);
-  r->Existing("_backward_concat").CudaKernel(ConcatBackwardCuda);
+  SetCudaKernels(r, "concat", ConcatForwardCuda, ConcatBackwardCuda);
   r->Existing("split").CudaKernel(SplitForwardCuda);
   r->Existing("slice_channel").CudaKernel(SplitForwardCuda);
   r->Existing("_backward_split").CudaKernel(SplitBackwardCuda);

@@ -20,6 +20,10 @@ inline float Beta(OpReq req) { return req == OpReq::kAdd ? 1.f : 0.f; }
 
 }  // namespace cuda
 
+// y = x, or y += x for kAdd; nothing where the planner ran the op in place
+// (y is x's bytes): the kernel of the ops that copy their input (identity.cu).
+void CopyForwardCuda(const KernelCtx& c);
+
 // Gives op `name` and its backward op (OpDef::backward_op) their CUDA kernels.
 inline void SetCudaKernels(OpRegistry* r, const std::string& name, Kernel forward, Kernel backward) {
   OpDef& op = r->Existing(name);

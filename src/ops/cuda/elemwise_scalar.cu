@@ -47,8 +47,7 @@ void RegisterCuda_elemwise_scalar(OpRegistry* r) {
   r->Existing("rsub_scalar").CudaKernel(ScalarForwardCuda<RSubS>);
   r->Existing("mul_scalar").CudaKernel(ScalarForwardCuda<MulS>);
   r->Existing("div_scalar").CudaKernel(ScalarForwardCuda<DivS>);
-  r->Existing("rdiv_scalar").CudaKernel(ScalarForwardCuda<RDivS>);
-  r->Existing("_backward_rdiv_scalar").CudaKernel(RDivScalarBackwardCuda);
+  SetCudaKernels(r, "rdiv_scalar", ScalarForwardCuda<RDivS>, RDivScalarBackwardCuda);
 }
 
 }  // namespace frugal

@@ -6,12 +6,6 @@
 namespace frugal {
 namespace {
 
-void CopyForwardCuda(const KernelCtx& c) {
-  const float* x = c.in[0].f();
-  if (c.req[0] == OpReq::kWrite && x == Out(c, 0)) return;
-  cuda::Map(c, 0, [x] __device__(int64_t i) { return x[i]; });
-}
-
 // One block: dx (+)= grad_scale / norm, norm = max(1, #{y > thresh}) when valid.
 __global__ void MakeLossGradKernel(const float* y, int64_t n, float* dx, int64_t n_dx, double scale, bool valid,
                                    float thresh, bool add) {

@@ -42,10 +42,7 @@ void MatmulBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_matmul(OpRegistry* r) {
-  for (const char* op : {"matmul", "batch_dot"}) {
-    r->Existing(op).CudaKernel(MatmulForwardCuda);
-    r->Existing(std::string("_backward_") + op).CudaKernel(MatmulBackwardCuda);
-  }
+  for (const char* op : {"matmul", "batch_dot"}) SetCudaKernels(r, op, MatmulForwardCuda, MatmulBackwardCuda);
 }
 
 }  // namespace frugal

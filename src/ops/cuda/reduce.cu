@@ -84,14 +84,10 @@ void MaxBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_reduce(OpRegistry* r) {
-  r->Existing("sum").CudaKernel(SumForwardCuda<false>);
-  r->Existing("_backward_sum").CudaKernel(SumBackwardCuda<false>);
-  r->Existing("mean").CudaKernel(SumForwardCuda<true>);
-  r->Existing("_backward_mean").CudaKernel(SumBackwardCuda<true>);
-  r->Existing("max").CudaKernel(MaxForwardCuda<false>);
-  r->Existing("_backward_max").CudaKernel(MaxBackwardCuda<false>);
-  r->Existing("min").CudaKernel(MaxForwardCuda<true>);
-  r->Existing("_backward_min").CudaKernel(MaxBackwardCuda<true>);
+  SetCudaKernels(r, "sum", SumForwardCuda<false>, SumBackwardCuda<false>);
+  SetCudaKernels(r, "mean", SumForwardCuda<true>, SumBackwardCuda<true>);
+  SetCudaKernels(r, "max", MaxForwardCuda<false>, MaxBackwardCuda<false>);
+  SetCudaKernels(r, "min", MaxForwardCuda<true>, MaxBackwardCuda<true>);
 }
 
 }  // namespace frugal

@@ -26,10 +26,8 @@ void RegressionBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_regression_output(OpRegistry* r) {
-  r->Existing("linear_regression_output").CudaKernel(RegressionForwardCuda<false>);
-  r->Existing("logistic_regression_output").CudaKernel(RegressionForwardCuda<true>);
-  r->Existing("_backward_linear_regression_output").CudaKernel(RegressionBackwardCuda);
-  r->Existing("_backward_logistic_regression_output").CudaKernel(RegressionBackwardCuda);
+  SetCudaKernels(r, "linear_regression_output", RegressionForwardCuda<false>, RegressionBackwardCuda);
+  SetCudaKernels(r, "logistic_regression_output", RegressionForwardCuda<true>, RegressionBackwardCuda);
 }
 
 }  // namespace frugal

@@ -115,10 +115,7 @@ void SoftmaxBackwardCuda(const KernelCtx& c) {
 }  // namespace
 
 void RegisterCuda_softmax(OpRegistry* r) {
-  for (const char* op : {"softmax", "log_softmax"}) {
-    r->Existing(op).CudaKernel(SoftmaxForwardCuda);
-    r->Existing(std::string("_backward_") + op).CudaKernel(SoftmaxBackwardCuda);
-  }
+  for (const char* op : {"softmax", "log_softmax"}) SetCudaKernels(r, op, SoftmaxForwardCuda, SoftmaxBackwardCuda);
 }
 
 }  // namespace frugal
