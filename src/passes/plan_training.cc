@@ -103,7 +103,9 @@ TrainingPlan BestSqrt(Search& q, const BackwardReads& reads, int64_t* best_b = n
   for (int j = -6; j <= 6; ++j) budgets.push_back(static_cast<int64_t>(base * std::pow(2.0, j / 2.0)));
   std::vector<KeepLevels> levels = SqrtLevels(q.fwd, budgets);
   std::vector<std::pair<int64_t, size_t>> by_bound;  // bound, budget
-  for (size_t k = 0; k < budgets.size(); ++k) by_bound.emplace_back(reads.Bound(q.fwd, levels[k]), k);
+  for (size_t k = 0; k < budgets.size(); ++k)        // budgets that give the same levels (small graphs) are priced once
+    if (std::find(levels.begin(), levels.begin() + k, levels[k]) == levels.begin() + k)
+      by_bound.emplace_back(reads.Bound(q.fwd, levels[k]), k);
   std::stable_sort(by_bound.begin(), by_bound.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::optional<TrainingPlan> best;
   for (const auto& [bound, k] : by_bound) {

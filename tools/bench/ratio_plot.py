@@ -66,7 +66,7 @@ def svg(header, rows):
 
 def main():
     if len(sys.argv) != 3:
-        sys.exit(__doc__.strip().splitlines()[-3].strip())
+        sys.exit("usage: tools/bench/ratio_plot.py TABLE.md OUT.svg")
     with open(sys.argv[1]) as f:
         header, rows = parse(f.read())
     with open(sys.argv[2], "w") as f:
