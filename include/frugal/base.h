@@ -97,6 +97,12 @@ struct Device {
   std::string ToString() const;  // "cpu(0)"
 };
 constexpr int kMaxDevices = 16;
+// A GPU's stream with its cuBLAS and cuDNN handles
+// (src/backend/cuda/cuda_util.h): what CUDA kernels and the training loop's
+// copies are queued on. Work on the CPU gets none (nullptr).
+namespace cuda {
+struct Context;
+}
 
 // FNV-1a over the bytes of s: stable across platforms and runs (std::hash
 // promises neither).

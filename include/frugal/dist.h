@@ -61,9 +61,9 @@ class Communicator {
   // device pointers.
   virtual bool device_buffers() const { return false; }
   // device_buffers() only: averages every buffer over the ranks, in place,
-  // queued on the stream of `cuda` (a backend::LaunchAsync context). Called
+  // queued on the stream of `cuda` (backend::LaunchAsync's). Called
   // in the same order on every rank.
-  virtual void AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>& bufs, void* cuda);
+  virtual void AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>& bufs, cuda::Context* cuda);
   // Copies root's n floats to every rank's data, then calls done as
   // AllReduceSumAsync does (host buffers only).
   virtual void BroadcastAsync(uint64_t seq, float* data, int64_t n, int root, const char* what,

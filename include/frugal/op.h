@@ -110,10 +110,9 @@ struct KernelCtx {
   // The engine's workers also make it their OpenMP default, so plain
   // `#pragma omp parallel` follows it; pass it to num_threads() to be explicit.
   int num_threads = 1;
-  // A CUDA kernel's cuda::Context (src/backend/cuda/cuda_util.h: its GPU's
-  // stream, cuBLAS and cuDNN handles); nullptr on the CPU. CUDA kernels
-  // launch work on that stream and return without waiting for it.
-  void* cuda = nullptr;
+  // A CUDA kernel's GPU stream and handles; nullptr on the CPU. CUDA
+  // kernels launch work on that stream and return without waiting for it.
+  cuda::Context* cuda = nullptr;
   // The learning rate scheduled for this run (before lr_mult), for the
   // optimizer update ops; 0 in the forward and backward graphs.
   float lr = 0;

@@ -68,13 +68,13 @@ void MemsetZero(void* dst, int dev, int64_t bytes);
 // GPU, with the error of a failed launch or kernel, if any (the engine's
 // Done, frugal/engine.h, is such a function).
 using Completion = std::function<void(std::exception_ptr error)>;
-void LaunchAsync(int dev, const std::function<void(void* context)>& launch, Completion done);
+void LaunchAsync(int dev, const std::function<void(cuda::Context* context)>& launch, Completion done);
 // Blocks until the stream of `dev` is idle.
 void Synchronize(int dev);
 
 // A copy queued on the stream of a LaunchAsync context (its argument), for
 // the training loop around the graphs (batches and outputs): between the
 // context's GPU and the host (pinned memory for overlap) or within the GPU.
-void CopyAsync(void* context, void* dst, Device dst_dev, const void* src, Device src_dev, int64_t bytes);
+void CopyAsync(cuda::Context* context, void* dst, Device dst_dev, const void* src, Device src_dev, int64_t bytes);
 
 }  // namespace frugal::backend

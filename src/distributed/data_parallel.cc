@@ -57,7 +57,7 @@ std::unique_ptr<Communicator> MakeCommunicator(const std::string& name, const Co
 #endif
 }
 
-void Communicator::AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>&, void*) {
+void Communicator::AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>&, cuda::Context*) {
   throw Error("this communicator does not take GPU buffers (use NCCL: frugal built with CUDA and NCCL)");
 }
 
@@ -205,7 +205,7 @@ void DataParallel::PushAllReduceOnGpu(Engine* engine, bool of_sums) {
         [b, comm, dev, of_sums](Done done) {
           backend::LaunchAsync(
               dev,
-              [b, comm, of_sums](void* cuda) {
+              [b, comm, of_sums](cuda::Context* cuda) {
                 std::vector<std::pair<float*, int64_t>> bufs;
                 for (const Tensor& g : of_sums ? b->sums : b->grads) bufs.emplace_back(g.f(), g.size());
                 comm->AllReduceAverageOnStream(bufs, cuda);

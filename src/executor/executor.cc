@@ -255,7 +255,7 @@ void Executor::PushCuda(bool is_train, int64_t step, uint64_t seed, float lr) {
         [&r, &n, is_train, step, seed, lr, part = data_part_, dev = device_.id](Done done) {
           backend::LaunchAsync(
               dev,
-              [&](void* cuda) {
+              [&](cuda::Context* cuda) {
                 KernelCtx ctx{n,          r.in, r.out, r.req, r.workspace, is_train, r.is_recompute,
                               r.node_key, seed, step,  1,     cuda,        lr,       part};
                 n.op->cuda_kernel()(ctx);

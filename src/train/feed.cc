@@ -152,7 +152,7 @@ class PinnedFeed : public Feed {
   void PushLoad(DataIter* it, int64_t begin_epoch) override {
     PushRead(it, begin_epoch, {host_var_});
     s_->PushOn(
-        [this](void* cuda) {
+        [this](cuda::Context* cuda) {
           metric_label_.CopyFrom(host_label_);
           metric_valid_ = num_valid_;
           const Device dev = s_->dev;
@@ -165,7 +165,7 @@ class PinnedFeed : public Feed {
   // The outputs to pinned host memory first, then the metrics on the host.
   void PushMetrics(std::vector<MetricSet*> ms, WindowTally* tally) override {
     s_->PushOn(
-        [outputs = Outputs(exec_), host = fetched_, dev = s_->dev](void* cuda) {
+        [outputs = Outputs(exec_), host = fetched_, dev = s_->dev](cuda::Context* cuda) {
           for (size_t k = 0; k < outputs.size(); ++k)
             backend::CopyAsync(cuda, host[k].raw(), Device{}, outputs[k].raw(), dev, outputs[k].bytes());
         },

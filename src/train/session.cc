@@ -131,8 +131,8 @@ Var Session::NewVar() {
   return vars_.back();
 }
 
-void Session::PushOn(std::function<void(void*)> fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
-                     const char* name) {
+void Session::PushOn(std::function<void(cuda::Context*)> fn, const std::vector<Var>& reads,
+                     const std::vector<Var>& writes, const char* name) {
   PushOptions o;
   o.name = name;
   if (!on_gpu()) {

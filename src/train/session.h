@@ -36,8 +36,8 @@ struct Session {
   // Pushes fn where the model runs: on a CPU worker with a null context, or
   // on the GPU's stream with its LaunchAsync context (backend/device.h), the
   // variables released when the GPU has done the work.
-  void PushOn(std::function<void(void* cuda)> fn, const std::vector<Var>& reads, const std::vector<Var>& writes,
-              const char* name);
+  void PushOn(std::function<void(cuda::Context* cuda)> fn, const std::vector<Var>& reads,
+              const std::vector<Var>& writes, const char* name);
   // Everything a checkpoint holds (host copies, views on the CPU) but the
   // optimizer state, which OptState gives. The engine must be idle.
   CheckpointState State(const ConfigFile& cfg, int64_t epoch, int64_t iteration, int64_t position) const;

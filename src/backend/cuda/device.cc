@@ -142,7 +142,7 @@ class Device {
     return reserved_;
   }
 
-  void Launch(const std::function<void(void*)>& launch, backend::Completion done) {
+  void Launch(const std::function<void(cuda::Context*)>& launch, backend::Completion done) {
     std::exception_ptr error;
     cudaEvent_t event = nullptr;
     const uint64_t number = ++ctx_.launch;  // launches come from this GPU's one engine worker
@@ -301,7 +301,7 @@ void MemsetZero(void* dst, int dev, int64_t bytes) {
   d.Synchronize();
 }
 
-void LaunchAsync(int dev, const std::function<void(void*)>& launch, Completion done) {
+void LaunchAsync(int dev, const std::function<void(cuda::Context*)>& launch, Completion done) {
   cuda::Get(dev).Launch(launch, std::move(done));
 }
 

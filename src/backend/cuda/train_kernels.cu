@@ -7,10 +7,10 @@
 
 namespace frugal::backend {
 
-void CopyAsync(void* context, void* dst, Device dst_dev, const void* src, Device src_dev, int64_t bytes) {
+void CopyAsync(cuda::Context* context, void* dst, Device dst_dev, const void* src, Device src_dev, int64_t bytes) {
   if (bytes == 0) return;
-  FRUGAL_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cuda::CopyKind(dst_dev, src_dev),
-                                    static_cast<cuda::Context*>(context)->stream));
+  FRUGAL_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cuda::CopyKind(dst_dev, src_dev), context->stream));
 }
 
 }  // namespace frugal::backend

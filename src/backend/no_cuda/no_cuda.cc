@@ -24,8 +24,8 @@ void* PinnedAlloc(int64_t) { NoCuda("pinned memory"); }
 void PinnedFree(void*) {}
 void CopyBytes(void*, Device, const void*, Device, int64_t) { NoCuda("device copy"); }
 void MemsetZero(void*, int, int64_t) { NoCuda("device memset"); }
-void LaunchAsync(int, const std::function<void(void*)>&, Completion) { NoCuda("CUDA launch"); }
+void LaunchAsync(int, const std::function<void(cuda::Context*)>&, Completion) { NoCuda("CUDA launch"); }
 void Synchronize(int) {}
-void CopyAsync(void*, void*, Device, const void*, Device, int64_t) { NoCuda("device copy"); }
+void CopyAsync(cuda::Context*, void*, Device, const void*, Device, int64_t) { NoCuda("device copy"); }
 
 }  // namespace frugal::backend

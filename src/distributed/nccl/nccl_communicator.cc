@@ -48,8 +48,8 @@ class NcclCommunicator : public Communicator {
     LOG(FATAL) << what << ": the NCCL communicator averages GPU buffers with AllReduceAverageOnStream";
   }
 
-  void AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>& bufs, void* cuda) override {
-    cudaStream_t s = static_cast<cuda::Context*>(cuda)->stream;
+  void AllReduceAverageOnStream(const std::vector<std::pair<float*, int64_t>>& bufs, cuda::Context* cuda) override {
+    cudaStream_t s = cuda->stream;
     FRUGAL_NCCL_CHECK(ncclGroupStart());
     for (const auto& [p, n] : bufs) {
       FRUGAL_NCCL_CHECK(ncclAllReduce(p, p, static_cast<size_t>(n), ncclFloat, ncclAvg, comm_, s));

@@ -13,7 +13,7 @@ namespace frugal {
 namespace cuda {
 
 // A CUDA kernel's Context (KernelCtx::cuda) and its stream.
-inline Context& Ctx(const KernelCtx& c) { return *static_cast<Context*>(c.cuda); }
+inline Context& Ctx(const KernelCtx& c) { return *c.cuda; }
 inline cudaStream_t Stream(const KernelCtx& c) { return Ctx(c).stream; }
 // beta for cuBLAS / cuDNN from a request: kAdd accumulates, kWrite overwrites.
 inline float Beta(OpReq req) { return req == OpReq::kAdd ? 1.f : 0.f; }
