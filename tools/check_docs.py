@@ -14,7 +14,9 @@
   generated  docs/reference/ is what tools/gen_reference.py writes today
   narration  no .md file in the repository narrates how it was written
              (sessions, stops, other people's builds, dated section titles)
-  cells      no table cell of docs/ARCHITECTURE.md is over 300 characters
+  sizes      README.md, docs/benchmarks.md and docs/ARCHITECTURE.md stay within
+             their line counts (200, 300, 400), and no table cell of
+             docs/ARCHITECTURE.md is over 300 characters
   runnable   every block fenced as ```sh runnable runs from the repository
              root (build/frugal standing for --frugal) and exits 0
 
@@ -31,10 +33,13 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHECKS = ["links", "flags", "ops", "claims", "generated", "narration", "cells", "runnable"]
+CHECKS = ["links", "flags", "ops", "claims", "generated", "narration", "sizes", "runnable"]
 # Hand-written pages whose tables stay tables: detail goes to prose.
 SHORT_CELLS = ["docs/ARCHITECTURE.md"]
 MAX_CELL = 300
+# Pages a user reads whole: what does not fit goes to docs/guide/ or
+# docs/design/.
+MAX_LINES = {"README.md": 200, "docs/benchmarks.md": 300, "docs/ARCHITECTURE.md": 400}
 
 # Phrases that narrate the work instead of describing frugal. A doc says what
 # is true now; when and by whom it was found out is the git log's.
@@ -289,7 +294,12 @@ def check_narration():
                         problem(path, n, f"narrates the work ({what}): say what is true now; history is git log's")
 
 
-def check_cells():
+def check_sizes():
+    for rel, limit in MAX_LINES.items():
+        with open(os.path.join(ROOT, rel)) as f:
+            n = sum(1 for _ in f)
+        if n > limit:
+            problem(os.path.join(ROOT, rel), n, f"{n} lines (at most {limit}): move detail to docs/guide/ or docs/design/")
     for rel in SHORT_CELLS:
         path = os.path.join(ROOT, rel)
         with open(path) as f:
@@ -347,8 +357,8 @@ def main():
         check_generated(frugal)
     if "narration" in only:
         check_narration()
-    if "cells" in only:
-        check_cells()
+    if "sizes" in only:
+        check_sizes()
     if "runnable" in only:
         check_runnable(files, frugal, timings)
     for f, line, s in timings:
