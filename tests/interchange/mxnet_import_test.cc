@@ -526,12 +526,12 @@ TEST(MxnetImport, SoftmaxActivationModes) {
 // Module.save_checkpoint; the LSTM example by Symbol.save and mx.nd.save;
 // mx.rnn's LSTM cells, begun from _zeros, under log_softmax,
 // SoftmaxActivation and softmax; the fused RNN of mx.sym.RNN and of
-// gluon.rnn.LSTM and mx.rnn.FusedRNNCell, each two LSTM layers; a
-// convolution under LRN),
+// gluon.rnn.LSTM and mx.rnn.FusedRNNCell, each two LSTM layers, and one
+// begun from learned states; a convolution under LRN),
 // with MXNet's inference output for an input: frugal computes the same.
 TEST(MxnetImport, FilesMxnetWroteComputeWhatMxnetComputed) {
   const std::string dir = std::string(FRUGAL_SOURCE_DIR) + "/tests/mxnet/";
-  for (const std::string name : {"cnn", "lstm", "rnn", "fused", "gluon", "lrn", "fusedcell"}) {
+  for (const std::string name : {"cnn", "lstm", "rnn", "fused", "gluon", "lrn", "fusedcell", "fusedstate"}) {
     SCOPED_TRACE(name);
     const MxnetSymbol sym = ReadMxnetSymbol(dir + name + "-symbol.json");
     EXPECT_EQ(sym.mxnet_version, 10901);
@@ -691,8 +691,9 @@ TEST(MxnetImport, FusedRnnItCannotComputeIsAnErrorNamingTheNode) {
   ExpectError([&] { import(", \"mode\": \"lstm\"", packed + 1); },
               {"node 'rnn' (RNN): its parameters hold 145 values, where num_layers 1 of state_size 4 hold 96 + 16 x "
                "the input size"});
-  ExpectError([&] { import(", \"mode\": \"lstm\"", packed, /*zero_states=*/false); },
-              {"node 'rnn' (RNN): its begin state 'h_given' (null) is not zeros"});
+  // A begin state given as an array: each layer's part of it (one layer here).
+  const std::string given = import(", \"mode\": \"lstm\"", packed, /*zero_states=*/false).config_text;
+  EXPECT_NE(given.find("name: \"rnn_h0_layers\" op: \"split\""), std::string::npos) << given;
   ExpectError([&] { import(", \"mode\": \"lstm\", \"state_outputs\": \"True\"", packed, true, 1); },
               {"node 'rnn' (RNN): the symbol's output is its output 1 (a final state)"});
 }

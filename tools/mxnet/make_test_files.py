@@ -27,7 +27,9 @@ Two small models, each as MXNet's files and the output MXNet computes:
         FullyConnected, SoftmaxOutput, written by Module.save_checkpoint;
   fusedcell: mx.rnn.FusedRNNCell (two LSTM layers) unrolled over the
         embedded tokens, layout NTC (SwapAxis around its RNN, begin states
-        _zeros), under FullyConnected; written by Symbol.save and mx.nd.save.
+        _zeros), under FullyConnected; written by Symbol.save and mx.nd.save;
+  fusedstate: fused as above, begun from learned states (variables of
+        (layers, batch, hidden) with arrays in the params file).
 For each, OUT/NAME-symbol.json, OUT/NAME-0000.params and OUT/NAME-io.params
 (the arrays "data" and "output": an input and MXNet's output for it, in
 inference).
@@ -156,6 +158,16 @@ def fused():
     return mx.sym.softmax(pred, axis=-1, name='prob')
 
 
+def fused_state():
+    embed = mx.sym.Embedding(mx.sym.Variable('data'), input_dim=VOCAB, output_dim=EMBED, name='embed')
+    steps = mx.sym.transpose(embed, axes=(1, 0, 2), name='steps')
+    begin = [mx.sym.Variable('lstm_begin_%s' % s) for s in ('h', 'c')]
+    out = mx.sym.RNN(steps, mx.sym.Variable('lstm_parameters'), begin[0], begin[1], state_size=HIDDEN,
+                     num_layers=LAYERS, mode='lstm', name='lstm')
+    pred = mx.sym.FullyConnected(mx.sym.Reshape(out, shape=(-1, HIDDEN)), num_hidden=VOCAB, name='pred')
+    return mx.sym.softmax(pred, axis=-1, name='prob')
+
+
 class GluonLstm(mx.gluon.HybridBlock):
     def __init__(self):
         super().__init__()
@@ -214,6 +226,7 @@ def main(out_dir):
 
     checkpoint_model(out_dir, 'lrn', lrn(), rng.uniform(0, 1, (4, 3, 8, 8)).astype(np.float32), rng)
     symbol_model('fusedcell', fused_cell(), {'data': rng.randint(0, VOCAB, (BATCH, STEPS)).astype(np.float32)})
+    symbol_model('fusedstate', fused_state(), {'data': rng.randint(0, VOCAB, (BATCH, STEPS)).astype(np.float32)})
 
 
 if __name__ == '__main__':

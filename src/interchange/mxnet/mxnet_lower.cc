@@ -156,14 +156,25 @@ class Lowering {
     for (const Input& in : n.inputs) Pack(in.node, rnn, out);
   }
 
-  // A begin state frugal makes as zeros: _zeros, or a variable with a
-  // __shape__ and no array.
-  void RequireZeros(int state, int rnn) const {
-    const MxnetNode& n = old_[state];
-    const bool zeros = n.op == "_zeros" || (n.op == "null" && n.attrs.count("__shape__") && !Array(n.name));
-    FRUGAL_REQUIRE(zeros, Where(rnn), ": its begin state '", n.name, "' (", n.op,
-                   ") is not zeros; frugal imports a fused RNN begun from zeros (_zeros, or a variable with a ",
-                   "__shape__), as mx.rnn and gluon export it");
+  // Each layer's begin state of RNN node r from its input `k` (layers,
+  // batch, hidden): zeros of (0, hidden) where it is zeros (_zeros, or a
+  // variable with a __shape__ and no array, as mx.rnn and gluon export it),
+  // else the input's layer l (a learned state, or one computed).
+  std::vector<Input> BeginStates(int r, int k, int64_t layers, int64_t hidden, const std::vector<int>& moved) {
+    const MxnetNode& n = old_[r];
+    const MxnetNode& state = old_[n.inputs[k].node];
+    const char* which = k == 2 ? "_h0" : "_c0";
+    std::vector<Input> out;
+    if (state.op == "_zeros" || (state.op == "null" && state.attrs.count("__shape__") && !Array(state.name))) {
+      for (int64_t l = 0; l < layers; ++l)
+        out.push_back(AddOp(r, "_zeros", Fmt(n.name, "_l", l, which), {{"shape", Fmt("(0, ", hidden, ")")}}, {}));
+      return out;
+    }
+    const Input given{moved[n.inputs[k].node], n.inputs[k].index};
+    const Input split = AddOp(r, "SliceChannel", Fmt(n.name, which, "_layers"),
+                              {{"num_outputs", std::to_string(layers)}, {"axis", "0"}, {"squeeze_axis", "1"}}, {given});
+    for (int64_t l = 0; l < layers; ++l) out.push_back({split.node, static_cast<int>(l)});
+    return out;
   }
 
   // The nodes of RNN node r; returns the index of the last (its output).
@@ -203,8 +214,6 @@ class Lowering {
                    Get(attrs, "num_layers", "1"), "' must be positive whole numbers");
     FRUGAL_REQUIRE(n.inputs.size() == 4, Where(r), ": has ", n.inputs.size(),
                    " inputs; in LSTM mode RNN reads data, parameters, state and state_cell");
-    RequireZeros(n.inputs[2].node, r);
-    RequireZeros(n.inputs[3].node, r);
     std::vector<float> packed;
     Pack(n.inputs[1].node, r, &packed);
     // Weights (4H x I then 4H x H per layer; I = H after the first), then
@@ -223,6 +232,8 @@ class Lowering {
         SwapsFirstTwo(data)
             ? Input{moved[data.inputs[0].node], data.inputs[0].index}
             : Input{Add(Transpose(n.name + "_batch_first", {moved[n.inputs[0].node], n.inputs[0].index}, n.line)), 0};
+    const std::vector<Input> h0s = BeginStates(r, 2, layers, hidden, moved);
+    const std::vector<Input> c0s = BeginStates(r, 3, layers, hidden, moved);
     int64_t at = 0, bias_at = total - layers * 2 * g;
     auto add = [&](const std::string& op, const std::string& name, std::map<std::string, std::string> a,
                    std::vector<Input> in) { return AddOp(r, op, name, std::move(a), std::move(in)); };
@@ -236,8 +247,7 @@ class Lowering {
     for (int64_t l = 0; l < layers; ++l) {
       const std::string layer = Fmt(n.name, "_l", l);
       if (l > 0 && dropout) x = add("Dropout", layer + "_dropout", {{"p", p}}, {x});
-      const std::map<std::string, std::string> zeros{{"shape", Fmt("(0, ", hidden, ")")}};
-      const Input h0 = add("_zeros", layer + "_h0", zeros, {}), c0 = add("_zeros", layer + "_c0", zeros, {});
+      const Input h0 = h0s[l], c0 = c0s[l];
       const Input wx = take(layer + "_i2h_weight", Shape{g, l == 0 ? input : hidden}, &at);
       const Input wh = take(layer + "_h2h_weight", Shape{g, hidden}, &at);
       const Input bx = take(layer + "_i2h_bias", Shape{g}, &bias_at);
