@@ -68,10 +68,13 @@ class Executor {
   void Run(bool is_train, int64_t step, uint64_t seed, float lr = 0);
 
   // With profiling on, Run adds each node's kernel wall time (seconds) to
-  // node_seconds()[node]; for `frugal time`. Off by default.
+  // node_seconds()[node], and the library kernels it ran to
+  // node_kernels()[node] (src/ops/cpu/kernel_names.h; CPU only); for
+  // `frugal time`. Off by default.
   void SetProfiling(bool on) {
     profiling_ = on;
     node_seconds_.assign(graph_.num_nodes(), 0.0);
+    node_kernels_.assign(graph_.num_nodes(), std::string());
   }
   // Arena poisoning (see above) for the runs pushed after it; CPU only (a
   // GPU executor ignores it). Off by default.
@@ -83,6 +86,7 @@ class Executor {
   // recompute) while set; nullptr stops.
   void SetTrace(TraceWriter* trace) { trace_ = trace; }
   const std::vector<double>& node_seconds() const { return node_seconds_; }
+  const std::vector<std::string>& node_kernels() const { return node_kernels_; }
 
   const Tensor& output(int i) const { return outputs_[i]; }
   // The engine variable of graph output i: read it in a pushed function, or
@@ -130,6 +134,7 @@ class Executor {
   std::vector<std::vector<Range>> fresh_, dying_;
   bool profiling_ = false;
   std::vector<double> node_seconds_;  // per node, while profiling
+  std::vector<std::string> node_kernels_;
   TraceWriter* trace_ = nullptr;
 };
 

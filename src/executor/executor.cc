@@ -10,6 +10,7 @@
 #include "backend/device.h"
 #include "frugal/op.h"
 #include "frugal/passes/schedule.h"
+#include "ops/cpu/kernel_names.h"
 
 namespace frugal {
 namespace {
@@ -206,7 +207,8 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed, float lr) {
     // the executor: a later Push with other arguments cannot change it.
     engine_->Push(
         [&r, &n, is_train, step, seed, lr, threads, part = data_part_,
-         seconds = profiling_ ? &node_seconds_[r.node] : nullptr, trace = trace_,
+         seconds = profiling_ ? &node_seconds_[r.node] : nullptr,
+         kernels = profiling_ ? &node_kernels_[r.node] : nullptr, trace = trace_,
          fresh = poison_ ? &fresh_[r.node] : nullptr, arena = arena_.get(), graph = &graph_] {
           if (fresh) {
             CheckNotPoisoned(*graph, n, r.in, arena);
@@ -226,6 +228,7 @@ void Executor::Push(bool is_train, int64_t step, uint64_t seed, float lr) {
             n.op->cpu_kernel()(ctx);
             return;
           }
+          const cpu::KernelNames names(kernels);
           auto t0 = std::chrono::steady_clock::now();
           n.op->cpu_kernel()(ctx);
           *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -594,6 +594,9 @@ TEST(Cli, TimeReportsTheMedianStepWithItsSpread) {
   EXPECT_TRUE(std::regex_search(r.output,
                                 std::regex("data: token ids in \\[0, [0-9]+\\) \\(what the graph's index inputs take")))
       << r.output;
+  // Each op's row names the kernels it ran; the summary counts reference ones.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(" lstm .* dnnl_sgemm vec:(avx512|avx2|sse2)\n"))) << r.output;
+  EXPECT_NE(r.output.find("; 0 ops ran a reference (scalar) implementation\n"), std::string::npos) << r.output;
 }
 
 TEST(Cli, AnOpErrorDuringTrainingIsOneLineNamingTheOp) {

@@ -24,10 +24,12 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/parallel.h"
+#include "ops/cpu/kernel_names.h"
 #include "ops/cpu/vec.h"
 #include "backend/device.h"
 #include "cli.h"
@@ -165,16 +167,29 @@ std::unique_ptr<Executor> WarmExecutor(Timed* t, Device dev, Engine* engine, uin
 
 // Each op's fastest time (ms) over --iters profiled steps: like the step's
 // fastest, the time least slowed by other processes (a mean takes in every
-// stall).
-std::vector<double> FastestOpMs(Executor& exec, int num_nodes, int64_t first_step, uint64_t seed) {
+// stall); with `kernels`, the library kernels each node ran.
+std::vector<double> FastestOpMs(Executor& exec, int num_nodes, int64_t first_step, uint64_t seed,
+                                std::vector<std::string>* kernels = nullptr) {
   std::vector<double> ms(num_nodes, std::numeric_limits<double>::infinity());
   for (int it = 0; it < FLAGS_iters; ++it) {
     exec.SetProfiling(true);  // from 0
     exec.Run(true, first_step + it, seed);
     for (int i = 0; i < num_nodes; ++i) ms[i] = std::min(ms[i], exec.node_seconds()[i] * 1e3);
   }
+  if (kernels) *kernels = exec.node_kernels();
   exec.SetProfiling(false);
   return ms;
+}
+
+// Each name of `more` (space-separated) not yet in *names, appended.
+void AddNames(const std::string& more, std::string* names) {
+  std::istringstream words(more);
+  for (std::string w; words >> w;) {
+    std::istringstream have(*names);
+    bool seen = false;
+    for (std::string h; !seen && have >> h;) seen = h == w;
+    if (!seen) *names += (names->empty() ? "" : " ") + w;
+  }
 }
 
 // The time a cold byte of the arena costs over a cached one (ms): the ops
@@ -254,7 +269,8 @@ int Time() {
   // cold). Backward nodes and recomputations count for the forward node they
   // differentiate or recompute.
   const Graph& g = t.g;
-  const std::vector<double> op_ms = FastestOpMs(*exec, g.num_nodes(), FLAGS_warmup + FLAGS_iters, seed);
+  std::vector<std::string> node_kernels;
+  const std::vector<double> op_ms = FastestOpMs(*exec, g.num_nodes(), FLAGS_warmup + FLAGS_iters, seed, &node_kernels);
   exec.reset();  // its arena freed before a second plan's (--save-costs) takes one
   const bool save = !FLAGS_save_costs.empty();
   const int64_t cache = cpu::LastLevelCacheBytes();
@@ -262,10 +278,13 @@ int Time() {
   std::vector<double> fwd(g.num_nodes(), 0), bwd(g.num_nodes(), 0), rec(g.num_nodes(), 0);
   std::vector<double> fwd_cold(g.num_nodes(), 0), bwd_cold(g.num_nodes(), 0);
   std::vector<double> fwd_flops(g.num_nodes(), 0), bwd_flops(g.num_nodes(), 0);  // the backward's with recomputation
+  std::vector<std::string> kernels(g.num_nodes());  // of a forward node, its gradient nodes and mirrors
   double other = 0, other_cold = 0, all_flops = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const double ms = op_ms[i];
     const Node& n = g.node(i);
+    const int of = i < g.num_forward() ? i : n.fwd >= 0 ? n.fwd : n.mirror_of;
+    if (of >= 0) AddNames(node_kernels[i], &kernels[of]);
     const double flops = NodeFlops(g, i);
     all_flops += flops;
     if (i < g.num_forward()) {
@@ -291,16 +310,22 @@ int Time() {
     if (flops > 0 && ms > 0) std::snprintf(s, sizeof s, "%.1f", flops / ms * 1e-6);
     return std::string(s);
   };
-  std::printf("%-20s %-24s %-20s %12s %12s %10s %10s\n", "node", "op", "output", "forward ms", "backward ms",
-              "fwd GF/s", "bwd GF/s");
+  std::printf("%-20s %-24s %-20s %12s %12s %10s %10s  %s\n", "node", "op", "output", "forward ms", "backward ms",
+              "fwd GF/s", "bwd GF/s", "kernels");
   double sum_f = 0, sum_b = 0, flops = 0;
+  std::vector<std::string> reference;  // nodes that ran a reference kernel
   CostTable costs;
   for (int i = 0; i < g.num_forward(); ++i) {
     const Node& n = g.node(i);
     if (n.is_variable()) continue;
-    std::printf("%-20s %-24s %-20s %12.3f %12.3f %10s %10s\n", n.name.c_str(), n.op->name().c_str(),
+    std::istringstream names(kernels[i]);
+    bool slow = false;
+    for (std::string k; !slow && names >> k;) slow = cpu::IsReference(k);
+    if (slow) reference.push_back(n.name);
+    std::printf("%-20s %-24s %-20s %12.3f %12.3f %10s %10s  %s%s\n", n.name.c_str(), n.op->name().c_str(),
                 g.shape({i, 0}).ToString().c_str(), fwd[i], bwd[i] + rec[i], gflops(fwd_flops[i], fwd[i]).c_str(),
-                gflops(bwd_flops[i], bwd[i] + rec[i]).c_str());
+                gflops(bwd_flops[i], bwd[i] + rec[i]).c_str(), kernels[i].empty() ? "-" : kernels[i].c_str(),
+                slow ? "  (REFERENCE)" : "");
     sum_f += fwd[i];
     sum_b += bwd[i] + rec[i];
     flops += fwd_flops[i];
@@ -311,6 +336,16 @@ int Time() {
   std::printf(
       "GF/s: an op's FLOPs as it counts them over its time; a gradient op counts all it can compute, also an "
       "output no node reads (the first layer's data gradient)\n");
+  std::printf(
+      "kernels: the library kernels each op ran (oneDNN's implementation, dnnl_sgemm, frugal's vec:ISA; - for "
+      "frugal's plain loops); %zu op%s ran a reference (scalar) implementation%s%s\n",
+      reference.size(), reference.size() == 1 ? "" : "s", reference.empty() ? "" : ": ",
+      [&] {
+        std::string s;
+        for (const std::string& r : reference) s += (s.empty() ? "" : ", ") + r;
+        return s;
+      }()
+          .c_str());
   const int cores = cpu::NumCores();
   const double peak = cpu::PeakGflops(cores);  // measured after the timed steps, so as not to disturb them
   std::printf("step (forward + backward, batch %d): %.3f ms, %.1f samples/s (%s); %.1f GFLOP/s (%.3f GFLOP a step)\n",

@@ -5,6 +5,8 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+
+#include "ops/cpu/kernel_names.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -91,6 +93,13 @@ dnnl::primitive_attr Attr(bool sum) {
 }
 
 namespace {
+// A primitive's implementation, named for `frugal time` (kernel_names.h).
+void NoteImplementation(const dnnl::primitive& p) {
+  const char* name = nullptr;
+  if (dnnl_primitive_desc_query(p.get_primitive_desc(), dnnl_query_impl_info_str, 0, &name) == dnnl_success && name)
+    NoteKernel(name);
+}
+
 struct Cache {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<const void>> objects;
@@ -166,6 +175,7 @@ dnnl::reorder MakeReorder(const memory::desc& from, const memory::desc& to, bool
 
 void ExecuteReorder(const dnnl::reorder& r, std::unordered_map<int, memory>& args, size_t bytes) {
   OneThreadIfSmall one(bytes);
+  NoteImplementation(r);
   r.execute(DnnlStream(), args);
 }
 }  // namespace
@@ -273,6 +283,7 @@ void PlainCall::Run(const std::vector<void*>& ptrs, const std::vector<OpReq>& re
     }
     args[s.a.arg] = prim[i];
   }
+  NoteImplementation(use_sum ? prim_sum_ : prim_);
   (use_sum ? prim_sum_ : prim_).execute(st, args);
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
@@ -303,6 +314,7 @@ const EltwisePrim& EltwiseFor(dnnl::algorithm alg, float alpha, float beta, int6
 void RunEltwise(const EltwisePrim& e, const float* x, float* y) {
   CHECK_EQ(e.scratch, 0) << "eltwise primitives are expected to need no scratchpad";
   const dnnl::engine& eng = DnnlEngine();
+  NoteImplementation(e.prim);
   e.prim.execute(DnnlStream(),
                  {{DNNL_ARG_SRC, memory(e.md, eng, const_cast<float*>(x))}, {DNNL_ARG_DST, memory(e.md, eng, y)}});
 }

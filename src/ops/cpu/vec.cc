@@ -6,6 +6,9 @@
 #include <map>
 #include <mutex>
 #include <initializer_list>
+#include <string>
+
+#include "ops/cpu/kernel_names.h"
 
 namespace frugal::cpu {
 #if defined(FRUGAL_VEC_X86)
@@ -42,6 +45,8 @@ const VecKernels& Vec() {
     }
     return VecFor("sse2");
   }();
+  static const std::string name = std::string("vec:") + k->isa;
+  NoteKernel(name.c_str());
   return *k;
 }
 
