@@ -241,8 +241,8 @@ void LstmBackward(const KernelCtx& c) {
   const float *wx = c.in[kSavedWx].f(), *wh = c.in[kSavedWh].f();
   const Rows h0 = StateRows(c.in[kSavedH0]), c0 = StateRows(c.in[kSavedC0]);
   float* da = static_cast<float*>(Workspace(c));  // (B, T, 4H)
-  float* da_t = da + B * T * G;                   // (4H, B T)
-  float* h_prev = da_t + B * T * G;               // (B, T, H)
+  float* da_transposed = da + B * T * G;          // (4H, B T)
+  float* h_prev = da_transposed + B * T * G;      // (B, T, H)
   float* dh = h_prev + B * T * H;                 // (B, H): dh_t, then da_t W_h
   float* dc = dh + B * H;                         // (B, H): dc_t, then dc_{t-1}
   std::fill(dh, dh + 2 * B * H, 0.f);
@@ -285,7 +285,7 @@ void LstmBackward(const KernelCtx& c) {
 #pragma omp simd
       for (int64_t j = j0; j < j1; ++j) sum[j] += a[j];
     }
-    if (c.req[kWh] != OpReq::kNull || c.req[kWx] != OpReq::kNull) TransposeRows(da, B * T, G, j0, j1, da_t);
+    if (c.req[kWh] != OpReq::kNull || c.req[kWx] != OpReq::kNull) TransposeRows(da, B * T, G, j0, j1, da_transposed);
     for (int64_t b = b0; b < b1 && c.req[kWh] != OpReq::kNull; ++b) {
       std::memcpy(h_prev + b * T * H, h0.row(b), H * sizeof(float));
       std::memcpy(h_prev + (b * T + 1) * H, y + b * T * H, (T - 1) * H * sizeof(float));
@@ -303,9 +303,9 @@ void LstmBackward(const KernelCtx& c) {
   // (its products run at about 155 either way and the transpose, 13 MB,
   // costs what they gain).
   if (c.req[kWh] != OpReq::kNull)
-    cpu::Gemm(false, false, G, H, B * T, 1.f, da_t, B * T, h_prev, H, beta(kWh), Out(c, kWh), H);
+    cpu::Gemm(false, false, G, H, B * T, 1.f, da_transposed, B * T, h_prev, H, beta(kWh), Out(c, kWh), H);
   if (c.req[kWx] != OpReq::kNull)
-    cpu::Gemm(false, false, G, I, B * T, 1.f, da_t, B * T, x, I, beta(kWx), Out(c, kWx), I);
+    cpu::Gemm(false, false, G, I, B * T, 1.f, da_transposed, B * T, x, I, beta(kWx), Out(c, kWx), I);
   if (c.req[kX] != OpReq::kNull) cpu::Gemm(false, false, B * T, I, G, 1.f, da, G, wx, I, beta(kX), Out(c, kX), I);
 }
 
