@@ -667,7 +667,9 @@ TEST(MxnetImport, FusedRnnItCannotComputeIsAnErrorNamingTheNode) {
   constexpr int64_t kH = 4, kIn = 3;
   // One layer over (T, B, kIn), the data batch first: 4H x kIn + 4H x H weights, 2 x 4H biases.
   const int64_t packed = 4 * kH * kIn + 4 * kH * kH + 8 * kH;
-  auto import = [&](const std::string& attrs, int64_t values, bool zero_states = true, int head_output = 0) {
+  const Shape one_layer{1, 2, kH};  // a begin state for the one layer, batch 2
+  auto import = [&](const std::string& attrs, int64_t values, bool zero_states = true, int head_output = 0,
+                    const Shape* state = nullptr) {
     SymbolBuilder s;
     const int batch_first = s.Var("data", "\"__shape__\": \"(2, 5, 3)\"");
     const int data = s.Op("transpose", "steps", "\"axes\": \"(1, 0, 2)\"", {SymbolBuilder::In(batch_first)});
@@ -678,7 +680,7 @@ TEST(MxnetImport, FusedRnnItCannotComputeIsAnErrorNamingTheNode) {
         s.Op("RNN", "rnn", "\"state_size\": \"4\", \"num_layers\": \"1\"" + attrs,
              {SymbolBuilder::In(data), SymbolBuilder::In(params), SymbolBuilder::In(h), SymbolBuilder::In(c)});
     NamedTensors arrays = {{"arg:rnn_parameters", Values(Shape{values}, 7)}};
-    if (!zero_states) arrays.push_back({"arg:h_given", Values(Shape{1, 2, kH}, 8)});
+    if (!zero_states) arrays.push_back({"arg:h_given", Values(state ? *state : one_layer, 8)});
     return ImportMxnet(ParseMxnetSymbol(s.Json({SymbolBuilder::In(rnn, head_output)}), "r-symbol.json"), arrays, "r");
   };
   EXPECT_NE(import(", \"mode\": \"lstm\"", packed).config_text.find("op: \"lstm\""), std::string::npos);
@@ -694,6 +696,10 @@ TEST(MxnetImport, FusedRnnItCannotComputeIsAnErrorNamingTheNode) {
   // A begin state given as an array: each layer's part of it (one layer here).
   const std::string given = import(", \"mode\": \"lstm\"", packed, /*zero_states=*/false).config_text;
   EXPECT_NE(given.find("name: \"rnn_h0_layers\" op: \"split\""), std::string::npos) << given;
+  const Shape two_layers{2, 2, kH};
+  ExpectError([&] { import(", \"mode\": \"lstm\"", packed, false, 0, &two_layers); },
+              {"node 'rnn' (RNN): its begin state 'h_given' is (2,2,4) in the params file, where num_layers 1 and "
+               "state_size 4 begin from (1, batch, 4)"});
   ExpectError([&] { import(", \"mode\": \"lstm\", \"state_outputs\": \"True\"", packed, true, 1); },
               {"node 'rnn' (RNN): the symbol's output is its output 1 (a final state)"});
 }

@@ -170,6 +170,12 @@ class Lowering {
         out.push_back(AddOp(r, "_zeros", Fmt(n.name, "_l", l, which), {{"shape", Fmt("(0, ", hidden, ")")}}, {}));
       return out;
     }
+    if (const Tensor* t = state.op == "null" ? Array(state.name) : nullptr) {
+      const Shape& s = t->shape();
+      FRUGAL_REQUIRE(s.ndim() == 3 && s[0] == layers && s[2] == hidden, Where(r), ": its begin state '", state.name,
+                     "' is ", s, " in the params file, where num_layers ", layers, " and state_size ", hidden,
+                     " begin from (", layers, ", batch, ", hidden, ")");
+    }
     const Input given{moved[n.inputs[k].node], n.inputs[k].index};
     const Input split = AddOp(r, "SliceChannel", Fmt(n.name, which, "_layers"),
                               {{"num_outputs", std::to_string(layers)}, {"axis", "0"}, {"squeeze_axis", "1"}}, {given});
