@@ -130,7 +130,12 @@ void AddRange(Ranges* ranges, int64_t begin, int64_t end) {
     begin = std::min(begin, last->first);
     end = std::max(end, last->second);
   }
-  ranges->insert(ranges->erase(it, last), {begin, end});
+  if (it == last) {
+    ranges->insert(it, {begin, end});
+    return;
+  }
+  *it = {begin, end};  // the first range it meets becomes the merged one
+  ranges->erase(it + 1, last);
 }
 
 // The leaves of a binary tree over steps: a power of 2, at least one.
