@@ -181,17 +181,6 @@ std::vector<double> FastestOpMs(Executor& exec, int num_nodes, int64_t first_ste
   return ms;
 }
 
-// Each name of `more` (space-separated) not yet in *names, appended.
-void AddNames(const std::string& more, std::string* names) {
-  std::istringstream words(more);
-  for (std::string w; words >> w;) {
-    std::istringstream have(*names);
-    bool seen = false;
-    for (std::string h; !seen && have >> h;) seen = h == w;
-    if (!seen) *names += (names->empty() ? "" : " ") + w;
-  }
-}
-
 // The time a cold byte of the arena costs over a cached one (ms): the ops
 // of t, timed (op_ms) with their cold bytes (ColdBytes: cold), run again
 // under a second plan whose bytes lie elsewhere (sqrt, or share where t's
@@ -284,7 +273,11 @@ int Time() {
     const double ms = op_ms[i];
     const Node& n = g.node(i);
     const int of = i < g.num_forward() ? i : n.fwd >= 0 ? n.fwd : n.mirror_of;
-    if (of >= 0) AddNames(node_kernels[i], &kernels[of]);
+    if (of >= 0) {  // each name once, as the kernels noted them
+      const cpu::KernelNames names(&kernels[of]);
+      std::istringstream words(node_kernels[i]);
+      for (std::string w; words >> w;) cpu::NoteKernel(w.c_str());
+    }
     const double flops = NodeFlops(g, i);
     all_flops += flops;
     if (i < g.num_forward()) {
