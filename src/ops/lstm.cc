@@ -298,9 +298,9 @@ void LstmBackward(const KernelCtx& c) {
   // dW = da^T v as (da^T) v, da transposed once for both products:
   // oneDNN's sgemm runs a transposed-A product of 256 columns (2x256's, 4H
   // = 1024 by 256 over 800 rows) at 68-83 GFLOP/s on two AVX2 cores, the
-  // plain product at 141-181. The backward op of 2x256 (batch 32, runs of
+  // plain product at 143-168. The backward op of 2x256 (batch 32, runs of
   // 25) took 11.4-15.2 ms against 15.4-21.6; of 4x1024 the same as before
-  // (its products run at about 155 either way and the transpose, 13 MB,
+  // (its products run at 155-165 GFLOP/s either way and the transpose, 13 MB,
   // costs what they gain).
   if (c.req[kWh] != OpReq::kNull)
     cpu::Gemm(false, false, G, H, B * T, 1.f, da_transposed, B * T, h_prev, H, beta(kWh), Out(c, kWh), H);

@@ -1,6 +1,6 @@
 """Writes models with MXNet itself, for tests/interchange/mxnet_import_test.cc.
 
-Two small models, each as MXNet's files and the output MXNet computes:
+Small models, each as MXNet's files and the output MXNet computes:
   cnn:  Convolution, BatchNorm (learned gamma, and fix_gamma), Activation
         (relu, tanh), max Pooling, a 1x1 projection, elemwise_add, LeakyReLU,
         Concat, global average Pooling, Flatten, Dropout, FullyConnected,

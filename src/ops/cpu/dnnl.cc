@@ -93,8 +93,10 @@ dnnl::primitive_attr Attr(bool sum) {
 }
 
 namespace {
-// A primitive's implementation, named for `frugal time` (kernel_names.h).
+// A primitive's implementation, named for `frugal time` (kernel_names.h);
+// nothing to look up when no one asks.
 void NoteImplementation(const dnnl::primitive& p) {
+  if (!NamingKernels()) return;
   const char* name = nullptr;
   if (dnnl_primitive_desc_query(p.get_primitive_desc(), dnnl_query_impl_info_str, 0, &name) == dnnl_success && name)
     NoteKernel(name);

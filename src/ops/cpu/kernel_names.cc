@@ -10,6 +10,8 @@ thread_local std::string* open_names = nullptr;
 KernelNames::KernelNames(std::string* names) : outer_(open_names) { open_names = names; }
 KernelNames::~KernelNames() { open_names = outer_; }
 
+bool NamingKernels() { return open_names != nullptr; }
+
 void NoteKernel(const char* name) {
   if (!open_names) return;
   std::string& names = *open_names;

@@ -23,6 +23,9 @@ class KernelNames {
   std::string* outer_;
 };
 
+// Whether a scope is open on this thread: a kernel whose name costs a
+// lookup (a oneDNN primitive's) asks first.
+bool NamingKernels();
 // Adds name to the open scope's names, if a scope is open on this thread.
 void NoteKernel(const char* name);
 
